@@ -1,0 +1,1 @@
+//! Protocols above TCP.

@@ -1,0 +1,51 @@
+//! Which end of a connection something belongs to, and where in the capture
+//! it was seen.
+
+use crate::time::Timestamp;
+
+/// One end of a TCP connection. The client is the host that sent the SYN (or,
+/// without a SYN, the host on the higher, ephemeral port).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    /// The connecting host.
+    Client,
+    /// The accepting host.
+    Server,
+}
+
+impl Side {
+    /// The other end.
+    pub fn peer(self) -> Side {
+        match self {
+            Side::Client => Side::Server,
+            Side::Server => Side::Client,
+        }
+    }
+
+    /// `0` for the client, `1` for the server (index into per-direction arrays).
+    pub fn index(self) -> usize {
+        match self {
+            Side::Client => 0,
+            Side::Server => 1,
+        }
+    }
+
+    /// `"client"` or `"server"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Client => "client",
+            Side::Server => "server",
+        }
+    }
+}
+
+/// A frame of the capture: its Wireshark number (1-based, counting every
+/// record in the file, TCP or not) and its capture timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize)]
+pub struct Mark {
+    /// Wireshark frame number (1-based).
+    pub frame: u64,
+    /// Capture timestamp.
+    pub ts: Timestamp,
+}

@@ -1,0 +1,1 @@
+//! Wire decoding (link layer, IP, TCP).

@@ -1,0 +1,2 @@
+//! rttlens command-line interface.
+fn main() {}
