@@ -28,3 +28,8 @@ pub mod seq;
 pub mod side;
 pub mod time;
 pub mod wire;
+pub mod analysis;
+pub mod flow;
+pub mod detect;
+pub mod report;
+pub mod pipeline;

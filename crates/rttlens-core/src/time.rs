@@ -144,6 +144,24 @@ impl Sub for Duration {
     }
 }
 
+impl std::ops::Div<i64> for Duration {
+    type Output = Duration;
+    fn div(self, rhs: i64) -> Duration {
+        Duration {
+            nanos: self.nanos.checked_div(rhs).unwrap_or(0),
+        }
+    }
+}
+
+impl std::ops::Mul<i64> for Duration {
+    type Output = Duration;
+    fn mul(self, rhs: i64) -> Duration {
+        Duration {
+            nanos: self.nanos.saturating_mul(rhs),
+        }
+    }
+}
+
 impl fmt::Display for Duration {
     /// Milliseconds with three decimals, e.g. `25.712 ms`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -1,0 +1,305 @@
+//! Everything derived from one finished connection: the input of the
+//! detectors and of the report.
+
+use std::net::SocketAddr;
+
+use crate::analysis::ladder::{ClientClock, Dir, Phase};
+use crate::analysis::rounds::{classify, Round};
+use crate::analysis::rtt::{RttEstimate, Vantage};
+use crate::analysis::transfer::Transfer;
+use crate::detect::finding::round3;
+use crate::flow::{Conn, SynInfo};
+use crate::side::{Mark, Side};
+use crate::time::Duration;
+
+/// The application exchange the ladder is built around: the first request
+/// and its response, located by the protocol layer (TLS records, HTTP
+/// messages) or, for other TCP, by the first data of each side.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct AppTimeline {
+    /// `tls`, `http` or `tcp`.
+    pub protocol: &'static str,
+    /// First byte of the first request (client).
+    pub request_first: Option<Mark>,
+    /// Last byte of the first request.
+    pub request_last: Option<Mark>,
+    /// First byte of its response (server): TTFB.
+    pub response_first: Option<Mark>,
+    /// Stream offset of the response's first byte in the server's stream.
+    pub response_offset: u64,
+    /// Last byte of the response, when known.
+    pub response_last: Option<Mark>,
+    /// The first application record of the response (TLS only).
+    pub first_record: Option<FirstRecord>,
+    /// Requests seen on the connection.
+    pub exchanges: u64,
+    /// When the client could first send its request (the packet completing
+    /// the TLS handshake at the client); `None` for plain TCP.
+    pub client_ready: Option<Mark>,
+}
+
+/// The first TLS application record of the response: the first decrypted
+/// byte is available when it completes.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct FirstRecord {
+    /// Record length (bytes, without the 5-byte header).
+    pub len: u64,
+    /// Segment carrying its first byte.
+    pub first: Mark,
+    /// Segment completing it.
+    pub complete: Mark,
+}
+
+/// TCP facts of the connection (from the SYNs and the data).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct TcpFacts {
+    /// MSS option of the client's SYN and the server's SYN-ACK.
+    pub mss_option: [Option<u16>; 2],
+    /// Window-scale option of each SYN (None: absent).
+    pub window_scale: [Option<u8>; 2],
+    /// SACK-permitted in both SYNs.
+    pub sack: bool,
+    /// Timestamps in both SYNs.
+    pub timestamps: bool,
+    /// Effective MSS of each sender (bytes).
+    pub mss: [u64; 2],
+    /// Payload bytes each side sent (retransmissions included).
+    pub bytes: [u64; 2],
+    /// Retransmissions each side sent.
+    pub retransmissions: [u64; 2],
+    /// SYN transmissions (1 = none lost).
+    pub syn_count: u32,
+    /// Largest window each side advertised (bytes, scaled).
+    pub max_window: [u64; 2],
+}
+
+/// All that is known of one finished connection.
+#[derive(Debug)]
+pub struct Analysis {
+    /// The flow state.
+    pub conn: Box<Conn>,
+    /// RTT and vantage, when both halves had samples.
+    pub rtt: Option<RttEstimate>,
+    /// Baseline RTT (zero when unknown).
+    pub rtt_min: Duration,
+    /// TCP facts.
+    pub tcp: TcpFacts,
+    /// Classified rounds of each sender, indexed by [`Side::index`].
+    pub rounds: [Vec<Round>; 2],
+    /// The application exchange.
+    pub app: AppTimeline,
+    /// The response transfer.
+    pub transfer: Option<Transfer>,
+    /// The ladder of phases.
+    pub ladder: Vec<Phase>,
+    /// Quality notes on this connection.
+    pub notes: Vec<String>,
+}
+
+impl Analysis {
+    /// M→client→M (zero when unknown).
+    pub fn h_c(&self) -> Duration {
+        self.rtt.map(|r| r.h_c).unwrap_or(Duration::ZERO)
+    }
+
+    /// M→server→M (zero when unknown).
+    pub fn h_s(&self) -> Duration {
+        self.rtt.map(|r| r.h_s).unwrap_or(Duration::ZERO)
+    }
+
+    /// The client clock used by the ladder.
+    pub fn clock(&self) -> ClientClock {
+        ClientClock { h_c: self.h_c(), rtt: self.rtt_min }
+    }
+
+    /// Vantage point.
+    pub fn vantage(&self) -> Vantage {
+        self.rtt.map(|r| r.vantage).unwrap_or(Vantage::Unknown)
+    }
+
+    /// The SYN of `side` (client SYN or server SYN-ACK).
+    pub fn syn_of(&self, side: Side) -> Option<&SynInfo> {
+        match side {
+            Side::Client => self.conn.syn.as_ref(),
+            Side::Server => self.conn.syn_ack.as_ref(),
+        }
+    }
+
+    /// The phase named `name`, if the ladder has it.
+    pub fn phase(&self, name: &str) -> Option<&Phase> {
+        self.ladder.iter().find(|p| p.name == name)
+    }
+
+    /// `d` as a cost of this connection.
+    pub fn cost(&self, d: Duration) -> crate::detect::finding::Cost {
+        crate::detect::finding::Cost::of(d, self.rtt_min)
+    }
+
+    /// Client and server addresses.
+    pub fn endpoints(&self) -> (SocketAddr, SocketAddr) {
+        (self.conn.client, self.conn.server)
+    }
+}
+
+/// TCP timestamp option length with padding (RFC 7323 §3): 12 bytes per segment.
+const TS_OPTION_LEN: u64 = 12;
+
+fn effective_mss(conn: &Conn, sender: Side, ts: bool) -> u64 {
+    let peer_syn = match sender {
+        Side::Client => conn.syn_ack,
+        Side::Server => conn.syn,
+    };
+    let observed = conn.half[sender.index()].max_payload as u64;
+    match peer_syn.and_then(|s| s.options.mss) {
+        Some(m) => (m as u64).saturating_sub(if ts { TS_OPTION_LEN } else { 0 }).max(1),
+        None if observed > 0 => observed,
+        None => 1460,
+    }
+}
+
+/// Analyse a finished connection: RTT, rounds, app timeline, transfer and ladder.
+pub fn analyze(mut conn: Box<Conn>, app: Option<AppTimeline>) -> Analysis {
+    let rtt = conn.rtt.estimate();
+    let rtt_min = rtt.map(|r| r.min).unwrap_or(Duration::ZERO);
+    let (syn, sa) = (conn.syn, conn.syn_ack);
+    let ts = syn.is_some_and(|s| s.options.timestamps.is_some()) && sa.is_some_and(|s| s.options.timestamps.is_some());
+    let mss = [effective_mss(&conn, Side::Client, ts), effective_mss(&conn, Side::Server, ts)];
+    let tcp = TcpFacts {
+        mss_option: [syn.and_then(|s| s.options.mss), sa.and_then(|s| s.options.mss)],
+        window_scale: [syn.and_then(|s| s.options.window_scale), sa.and_then(|s| s.options.window_scale)],
+        sack: syn.is_some_and(|s| s.options.sack_permitted) && sa.is_some_and(|s| s.options.sack_permitted),
+        timestamps: ts,
+        mss,
+        bytes: [conn.half[0].bytes_sent, conn.half[1].bytes_sent],
+        retransmissions: [conn.half[0].retx_count, conn.half[1].retx_count],
+        syn_count: syn.map(|s| s.count).unwrap_or(0),
+        // half[x].max_window is the window the *peer* of x advertised
+        max_window: [conn.half[1].max_window, conn.half[0].max_window],
+    };
+    let mut rounds: [Vec<Round>; 2] = [Vec::new(), Vec::new()];
+    let mut dropped = [0u64; 2];
+    for side in [Side::Client, Side::Server] {
+        let tracker = std::mem::take(&mut conn.half[side.index()].rounds);
+        let (mut r, d) = tracker.finish();
+        classify(&mut r, mss[side.index()], rtt_min);
+        rounds[side.index()] = r;
+        dropped[side.index()] = d;
+    }
+    let app = app.unwrap_or_else(|| tcp_timeline(&conn));
+    let sender = if conn.half[0].snd_nxt > conn.half[1].snd_nxt * 4 { Side::Client } else { Side::Server };
+    let from = if sender == Side::Server { app.response_offset } else { 0 };
+    let transfer = Transfer::new(sender, &rounds[sender.index()], dropped[sender.index()], from, mss[sender.index()], rtt_min);
+    let mut notes = Vec::new();
+    if rtt.is_none() {
+        notes.push("RTT unknown: too few packets in one of the directions; costs in round trips are 0".to_string());
+    }
+    if syn.is_some() && sa.is_some() && tcp.window_scale.iter().any(|w| w.is_none()) {
+        // flagged for the receive-window detector; no note needed
+    } else if syn.is_none() || sa.is_none() {
+        notes.push("handshake not in the capture: window scaling unknown, windows shown unscaled".to_string());
+    }
+    let mut a = Analysis { conn, rtt, rtt_min, tcp, rounds, app, transfer, ladder: Vec::new(), notes };
+    a.ladder = build_ladder(&a);
+    a
+}
+
+/// Timeline for TCP that is neither TLS nor HTTP: the first data of each side.
+fn tcp_timeline(conn: &Conn) -> AppTimeline {
+    let c = &conn.half[0];
+    let s = &conn.half[1];
+    let request_first = c.first_data;
+    let response_first = match (request_first, s.first_data) {
+        (Some(q), Some(r)) if r.frame > q.frame => Some(r),
+        (None, r) => r,
+        _ => None,
+    };
+    AppTimeline {
+        protocol: "tcp",
+        request_first,
+        request_last: request_first,
+        response_first,
+        response_offset: 0,
+        response_last: s.last_new_data,
+        first_record: None,
+        exchanges: u64::from(request_first.is_some()),
+        client_ready: None,
+    }
+}
+
+fn build_ladder(a: &Analysis) -> Vec<Phase> {
+    let clock = a.clock();
+    let mut ladder = Vec::new();
+    let c = &a.conn;
+    let mut connect_end = None;
+    if let (Some(syn), Some(sa)) = (c.syn, c.syn_ack) {
+        let mut detail = "SYN → SYN-ACK".to_string();
+        if syn.count > 1 {
+            detail = format!("SYN sent {} times, then SYN-ACK", syn.count);
+        }
+        if syn.data_len > 0 {
+            detail.push_str(&format!("; {} B of data in the SYN (TCP Fast Open)", syn.data_len));
+        }
+        ladder.push(clock.phase("connect", (syn.first, Dir::Sent), (sa.first, Dir::Received), detail));
+        connect_end = Some(sa.first);
+    }
+    let app = &a.app;
+    // request → first byte
+    if let (Some(q), Some(r)) = (app.request_first, app.response_first) {
+        let mut p = clock.phase(
+            "request",
+            (q, Dir::Sent),
+            (r, Dir::Received),
+            "first request byte sent → first response byte received (TTFB)".to_string(),
+        );
+        let last = app.request_last.unwrap_or(q);
+        let think = (r.ts - last.ts) - a.h_s();
+        let total = Duration::from_millis_f64(p.ms);
+        let think = think.max(Duration::ZERO).min(total);
+        p.parts.push(clock.part("network", total - think));
+        p.parts.push(clock.part("server-think", think));
+        ladder.push(p);
+        if let Some(fr) = app.first_record {
+            ladder.push(clock.phase(
+                "first-decrypted-byte",
+                (r, Dir::Received),
+                (fr.complete, Dir::Received),
+                format!("first application record ({} B) complete", fr.len),
+            ));
+        }
+    } else if let Some(end) = connect_end {
+        let _ = end;
+    }
+    if let Some(t) = &a.transfer {
+        let dir = if t.sender == Side::Server { Dir::Received } else { Dir::Sent };
+        let mut detail = format!(
+            "{} B in {} round{}, {:.2} MB/s",
+            t.bytes,
+            t.rounds.len(),
+            if t.rounds.len() == 1 { "" } else { "s" },
+            t.bytes_per_sec / 1e6
+        );
+        if let Some(b) = t.bound {
+            detail.push_str(&format!(
+                "; bound by {}: {} B in flight / RTT = {:.2} MB/s",
+                b.limit.as_str(),
+                b.flight,
+                b.bytes_per_sec / 1e6
+            ));
+        }
+        ladder.push(clock.phase("transfer", (t.first, dir), (t.last, dir), detail));
+    }
+    let fins: Vec<Mark> = [c.half[0].fin, c.half[1].fin].into_iter().flatten().collect();
+    if let Some(first_fin) = fins.iter().min_by_key(|m| m.frame) {
+        let end = c.last;
+        let detail = match c.rst {
+            Some((side, _)) => format!("FIN, then RST from the {}", side.as_str()),
+            None if fins.len() == 2 => "FIN from both sides".to_string(),
+            None => "FIN from one side only".to_string(),
+        };
+        let mut p = clock.phase("close", (*first_fin, Dir::Received), (end, Dir::Received), detail);
+        p.ms = round3((end.ts - first_fin.ts).as_millis_f64());
+        p.rtts = round3((end.ts - first_fin.ts).in_rtts(a.rtt_min).unwrap_or(0.0));
+        ladder.push(p);
+    }
+    ladder
+}

@@ -1,0 +1,10 @@
+//! Analysis of a finished connection: vantage, RTT, rounds and limits, the
+//! transfer, and the ladder of phases.
+
+pub mod connection;
+pub mod ladder;
+pub mod rounds;
+pub mod rtt;
+pub mod transfer;
+
+pub use connection::{analyze, Analysis, AppTimeline, FirstRecord};

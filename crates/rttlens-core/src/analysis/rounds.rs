@@ -1,0 +1,333 @@
+//! Rounds: the data a sender emits in one RTT, released by one batch of ACKs.
+//!
+//! Counted as the kernel counts them (`net/ipv4/tcp_bbr.c`, `bbr_update_round_start`):
+//! when a round starts, remember the highest sequence sent so far (the
+//! marker); the round ends at the first ACK that covers data sent after the
+//! marker. Seen from a capture point that is not the sender, an ACK only
+//! counts once the sender can have received it: an ACK seen at `t_a` can have
+//! released data seen at `t_p` only if `t_p ≥ t_a + h_x − ε` (DESIGN.md §4,
+//! causality rule); the flow layer does that filtering and hands each segment
+//! here with the *eligible* cumulative ACK, SACKed bytes and window.
+//!
+//! Bytes in flight of a segment = its end − eligible ACK − eligible SACKed
+//! bytes: what the sender itself counted when it sent it (RFC 6675 "pipe",
+//! without the retransmission term).
+
+use crate::side::Mark;
+use crate::time::Duration;
+
+/// At most this many rounds are kept per direction; later rounds are counted
+/// in [`RoundTracker::rounds_dropped`] only (memory stays bounded).
+pub const MAX_ROUNDS: usize = 4096;
+
+/// What held a round's flight where it was (DESIGN.md §4 "Rounds").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Limit {
+    /// Congestion window, growing ×≥1.3 per round: slow start (RFC 5681 §3.1).
+    SlowStart,
+    /// Congestion window, growing slowly: congestion avoidance.
+    CongestionAvoidance,
+    /// The receiver's advertised window: flight ≥ rwnd − 1 MSS.
+    Rwnd,
+    /// Flat (±1 MSS) below rwnd for ≥ 3 loss-free rounds: the sender's send
+    /// buffer, a window clamp, or a middlebox/CC plateau.
+    Sndbuf,
+    /// The sender had nothing more to send (round ends on a sub-MSS segment
+    /// with room left, and the next send is not ACK-timed).
+    App,
+    /// Loss recovery or too little data to tell.
+    Unknown,
+}
+
+impl Limit {
+    /// Stable name used in the outputs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Limit::SlowStart => "slow-start",
+            Limit::CongestionAvoidance => "congestion-avoidance",
+            Limit::Rwnd => "rwnd",
+            Limit::Sndbuf => "sndbuf",
+            Limit::App => "app",
+            Limit::Unknown => "unknown",
+        }
+    }
+
+    /// True for the two congestion-window limits.
+    pub fn is_cwnd(self) -> bool {
+        matches!(self, Limit::SlowStart | Limit::CongestionAvoidance)
+    }
+}
+
+/// One round of one sender.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Round {
+    /// 0-based index within the direction.
+    pub index: u32,
+    /// First segment of the round.
+    pub first: Mark,
+    /// Last segment of the round.
+    pub last: Mark,
+    /// Stream offset of the first new byte sent in the round.
+    pub start_offset: u64,
+    /// New (never sent before) payload bytes.
+    pub new_bytes: u64,
+    /// Retransmitted payload bytes.
+    pub retx_bytes: u64,
+    /// Data segments (new and retransmitted).
+    pub segments: u32,
+    /// Maximum bytes in flight, as the sender saw it (bytes).
+    pub max_flight: u64,
+    /// Frame of the segment at which the flight peaked.
+    pub max_flight_frame: u64,
+    /// The peer's advertised window when the flight peaked (bytes, scaled).
+    pub rwnd: u64,
+    /// Largest window the peer advertised in eligible ACKs during the round (bytes).
+    pub max_rwnd: u64,
+    /// A retransmission happened in the round.
+    pub loss: bool,
+    /// Payload length of the round's last new-data segment (bytes).
+    pub last_len: u32,
+    /// Time from the previous round's last segment to this round's first.
+    pub gap_before: Duration,
+    /// What limited the round (set by [`classify`]).
+    pub limit: Limit,
+}
+
+/// One data segment as the round tracker needs it.
+#[derive(Debug, Clone, Copy)]
+pub struct RoundSegment {
+    /// Where it was seen.
+    pub at: Mark,
+    /// Stream offset of its first byte.
+    pub offset: u64,
+    /// Payload length (bytes).
+    pub len: u32,
+    /// Bytes of it never sent before.
+    pub new_bytes: u64,
+    /// It is a retransmission.
+    pub retx: bool,
+    /// Bytes in flight after sending it, as the sender saw it.
+    pub flight: u64,
+    /// Eligible cumulative ACK (stream offset).
+    pub eligible_ack: u64,
+    /// Eligible advertised window of the peer (bytes).
+    pub rwnd: u64,
+    /// Highest stream offset sent before this segment.
+    pub snd_nxt_before: u64,
+}
+
+/// Online round tracker of one sender.
+#[derive(Debug, Default)]
+pub struct RoundTracker {
+    rounds: Vec<Round>,
+    cur: Option<Round>,
+    marker: u64,
+    /// Rounds not kept because [`MAX_ROUNDS`] was reached.
+    pub rounds_dropped: u64,
+    next_index: u32,
+}
+
+impl RoundTracker {
+    /// Account one data segment.
+    pub fn on_segment(&mut self, s: RoundSegment) {
+        let new_round = match &self.cur {
+            None => true,
+            Some(_) => s.eligible_ack > self.marker,
+        };
+        if new_round {
+            let gap = self.cur.as_ref().map(|r| s.at.ts - r.last.ts);
+            self.close();
+            self.marker = s.snd_nxt_before;
+            self.cur = Some(Round {
+                index: self.next_index,
+                first: s.at,
+                last: s.at,
+                start_offset: s.offset.max(s.snd_nxt_before.min(s.offset + s.len as u64)),
+                new_bytes: 0,
+                retx_bytes: 0,
+                segments: 0,
+                max_flight: 0,
+                max_flight_frame: s.at.frame,
+                rwnd: s.rwnd,
+                max_rwnd: 0,
+                loss: false,
+                last_len: 0,
+                gap_before: gap.unwrap_or(Duration::ZERO),
+                limit: Limit::Unknown,
+            });
+            self.next_index += 1;
+        }
+        let Some(r) = self.cur.as_mut() else { return };
+        r.last = s.at;
+        r.segments += 1;
+        r.new_bytes += s.new_bytes;
+        if s.retx {
+            r.retx_bytes += s.len as u64;
+            r.loss = true;
+        }
+        if s.new_bytes > 0 {
+            r.last_len = s.len;
+        }
+        if s.flight > r.max_flight {
+            r.max_flight = s.flight;
+            r.max_flight_frame = s.at.frame;
+            r.rwnd = s.rwnd;
+        }
+        r.max_rwnd = r.max_rwnd.max(s.rwnd);
+    }
+
+    fn close(&mut self) {
+        if let Some(r) = self.cur.take() {
+            if self.rounds.len() < MAX_ROUNDS {
+                self.rounds.push(r);
+            } else {
+                self.rounds_dropped += 1;
+            }
+        }
+    }
+
+    /// Close the open round and return all kept rounds.
+    pub fn finish(mut self) -> (Vec<Round>, u64) {
+        self.close();
+        (self.rounds, self.rounds_dropped)
+    }
+}
+
+/// Rounds in a run of flat flight needed to call it `sndbuf` (DESIGN.md §4).
+pub const FLAT_ROUNDS: usize = 3;
+/// Growth per round at or above which a cwnd-limited round is slow start.
+pub const SLOW_START_GROWTH: f64 = 1.3;
+
+/// Set each round's [`Limit`]. `mss` is the sender's segment size (bytes);
+/// `rtt` the connection's baseline RTT (for "ACK-timed" checks).
+///
+/// Rules (DESIGN.md §4): `rwnd` if flight ≥ rwnd − MSS; `sndbuf` if flat
+/// (±1 MSS) below rwnd for ≥ 3 loss-free rounds; `app` if the round ends on
+/// a sub-MSS segment with room left and the next send is not ACK-timed (it
+/// starts more than one RTT after the round's last segment, or never); else
+/// cwnd, slow start when the flight grew ≥ 1.3× over the previous round.
+pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration) {
+    let mss = mss.max(1);
+    let n = rounds.len();
+    for i in 0..n {
+        let r = &rounds[i];
+        let room = r.rwnd > 0 && r.max_flight + mss <= r.rwnd;
+        let limit = if r.rwnd > 0 && r.max_flight + mss > r.rwnd {
+            Limit::Rwnd
+        } else if (r.last_len as u64) < mss && room && {
+            let next = rounds.get(i + 1);
+            next.is_none_or(|nx| nx.gap_before > rtt + rtt / 2)
+        } {
+            Limit::App
+        } else if r.loss {
+            Limit::Unknown
+        } else {
+            let prev = i.checked_sub(1).map(|p| &rounds[p]).filter(|p| !p.loss && p.max_flight > 0);
+            match prev {
+                Some(p) if r.max_flight as f64 >= SLOW_START_GROWTH * p.max_flight as f64 => {
+                    Limit::SlowStart
+                }
+                Some(_) => Limit::CongestionAvoidance,
+                None => Limit::SlowStart,
+            }
+        };
+        rounds[i].limit = limit;
+    }
+    // Flat runs below rwnd: sndbuf. Scan maximal runs of loss-free, non-app,
+    // non-rwnd rounds whose flights stay within one MSS of each other.
+    let mut i = 0;
+    while i < n {
+        let eligible = |r: &Round| !r.loss && matches!(r.limit, Limit::SlowStart | Limit::CongestionAvoidance);
+        if !eligible(&rounds[i]) {
+            i += 1;
+            continue;
+        }
+        let (mut lo, mut hi) = (rounds[i].max_flight, rounds[i].max_flight);
+        let mut j = i + 1;
+        while j < n && eligible(&rounds[j]) {
+            let f = rounds[j].max_flight;
+            if f.max(hi) - f.min(lo) > mss {
+                break;
+            }
+            lo = lo.min(f);
+            hi = hi.max(f);
+            j += 1;
+        }
+        if j - i >= FLAT_ROUNDS {
+            for r in &mut rounds[i..j] {
+                r.limit = Limit::Sndbuf;
+            }
+        }
+        i = j.max(i + 1);
+    }
+}
+
+/// Duration of `rounds` transfers if the flight could grow by slow start
+/// (doubling) from `start_flight`, capped at `cap` bytes per round: how many
+/// rounds it takes to send `bytes`. Used to cost window limits.
+pub fn slow_start_rounds(bytes: u64, start_flight: u64, cap: u64) -> u64 {
+    let mut sent = 0u64;
+    let mut w = start_flight.max(1);
+    let cap = cap.max(1);
+    let mut n = 0;
+    while sent < bytes && n < 1_000_000 {
+        sent += w.min(cap);
+        w = w.saturating_mul(2);
+        n += 1;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::Timestamp;
+
+    fn round(i: u32, flight: u64, rwnd: u64, last_len: u32) -> Round {
+        Round {
+            index: i,
+            first: Mark { frame: i as u64 * 10, ts: Timestamp::from_nanos(i as i64 * 26_000_000) },
+            last: Mark { frame: i as u64 * 10 + 9, ts: Timestamp::from_nanos(i as i64 * 26_000_000 + 1_000_000) },
+            start_offset: 0,
+            new_bytes: flight,
+            retx_bytes: 0,
+            segments: 10,
+            max_flight: flight,
+            max_flight_frame: 0,
+            rwnd,
+            max_rwnd: rwnd,
+            loss: false,
+            last_len,
+            gap_before: Duration::from_millis(25),
+            limit: Limit::Unknown,
+        }
+    }
+
+    #[test]
+    fn classify_slow_start_flat_and_rwnd() {
+        let rtt = Duration::from_millis(26);
+        let mut ss: Vec<Round> = [14280, 28560, 57120, 114240].iter().enumerate().map(|(i, f)| round(i as u32, *f, 1 << 20, 1428)).collect();
+        classify(&mut ss, 1428, rtt);
+        assert!(ss.iter().all(|r| r.limit == Limit::SlowStart));
+
+        let mut flat: Vec<Round> = (0..6).map(|i| round(i, 65535 - (i as u64 % 2) * 500, 131072, 1413)).collect();
+        classify(&mut flat, 1428, rtt);
+        assert!(flat.iter().all(|r| r.limit == Limit::Sndbuf), "{:?}", flat.iter().map(|r| r.limit).collect::<Vec<_>>());
+
+        let mut rw: Vec<Round> = (0..4).map(|i| round(i, 131072 - 100, 131072, 1428)).collect();
+        classify(&mut rw, 1428, rtt);
+        assert!(rw.iter().all(|r| r.limit == Limit::Rwnd));
+
+        let mut app = vec![round(0, 3000, 1 << 20, 200)];
+        classify(&mut app, 1428, rtt);
+        assert_eq!(app[0].limit, Limit::App);
+    }
+
+    #[test]
+    fn slow_start_rounds_caps() {
+        assert_eq!(slow_start_rounds(14280 * 7, 14280, u64::MAX), 3);
+        assert_eq!(slow_start_rounds(600_000, 65535, 65535), 10);
+        assert_eq!(slow_start_rounds(0, 1, 1), 0);
+    }
+}

@@ -1,0 +1,92 @@
+//! Loss and its recovery: `fast-retransmit`, `tail-loss-probe`, `rto` and
+//! `spurious-retransmission`, from the retransmissions the flow layer
+//! classified (order of checks: DESIGN.md §4 "Loss").
+//!
+//! Cost of an episode: the time the data was held up, from the original
+//! transmission (or the hole opening, when the original was lost before the
+//! capture point) to the retransmission; overlapping episodes count once.
+//!
+//! Sources: RFC 5681 §3.2 (fast retransmit), RFC 6675 (SACK recovery),
+//! RFC 8985 (RACK-TLP), RFC 6298 (RTO), RFC 2883 (D-SACK); Linux
+//! `tcp_fastretrans_alert()`, `tcp_send_loss_probe()`, `tcp_retransmit_timer()`.
+
+use super::finding::{conf, ev, Finding, Level};
+use super::util::union_len;
+use crate::analysis::Analysis;
+use crate::flow::half::{RetxKind, Retransmission};
+use crate::side::Side;
+
+/// Finding id of fast retransmissions.
+pub const ID_FAST: &str = "fast-retransmit";
+/// Finding id of tail loss probes.
+pub const ID_TLP: &str = "tail-loss-probe";
+/// Finding id of retransmission timeouts.
+pub const ID_RTO: &str = "rto";
+/// Finding id of spurious retransmissions.
+pub const ID_SPURIOUS: &str = "spurious-retransmission";
+
+fn finding(a: &Analysis, id: &'static str, sender: Side, list: &[&Retransmission]) -> Option<Finding> {
+    let first = list.first()?;
+    let cost = a.cost(union_len(list.iter().map(|r| (r.at.ts - r.delay, r.at.ts)).collect()));
+    let mut evidence = Vec::new();
+    for r in list.iter().take(4) {
+        if let Some(o) = r.original {
+            evidence.push(ev(o.frame, format!("original transmission of {} B at offset {}", r.len, r.offset)));
+        }
+        let what = match id {
+            ID_FAST => format!("fast retransmission after {} duplicate ACKs{}", r.dupacks, if r.inferred { " (time-based: RACK)" } else { "" }),
+            ID_TLP => format!("tail loss probe after {:.1} ms of silence", r.silence.as_millis_f64()),
+            ID_RTO => format!("retransmission timeout after {:.1} ms of silence{}", r.silence.as_millis_f64(), if r.backoff > 0 { format!(" (backoff ×{})", 1u32 << r.backoff.min(16)) } else { String::new() }),
+            _ => "retransmission of data the receiver already had".to_string(),
+        };
+        evidence.push(ev(r.at.frame, what));
+    }
+    let n = list.len();
+    let who = sender.as_str();
+    let (title, fix, refs, level, why): (String, &str, Vec<&'static str>, Level, String) = match id {
+        ID_FAST => (
+            format!("{n} segment{} from the {who} lost and fast-retransmitted", if n == 1 { "" } else { "s" }),
+            "Packet loss on the path: look for drops (`ip -s link`, `tc -s qdisc`, `nstat -az TcpExtTCPLostRetransmit`), a policer or a full queue; keep SACK on (`net.ipv4.tcp_sack=1`); a loss-tolerant congestion control (`net.ipv4.tcp_congestion_control=bbr`) loses less throughput.",
+            vec!["RFC 5681 §3.2", "RFC 6675", "RFC 8985 §6", "Linux tcp_fastretrans_alert()"],
+            if first.inferred { Level::Medium } else { Level::High },
+            if first.inferred { "retransmitted without 3 dupACKs or SACK seen: RACK or a trigger the capture missed".to_string() } else { "duplicate ACKs / SACK blocks preceded the retransmission".to_string() },
+        ),
+        ID_TLP => (
+            format!("{n} tail loss probe{} by the {who}: the last segment of a flight went unacknowledged", if n == 1 { "" } else { "s" }),
+            "Tail loss (the last packets of a burst): TLP (RFC 8985) already shortened the stall; keep `net.ipv4.tcp_early_retrans=3`; if frequent, look for a policer dropping burst tails or pace the sender (`tc qdisc add … fq`).",
+            vec!["RFC 8985 §7", "Linux tcp_send_loss_probe()"],
+            Level::Medium,
+            "highest segment resent after ~2·SRTT of silence without dupACKs".to_string(),
+        ),
+        ID_RTO => (
+            format!("{n} retransmission timeout{} at the {who}: the connection stalled until the timer fired", if n == 1 { "" } else { "s" }),
+            "A timeout stall: the loss could not be repaired by ACKs (whole flight or retransmission lost, or no SACK). Keep SACK and RACK-TLP on (`net.ipv4.tcp_sack=1`, `net.ipv4.tcp_recovery=1`); on low-RTT paths lower the minimum RTO (`ip route change <route> rto_min 20ms`); find the loss (queue drops, flapping link).",
+            vec!["RFC 6298 §5", "Linux tcp_retransmit_timer(), TCP_RTO_MIN"],
+            Level::High,
+            format!("≥ {} ms of silence before the retransmission", crate::flow::half::RTO_MIN.as_millis_f64()),
+        ),
+        _ => (
+            format!("{n} spurious retransmission{} by the {who}: data the receiver already had", if n == 1 { "" } else { "s" }),
+            "The sender's timers fired too early or ACKs were lost/delayed: a delay spike on the path, or ACK loss. Keep `net.ipv4.tcp_frto=2` (F-RTO undoes the cwnd cut) and D-SACK (`net.ipv4.tcp_dsack=1`); look for ACK-path loss or bufferbloat.",
+            vec!["RFC 2883 (D-SACK)", "RFC 5682 (F-RTO)", "Linux tcp_try_undo_*()"],
+            Level::High,
+            "an ACK covering the data was seen before the retransmission, or a D-SACK reported it".to_string(),
+        ),
+    };
+    Some(Finding { id, connection: a.conn.index, title, cost, evidence, confidence: conf(level, why), fix: fix.to_string(), references: refs })
+}
+
+/// See the module docs.
+pub fn detect(a: &Analysis) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for side in [Side::Client, Side::Server] {
+        let h = &a.conn.half[side.index()];
+        for (id, kind) in [(ID_FAST, RetxKind::FastRetransmit), (ID_TLP, RetxKind::TailLossProbe), (ID_RTO, RetxKind::Rto)] {
+            let list: Vec<&Retransmission> = h.retx.iter().filter(|r| r.kind == kind && !r.spurious).collect();
+            out.extend(finding(a, id, side, &list));
+        }
+        let spurious: Vec<&Retransmission> = h.retx.iter().filter(|r| r.spurious).collect();
+        out.extend(finding(a, ID_SPURIOUS, side, &spurious));
+    }
+    out
+}

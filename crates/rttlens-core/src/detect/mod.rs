@@ -1,0 +1,56 @@
+//! Detectors: one named cause each, one file each, named after the finding id.
+//!
+//! Every detector is a function from an [`Analysis`] to the findings it
+//! supports. [`run_all`] runs them in a fixed order, drops findings whose
+//! cost is not material (except quality findings), lowers the confidence of
+//! findings that depend on data the capture dropped, and sorts by cost.
+
+pub mod capture_drops;
+pub mod finding;
+pub mod loss;
+pub mod receive_window_limit;
+pub mod sender_window_cap;
+pub mod slow_start;
+pub mod syn_retransmission;
+pub mod think_time;
+mod util;
+pub mod zero_window;
+
+use crate::analysis::Analysis;
+pub use finding::{Confidence, Cost, Evidence, Finding, Level};
+
+/// A detector: the findings one cause produces on one connection.
+pub type Detector = fn(&Analysis) -> Vec<Finding>;
+
+/// Every detector, with the id(s) it reports.
+pub const DETECTORS: &[(&[&str], Detector)] = &[
+    (&[sender_window_cap::ID], sender_window_cap::detect),
+    (&[receive_window_limit::ID], receive_window_limit::detect),
+    (&[slow_start::ID_INITIAL_WINDOW, slow_start::ID_SLOW_START], slow_start::detect),
+    (&[think_time::ID_SERVER, think_time::ID_CLIENT], think_time::detect),
+    (&[loss::ID_FAST, loss::ID_TLP, loss::ID_RTO, loss::ID_SPURIOUS], loss::detect),
+    (&[zero_window::ID], zero_window::detect),
+    (&[syn_retransmission::ID], syn_retransmission::detect),
+    (&[capture_drops::ID], capture_drops::detect),
+];
+
+/// Finding ids that are reported whatever their cost (they speak of the
+/// capture, not of time lost).
+pub const QUALITY_IDS: &[&str] = &["capture-drops"];
+
+/// Run every detector on `a`; material findings sorted by cost, highest first.
+pub fn run_all(a: &Analysis) -> Vec<Finding> {
+    let mut out: Vec<Finding> = DETECTORS
+        .iter()
+        .flat_map(|(_, d)| d(a))
+        .filter(|f| QUALITY_IDS.contains(&f.id) || f.cost.is_material())
+        .collect();
+    let drops = a.conn.half.iter().any(|h| h.dropped_bytes > 0);
+    if drops {
+        for f in out.iter_mut().filter(|f| !QUALITY_IDS.contains(&f.id)) {
+            f.lower_confidence("the capture dropped packets of this connection");
+        }
+    }
+    out.sort_by(|a, b| b.cost.ms.total_cmp(&a.cost.ms).then(a.id.cmp(b.id)));
+    out
+}

@@ -1,0 +1,68 @@
+//! `receive-window-limit`: the sender filled the receiver's advertised window
+//! (flight ≥ rwnd − 1 MSS) for several rounds — the receiver's buffer, not
+//! the network, set the pace.
+//!
+//! Source: DESIGN.md §4 (`rwnd` limit); RFC 7323 §2 (without window scale the
+//! window cannot exceed 65535 B); Linux `tcp_rcv_space_adjust()` (receive
+//! buffer autotuning), `net.ipv4.tcp_rmem`.
+
+use super::finding::{conf, ev, Finding, Level};
+use super::util::{capped_cost, median};
+use crate::analysis::rounds::Limit;
+use crate::analysis::Analysis;
+use crate::side::Side;
+
+/// Finding id.
+pub const ID: &str = "receive-window-limit";
+
+/// Rounds at the receiver's window needed to report.
+const MIN_ROUNDS: usize = 2;
+
+/// See the module docs.
+pub fn detect(a: &Analysis) -> Vec<Finding> {
+    let Some(t) = &a.transfer else { return vec![] };
+    let limited: Vec<_> = t.rounds_with(Limit::Rwnd).collect();
+    if limited.len() < MIN_ROUNDS {
+        return vec![];
+    }
+    let rwnd = median(limited.iter().map(|r| r.rwnd));
+    let bytes: u64 = limited.iter().map(|r| r.new_bytes).sum();
+    let first_flight = limited.first().map(|r| r.max_flight).unwrap_or(rwnd);
+    let cost = capped_cost(a, limited.len() as u64, bytes, first_flight, u64::MAX);
+    let receiver = t.sender.peer();
+    let no_wscale = a.syn_of(receiver).is_some_and(|s| s.options.window_scale.is_none());
+    let mut evidence = Vec::new();
+    if let Some(syn) = a.syn_of(receiver) {
+        let what = match syn.options.window_scale {
+            Some(s) => format!("{} SYN: window scale {s}", receiver.as_str()),
+            None => format!("{} SYN without a window-scale option: its window cannot exceed 65535 B", receiver.as_str()),
+        };
+        evidence.push(ev(syn.first.frame, what));
+    }
+    for r in limited.iter().take(4) {
+        evidence.push(ev(r.max_flight_frame, format!("round {}: {} B in flight = the {} window of {} B", r.index, r.max_flight, receiver.as_str(), r.rwnd)));
+    }
+    let mut fix = match receiver {
+        Side::Client => "On the client (receiver): let its receive buffer grow — raise `net.ipv4.tcp_rmem` max (e.g. `4096 131072 16777216`), do not pin SO_RCVBUF (curl `--buffer`/app socket options), keep `net.ipv4.tcp_moderate_rcvbuf=1`.".to_string(),
+        Side::Server => "On the server (receiver): raise `net.ipv4.tcp_rmem` max, do not pin SO_RCVBUF (nginx `listen … rcvbuf=`), keep `net.ipv4.tcp_moderate_rcvbuf=1`.".to_string(),
+    };
+    if no_wscale {
+        fix.push_str(" Its SYN had no window-scale option: enable `net.ipv4.tcp_window_scaling=1` (or fix the middlebox stripping the option).");
+    }
+    vec![Finding {
+        id: ID,
+        connection: a.conn.index,
+        title: format!(
+            "{} bytes in flight held at the {}'s receive window ({rwnd} B) for {} rounds{}",
+            t.sender.as_str(),
+            receiver.as_str(),
+            limited.len(),
+            if no_wscale { "; its SYN had no window-scale option" } else { "" }
+        ),
+        cost,
+        evidence,
+        confidence: conf(Level::High, format!("flight within one MSS of the advertised window in {} rounds", limited.len())),
+        fix,
+        references: vec!["DESIGN.md §4 (round limits)", "RFC 7323 §2.2", "Linux tcp_rcv_space_adjust(), net.ipv4.tcp_rmem"],
+    }]
+}

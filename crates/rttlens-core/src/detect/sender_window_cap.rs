@@ -1,0 +1,59 @@
+//! `sender-window-cap`: the sender's bytes in flight stay flat below the
+//! receiver's window for several loss-free rounds — its send buffer, a window
+//! clamp, or a middlebox holds it, not the network and not the receiver.
+//!
+//! Source: DESIGN.md §4 round limits (`sndbuf`: flat ±1 MSS below rwnd for ≥ 3
+//! loss-free rounds); Linux `tcp_sndbuf_expand()` / `net.ipv4.tcp_wmem`.
+
+use super::finding::{conf, ev, Finding, Level};
+use super::util::{capped_cost, median};
+use crate::analysis::rounds::Limit;
+use crate::analysis::Analysis;
+
+/// Finding id.
+pub const ID: &str = "sender-window-cap";
+
+/// See the module docs.
+pub fn detect(a: &Analysis) -> Vec<Finding> {
+    let Some(t) = &a.transfer else { return vec![] };
+    let capped: Vec<_> = t.rounds_with(Limit::Sndbuf).collect();
+    if capped.is_empty() {
+        return vec![];
+    }
+    let flight = median(capped.iter().map(|r| r.max_flight));
+    let rwnd = median(capped.iter().map(|r| r.rwnd));
+    let bytes: u64 = capped.iter().map(|r| r.new_bytes).sum();
+    let cost = capped_cost(a, capped.len() as u64, bytes, flight, rwnd.max(flight));
+    let sender = t.sender.as_str();
+    let rate = if a.rtt_min.nanos > 0 { flight as f64 / a.rtt_min.as_secs_f64() / 1e6 } else { 0.0 };
+    let mut evidence = Vec::new();
+    for r in capped.iter().take(3) {
+        evidence.push(ev(r.max_flight_frame, format!("round {}: {} B in flight, receiver window {} B", r.index, r.max_flight, r.rwnd)));
+    }
+    if let Some(r) = capped.last().filter(|_| capped.len() > 3) {
+        evidence.push(ev(r.max_flight_frame, format!("round {}: still {} B in flight ({} rounds flat)", r.index, r.max_flight, capped.len())));
+    }
+    let near_64k = flight.abs_diff(65535) <= t.mss;
+    let mut fix = format!(
+        "Let the {sender} keep more than {flight} B in flight: raise its send buffer (nginx `listen … sndbuf=4m` or remove a small `sndbuf=`; \
+         `sysctl -w net.ipv4.tcp_wmem=\"4096 131072 16777216\"` and do not pin SO_SNDBUF, which disables autotuning); \
+         look for a window clamp (TCP_WINDOW_CLAMP, `ip route … window`) or a proxy/middlebox that caps the flight."
+    );
+    if near_64k {
+        fix.push_str(" A cap at 65535 B is the signature of a 16-bit limit: a hop or socket without window scaling (RFC 7323) or a 64 KiB buffer.");
+    }
+    let level = if capped.len() >= 6 && rwnd as f64 >= 1.5 * flight as f64 { Level::High } else { Level::Medium };
+    vec![Finding {
+        id: ID,
+        connection: a.conn.index,
+        title: format!(
+            "{sender}'s bytes in flight flat at {flight} B for {} rounds while the receiver offered {rwnd} B: throughput bound {rate:.2} MB/s",
+            capped.len()
+        ),
+        cost,
+        evidence,
+        confidence: conf(level, format!("{} loss-free rounds within ±1 MSS of {flight} B, below the advertised window", capped.len())),
+        fix,
+        references: vec!["DESIGN.md §4 (round limits)", "RFC 7323 §2 (window scale)", "Linux tcp_sndbuf_expand(), net.ipv4.tcp_wmem"],
+    }]
+}

@@ -1,0 +1,73 @@
+//! `initial-window` and `slow-start`: the transfer began with a small
+//! congestion window and spent rounds growing it.
+//!
+//! - `initial-window`: the first transfer round carried fewer than 10
+//!   segments (RFC 6928 raised the IW to 10; older stacks and some CDNs use
+//!   less) and the transfer needed more rounds because of it.
+//! - `slow-start`: the flight grew ≥ 1.3× per round (RFC 5681 §3.1) for
+//!   several rounds; the cost is the rounds spent against sending the same
+//!   bytes at the window finally reached.
+//!
+//! Source: RFC 5681 §3.1, RFC 6928; Linux `tcp_slow_start()`,
+//! `tcp_init_cwnd()` (route `initcwnd`), `net.ipv4.tcp_slow_start_after_idle`.
+
+use super::finding::{conf, ev, Finding, Level};
+use crate::analysis::rounds::{slow_start_rounds, Limit};
+use crate::analysis::Analysis;
+
+/// Finding id of a small initial window.
+pub const ID_INITIAL_WINDOW: &str = "initial-window";
+/// Finding id of rounds spent in slow start.
+pub const ID_SLOW_START: &str = "slow-start";
+/// RFC 6928 initial window, in segments.
+pub const IW10: u64 = 10;
+/// Slow-start rounds (after the first) needed to report `slow-start`.
+const MIN_SLOW_START_ROUNDS: usize = 3;
+
+/// See the module docs.
+pub fn detect(a: &Analysis) -> Vec<Finding> {
+    let Some(t) = &a.transfer else { return vec![] };
+    let mut out = Vec::new();
+    let mss = t.mss.max(1);
+    let ss: Vec<_> = t.rounds.iter().take_while(|r| matches!(r.limit, Limit::SlowStart)).collect();
+    let Some(iw) = t.initial_window else { return out };
+    let first_cwnd_limited = t.rounds.first().is_some_and(|r| r.limit.is_cwnd()) && t.rounds.len() >= 2;
+    if first_cwnd_limited && iw.bytes + mss / 2 < IW10 * mss {
+        let rounds_now = slow_start_rounds(t.bytes, iw.bytes, u64::MAX);
+        let rounds_iw10 = slow_start_rounds(t.bytes, IW10 * mss, u64::MAX);
+        let cost = a.cost(a.rtt_min * rounds_now.saturating_sub(rounds_iw10) as i64);
+        out.push(Finding {
+            id: ID_INITIAL_WINDOW,
+            connection: a.conn.index,
+            title: format!("initial window of {} B ({:.1} segments) is below IW10", iw.bytes, iw.segments),
+            cost,
+            evidence: vec![ev(iw.frame, format!("first round: {} B in flight ({:.1} × {mss} B)", iw.bytes, iw.segments))],
+            confidence: conf(Level::Medium, "first transfer round measured from the capture; the sender may also have been app-limited"),
+            fix: "On the sender: use the RFC 6928 initial window (Linux ≥ 3.0 default; `ip route change <route> initcwnd 10 initrwnd 10`).".to_string(),
+            references: vec!["RFC 6928", "Linux tcp_init_cwnd()"],
+        });
+    }
+    if ss.len() > MIN_SLOW_START_ROUNDS {
+        let peak = ss.iter().map(|r| r.max_flight).max().unwrap_or(0).max(1);
+        let bytes: u64 = ss.iter().map(|r| r.new_bytes).sum();
+        let ideal = bytes.div_ceil(peak);
+        let spent = ss.len() as u64;
+        let cost = a.cost(a.rtt_min * spent.saturating_sub(ideal) as i64);
+        let growth: Vec<String> = ss.iter().map(|r| r.max_flight.to_string()).collect();
+        let mut evidence = vec![ev(iw.frame, format!("first round: {} B in flight ({:.1} segments)", iw.bytes, iw.segments))];
+        for r in ss.iter().skip(1).take(4) {
+            evidence.push(ev(r.max_flight_frame, format!("round {}: {} B in flight", r.index, r.max_flight)));
+        }
+        out.push(Finding {
+            id: ID_SLOW_START,
+            connection: a.conn.index,
+            title: format!("{} rounds of slow start from {} B (flight {} B)", spent, iw.bytes, growth.join(" → ")),
+            cost,
+            evidence,
+            confidence: conf(Level::Medium, "flight grew ≥ 1.3× per round; the cost assumes the final window was available from the start"),
+            fix: "Start with an open window: reuse connections (HTTP keep-alive, HTTP/2, connection pools) and set `net.ipv4.tcp_slow_start_after_idle=0` so idle keep-alive connections keep their cwnd; on the sender, a larger initial window (`ip route change <route> initcwnd 32`) if the path allows.".to_string(),
+            references: vec!["RFC 5681 §3.1", "RFC 6928", "Linux tcp_slow_start(), tcp_slow_start_after_idle"],
+        });
+    }
+    out
+}

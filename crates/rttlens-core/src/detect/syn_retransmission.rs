@@ -1,0 +1,34 @@
+//! `syn-retransmission`: the SYN (or SYN-ACK) was sent more than once, so the
+//! connection waited for the initial retransmission timeout (1 s, RFC 6298
+//! §2.1 / 5.7; Linux `TCP_TIMEOUT_INIT`) before it could even start.
+
+use super::finding::{conf, ev, Finding, Level};
+use crate::analysis::Analysis;
+
+/// Finding id.
+pub const ID: &str = "syn-retransmission";
+
+/// See the module docs.
+pub fn detect(a: &Analysis) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (info, what) in [(a.conn.syn, "SYN"), (a.conn.syn_ack, "SYN-ACK")] {
+        let Some(s) = info.filter(|s| s.count > 1) else { continue };
+        let mut evidence = vec![ev(s.first.frame, format!("first {what}")), ev(s.last.frame, format!("{what} sent again ({} transmissions in all)", s.count))];
+        if what == "SYN" {
+            if let Some(sa) = a.conn.syn_ack {
+                evidence.push(ev(sa.first.frame, "SYN-ACK finally answers"));
+            }
+        }
+        out.push(Finding {
+            id: ID,
+            connection: a.conn.index,
+            title: format!("{what} sent {} times: {:.0} ms lost before the connection could start", s.count, (s.last.ts - s.first.ts).as_millis_f64()),
+            cost: a.cost(s.last.ts - s.first.ts),
+            evidence,
+            confidence: conf(Level::High, format!("same ISN sent {} times", s.count)),
+            fix: "The handshake packet was lost or dropped: check the server's accept queue (`nstat -az TcpExtListenOverflows TcpExtListenDrops`; raise `net.core.somaxconn` and the listen backlog, nginx `listen … backlog=`), SYN floods/`net.ipv4.tcp_syncookies`, firewall or conntrack drops (`nf_conntrack` table full).".to_string(),
+            references: vec!["RFC 6298 §5.7", "Linux TCP_TIMEOUT_INIT, tcp_retransmit_timer()"],
+        });
+    }
+    out
+}

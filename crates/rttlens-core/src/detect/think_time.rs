@@ -1,0 +1,74 @@
+//! `server-think-time` and `client-think-time`: time an end spent before
+//! answering, beyond what the network took.
+//!
+//! - server think = first response byte − last request byte − h_s
+//!   (DESIGN.md §4 "Think time"): time at the server between having the
+//!   request and sending its answer.
+//! - client think = first request byte − the moment the client could send
+//!   it (connection or TLS handshake done) − h_c.
+//!
+//! Neither is a network cost; both are reported so the network is not
+//! blamed for the application's time.
+
+use super::finding::{conf, ev, Finding, Level};
+use crate::analysis::rtt::Vantage;
+use crate::analysis::Analysis;
+
+/// Finding id of server think time.
+pub const ID_SERVER: &str = "server-think-time";
+/// Finding id of client think time.
+pub const ID_CLIENT: &str = "client-think-time";
+
+fn confidence(a: &Analysis) -> (Level, &'static str) {
+    match a.vantage() {
+        Vantage::Client | Vantage::Server => (Level::High, "timed at an end host"),
+        Vantage::Middle => (Level::Medium, "timed mid-path, corrected by h_c / h_s"),
+        Vantage::Unknown => (Level::Low, "vantage point unknown"),
+    }
+}
+
+/// See the module docs.
+pub fn detect(a: &Analysis) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let app = &a.app;
+    if let (Some(q), Some(r)) = (app.request_last, app.response_first) {
+        let think = (r.ts - q.ts) - a.h_s();
+        let (level, why) = confidence(a);
+        out.push(Finding {
+            id: ID_SERVER,
+            connection: a.conn.index,
+            title: format!("server took {:.1} ms to answer after the request arrived", think.as_millis_f64()),
+            cost: a.cost(think),
+            evidence: vec![
+                ev(q.frame, "last byte of the request"),
+                ev(r.frame, format!("first byte of the response, {:.1} ms later (h_s = {:.1} ms)", (r.ts - q.ts).as_millis_f64(), a.h_s().as_millis_f64())),
+            ],
+            confidence: conf(level, why),
+            fix: "Application latency at the server: profile the handler and its upstreams (nginx `$request_time` vs `$upstream_response_time` in the access log), caches, database calls.".to_string(),
+            references: vec!["DESIGN.md §4 (think time)"],
+        });
+    }
+    let ready = a.app.request_first.and_then(|q| {
+        let tls_done = a.app.client_ready.filter(|m| m.frame < q.frame);
+        let conn_done = a.conn.syn_ack.map(|s| s.first).filter(|m| m.frame < q.frame);
+        tls_done.or(conn_done).map(|m| (m, q))
+    });
+    if let Some((m, q)) = ready {
+        let think = (q.ts - m.ts) - a.h_c();
+        let (level, why) = confidence(a);
+        out.push(Finding {
+            id: ID_CLIENT,
+            connection: a.conn.index,
+            title: format!("client waited {:.1} ms before sending its request", think.as_millis_f64()),
+            cost: a.cost(think),
+            evidence: vec![
+                ev(m.frame, "the client could send from here (connection / TLS handshake done)"),
+                ev(q.frame, "first byte of the request"),
+            ],
+            confidence: conf(level, why),
+            fix: "Client-side latency: the application was busy or slow to write the request (DNS, pool checkout, request building, certificate verification); send the request as soon as the connection is ready.".to_string(),
+            references: vec!["DESIGN.md §4 (think time)"],
+        });
+    }
+    out
+}

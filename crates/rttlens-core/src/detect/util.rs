@@ -1,0 +1,60 @@
+//! Helpers shared by detectors.
+
+use crate::analysis::rounds::slow_start_rounds;
+use crate::analysis::Analysis;
+use crate::detect::finding::Cost;
+use crate::time::{Duration, Timestamp};
+
+/// Median of a sequence of byte counts (0 when empty).
+pub fn median(it: impl Iterator<Item = u64>) -> u64 {
+    let mut v: Vec<u64> = it.collect();
+    if v.is_empty() {
+        return 0;
+    }
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// Cost of `rounds` rounds that moved `bytes` under a window limit, against
+/// slow start growing from `start_flight` up to `cap` bytes per round:
+/// (rounds − rounds needed without the limit) × RTT.
+pub fn capped_cost(a: &Analysis, rounds: u64, bytes: u64, start_flight: u64, cap: u64) -> Cost {
+    let ideal = slow_start_rounds(bytes, start_flight, cap);
+    let saved = rounds.saturating_sub(ideal);
+    a.cost(a.rtt_min * saved as i64)
+}
+
+/// Total length of the union of time intervals `[start, end]`.
+pub fn union_len(mut iv: Vec<(Timestamp, Timestamp)>) -> Duration {
+    iv.sort();
+    let mut total = Duration::ZERO;
+    let mut cur: Option<(Timestamp, Timestamp)> = None;
+    for (s, e) in iv {
+        match cur {
+            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total = total + (ce - cs);
+                cur = Some((s, e));
+            }
+            None => cur = Some((s, e)),
+        }
+    }
+    if let Some((cs, ce)) = cur {
+        total = total + (ce - cs);
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn union_merges_overlaps() {
+        let t = |ms: i64| Timestamp::from_nanos(ms * 1_000_000);
+        let u = union_len(vec![(t(0), t(10)), (t(5), t(12)), (t(20), t(21))]);
+        assert_eq!(u, Duration::from_millis(13));
+        assert_eq!(median([3, 1, 2].into_iter()), 2);
+        assert_eq!(median(std::iter::empty()), 0);
+    }
+}

@@ -1,0 +1,586 @@
+//! One direction of a TCP connection: the data one side sends and the ACKs
+//! it gets back, tracked online with state bounded by the window.
+
+use std::collections::VecDeque;
+
+use crate::analysis::rounds::{RoundSegment, RoundTracker};
+use crate::analysis::rtt::{RttMethod, RttSamples};
+use crate::flow::reassembly::{Reassembler, StreamSink};
+use crate::seq::SeqNumber;
+use crate::side::{Mark, Side};
+use crate::time::{Duration, Timestamp};
+
+/// Retransmissions kept in detail per direction (the rest are counted).
+pub const MAX_RETX_KEPT: usize = 256;
+/// Unacknowledged segments tracked per direction (for original send times
+/// and Karn RTT samples); past it the oldest are forgotten.
+pub const MAX_UNACKED: usize = 1 << 16;
+/// Minimum retransmission timeout on Linux (`TCP_RTO_MIN`, include/net/tcp.h): 200 ms.
+pub const RTO_MIN: Duration = Duration::from_millis(200);
+/// Events of a kind kept with their frame (zero windows, capture drops).
+pub const MAX_EVENTS_KEPT: usize = 64;
+
+/// How a retransmission was triggered (DESIGN.md §4 "Loss", order of checks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetxKind {
+    /// ≥ 3 duplicate ACKs or SACK above the hole (RFC 5681 §3.2, RFC 6675),
+    /// or time-based RACK loss detection (RFC 8985 §6.2) without them.
+    FastRetransmit,
+    /// Tail loss probe: the highest segment resent after ~2·SRTT of silence
+    /// (RFC 8985 §7; Linux `tcp_schedule_loss_probe`).
+    TailLossProbe,
+    /// Retransmission timeout (RFC 6298 §5; ≥ 200 ms silence on Linux).
+    Rto,
+}
+
+impl RetxKind {
+    /// Stable name used in the outputs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetxKind::FastRetransmit => "fast-retransmit",
+            RetxKind::TailLossProbe => "tail-loss-probe",
+            RetxKind::Rto => "rto",
+        }
+    }
+}
+
+/// One retransmission.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Retransmission {
+    /// The retransmitted segment.
+    pub at: Mark,
+    /// The original transmission, when the capture saw it (not when the
+    /// original was lost before the capture point).
+    pub original: Option<Mark>,
+    /// Stream offset and length (bytes).
+    pub offset: u64,
+    /// Payload length (bytes).
+    pub len: u32,
+    /// Trigger.
+    pub kind: RetxKind,
+    /// Time since the sender's previous segment (at the capture point).
+    pub silence: Duration,
+    /// Duplicate ACKs the sender had seen.
+    pub dupacks: u32,
+    /// Earlier retransmissions of the same offset (RTO backoff count).
+    pub backoff: u8,
+    /// The receiver already had the data: an ACK covering it was seen
+    /// before the retransmission, or a D-SACK reported it (RFC 2883).
+    pub spurious: bool,
+    /// Classified without dupACK/SACK evidence (RACK or unknown trigger).
+    pub inferred: bool,
+    /// Time the data was held up: retransmission − original send (or hole
+    /// opening when the original was not seen).
+    pub delay: Duration,
+}
+
+/// The peer advertised a zero window for a while.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct ZeroWindow {
+    /// The ACK advertising window 0.
+    pub start: Mark,
+    /// The ACK that opened the window again (None: never, within the capture).
+    pub end: Option<Mark>,
+}
+
+/// Data the capture never saw although the receiver acknowledged it.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct CaptureDrop {
+    /// The ACK that revealed it.
+    pub at: Mark,
+    /// Bytes acknowledged but never seen.
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct SentSeg {
+    offset: u64,
+    end: u64,
+    at: Mark,
+    retx: u8,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Hole {
+    start: u64,
+    end: u64,
+    opened: Mark,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct AckEv {
+    ts: Timestamp,
+    ack: u64,
+    window: u64,
+    sacked: u64,
+    sack_high: u64,
+    dup: bool,
+}
+
+/// What the sender had seen of the peer's ACKs (the causally eligible ones).
+#[derive(Debug, Clone, Copy, Default)]
+struct Eligible {
+    ack: u64,
+    window: u64,
+    sacked: u64,
+    sack_high: u64,
+    dupacks: u32,
+    seen: bool,
+}
+
+/// The sender's view of one direction.
+#[derive(Debug)]
+pub struct Half {
+    /// Which side sends this direction's data.
+    pub side: Side,
+    /// Initial sequence number, when the SYN was seen.
+    pub isn: Option<SeqNumber>,
+    base: Option<SeqNumber>,
+    /// Highest stream offset sent (end of data; FIN not counted).
+    pub snd_nxt: u64,
+    /// Highest cumulative ACK from the peer (stream offset).
+    pub acked: u64,
+    ack_seen: bool,
+    /// Latest window advertised by the peer (bytes, scaled).
+    pub window: u64,
+    /// Largest window the peer advertised (bytes).
+    pub max_window: u64,
+    /// The peer's window-scale shift applied to its window field.
+    pub peer_wscale: u8,
+    /// Whether `peer_wscale` is known (both SYNs seen).
+    pub wscale_known: bool,
+    hist: VecDeque<AckEv>,
+    elig: Eligible,
+    unacked: VecDeque<SentSeg>,
+    holes: Vec<Hole>,
+    /// The sender's last segment (at the capture point).
+    pub last_send: Option<Mark>,
+    /// First data segment.
+    pub first_data: Option<Mark>,
+    /// Last segment that carried new data.
+    pub last_new_data: Option<Mark>,
+    /// Payload bytes on the wire, retransmissions included.
+    pub bytes_sent: u64,
+    /// Data segments (payload > 0).
+    pub data_segments: u64,
+    /// Largest payload seen (bytes).
+    pub max_payload: u32,
+    /// Retransmissions (first [`MAX_RETX_KEPT`]).
+    pub retx: Vec<Retransmission>,
+    /// Retransmissions in total.
+    pub retx_count: u64,
+    /// Segments that filled a hole soon after it opened: reordering.
+    pub out_of_order: u64,
+    /// First reordered segment.
+    pub first_out_of_order: Option<Mark>,
+    /// Zero-window episodes the peer imposed (first [`MAX_EVENTS_KEPT`]).
+    pub zero_windows: Vec<ZeroWindow>,
+    /// Segments sent while the flight filled the peer's window.
+    pub window_full: u64,
+    /// First such segment.
+    pub first_window_full: Option<Mark>,
+    /// ACKs for data the capture never saw (first [`MAX_EVENTS_KEPT`]).
+    pub drops: Vec<CaptureDrop>,
+    /// Bytes acknowledged but never seen, in total.
+    pub dropped_bytes: u64,
+    /// D-SACK blocks received.
+    pub dsacks: u64,
+    /// Keep-alive and zero-window probes (not counted as retransmissions).
+    pub probes: u64,
+    /// Rounds of this sender.
+    pub rounds: RoundTracker,
+    /// In-order delivery to the protocol trackers.
+    pub reasm: Reassembler,
+    /// FIN from this side.
+    pub fin: Option<Mark>,
+    ts_ring: [(u32, Timestamp, bool); 16],
+    ts_pos: usize,
+}
+
+impl Half {
+    /// A direction with nothing seen yet.
+    pub fn new(side: Side) -> Half {
+        Half {
+            side,
+            isn: None,
+            base: None,
+            snd_nxt: 0,
+            acked: 0,
+            ack_seen: false,
+            window: 0,
+            max_window: 0,
+            peer_wscale: 0,
+            wscale_known: false,
+            hist: VecDeque::new(),
+            elig: Eligible::default(),
+            unacked: VecDeque::new(),
+            holes: Vec::new(),
+            last_send: None,
+            first_data: None,
+            last_new_data: None,
+            bytes_sent: 0,
+            data_segments: 0,
+            max_payload: 0,
+            retx: Vec::new(),
+            retx_count: 0,
+            out_of_order: 0,
+            first_out_of_order: None,
+            zero_windows: Vec::new(),
+            window_full: 0,
+            first_window_full: None,
+            drops: Vec::new(),
+            dropped_bytes: 0,
+            dsacks: 0,
+            probes: 0,
+            rounds: RoundTracker::default(),
+            reasm: Reassembler::default(),
+            fin: None,
+            ts_ring: [(0, Timestamp::default(), true); 16],
+            ts_pos: 0,
+        }
+    }
+
+    /// Set the sequence number of stream offset 0 (ISN + 1) from a SYN.
+    pub fn set_isn(&mut self, isn: SeqNumber) {
+        self.isn = Some(isn);
+        if self.base.is_none() {
+            self.base = Some(isn.add(1));
+        }
+    }
+
+    /// Stream offset of `seq`, relative to the highest offset sent; `None`
+    /// before this direction's first segment.
+    fn offset(&self, seq: SeqNumber) -> Option<u64> {
+        let base = self.base?;
+        // unwrap the 32-bit number around snd_nxt, so streams over 4 GiB work
+        let nxt_seq = base.add(self.snd_nxt as u32);
+        let off = self.snd_nxt as i64 + seq.diff(nxt_seq);
+        (off >= 0).then_some(off as u64)
+    }
+
+    /// Process an ACK (and window in bytes, already scaled, and SACK blocks)
+    /// that the peer sent at `at`. `pure` is true for a segment without payload, SYN or FIN.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_peer_ack(
+        &mut self,
+        ack: SeqNumber,
+        window: u64,
+        sack: &[(SeqNumber, SeqNumber)],
+        pure: bool,
+        at: Mark,
+        rtt: &mut RttSamples,
+        sink: Option<&mut dyn StreamSink>,
+    ) {
+        let Some(off) = self.offset(ack) else { return };
+        let fin_extra = self.fin.is_some() as u64;
+        if off > self.snd_nxt + fin_extra {
+            // ACKed unseen: the receiver has bytes the capture never saw
+            let bytes = off - self.snd_nxt - fin_extra;
+            self.note_drop(at, bytes);
+            self.snd_nxt = off - fin_extra.min(off);
+        }
+        let advanced = !self.ack_seen || off > self.acked;
+        let dup = pure && self.ack_seen && off == self.acked && window == self.window && self.snd_nxt > self.acked;
+        // holes below the ACK were delivered past the capture point
+        if advanced && !self.holes.is_empty() {
+            let mut lost = 0;
+            self.holes.retain(|h| {
+                if h.start < off {
+                    lost += h.end.min(off) - h.start;
+                    h.end > off
+                } else {
+                    true
+                }
+            });
+            for h in &mut self.holes {
+                h.start = h.start.max(off);
+            }
+            if lost > 0 {
+                self.note_drop(at, lost);
+            }
+        }
+        if let Some(sink) = sink {
+            let covered = off.min(self.snd_nxt);
+            if covered > self.reasm.next_offset() {
+                self.reasm.skip_to(covered, sink);
+            }
+        }
+        // zero-window episodes
+        if window == 0 && self.ack_seen {
+            if self.zero_windows.last().is_none_or(|z| z.end.is_some()) && self.zero_windows.len() < MAX_EVENTS_KEPT {
+                self.zero_windows.push(ZeroWindow { start: at, end: None });
+            }
+        } else if let Some(z) = self.zero_windows.last_mut() {
+            if z.end.is_none() && window > 0 {
+                z.end = Some(at);
+            }
+        }
+        // SACK blocks (RFC 2018), D-SACK (RFC 2883 §4: first block below the ACK)
+        let (mut sacked, mut sack_high) = (0u64, 0u64);
+        for (i, (l, r)) in sack.iter().enumerate() {
+            let (Some(lo), Some(hi)) = (self.offset(*l), self.offset(*r)) else { continue };
+            if hi <= lo || hi > self.snd_nxt + 1 {
+                continue;
+            }
+            if i == 0 && lo < off {
+                self.dsacks += 1;
+                for r in self.retx.iter_mut().rev().take(32) {
+                    if r.offset < hi && r.offset + r.len as u64 > lo {
+                        r.spurious = true;
+                    }
+                }
+                continue;
+            }
+            if lo >= off {
+                sacked += hi - lo;
+                sack_high = sack_high.max(hi);
+            }
+        }
+        // Karn RTT sample: the newest never-retransmitted segment this ACK covers
+        if advanced {
+            let mut sample = None;
+            while let Some(s) = self.unacked.front() {
+                if s.end > off {
+                    break;
+                }
+                if s.retx == 0 {
+                    sample = Some(s.at.ts);
+                } else {
+                    sample = None;
+                }
+                self.unacked.pop_front();
+            }
+            if let Some(t) = sample {
+                rtt.add(self.side.peer(), at.ts - t, RttMethod::DataAck);
+            }
+        }
+        if advanced {
+            self.acked = off;
+        }
+        self.ack_seen = true;
+        self.window = window;
+        self.max_window = self.max_window.max(window);
+        self.hist.push_back(AckEv { ts: at.ts, ack: off, window, sacked, sack_high, dup });
+    }
+
+    fn note_drop(&mut self, at: Mark, bytes: u64) {
+        self.dropped_bytes += bytes;
+        if self.drops.len() < MAX_EVENTS_KEPT {
+            self.drops.push(CaptureDrop { at, bytes });
+        }
+    }
+
+    /// Make the ACKs the sender can have received by `now` eligible.
+    /// `h_x` is M→sender→M; an ACK seen at `t_a` is eligible for data seen at
+    /// `t_p` when `t_a ≤ t_p − h_x + ε`, ε = h_x/10 + 20 µs (timing noise).
+    fn advance_eligible(&mut self, now: Timestamp, h_x: Duration) {
+        let eps = Duration::from_nanos(h_x.nanos / 10) + Duration::from_micros(20);
+        let horizon = now - h_x + eps;
+        while let Some(&a) = self.hist.front() {
+            if a.ts > horizon {
+                break;
+            }
+            self.hist.pop_front();
+            if !self.elig.seen || a.ack > self.elig.ack {
+                self.elig.dupacks = 0;
+                self.elig.ack = a.ack;
+                self.elig.sack_high = 0;
+            } else if a.dup {
+                self.elig.dupacks += 1;
+            }
+            self.elig.seen = true;
+            self.elig.window = a.window;
+            self.elig.sacked = a.sacked;
+            self.elig.sack_high = self.elig.sack_high.max(a.sack_high);
+        }
+    }
+
+    /// Record this side's TSval (for echo samples).
+    pub fn note_tsval(&mut self, tsval: u32, ts: Timestamp) {
+        if self.ts_ring.iter().any(|(v, _, _)| *v == tsval) {
+            return;
+        }
+        self.ts_ring[self.ts_pos] = (tsval, ts, false);
+        self.ts_pos = (self.ts_pos + 1) % self.ts_ring.len();
+    }
+
+    /// The peer echoed `tsecr` at `ts`: a sample of h_peer.
+    pub fn on_tsecr(&mut self, tsecr: u32, ts: Timestamp, rtt: &mut RttSamples) {
+        if let Some(e) = self.ts_ring.iter_mut().find(|(v, _, used)| *v == tsecr && !*used) {
+            e.2 = true;
+            rtt.add(self.side.peer(), ts - e.1, RttMethod::Timestamps);
+        }
+    }
+
+    /// Process a data segment this side sent: `len` payload bytes on the wire
+    /// at `seq`, of which `payload` were captured.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_data(
+        &mut self,
+        seq: SeqNumber,
+        len: u32,
+        payload: &[u8],
+        at: Mark,
+        h_x: Duration,
+        rtt_min: Duration,
+        sink: Option<&mut dyn StreamSink>,
+    ) {
+        if self.base.is_none() {
+            self.base = Some(seq);
+        }
+        let Some(off) = self.offset(seq) else { return };
+        let end = off + len as u64;
+        self.advance_eligible(at.ts, h_x);
+        self.bytes_sent += len as u64;
+        self.data_segments += 1;
+        self.max_payload = self.max_payload.max(len);
+        self.first_data.get_or_insert(at);
+        let silence = self.last_send.map(|l| at.ts - l.ts).unwrap_or(Duration::ZERO);
+        let snd_nxt_before = self.snd_nxt;
+
+        // Keep-alive (seq = snd_una − 1, RFC 9293 §3.8.4) or zero-window probe.
+        let probe = len <= 1 && ((self.ack_seen && end <= self.acked) || (self.elig.seen && self.elig.window == 0));
+        let mut retx = false;
+        let mut new_bytes = 0;
+        if probe {
+            self.probes += 1;
+        } else if off < self.snd_nxt {
+            // overlaps what was sent before: a hole fill or a retransmission
+            let hole = self.holes.iter().position(|h| off < h.end && end > h.start);
+            match hole {
+                Some(i) if at.ts - self.holes[i].opened.ts < rtt_min / 2 => {
+                    // filled soon after the hole opened: reordered in the network
+                    self.out_of_order += 1;
+                    self.first_out_of_order.get_or_insert(at);
+                    self.fill_hole(i, off, end);
+                }
+                Some(i) => {
+                    // original lost before the capture point, then resent
+                    let opened = self.holes[i].opened;
+                    self.fill_hole(i, off, end);
+                    retx = true;
+                    self.note_retx(off, len, at, None, at.ts - opened.ts, silence, rtt_min);
+                }
+                None => {
+                    retx = true;
+                    let orig = self.unacked.iter_mut().find(|s| s.offset <= off && s.end > off);
+                    let (original, backoff) = match orig {
+                        Some(s) => {
+                            let b = s.retx;
+                            s.retx = s.retx.saturating_add(1);
+                            (Some(s.at), b)
+                        }
+                        None => (None, 0),
+                    };
+                    let delay = original.map(|o| at.ts - o.ts).unwrap_or(silence);
+                    self.note_retx(off, len, at, original, delay, silence, rtt_min);
+                    if let Some(r) = self.retx.last_mut() {
+                        if r.at == at {
+                            r.backoff = backoff;
+                        }
+                    }
+                }
+            }
+            if end > self.snd_nxt {
+                new_bytes = end - self.snd_nxt;
+            }
+        } else {
+            if off > self.snd_nxt {
+                self.holes.push(Hole { start: self.snd_nxt, end: off, opened: at });
+                if self.holes.len() > 256 {
+                    self.holes.remove(0);
+                }
+            }
+            new_bytes = len as u64;
+        }
+        if new_bytes > 0 {
+            self.last_new_data = Some(at);
+            if self.unacked.len() >= MAX_UNACKED {
+                self.unacked.pop_front();
+            }
+            self.unacked.push_back(SentSeg { offset: off.max(self.snd_nxt), end, at, retx: 0 });
+            self.snd_nxt = end;
+        }
+        let flight = self.snd_nxt.saturating_sub(self.elig.ack).saturating_sub(self.elig.sacked);
+        if self.elig.seen && self.elig.window > 0 && flight >= self.elig.window {
+            self.window_full += 1;
+            self.first_window_full.get_or_insert(at);
+        }
+        if !probe {
+            self.rounds.on_segment(RoundSegment {
+                at,
+                offset: off,
+                len,
+                new_bytes,
+                retx,
+                flight,
+                eligible_ack: self.elig.ack,
+                rwnd: self.elig.window,
+                snd_nxt_before,
+            });
+        }
+        if let Some(sink) = sink {
+            self.reasm.push(off, payload, len as u64, at, sink);
+        }
+        self.last_send = Some(at);
+    }
+
+    fn fill_hole(&mut self, i: usize, off: u64, end: u64) {
+        let h = self.holes[i];
+        self.holes.swap_remove(i);
+        if off > h.start {
+            self.holes.push(Hole { start: h.start, end: off, opened: h.opened });
+        }
+        if end < h.end {
+            self.holes.push(Hole { start: end, end: h.end, opened: h.opened });
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn note_retx(
+        &mut self,
+        off: u64,
+        len: u32,
+        at: Mark,
+        original: Option<Mark>,
+        delay: Duration,
+        silence: Duration,
+        rtt_min: Duration,
+    ) {
+        self.retx_count += 1;
+        let end = off + len as u64;
+        let e = self.elig;
+        // any ACK seen (eligible or still on its way) already covering it
+        let spurious = self.ack_seen && self.acked >= end;
+        let (kind, inferred) = if e.dupacks >= 3 || (e.sack_high > off) {
+            (RetxKind::FastRetransmit, false)
+        } else if silence >= RTO_MIN && silence.nanos as f64 >= 2.5 * rtt_min.nanos as f64 {
+            (RetxKind::Rto, false)
+        } else if end >= self.snd_nxt {
+            (RetxKind::TailLossProbe, false)
+        } else {
+            (RetxKind::FastRetransmit, true)
+        };
+        if self.retx.len() < MAX_RETX_KEPT {
+            self.retx.push(Retransmission {
+                at,
+                original,
+                offset: off,
+                len,
+                kind,
+                silence,
+                dupacks: e.dupacks,
+                backoff: 0,
+                spurious,
+                inferred,
+                delay,
+            });
+        }
+    }
+
+    /// The peer's largest advertised window, or 0.
+    pub fn peer_window_max(&self) -> u64 {
+        self.max_window
+    }
+}

@@ -1,0 +1,217 @@
+//! The report model: what one analysed connection and the capture as a whole
+//! say, owned and serializable. The renderers (text, JSON) live in the
+//! `rttlens-report` crate; the JSON schema is documented in `docs/json.md`.
+
+use crate::analysis::connection::TcpFacts;
+use crate::analysis::ladder::Phase;
+use crate::analysis::rounds::Limit;
+use crate::analysis::rtt::{RttMethod, Vantage};
+use crate::analysis::transfer::{Bound, InitialWindow, LimitCount};
+use crate::analysis::Analysis;
+use crate::detect::finding::round3;
+use crate::detect::Finding;
+use crate::side::Side;
+
+/// RTT figures in milliseconds.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RttReport {
+    /// Baseline RTT (ms).
+    pub min_ms: f64,
+    /// Median RTT (ms).
+    pub median_ms: f64,
+    /// M→client→M (ms).
+    pub h_c_ms: f64,
+    /// M→server→M (ms).
+    pub h_s_ms: f64,
+    /// Method that gave the figure.
+    pub method: RttMethod,
+}
+
+/// One round as reported.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RoundReport {
+    /// 0-based round index within the sender's rounds.
+    pub index: u32,
+    /// First and last frame.
+    pub first_frame: u64,
+    /// Last frame.
+    pub last_frame: u64,
+    /// Start, ms after the connection's first packet.
+    pub start_ms: f64,
+    /// New bytes sent.
+    pub new_bytes: u64,
+    /// Retransmitted bytes.
+    pub retx_bytes: u64,
+    /// Maximum bytes in flight.
+    pub flight: u64,
+    /// Frame where the flight peaked.
+    pub flight_frame: u64,
+    /// Receiver window then (bytes).
+    pub rwnd: u64,
+    /// What limited the round.
+    pub limit: Limit,
+}
+
+/// The response transfer as reported.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TransferReport {
+    /// Who sent the bulk data.
+    pub sender: Side,
+    /// Bytes.
+    pub bytes: u64,
+    /// Duration (ms).
+    pub ms: f64,
+    /// Throughput (bytes per second).
+    pub bytes_per_sec: f64,
+    /// Sender MSS (bytes).
+    pub mss: u64,
+    /// Initial window (first round's flight).
+    pub initial_window: Option<InitialWindow>,
+    /// Rounds per limit.
+    pub limits: Vec<LimitCount>,
+    /// Throughput bound of the dominant window limit.
+    pub bound: Option<Bound>,
+    /// The rounds.
+    pub rounds: Vec<RoundReport>,
+    /// Rounds not kept (very long transfers).
+    pub rounds_dropped: u64,
+}
+
+/// One analysed connection.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ConnReport {
+    /// 0-based index in order of first packet.
+    pub index: u64,
+    /// Client address:port.
+    pub client: String,
+    /// Server address:port.
+    pub server: String,
+    /// `tls`, `http` or `tcp`.
+    pub protocol: &'static str,
+    /// First frame.
+    pub first_frame: u64,
+    /// Last frame.
+    pub last_frame: u64,
+    /// Packets.
+    pub frames: u64,
+    /// Seconds from the capture's first packet to this connection's first.
+    pub start_s: f64,
+    /// First to last packet (ms).
+    pub duration_ms: f64,
+    /// Capture point.
+    pub vantage: Vantage,
+    /// RTT, when known.
+    pub rtt: Option<RttReport>,
+    /// TCP facts.
+    pub tcp: TcpFacts,
+    /// TLS facts, for TLS connections.
+    pub tls: Option<TlsReport>,
+    /// The ladder of phases.
+    pub ladder: Vec<Phase>,
+    /// The response transfer.
+    pub transfer: Option<TransferReport>,
+    /// Findings, highest cost first.
+    pub findings: Vec<Finding>,
+    /// Quality notes.
+    pub notes: Vec<String>,
+}
+
+/// TLS facts of a connection.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct TlsReport {
+    /// Negotiated version (`1.2`, `1.3`, …).
+    pub version: String,
+    /// Handshake kind (`tls12-full`, `tls12-abbreviated`, `tls13-full`,
+    /// `tls13-psk`, `tls13-0rtt`), see DESIGN.md §2.
+    pub kind: String,
+    /// Round trips the kind needs by design.
+    pub nominal_rtts: u32,
+    /// Round trips the handshake took (ClientHello → handshake done at the client).
+    pub measured_rtts: f64,
+    /// Server name (SNI), when sent.
+    pub sni: Option<String>,
+    /// ALPN protocol selected, when any.
+    pub alpn: Option<String>,
+    /// Cipher suite selected (name, or hex code).
+    pub cipher: Option<String>,
+    /// The client offered resumption (session id, ticket or PSK).
+    pub resumption_offered: bool,
+    /// The server resumed the session.
+    pub resumed: bool,
+    /// The client offered 0-RTT early data.
+    pub early_data_offered: bool,
+    /// The server sent a HelloRetryRequest.
+    pub hello_retry: bool,
+    /// Application records each side sent.
+    pub app_records: [u64; 2],
+    /// Largest application record of each side (bytes).
+    pub max_app_record: [u64; 2],
+}
+
+impl ConnReport {
+    /// Build the report of an analysed connection.
+    pub fn new(a: &Analysis, findings: Vec<Finding>, capture_start: crate::time::Timestamp) -> ConnReport {
+        let c = &a.conn;
+        let rtt = a.rtt.map(|r| RttReport {
+            min_ms: round3(r.min.as_millis_f64()),
+            median_ms: round3(r.median.as_millis_f64()),
+            h_c_ms: round3(r.h_c.as_millis_f64()),
+            h_s_ms: round3(r.h_s.as_millis_f64()),
+            method: r.method,
+        });
+        let transfer = a.transfer.as_ref().map(|t| TransferReport {
+            sender: t.sender,
+            bytes: t.bytes,
+            ms: round3(t.duration.as_millis_f64()),
+            bytes_per_sec: t.bytes_per_sec.round(),
+            mss: t.mss,
+            initial_window: t.initial_window,
+            limits: t.limits.clone(),
+            bound: t.bound.map(|mut b| {
+                b.bytes_per_sec = b.bytes_per_sec.round();
+                b
+            }),
+            rounds: t
+                .rounds
+                .iter()
+                .map(|r| RoundReport {
+                    index: r.index,
+                    first_frame: r.first.frame,
+                    last_frame: r.last.frame,
+                    start_ms: round3((r.first.ts - c.first.ts).as_millis_f64()),
+                    new_bytes: r.new_bytes,
+                    retx_bytes: r.retx_bytes,
+                    flight: r.max_flight,
+                    flight_frame: r.max_flight_frame,
+                    rwnd: r.rwnd,
+                    limit: r.limit,
+                })
+                .collect(),
+            rounds_dropped: t.rounds_dropped,
+        });
+        ConnReport {
+            index: c.index,
+            client: c.client.to_string(),
+            server: c.server.to_string(),
+            protocol: a.app.protocol,
+            first_frame: c.first.frame,
+            last_frame: c.last.frame,
+            frames: c.frames,
+            start_s: round3((c.first.ts - capture_start).as_secs_f64() * 1000.0) / 1000.0,
+            duration_ms: round3((c.last.ts - c.first.ts).as_millis_f64()),
+            vantage: a.vantage(),
+            rtt,
+            tcp: a.tcp.clone(),
+            tls: None,
+            ladder: a.ladder.clone(),
+            transfer,
+            findings,
+            notes: a.notes.clone(),
+        }
+    }
+
+    /// Total cost of the findings (ms), for "slowest first" ordering.
+    pub fn findings_ms(&self) -> f64 {
+        self.findings.iter().map(|f| f.cost.ms).sum()
+    }
+}

@@ -1,0 +1,58 @@
+//! JSON output: one document, streamed.
+//!
+//! ```text
+//! {"schema_version": 1, "tool": "rttlens 0.1.0", "source": "pku.cap",
+//!  "connections": [ <connection>, … ],
+//!  "capture": <summary>}
+//! ```
+//!
+//! Connections appear in the order the analysis finishes them (use `index`
+//! for first-packet order). The full schema, field by field with units, is
+//! in `docs/json.md`; any incompatible change bumps [`SCHEMA_VERSION`].
+
+use std::io::{self, Write};
+
+use rttlens_core::pipeline::CaptureSummary;
+use rttlens_core::report::ConnReport;
+
+use crate::{Renderer, Source};
+
+/// Version of the JSON schema documented in `docs/json.md`.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Streams the JSON document.
+#[derive(Debug, Default)]
+pub struct JsonRenderer {
+    count: u64,
+}
+
+fn to_io(e: serde_json::Error) -> io::Error {
+    io::Error::other(e)
+}
+
+impl Renderer for JsonRenderer {
+    fn begin(&mut self, w: &mut dyn Write, source: &Source) -> io::Result<()> {
+        let name = serde_json::to_string(&source.name).map_err(to_io)?;
+        write!(
+            w,
+            "{{\"schema_version\":{SCHEMA_VERSION},\"tool\":\"rttlens {}\",\"source\":{name},\"connections\":[",
+            env!("CARGO_PKG_VERSION")
+        )
+    }
+
+    fn connection(&mut self, w: &mut dyn Write, conn: ConnReport) -> io::Result<()> {
+        if self.count > 0 {
+            w.write_all(b",")?;
+        }
+        w.write_all(b"\n")?;
+        serde_json::to_writer(&mut *w, &conn).map_err(to_io)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    fn end(&mut self, w: &mut dyn Write, summary: &CaptureSummary) -> io::Result<()> {
+        w.write_all(b"\n],\"capture\":")?;
+        serde_json::to_writer(&mut *w, summary).map_err(to_io)?;
+        w.write_all(b"}\n")
+    }
+}

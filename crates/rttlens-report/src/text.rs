@@ -1,0 +1,230 @@
+//! Text output for people: a summary of the capture, then per connection
+//! the ladder of phases (ms and RTTs), the rounds of the transfer and the
+//! findings sorted by cost. With many connections, only the `top` costliest
+//! are shown in full, followed by a count per finding id.
+
+use std::io::{self, Write};
+
+use rttlens_core::pipeline::CaptureSummary;
+use rttlens_core::report::ConnReport;
+
+use crate::{Renderer, Source};
+
+/// Text renderer settings and state.
+#[derive(Debug)]
+pub struct TextRenderer {
+    /// Connections shown in full when there are more (the costliest).
+    pub top: usize,
+    /// Print the rounds table of each shown connection.
+    pub rounds: bool,
+    kept: Vec<ConnReport>,
+    seen: u64,
+    source: String,
+}
+
+impl TextRenderer {
+    /// A renderer showing at most `top` connections in full.
+    pub fn new(top: usize, rounds: bool) -> TextRenderer {
+        TextRenderer { top: top.max(1), rounds, kept: Vec::new(), seen: 0, source: String::new() }
+    }
+
+    fn sort(&mut self) {
+        self.kept.sort_by(|a, b| {
+            b.findings_ms()
+                .total_cmp(&a.findings_ms())
+                .then(b.duration_ms.total_cmp(&a.duration_ms))
+                .then(a.index.cmp(&b.index))
+        });
+    }
+}
+
+fn ms(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+fn human_bytes(b: f64) -> String {
+    if b >= 1e6 {
+        format!("{:.2} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.1} kB", b / 1e3)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+/// Render one connection in full.
+pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::Result<()> {
+    writeln!(w, "connection {}  {} → {}", c.index, c.client, c.server)?;
+    let mut line = format!("  {} · {} frames ({}–{}) · {} ms", c.protocol, c.frames, c.first_frame, c.last_frame, ms(c.duration_ms));
+    line.push_str(&format!(" · vantage {}", c.vantage.as_str()));
+    match &c.rtt {
+        Some(r) => line.push_str(&format!(
+            " · RTT {} ms min, {} ms median ({}; h_c {} ms, h_s {} ms)",
+            ms(r.min_ms),
+            ms(r.median_ms),
+            r.method.as_str(),
+            ms(r.h_c_ms),
+            ms(r.h_s_ms)
+        )),
+        None => line.push_str(" · RTT unknown"),
+    }
+    writeln!(w, "{line}")?;
+    if let Some(t) = &c.tls {
+        let mut l = format!("  TLS {} · {} handshake: {:.2} RTT (nominal {})", t.version, t.kind, t.measured_rtts, t.nominal_rtts);
+        if let Some(s) = &t.cipher {
+            l.push_str(&format!(" · {s}"));
+        }
+        if let Some(s) = &t.sni {
+            l.push_str(&format!(" · SNI {s}"));
+        }
+        if let Some(s) = &t.alpn {
+            l.push_str(&format!(" · ALPN {s}"));
+        }
+        writeln!(w, "{l}")?;
+    }
+    if !c.ladder.is_empty() {
+        writeln!(w)?;
+        writeln!(w, "  {:<22} {:>9} {:>7}  {:<14} what", "phase", "ms", "RTTs", "frames")?;
+        for p in &c.ladder {
+            let mut detail = p.detail.clone();
+            if !p.parts.is_empty() {
+                let parts: Vec<String> = p.parts.iter().map(|x| format!("{} {} ms ({:.2} RTT)", x.name, ms(x.ms), x.rtts)).collect();
+                detail.push_str(&format!("; {}", parts.join(", ")));
+            }
+            writeln!(w, "  {:<22} {:>9} {:>7.2}  {:<14} {}", p.name, ms(p.ms), p.rtts, format!("{}→{}", p.start_frame, p.end_frame), detail)?;
+        }
+    }
+    if let Some(t) = &c.transfer {
+        let flights: Vec<String> = t.rounds.iter().take(12).map(|r| r.flight.to_string()).collect();
+        writeln!(w)?;
+        let iw = t.initial_window.map(|iw| format!("initial window {} B ({:.1} × {} B)", iw.bytes, iw.segments, t.mss)).unwrap_or_default();
+        writeln!(
+            w,
+            "  transfer ({} → {}): {} in {} rounds, {}/s; {}",
+            t.sender.as_str(),
+            t.sender.peer().as_str(),
+            human_bytes(t.bytes as f64),
+            t.rounds.len(),
+            human_bytes(t.bytes_per_sec),
+            iw
+        )?;
+        writeln!(w, "  bytes in flight per round: {}{}", flights.join(" → "), if t.rounds.len() > 12 { " …" } else { "" })?;
+        let limits: Vec<String> = t.limits.iter().map(|l| format!("{} × {}", l.rounds, l.limit.as_str())).collect();
+        writeln!(w, "  round limits: {}", limits.join(", "))?;
+        if let Some(b) = &t.bound {
+            writeln!(w, "  bound: {} B in flight per RTT ({}) = {}/s", b.flight, b.limit.as_str(), human_bytes(b.bytes_per_sec))?;
+        }
+        if rounds {
+            writeln!(w, "  {:>5} {:>10} {:>13} {:>9} {:>9} {:>9}  limit", "round", "start ms", "frames", "new B", "flight B", "rwnd B")?;
+            for r in &t.rounds {
+                writeln!(
+                    w,
+                    "  {:>5} {:>10.3} {:>13} {:>9} {:>9} {:>9}  {}",
+                    r.index,
+                    r.start_ms,
+                    format!("{}-{}", r.first_frame, r.last_frame),
+                    r.new_bytes,
+                    r.flight,
+                    r.rwnd,
+                    r.limit.as_str()
+                )?;
+            }
+        }
+    }
+    writeln!(w)?;
+    if c.findings.is_empty() {
+        writeln!(w, "  findings: none")?;
+    } else {
+        writeln!(w, "  findings (highest cost first)")?;
+        for f in &c.findings {
+            writeln!(w, "  * {}  {} ms ({:.2} RTT)  confidence {}", f.id, ms(f.cost.ms), f.cost.rtts, f.confidence.level.as_str())?;
+            writeln!(w, "    {}", f.title)?;
+            for (i, e) in f.evidence.iter().enumerate() {
+                let label = if i == 0 { "evidence" } else { "" };
+                writeln!(w, "    {:<9} frame {:<7} {}", label, e.frame, e.what)?;
+            }
+            writeln!(w, "    {:<9} {} ({})", "why", f.confidence.why, f.confidence.level.as_str())?;
+            writeln!(w, "    {:<9} {}", "fix", f.fix)?;
+            writeln!(w, "    {:<9} {}", "see", f.references.join("; "))?;
+        }
+    }
+    for n in &c.notes {
+        writeln!(w, "  note: {n}")?;
+    }
+    writeln!(w)
+}
+
+impl Renderer for TextRenderer {
+    fn begin(&mut self, _w: &mut dyn Write, source: &Source) -> io::Result<()> {
+        self.source = source.name.clone();
+        Ok(())
+    }
+
+    fn connection(&mut self, _w: &mut dyn Write, conn: ConnReport) -> io::Result<()> {
+        self.seen += 1;
+        self.kept.push(conn);
+        if self.kept.len() > 4 * self.top {
+            self.sort();
+            self.kept.truncate(self.top);
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, w: &mut dyn Write, s: &CaptureSummary) -> io::Result<()> {
+        self.sort();
+        self.kept.truncate(self.top);
+        writeln!(
+            w,
+            "capture {}: {}, {} frames ({} TCP), {} connection{}, {:.3} s",
+            self.source,
+            s.format,
+            s.frames,
+            s.tcp_segments,
+            s.connections,
+            if s.connections == 1 { "" } else { "s" },
+            s.duration_s
+        )?;
+        if s.quality.is_clean() {
+            writeln!(w, "quality: clean")?;
+        } else {
+            let q = &s.quality;
+            let mut parts = Vec::new();
+            for (k, v) in &q.decode_errors {
+                parts.push(format!("{v} undecodable ({k})"));
+            }
+            if q.snaplen_cut > 0 {
+                parts.push(format!("{} segments cut by snaplen", q.snaplen_cut));
+            }
+            if q.malformed_tcp_options > 0 {
+                parts.push(format!("{} segments with malformed TCP options", q.malformed_tcp_options));
+            }
+            for (k, v) in &q.reader_notes {
+                parts.push(format!("{v} × {k}"));
+            }
+            if let Some(t) = &q.truncated {
+                parts.push(format!("file breaks off: {t}"));
+            }
+            writeln!(w, "quality: {}", parts.join("; "))?;
+        }
+        if !s.findings_by_id.is_empty() {
+            let counts: Vec<String> = s.findings_by_id.iter().map(|(k, v)| format!("{k} × {v}")).collect();
+            writeln!(w, "findings: {}", counts.join(", "))?;
+        }
+        writeln!(w)?;
+        if self.seen as usize > self.kept.len() {
+            writeln!(w, "the {} connections that lost the most time (of {}; `--conn` picks others):", self.kept.len(), self.seen)?;
+            writeln!(w)?;
+        } else {
+            self.kept.sort_by_key(|c| c.index);
+        }
+        let single = self.kept.len() == 1;
+        for c in &self.kept {
+            write_connection(w, c, self.rounds || single)?;
+        }
+        Ok(())
+    }
+}
