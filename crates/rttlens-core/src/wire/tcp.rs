@@ -1,0 +1,318 @@
+//! TCP header (RFC 9293 §3.1) and the options the analysis uses.
+//!
+//! The fixed header is read with etherparse's `TcpHeaderSlice`. The options
+//! are parsed here from the raw option bytes ([`TcpOptions::parse`]):
+//! etherparse's option iterator stops at the first kind it does not know,
+//! and it does not know TCP Fast Open (kind 34, RFC 7413).
+
+use std::fmt;
+
+use etherparse::err::tcp as tcp_err;
+use etherparse::TcpHeaderSlice;
+
+use super::ip::Datagram;
+use super::{DecodeError, TcpSegment};
+use crate::seq::SeqNumber;
+
+/// TCP control bits (RFC 9293 §3.1; ECE and CWR from RFC 3168; AE from
+/// RFC 9768, formerly NS).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct TcpFlags(pub u16);
+
+impl TcpFlags {
+    /// No more data from sender.
+    pub const FIN: TcpFlags = TcpFlags(0x001);
+    /// Synchronize sequence numbers.
+    pub const SYN: TcpFlags = TcpFlags(0x002);
+    /// Reset the connection.
+    pub const RST: TcpFlags = TcpFlags(0x004);
+    /// Push function.
+    pub const PSH: TcpFlags = TcpFlags(0x008);
+    /// Acknowledgment field is significant.
+    pub const ACK: TcpFlags = TcpFlags(0x010);
+    /// Urgent pointer field is significant.
+    pub const URG: TcpFlags = TcpFlags(0x020);
+    /// ECN-Echo (RFC 3168).
+    pub const ECE: TcpFlags = TcpFlags(0x040);
+    /// Congestion Window Reduced (RFC 3168).
+    pub const CWR: TcpFlags = TcpFlags(0x080);
+    /// Accurate ECN (RFC 9768; the former NS bit of RFC 3540).
+    pub const AE: TcpFlags = TcpFlags(0x100);
+
+    const NAMES: [(TcpFlags, &'static str); 9] = [
+        (TcpFlags::SYN, "SYN"),
+        (TcpFlags::FIN, "FIN"),
+        (TcpFlags::RST, "RST"),
+        (TcpFlags::PSH, "PSH"),
+        (TcpFlags::ACK, "ACK"),
+        (TcpFlags::URG, "URG"),
+        (TcpFlags::ECE, "ECE"),
+        (TcpFlags::CWR, "CWR"),
+        (TcpFlags::AE, "AE"),
+    ];
+
+    /// Whether every bit of `other` is set.
+    #[inline]
+    pub fn contains(self, other: TcpFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for TcpFlags {
+    type Output = TcpFlags;
+    fn bitor(self, rhs: TcpFlags) -> TcpFlags {
+        TcpFlags(self.0 | rhs.0)
+    }
+}
+
+impl fmt::Display for TcpFlags {
+    /// The set flags joined by `|`, e.g. `SYN|ACK`; `-` for none.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for (flag, name) in TcpFlags::NAMES {
+            if self.contains(flag) {
+                if !first {
+                    f.write_str("|")?;
+                }
+                f.write_str(name)?;
+                first = false;
+            }
+        }
+        if first {
+            f.write_str("-")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for TcpFlags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TcpFlags({self})")
+    }
+}
+
+/// A TCP Fast Open option (RFC 7413 §4.1.1), either as kind 34 or as the
+/// experimental kind 254 with ExID `0xF989` (RFC 6994).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FastOpen {
+    /// An empty option: the client asks for a cookie.
+    CookieRequest {
+        /// Sent as kind 254 + ExID `0xF989`.
+        experimental: bool,
+    },
+    /// A cookie (the client presenting it, or the server granting it).
+    Cookie {
+        /// Cookie length in octets (RFC 7413: 4 to 16).
+        len: u8,
+        /// Sent as kind 254 + ExID `0xF989`.
+        experimental: bool,
+    },
+}
+
+/// The TCP options the analysis uses, folded into one `Copy` summary.
+///
+/// A later occurrence of an option overrides an earlier one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpOptions {
+    /// Maximum segment size (kind 2, RFC 9293 §3.7.1).
+    pub mss: Option<u16>,
+    /// Window scale shift (kind 3, RFC 7323 §2), clamped to 14 as RFC 7323
+    /// §2.3 asks.
+    pub window_scale: Option<u8>,
+    /// SACK permitted (kind 4, RFC 2018).
+    pub sack_permitted: bool,
+    /// SACK blocks (kind 5, RFC 2018) as (left edge, right edge); the first
+    /// [`sack_count`](Self::sack_count) entries are valid.
+    pub sack_blocks: [(SeqNumber, SeqNumber); 4],
+    /// Number of valid entries in [`sack_blocks`](Self::sack_blocks).
+    pub sack_count: u8,
+    /// Timestamps (kind 8, RFC 7323 §3): (TSval, TSecr).
+    pub timestamps: Option<(u32, u32)>,
+    /// TCP Fast Open (kind 34, or 254 + ExID `0xF989`).
+    pub fast_open: Option<FastOpen>,
+    /// The option list ran past the header or an option had a bad length:
+    /// parsing stopped there, and options after it are missing.
+    pub malformed: bool,
+}
+
+/// Option kinds (IANA "TCP Option Kind Numbers").
+mod kind {
+    pub const END: u8 = 0;
+    pub const NOP: u8 = 1;
+    pub const MSS: u8 = 2;
+    pub const WINDOW_SCALE: u8 = 3;
+    pub const SACK_PERMITTED: u8 = 4;
+    pub const SACK: u8 = 5;
+    pub const TIMESTAMPS: u8 = 8;
+    pub const FAST_OPEN: u8 = 34;
+    pub const EXPERIMENT_2: u8 = 254;
+}
+
+/// ExID of experimental TCP Fast Open (RFC 7413 §4.1.1, RFC 6994).
+const TFO_EXID: u16 = 0xF989;
+/// Largest window scale shift (RFC 7323 §2.3).
+const MAX_WINDOW_SCALE: u8 = 14;
+
+fn be_u16(b: &[u8]) -> Option<u16> {
+    b.first_chunk::<2>().map(|b| u16::from_be_bytes(*b))
+}
+
+fn be_u32(b: &[u8]) -> Option<u32> {
+    b.first_chunk::<4>().map(|b| u32::from_be_bytes(*b))
+}
+
+impl TcpOptions {
+    /// The valid SACK blocks.
+    pub fn sack(&self) -> &[(SeqNumber, SeqNumber)] {
+        self.sack_blocks
+            .get(..usize::from(self.sack_count))
+            .unwrap_or(&[])
+    }
+
+    /// Parses the option bytes of a TCP header (the bytes between the fixed
+    /// 20-octet header and the data offset).
+    ///
+    /// Parsing stops at End of Option List, at the end of `bytes`, or at the
+    /// first option whose length is missing, below 2, runs past `bytes`, or
+    /// is wrong for its kind (then [`malformed`](Self::malformed) is set).
+    /// Unknown kinds are skipped by their length.
+    pub fn parse(bytes: &[u8]) -> TcpOptions {
+        let mut opts = TcpOptions::default();
+        let mut rest = bytes;
+        while let Some((&kind, after_kind)) = rest.split_first() {
+            match kind {
+                kind::END => break,
+                kind::NOP => {
+                    rest = after_kind;
+                    continue;
+                }
+                _ => {}
+            }
+            let Some(&len) = after_kind.first() else {
+                opts.malformed = true;
+                break;
+            };
+            let Some((option, after)) =
+                rest.split_at_checked(usize::from(len)).filter(|_| len >= 2)
+            else {
+                opts.malformed = true;
+                break;
+            };
+            let body = option.get(2..).unwrap_or(&[]);
+            if !opts.apply(kind, body) {
+                opts.malformed = true;
+                break;
+            }
+            rest = after;
+        }
+        opts
+    }
+
+    /// Records one option; `false` when its length is wrong for its kind.
+    fn apply(&mut self, kind: u8, body: &[u8]) -> bool {
+        match kind {
+            kind::MSS => match be_u16(body).filter(|_| body.len() == 2) {
+                Some(mss) => self.mss = Some(mss),
+                None => return false,
+            },
+            kind::WINDOW_SCALE => match body {
+                [shift] => self.window_scale = Some((*shift).min(MAX_WINDOW_SCALE)),
+                _ => return false,
+            },
+            kind::SACK_PERMITTED => {
+                if !body.is_empty() {
+                    return false;
+                }
+                self.sack_permitted = true;
+            }
+            kind::SACK => {
+                if body.is_empty() || body.len() % 8 != 0 {
+                    return false;
+                }
+                self.sack_count = 0;
+                for (slot, block) in self.sack_blocks.iter_mut().zip(body.chunks_exact(8)) {
+                    let left = be_u32(block).unwrap_or(0);
+                    let right = block.get(4..).and_then(be_u32).unwrap_or(0);
+                    *slot = (SeqNumber(left), SeqNumber(right));
+                    self.sack_count += 1;
+                }
+            }
+            kind::TIMESTAMPS => {
+                if body.len() != 8 {
+                    return false;
+                }
+                let tsval = be_u32(body).unwrap_or(0);
+                let tsecr = body.get(4..).and_then(be_u32).unwrap_or(0);
+                self.timestamps = Some((tsval, tsecr));
+            }
+            kind::FAST_OPEN => self.fast_open = Some(fast_open(body, false)),
+            kind::EXPERIMENT_2 => {
+                if be_u16(body) == Some(TFO_EXID) {
+                    self.fast_open = Some(fast_open(body.get(2..).unwrap_or(&[]), true));
+                }
+            }
+            _ => {}
+        }
+        true
+    }
+}
+
+/// A Fast Open option whose cookie is `cookie`: empty is a cookie request
+/// (DESIGN.md §4: "length 2 = cookie request, longer = cookie").
+fn fast_open(cookie: &[u8], experimental: bool) -> FastOpen {
+    if cookie.is_empty() {
+        FastOpen::CookieRequest { experimental }
+    } else {
+        FastOpen::Cookie {
+            len: u8::try_from(cookie.len()).unwrap_or(u8::MAX),
+            experimental,
+        }
+    }
+}
+
+/// Reads the TCP segment that is the upper layer of `datagram`.
+///
+/// # Errors
+///
+/// [`DecodeError::Truncated`] when the captured bytes end inside the TCP
+/// header; [`DecodeError::Malformed`] when the data offset is below 5, the
+/// header runs past the IP length, or SYN and FIN are both set.
+pub fn parse_segment<'a>(datagram: &Datagram<'a>) -> Result<TcpSegment<'a>, DecodeError> {
+    let header = TcpHeaderSlice::from_slice(datagram.payload).map_err(|e| match e {
+        tcp_err::HeaderSliceError::Len(_) if datagram.is_complete() => DecodeError::Malformed {
+            layer: "TCP",
+            what: "the header runs past the IP length",
+        },
+        tcp_err::HeaderSliceError::Len(_) => DecodeError::Truncated { layer: "TCP" },
+        tcp_err::HeaderSliceError::Content(_) => DecodeError::Malformed {
+            layer: "TCP",
+            what: "the data offset is below 5",
+        },
+    })?;
+    let header_bytes = header.slice();
+    let flags = match header_bytes.get(12..14) {
+        Some(&[hi, lo]) => TcpFlags((u16::from(hi & 0x01) << 8) | u16::from(lo)),
+        _ => TcpFlags::default(),
+    };
+    if flags.contains(TcpFlags::SYN | TcpFlags::FIN) {
+        return Err(DecodeError::Malformed {
+            layer: "TCP",
+            what: "SYN and FIN are both set",
+        });
+    }
+    let header_len = header_bytes.len();
+    let payload_len = datagram.payload_len.saturating_sub(header_len);
+    Ok(TcpSegment {
+        src: datagram.src,
+        dst: datagram.dst,
+        src_port: header.source_port(),
+        dst_port: header.destination_port(),
+        seq: SeqNumber(header.sequence_number()),
+        ack: SeqNumber(header.acknowledgment_number()),
+        flags,
+        window: header.window_size(),
+        options: TcpOptions::parse(header.options()),
+        payload: datagram.payload.get(header_len..).unwrap_or(&[]),
+        payload_len: u32::try_from(payload_len).unwrap_or(u32::MAX),
+    })
+}
