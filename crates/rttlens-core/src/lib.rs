@@ -22,14 +22,14 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod analysis;
 pub mod capture;
+pub mod detect;
+pub mod flow;
+pub mod pipeline;
 pub mod proto;
+pub mod report;
 pub mod seq;
 pub mod side;
 pub mod time;
 pub mod wire;
-pub mod analysis;
-pub mod flow;
-pub mod detect;
-pub mod report;
-pub mod pipeline;

@@ -105,7 +105,10 @@ pub fn run(
             }
         };
         sum.frames += 1;
-        let at = Mark { frame: frame.number, ts: frame.ts };
+        let at = Mark {
+            frame: frame.number,
+            ts: frame.ts,
+        };
         let start = *first.get_or_insert(frame.ts);
         last = last.max(frame.ts);
         match wire::decode(frame.link_type, frame.data, frame.orig_len) {
@@ -139,7 +142,23 @@ pub fn run(
     sum.duration_s = (last - start).as_secs_f64();
     sum.connections = connections;
     sum.findings_by_id = findings_by_id;
-    for (k, v) in reader.notes().counts() {
+    let n = reader.notes();
+    let notes = [
+        ("frames cut by snaplen", n.cut_by_snaplen),
+        (
+            "records with caplen above the wire length",
+            n.caplen_above_orig_len,
+        ),
+        ("packets without timestamp (SPB)", n.missing_timestamp),
+        ("packets on an undescribed interface", n.unknown_interface),
+        ("malformed pcapng blocks", n.malformed_blocks),
+        (
+            "interfaces with an unusable timestamp resolution",
+            n.bad_ts_resolution,
+        ),
+        ("timestamps going backwards", n.ts_backwards),
+    ];
+    for (k, v) in notes {
         if v > 0 {
             sum.quality.reader_notes.insert(k.to_string(), v);
         }

@@ -150,7 +150,11 @@ pub struct TlsReport {
 
 impl ConnReport {
     /// Build the report of an analysed connection.
-    pub fn new(a: &Analysis, findings: Vec<Finding>, capture_start: crate::time::Timestamp) -> ConnReport {
+    pub fn new(
+        a: &Analysis,
+        findings: Vec<Finding>,
+        capture_start: crate::time::Timestamp,
+    ) -> ConnReport {
         let c = &a.conn;
         let rtt = a.rtt.map(|r| RttReport {
             min_ms: round3(r.min.as_millis_f64()),

@@ -25,7 +25,13 @@ pub struct TextRenderer {
 impl TextRenderer {
     /// A renderer showing at most `top` connections in full.
     pub fn new(top: usize, rounds: bool) -> TextRenderer {
-        TextRenderer { top: top.max(1), rounds, kept: Vec::new(), seen: 0, source: String::new() }
+        TextRenderer {
+            top: top.max(1),
+            rounds,
+            kept: Vec::new(),
+            seen: 0,
+            source: String::new(),
+        }
     }
 
     fn sort(&mut self) {
@@ -59,7 +65,14 @@ fn human_bytes(b: f64) -> String {
 /// Render one connection in full.
 pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::Result<()> {
     writeln!(w, "connection {}  {} → {}", c.index, c.client, c.server)?;
-    let mut line = format!("  {} · {} frames ({}–{}) · {} ms", c.protocol, c.frames, c.first_frame, c.last_frame, ms(c.duration_ms));
+    let mut line = format!(
+        "  {} · {} frames ({}–{}) · {} ms",
+        c.protocol,
+        c.frames,
+        c.first_frame,
+        c.last_frame,
+        ms(c.duration_ms)
+    );
     line.push_str(&format!(" · vantage {}", c.vantage.as_str()));
     match &c.rtt {
         Some(r) => line.push_str(&format!(
@@ -74,7 +87,10 @@ pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::
     }
     writeln!(w, "{line}")?;
     if let Some(t) = &c.tls {
-        let mut l = format!("  TLS {} · {} handshake: {:.2} RTT (nominal {})", t.version, t.kind, t.measured_rtts, t.nominal_rtts);
+        let mut l = format!(
+            "  TLS {} · {} handshake: {:.2} RTT (nominal {})",
+            t.version, t.kind, t.measured_rtts, t.nominal_rtts
+        );
         if let Some(s) = &t.cipher {
             l.push_str(&format!(" · {s}"));
         }
@@ -88,20 +104,49 @@ pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::
     }
     if !c.ladder.is_empty() {
         writeln!(w)?;
-        writeln!(w, "  {:<22} {:>9} {:>7}  {:<14} what", "phase", "ms", "RTTs", "frames")?;
+        writeln!(
+            w,
+            "  {:<22} {:>9} {:>7}  {:<14} what",
+            "phase", "ms", "RTTs", "frames"
+        )?;
         for p in &c.ladder {
             let mut detail = p.detail.clone();
             if !p.parts.is_empty() {
-                let parts: Vec<String> = p.parts.iter().map(|x| format!("{} {} ms ({:.2} RTT)", x.name, ms(x.ms), x.rtts)).collect();
+                let parts: Vec<String> = p
+                    .parts
+                    .iter()
+                    .map(|x| format!("{} {} ms ({:.2} RTT)", x.name, ms(x.ms), x.rtts))
+                    .collect();
                 detail.push_str(&format!("; {}", parts.join(", ")));
             }
-            writeln!(w, "  {:<22} {:>9} {:>7.2}  {:<14} {}", p.name, ms(p.ms), p.rtts, format!("{}→{}", p.start_frame, p.end_frame), detail)?;
+            writeln!(
+                w,
+                "  {:<22} {:>9} {:>7.2}  {:<14} {}",
+                p.name,
+                ms(p.ms),
+                p.rtts,
+                format!("{}→{}", p.start_frame, p.end_frame),
+                detail
+            )?;
         }
     }
     if let Some(t) = &c.transfer {
-        let flights: Vec<String> = t.rounds.iter().take(12).map(|r| r.flight.to_string()).collect();
+        let flights: Vec<String> = t
+            .rounds
+            .iter()
+            .take(12)
+            .map(|r| r.flight.to_string())
+            .collect();
         writeln!(w)?;
-        let iw = t.initial_window.map(|iw| format!("initial window {} B ({:.1} × {} B)", iw.bytes, iw.segments, t.mss)).unwrap_or_default();
+        let iw = t
+            .initial_window
+            .map(|iw| {
+                format!(
+                    "initial window {} B ({:.1} × {} B)",
+                    iw.bytes, iw.segments, t.mss
+                )
+            })
+            .unwrap_or_default();
         writeln!(
             w,
             "  transfer ({} → {}): {} in {} rounds, {}/s; {}",
@@ -112,14 +157,33 @@ pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::
             human_bytes(t.bytes_per_sec),
             iw
         )?;
-        writeln!(w, "  bytes in flight per round: {}{}", flights.join(" → "), if t.rounds.len() > 12 { " …" } else { "" })?;
-        let limits: Vec<String> = t.limits.iter().map(|l| format!("{} × {}", l.rounds, l.limit.as_str())).collect();
+        writeln!(
+            w,
+            "  bytes in flight per round: {}{}",
+            flights.join(" → "),
+            if t.rounds.len() > 12 { " …" } else { "" }
+        )?;
+        let limits: Vec<String> = t
+            .limits
+            .iter()
+            .map(|l| format!("{} × {}", l.rounds, l.limit.as_str()))
+            .collect();
         writeln!(w, "  round limits: {}", limits.join(", "))?;
         if let Some(b) = &t.bound {
-            writeln!(w, "  bound: {} B in flight per RTT ({}) = {}/s", b.flight, b.limit.as_str(), human_bytes(b.bytes_per_sec))?;
+            writeln!(
+                w,
+                "  bound: {} B in flight per RTT ({}) = {}/s",
+                b.flight,
+                b.limit.as_str(),
+                human_bytes(b.bytes_per_sec)
+            )?;
         }
         if rounds {
-            writeln!(w, "  {:>5} {:>10} {:>13} {:>9} {:>9} {:>9}  limit", "round", "start ms", "frames", "new B", "flight B", "rwnd B")?;
+            writeln!(
+                w,
+                "  {:>5} {:>10} {:>13} {:>9} {:>9} {:>9}  limit",
+                "round", "start ms", "frames", "new B", "flight B", "rwnd B"
+            )?;
             for r in &t.rounds {
                 writeln!(
                     w,
@@ -141,13 +205,26 @@ pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::
     } else {
         writeln!(w, "  findings (highest cost first)")?;
         for f in &c.findings {
-            writeln!(w, "  * {}  {} ms ({:.2} RTT)  confidence {}", f.id, ms(f.cost.ms), f.cost.rtts, f.confidence.level.as_str())?;
+            writeln!(
+                w,
+                "  * {}  {} ms ({:.2} RTT)  confidence {}",
+                f.id,
+                ms(f.cost.ms),
+                f.cost.rtts,
+                f.confidence.level.as_str()
+            )?;
             writeln!(w, "    {}", f.title)?;
             for (i, e) in f.evidence.iter().enumerate() {
                 let label = if i == 0 { "evidence" } else { "" };
                 writeln!(w, "    {:<9} frame {:<7} {}", label, e.frame, e.what)?;
             }
-            writeln!(w, "    {:<9} {} ({})", "why", f.confidence.why, f.confidence.level.as_str())?;
+            writeln!(
+                w,
+                "    {:<9} {} ({})",
+                "why",
+                f.confidence.why,
+                f.confidence.level.as_str()
+            )?;
             writeln!(w, "    {:<9} {}", "fix", f.fix)?;
             writeln!(w, "    {:<9} {}", "see", f.references.join("; "))?;
         }
@@ -200,7 +277,10 @@ impl Renderer for TextRenderer {
                 parts.push(format!("{} segments cut by snaplen", q.snaplen_cut));
             }
             if q.malformed_tcp_options > 0 {
-                parts.push(format!("{} segments with malformed TCP options", q.malformed_tcp_options));
+                parts.push(format!(
+                    "{} segments with malformed TCP options",
+                    q.malformed_tcp_options
+                ));
             }
             for (k, v) in &q.reader_notes {
                 parts.push(format!("{v} × {k}"));
@@ -211,12 +291,21 @@ impl Renderer for TextRenderer {
             writeln!(w, "quality: {}", parts.join("; "))?;
         }
         if !s.findings_by_id.is_empty() {
-            let counts: Vec<String> = s.findings_by_id.iter().map(|(k, v)| format!("{k} × {v}")).collect();
+            let counts: Vec<String> = s
+                .findings_by_id
+                .iter()
+                .map(|(k, v)| format!("{k} × {v}"))
+                .collect();
             writeln!(w, "findings: {}", counts.join(", "))?;
         }
         writeln!(w)?;
         if self.seen as usize > self.kept.len() {
-            writeln!(w, "the {} connections that lost the most time (of {}; `--conn` picks others):", self.kept.len(), self.seen)?;
+            writeln!(
+                w,
+                "the {} connections that lost the most time (of {}; `--conn` picks others):",
+                self.kept.len(),
+                self.seen
+            )?;
             writeln!(w)?;
         } else {
             self.kept.sort_by_key(|c| c.index);

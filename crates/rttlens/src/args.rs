@@ -74,7 +74,9 @@ impl FromStr for ConnSelector {
         }
         match s.parse::<std::net::SocketAddr>() {
             Ok(a) => Ok(ConnSelector::Endpoint(a.to_string())),
-            Err(_) => Err(format!("'{s}' is neither a connection index nor address:port (IPv6: [addr]:port)")),
+            Err(_) => Err(format!(
+                "'{s}' is neither a connection index nor address:port (IPv6: [addr]:port)"
+            )),
         }
     }
 }

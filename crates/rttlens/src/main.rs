@@ -31,7 +31,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // a closed pipe (`| head`) is not an error
-            if e.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe) {
+            if e.downcast_ref::<io::Error>()
+                .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            {
                 return ExitCode::SUCCESS;
             }
             eprintln!("rttlens: {e:#}");
@@ -48,15 +50,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let path = args.file.clone();
-    let mut reader = CaptureReader::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    let total = if path.as_os_str() == "-" { None } else { std::fs::metadata(&path).ok().map(|m| m.len()) };
+    let mut reader =
+        CaptureReader::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let total = if path.as_os_str() == "-" {
+        None
+    } else {
+        std::fs::metadata(&path).ok().map(|m| m.len())
+    };
     let show_progress = args.progress || (!args.no_progress && io::stderr().is_terminal());
     let bar = match (show_progress, total) {
         (true, Some(n)) => {
             let b = ProgressBar::new(n);
             b.set_style(
-                ProgressStyle::with_template("{spinner} {bytes}/{total_bytes} {wide_bar} {bytes_per_sec} eta {eta}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template(
+                    "{spinner} {bytes}/{total_bytes} {wide_bar} {bytes_per_sec} eta {eta}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             b
         }
@@ -69,14 +78,18 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         Format::Text => Box::new(TextRenderer::new(args.top, args.rounds)),
         Format::Json => Box::new(JsonRenderer::default()),
     };
-    let source = Source { name: path.display().to_string() };
+    let source = Source {
+        name: path.display().to_string(),
+    };
     renderer.begin(&mut out, &source)?;
     let mut io_err: Option<io::Error> = None;
     let selectors = args.conn.clone();
     let summary = pipeline::run(
         &mut reader,
         &mut |conn| {
-            if io_err.is_some() || !selectors.is_empty() && !selectors.iter().any(|s| s.matches(&conn)) {
+            if io_err.is_some()
+                || !selectors.is_empty() && !selectors.iter().any(|s| s.matches(&conn))
+            {
                 return;
             }
             if let Err(e) = renderer.connection(&mut out, conn) {

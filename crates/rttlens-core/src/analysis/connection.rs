@@ -109,7 +109,10 @@ impl Analysis {
 
     /// The client clock used by the ladder.
     pub fn clock(&self) -> ClientClock {
-        ClientClock { h_c: self.h_c(), rtt: self.rtt_min }
+        ClientClock {
+            h_c: self.h_c(),
+            rtt: self.rtt_min,
+        }
     }
 
     /// Vantage point.
@@ -151,7 +154,9 @@ fn effective_mss(conn: &Conn, sender: Side, ts: bool) -> u64 {
     };
     let observed = conn.half[sender.index()].max_payload as u64;
     match peer_syn.and_then(|s| s.options.mss) {
-        Some(m) => (m as u64).saturating_sub(if ts { TS_OPTION_LEN } else { 0 }).max(1),
+        Some(m) => (m as u64)
+            .saturating_sub(if ts { TS_OPTION_LEN } else { 0 })
+            .max(1),
         None if observed > 0 => observed,
         None => 1460,
     }
@@ -162,12 +167,23 @@ pub fn analyze(mut conn: Box<Conn>, app: Option<AppTimeline>) -> Analysis {
     let rtt = conn.rtt.estimate();
     let rtt_min = rtt.map(|r| r.min).unwrap_or(Duration::ZERO);
     let (syn, sa) = (conn.syn, conn.syn_ack);
-    let ts = syn.is_some_and(|s| s.options.timestamps.is_some()) && sa.is_some_and(|s| s.options.timestamps.is_some());
-    let mss = [effective_mss(&conn, Side::Client, ts), effective_mss(&conn, Side::Server, ts)];
+    let ts = syn.is_some_and(|s| s.options.timestamps.is_some())
+        && sa.is_some_and(|s| s.options.timestamps.is_some());
+    let mss = [
+        effective_mss(&conn, Side::Client, ts),
+        effective_mss(&conn, Side::Server, ts),
+    ];
     let tcp = TcpFacts {
-        mss_option: [syn.and_then(|s| s.options.mss), sa.and_then(|s| s.options.mss)],
-        window_scale: [syn.and_then(|s| s.options.window_scale), sa.and_then(|s| s.options.window_scale)],
-        sack: syn.is_some_and(|s| s.options.sack_permitted) && sa.is_some_and(|s| s.options.sack_permitted),
+        mss_option: [
+            syn.and_then(|s| s.options.mss),
+            sa.and_then(|s| s.options.mss),
+        ],
+        window_scale: [
+            syn.and_then(|s| s.options.window_scale),
+            sa.and_then(|s| s.options.window_scale),
+        ],
+        sack: syn.is_some_and(|s| s.options.sack_permitted)
+            && sa.is_some_and(|s| s.options.sack_permitted),
         timestamps: ts,
         mss,
         bytes: [conn.half[0].bytes_sent, conn.half[1].bytes_sent],
@@ -186,19 +202,50 @@ pub fn analyze(mut conn: Box<Conn>, app: Option<AppTimeline>) -> Analysis {
         dropped[side.index()] = d;
     }
     let app = app.unwrap_or_else(|| tcp_timeline(&conn));
-    let sender = if conn.half[0].snd_nxt > conn.half[1].snd_nxt * 4 { Side::Client } else { Side::Server };
-    let from = if sender == Side::Server { app.response_offset } else { 0 };
-    let transfer = Transfer::new(sender, &rounds[sender.index()], dropped[sender.index()], from, mss[sender.index()], rtt_min);
+    let sender = if conn.half[0].snd_nxt > conn.half[1].snd_nxt * 4 {
+        Side::Client
+    } else {
+        Side::Server
+    };
+    let from = if sender == Side::Server {
+        app.response_offset
+    } else {
+        0
+    };
+    let transfer = Transfer::new(
+        sender,
+        &rounds[sender.index()],
+        dropped[sender.index()],
+        from,
+        mss[sender.index()],
+        rtt_min,
+    );
     let mut notes = Vec::new();
     if rtt.is_none() {
-        notes.push("RTT unknown: too few packets in one of the directions; costs in round trips are 0".to_string());
+        notes.push(
+            "RTT unknown: too few packets in one of the directions; costs in round trips are 0"
+                .to_string(),
+        );
     }
     if syn.is_some() && sa.is_some() && tcp.window_scale.iter().any(|w| w.is_none()) {
         // flagged for the receive-window detector; no note needed
     } else if syn.is_none() || sa.is_none() {
-        notes.push("handshake not in the capture: window scaling unknown, windows shown unscaled".to_string());
+        notes.push(
+            "handshake not in the capture: window scaling unknown, windows shown unscaled"
+                .to_string(),
+        );
     }
-    let mut a = Analysis { conn, rtt, rtt_min, tcp, rounds, app, transfer, ladder: Vec::new(), notes };
+    let mut a = Analysis {
+        conn,
+        rtt,
+        rtt_min,
+        tcp,
+        rounds,
+        app,
+        transfer,
+        ladder: Vec::new(),
+        notes,
+    };
     a.ladder = build_ladder(&a);
     a
 }
@@ -237,9 +284,17 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
             detail = format!("SYN sent {} times, then SYN-ACK", syn.count);
         }
         if syn.data_len > 0 {
-            detail.push_str(&format!("; {} B of data in the SYN (TCP Fast Open)", syn.data_len));
+            detail.push_str(&format!(
+                "; {} B of data in the SYN (TCP Fast Open)",
+                syn.data_len
+            ));
         }
-        ladder.push(clock.phase("connect", (syn.first, Dir::Sent), (sa.first, Dir::Received), detail));
+        ladder.push(clock.phase(
+            "connect",
+            (syn.first, Dir::Sent),
+            (sa.first, Dir::Received),
+            detail,
+        ));
         connect_end = Some(sa.first);
     }
     let app = &a.app;
@@ -270,7 +325,11 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
         let _ = end;
     }
     if let Some(t) = &a.transfer {
-        let dir = if t.sender == Side::Server { Dir::Received } else { Dir::Sent };
+        let dir = if t.sender == Side::Server {
+            Dir::Received
+        } else {
+            Dir::Sent
+        };
         let mut detail = format!(
             "{} B in {} round{}, {:.2} MB/s",
             t.bytes,
@@ -288,7 +347,10 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
         }
         ladder.push(clock.phase("transfer", (t.first, dir), (t.last, dir), detail));
     }
-    let fins: Vec<Mark> = [c.half[0].fin, c.half[1].fin].into_iter().flatten().collect();
+    let fins: Vec<Mark> = [c.half[0].fin, c.half[1].fin]
+        .into_iter()
+        .flatten()
+        .collect();
     if let Some(first_fin) = fins.iter().min_by_key(|m| m.frame) {
         let end = c.last;
         let detail = match c.rst {
@@ -296,7 +358,12 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
             None if fins.len() == 2 => "FIN from both sides".to_string(),
             None => "FIN from one side only".to_string(),
         };
-        let mut p = clock.phase("close", (*first_fin, Dir::Received), (end, Dir::Received), detail);
+        let mut p = clock.phase(
+            "close",
+            (*first_fin, Dir::Received),
+            (end, Dir::Received),
+            detail,
+        );
         p.ms = round3((end.ts - first_fin.ts).as_millis_f64());
         p.rtts = round3((end.ts - first_fin.ts).in_rtts(a.rtt_min).unwrap_or(0.0));
         ladder.push(p);

@@ -106,13 +106,29 @@ mod tests {
 
     #[test]
     fn client_clock_adds_h_c_to_send_receive_intervals() {
-        let c = ClientClock { h_c: Duration::from_millis(10), rtt: Duration::from_millis(40) };
-        let m = |ms: i64| Mark { frame: ms as u64, ts: Timestamp::from_nanos(ms * 1_000_000) };
+        let c = ClientClock {
+            h_c: Duration::from_millis(10),
+            rtt: Duration::from_millis(40),
+        };
+        let m = |ms: i64| Mark {
+            frame: ms as u64,
+            ts: Timestamp::from_nanos(ms * 1_000_000),
+        };
         // middle vantage: SYN seen at 0, SYN-ACK at 30 (h_s = 30), h_c = 10
-        let p = c.phase("connect", (m(0), Dir::Sent), (m(30), Dir::Received), String::new());
+        let p = c.phase(
+            "connect",
+            (m(0), Dir::Sent),
+            (m(30), Dir::Received),
+            String::new(),
+        );
         assert_eq!(p.ms, 40.0);
         assert_eq!(p.rtts, 1.0);
-        let q = c.phase("x", (m(30), Dir::Received), (m(35), Dir::Sent), String::new());
+        let q = c.phase(
+            "x",
+            (m(30), Dir::Received),
+            (m(35), Dir::Sent),
+            String::new(),
+        );
         assert_eq!(q.ms, 0.0, "clamped: the send cannot precede the receipt");
     }
 }

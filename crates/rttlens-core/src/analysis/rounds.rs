@@ -90,6 +90,10 @@ pub struct Round {
     pub last_len: u32,
     /// Time from the previous round's last segment to this round's first.
     pub gap_before: Duration,
+    /// Time from the ACK that started the round reaching the sender to the
+    /// round's first segment: ≈ 0 when ACK-clocked, longer when the sender
+    /// waited for its application. `None` for a round no ACK started.
+    pub release_delay: Option<Duration>,
     /// What limited the round (set by [`classify`]).
     pub limit: Limit,
 }
@@ -115,6 +119,9 @@ pub struct RoundSegment {
     pub rwnd: u64,
     /// Highest stream offset sent before this segment.
     pub snd_nxt_before: u64,
+    /// Time since the latest eligible ACK that advanced the cumulative ACK
+    /// reached the sender (None before any).
+    pub since_ack: Option<Duration>,
 }
 
 /// Online round tracker of one sender.
@@ -154,6 +161,7 @@ impl RoundTracker {
                 loss: false,
                 last_len: 0,
                 gap_before: gap.unwrap_or(Duration::ZERO),
+                release_delay: s.since_ack,
                 limit: Limit::Unknown,
             });
             self.next_index += 1;
@@ -196,34 +204,45 @@ impl RoundTracker {
 
 /// Rounds in a run of flat flight needed to call it `sndbuf` (DESIGN.md §4).
 pub const FLAT_ROUNDS: usize = 3;
+/// A segment shorter than this share of the MSS is "sub-MSS": the sender's
+/// queue ran dry (a cwnd-limited sender fills segments; writes of slightly
+/// less than one MSS, such as one TLS record per segment, still count as full).
+pub const SUB_MSS: f64 = 0.9;
 /// Growth per round at or above which a cwnd-limited round is slow start.
 pub const SLOW_START_GROWTH: f64 = 1.3;
 
-/// Set each round's [`Limit`]. `mss` is the sender's segment size (bytes);
-/// `rtt` the connection's baseline RTT (for "ACK-timed" checks).
+/// Set each round's [`Limit`]. `mss` is the sender's segment size (bytes),
+/// `rtt` the baseline RTT.
 ///
 /// Rules (DESIGN.md §4): `rwnd` if flight ≥ rwnd − MSS; `sndbuf` if flat
 /// (±1 MSS) below rwnd for ≥ 3 loss-free rounds; `app` if the round ends on
-/// a sub-MSS segment with room left and the next send is not ACK-timed (it
-/// starts more than one RTT after the round's last segment, or never); else
+/// a sub-MSS segment (< 90 % of the MSS) with room left in the window and
+/// the next round is not ACK-timed (its first segment left more than
+/// max(1 ms, RTT/4) after the releasing ACK reached the sender, or there is
+/// no next round; a window cap that cuts its last segment short is followed
+/// at once by ACK-clocked sends); else
 /// cwnd, slow start when the flight grew ≥ 1.3× over the previous round.
 pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration) {
     let mss = mss.max(1);
+    let ack_timed = Duration::from_millis(1).max(rtt / 4);
     let n = rounds.len();
     for i in 0..n {
         let r = &rounds[i];
         let room = r.rwnd > 0 && r.max_flight + mss <= r.rwnd;
         let limit = if r.rwnd > 0 && r.max_flight + mss > r.rwnd {
             Limit::Rwnd
-        } else if (r.last_len as u64) < mss && room && {
-            let next = rounds.get(i + 1);
-            next.is_none_or(|nx| nx.gap_before > rtt + rtt / 2)
+        } else if (r.last_len as f64) < SUB_MSS * mss as f64 && room && {
+            let next = rounds.get(i + 1).and_then(|nx| nx.release_delay);
+            next.is_none_or(|d| d > ack_timed)
         } {
             Limit::App
         } else if r.loss {
             Limit::Unknown
         } else {
-            let prev = i.checked_sub(1).map(|p| &rounds[p]).filter(|p| !p.loss && p.max_flight > 0);
+            let prev = i
+                .checked_sub(1)
+                .map(|p| &rounds[p])
+                .filter(|p| !p.loss && p.max_flight > 0);
             match prev {
                 Some(p) if r.max_flight as f64 >= SLOW_START_GROWTH * p.max_flight as f64 => {
                     Limit::SlowStart
@@ -238,7 +257,8 @@ pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration) {
     // non-rwnd rounds whose flights stay within one MSS of each other.
     let mut i = 0;
     while i < n {
-        let eligible = |r: &Round| !r.loss && matches!(r.limit, Limit::SlowStart | Limit::CongestionAvoidance);
+        let eligible =
+            |r: &Round| !r.loss && matches!(r.limit, Limit::SlowStart | Limit::CongestionAvoidance);
         if !eligible(&rounds[i]) {
             i += 1;
             continue;
@@ -287,8 +307,14 @@ mod tests {
     fn round(i: u32, flight: u64, rwnd: u64, last_len: u32) -> Round {
         Round {
             index: i,
-            first: Mark { frame: i as u64 * 10, ts: Timestamp::from_nanos(i as i64 * 26_000_000) },
-            last: Mark { frame: i as u64 * 10 + 9, ts: Timestamp::from_nanos(i as i64 * 26_000_000 + 1_000_000) },
+            first: Mark {
+                frame: i as u64 * 10,
+                ts: Timestamp::from_nanos(i as i64 * 26_000_000),
+            },
+            last: Mark {
+                frame: i as u64 * 10 + 9,
+                ts: Timestamp::from_nanos(i as i64 * 26_000_000 + 1_000_000),
+            },
             start_offset: 0,
             new_bytes: flight,
             retx_bytes: 0,
@@ -300,6 +326,7 @@ mod tests {
             loss: false,
             last_len,
             gap_before: Duration::from_millis(25),
+            release_delay: Some(Duration::ZERO),
             limit: Limit::Unknown,
         }
     }
@@ -307,15 +334,27 @@ mod tests {
     #[test]
     fn classify_slow_start_flat_and_rwnd() {
         let rtt = Duration::from_millis(26);
-        let mut ss: Vec<Round> = [14280, 28560, 57120, 114240].iter().enumerate().map(|(i, f)| round(i as u32, *f, 1 << 20, 1428)).collect();
+        let mut ss: Vec<Round> = [14280, 28560, 57120, 114240]
+            .iter()
+            .enumerate()
+            .map(|(i, f)| round(i as u32, *f, 1 << 20, 1428))
+            .collect();
         classify(&mut ss, 1428, rtt);
         assert!(ss.iter().all(|r| r.limit == Limit::SlowStart));
 
-        let mut flat: Vec<Round> = (0..6).map(|i| round(i, 65535 - (i as u64 % 2) * 500, 131072, 1413)).collect();
+        let mut flat: Vec<Round> = (0..6)
+            .map(|i| round(i, 65535 - (i as u64 % 2) * 500, 131072, 1413))
+            .collect();
         classify(&mut flat, 1428, rtt);
-        assert!(flat.iter().all(|r| r.limit == Limit::Sndbuf), "{:?}", flat.iter().map(|r| r.limit).collect::<Vec<_>>());
+        assert!(
+            flat.iter().all(|r| r.limit == Limit::Sndbuf),
+            "{:?}",
+            flat.iter().map(|r| r.limit).collect::<Vec<_>>()
+        );
 
-        let mut rw: Vec<Round> = (0..4).map(|i| round(i, 131072 - 100, 131072, 1428)).collect();
+        let mut rw: Vec<Round> = (0..4)
+            .map(|i| round(i, 131072 - 100, 131072, 1428))
+            .collect();
         classify(&mut rw, 1428, rtt);
         assert!(rw.iter().all(|r| r.limit == Limit::Rwnd));
 

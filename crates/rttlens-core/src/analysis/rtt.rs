@@ -182,8 +182,16 @@ mod tests {
     fn vantage_from_halves() {
         let mut s = RttSamples::default();
         assert!(s.estimate().is_none());
-        s.add(Side::Server, Duration::from_micros(25_663), RttMethod::Handshake);
-        s.add(Side::Client, Duration::from_micros(76), RttMethod::Handshake);
+        s.add(
+            Side::Server,
+            Duration::from_micros(25_663),
+            RttMethod::Handshake,
+        );
+        s.add(
+            Side::Client,
+            Duration::from_micros(76),
+            RttMethod::Handshake,
+        );
         let e = s.estimate().unwrap();
         assert_eq!(e.vantage, Vantage::Client);
         assert_eq!(e.min, Duration::from_micros(25_739));

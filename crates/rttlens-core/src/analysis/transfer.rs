@@ -78,14 +78,24 @@ impl Transfer {
     ) -> Option<Transfer> {
         let rounds: Vec<Round> = all_rounds
             .iter()
-            .filter(|r| r.start_offset + r.new_bytes > from && (r.new_bytes > 0 || r.retx_bytes > 0))
+            .filter(|r| {
+                r.start_offset + r.new_bytes > from && (r.new_bytes > 0 || r.retx_bytes > 0)
+            })
             .cloned()
             .collect();
         let first = rounds.first()?;
-        let last = rounds.iter().rev().find(|r| r.new_bytes > 0).unwrap_or(first);
+        let last = rounds
+            .iter()
+            .rev()
+            .find(|r| r.new_bytes > 0)
+            .unwrap_or(first);
         let bytes: u64 = rounds.iter().map(|r| r.new_bytes).sum();
         let duration = last.last.ts - first.first.ts;
-        let bytes_per_sec = if duration.nanos > 0 { bytes as f64 / duration.as_secs_f64() } else { 0.0 };
+        let bytes_per_sec = if duration.nanos > 0 {
+            bytes as f64 / duration.as_secs_f64()
+        } else {
+            0.0
+        };
         let initial_window = Some(InitialWindow {
             bytes: first.max_flight,
             segments: crate::detect::finding::round3(first.max_flight as f64 / mss.max(1) as f64),
@@ -95,19 +105,31 @@ impl Transfer {
         for r in &rounds {
             match limits.iter_mut().find(|l| l.limit == r.limit) {
                 Some(l) => l.rounds += 1,
-                None => limits.push(LimitCount { limit: r.limit, rounds: 1 }),
+                None => limits.push(LimitCount {
+                    limit: r.limit,
+                    rounds: 1,
+                }),
             }
         }
         let bound = [Limit::Sndbuf, Limit::Rwnd].into_iter().find_map(|lim| {
-            let mut f: Vec<u64> = rounds.iter().filter(|r| r.limit == lim).map(|r| r.max_flight).collect();
+            let mut f: Vec<u64> = rounds
+                .iter()
+                .filter(|r| r.limit == lim)
+                .map(|r| r.max_flight)
+                .collect();
             let n = f.len();
-            let dominant = n >= 2 && n * 2 >= rounds.iter().filter(|r| r.limit != Limit::App).count();
+            let dominant =
+                n >= 2 && n * 2 >= rounds.iter().filter(|r| r.limit != Limit::App).count();
             if !dominant || rtt.nanos <= 0 {
                 return None;
             }
             f.sort_unstable();
             let flight = f[n / 2];
-            Some(Bound { limit: lim, flight, bytes_per_sec: flight as f64 / rtt.as_secs_f64() })
+            Some(Bound {
+                limit: lim,
+                flight,
+                bytes_per_sec: flight as f64 / rtt.as_secs_f64(),
+            })
         });
         Some(Transfer {
             sender,

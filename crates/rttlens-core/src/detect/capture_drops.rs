@@ -18,7 +18,21 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         if h.dropped_bytes == 0 {
             continue;
         }
-        let evidence = h.drops.iter().take(4).map(|d| ev(d.at.frame, format!("ACK covers {} B of {} data the capture never saw", d.bytes, side.as_str()))).collect();
+        let evidence = h
+            .drops
+            .iter()
+            .take(4)
+            .map(|d| {
+                ev(
+                    d.at.frame,
+                    format!(
+                        "ACK covers {} B of {} data the capture never saw",
+                        d.bytes,
+                        side.as_str()
+                    ),
+                )
+            })
+            .collect();
         out.push(Finding {
             id: ID,
             connection: a.conn.index,

@@ -13,7 +13,7 @@
 use super::finding::{conf, ev, Finding, Level};
 use super::util::union_len;
 use crate::analysis::Analysis;
-use crate::flow::half::{RetxKind, Retransmission};
+use crate::flow::half::{Retransmission, RetxKind};
 use crate::side::Side;
 
 /// Finding id of fast retransmissions.
@@ -25,18 +25,50 @@ pub const ID_RTO: &str = "rto";
 /// Finding id of spurious retransmissions.
 pub const ID_SPURIOUS: &str = "spurious-retransmission";
 
-fn finding(a: &Analysis, id: &'static str, sender: Side, list: &[&Retransmission]) -> Option<Finding> {
+fn finding(
+    a: &Analysis,
+    id: &'static str,
+    sender: Side,
+    list: &[&Retransmission],
+) -> Option<Finding> {
     let first = list.first()?;
-    let cost = a.cost(union_len(list.iter().map(|r| (r.at.ts - r.delay, r.at.ts)).collect()));
+    let cost = a.cost(union_len(
+        list.iter().map(|r| (r.at.ts - r.delay, r.at.ts)).collect(),
+    ));
     let mut evidence = Vec::new();
     for r in list.iter().take(4) {
         if let Some(o) = r.original {
-            evidence.push(ev(o.frame, format!("original transmission of {} B at offset {}", r.len, r.offset)));
+            evidence.push(ev(
+                o.frame,
+                format!(
+                    "original transmission of {} B at offset {}",
+                    r.len, r.offset
+                ),
+            ));
         }
         let what = match id {
-            ID_FAST => format!("fast retransmission after {} duplicate ACKs{}", r.dupacks, if r.inferred { " (time-based: RACK)" } else { "" }),
-            ID_TLP => format!("tail loss probe after {:.1} ms of silence", r.silence.as_millis_f64()),
-            ID_RTO => format!("retransmission timeout after {:.1} ms of silence{}", r.silence.as_millis_f64(), if r.backoff > 0 { format!(" (backoff ×{})", 1u32 << r.backoff.min(16)) } else { String::new() }),
+            ID_FAST => format!(
+                "fast retransmission after {} duplicate ACKs{}",
+                r.dupacks,
+                if r.inferred {
+                    " (time-based: RACK)"
+                } else {
+                    ""
+                }
+            ),
+            ID_TLP => format!(
+                "tail loss probe after {:.1} ms of silence",
+                r.silence.as_millis_f64()
+            ),
+            ID_RTO => format!(
+                "retransmission timeout after {:.1} ms of silence{}",
+                r.silence.as_millis_f64(),
+                if r.backoff > 0 {
+                    format!(" (backoff ×{})", 1u32 << r.backoff.min(16))
+                } else {
+                    String::new()
+                }
+            ),
             _ => "retransmission of data the receiver already had".to_string(),
         };
         evidence.push(ev(r.at.frame, what));
@@ -73,7 +105,16 @@ fn finding(a: &Analysis, id: &'static str, sender: Side, list: &[&Retransmission
             "an ACK covering the data was seen before the retransmission, or a D-SACK reported it".to_string(),
         ),
     };
-    Some(Finding { id, connection: a.conn.index, title, cost, evidence, confidence: conf(level, why), fix: fix.to_string(), references: refs })
+    Some(Finding {
+        id,
+        connection: a.conn.index,
+        title,
+        cost,
+        evidence,
+        confidence: conf(level, why),
+        fix: fix.to_string(),
+        references: refs,
+    })
 }
 
 /// See the module docs.
@@ -81,8 +122,16 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for side in [Side::Client, Side::Server] {
         let h = &a.conn.half[side.index()];
-        for (id, kind) in [(ID_FAST, RetxKind::FastRetransmit), (ID_TLP, RetxKind::TailLossProbe), (ID_RTO, RetxKind::Rto)] {
-            let list: Vec<&Retransmission> = h.retx.iter().filter(|r| r.kind == kind && !r.spurious).collect();
+        for (id, kind) in [
+            (ID_FAST, RetxKind::FastRetransmit),
+            (ID_TLP, RetxKind::TailLossProbe),
+            (ID_RTO, RetxKind::Rto),
+        ] {
+            let list: Vec<&Retransmission> = h
+                .retx
+                .iter()
+                .filter(|r| r.kind == kind && !r.spurious)
+                .collect();
             out.extend(finding(a, id, side, &list));
         }
         let spurious: Vec<&Retransmission> = h.retx.iter().filter(|r| r.spurious).collect();

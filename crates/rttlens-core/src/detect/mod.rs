@@ -26,9 +26,18 @@ pub type Detector = fn(&Analysis) -> Vec<Finding>;
 pub const DETECTORS: &[(&[&str], Detector)] = &[
     (&[sender_window_cap::ID], sender_window_cap::detect),
     (&[receive_window_limit::ID], receive_window_limit::detect),
-    (&[slow_start::ID_INITIAL_WINDOW, slow_start::ID_SLOW_START], slow_start::detect),
-    (&[think_time::ID_SERVER, think_time::ID_CLIENT], think_time::detect),
-    (&[loss::ID_FAST, loss::ID_TLP, loss::ID_RTO, loss::ID_SPURIOUS], loss::detect),
+    (
+        &[slow_start::ID_INITIAL_WINDOW, slow_start::ID_SLOW_START],
+        slow_start::detect,
+    ),
+    (
+        &[think_time::ID_SERVER, think_time::ID_CLIENT],
+        think_time::detect,
+    ),
+    (
+        &[loss::ID_FAST, loss::ID_TLP, loss::ID_RTO, loss::ID_SPURIOUS],
+        loss::detect,
+    ),
     (&[zero_window::ID], zero_window::detect),
     (&[syn_retransmission::ID], syn_retransmission::detect),
     (&[capture_drops::ID], capture_drops::detect),

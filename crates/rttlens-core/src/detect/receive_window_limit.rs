@@ -26,21 +26,39 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         return vec![];
     }
     let rwnd = median(limited.iter().map(|r| r.rwnd));
-    let bytes: u64 = limited.iter().map(|r| r.new_bytes).sum();
-    let first_flight = limited.first().map(|r| r.max_flight).unwrap_or(rwnd);
-    let cost = capped_cost(a, limited.len() as u64, bytes, first_flight, u64::MAX);
+    let cost = capped_cost(
+        a,
+        &t.rounds,
+        limited[0].index,
+        limited[0].max_flight,
+        u64::MAX,
+    );
     let receiver = t.sender.peer();
-    let no_wscale = a.syn_of(receiver).is_some_and(|s| s.options.window_scale.is_none());
+    let no_wscale = a
+        .syn_of(receiver)
+        .is_some_and(|s| s.options.window_scale.is_none());
     let mut evidence = Vec::new();
     if let Some(syn) = a.syn_of(receiver) {
         let what = match syn.options.window_scale {
             Some(s) => format!("{} SYN: window scale {s}", receiver.as_str()),
-            None => format!("{} SYN without a window-scale option: its window cannot exceed 65535 B", receiver.as_str()),
+            None => format!(
+                "{} SYN without a window-scale option: its window cannot exceed 65535 B",
+                receiver.as_str()
+            ),
         };
         evidence.push(ev(syn.first.frame, what));
     }
     for r in limited.iter().take(4) {
-        evidence.push(ev(r.max_flight_frame, format!("round {}: {} B in flight = the {} window of {} B", r.index, r.max_flight, receiver.as_str(), r.rwnd)));
+        evidence.push(ev(
+            r.max_flight_frame,
+            format!(
+                "round {}: {} B in flight = the {} window of {} B",
+                r.index,
+                r.max_flight,
+                receiver.as_str(),
+                r.rwnd
+            ),
+        ));
     }
     let mut fix = match receiver {
         Side::Client => "On the client (receiver): let its receive buffer grow — raise `net.ipv4.tcp_rmem` max (e.g. `4096 131072 16777216`), do not pin SO_RCVBUF (curl `--buffer`/app socket options), keep `net.ipv4.tcp_moderate_rcvbuf=1`.".to_string(),
@@ -57,12 +75,26 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             t.sender.as_str(),
             receiver.as_str(),
             limited.len(),
-            if no_wscale { "; its SYN had no window-scale option" } else { "" }
+            if no_wscale {
+                "; its SYN had no window-scale option"
+            } else {
+                ""
+            }
         ),
         cost,
         evidence,
-        confidence: conf(Level::High, format!("flight within one MSS of the advertised window in {} rounds", limited.len())),
+        confidence: conf(
+            Level::High,
+            format!(
+                "flight within one MSS of the advertised window in {} rounds",
+                limited.len()
+            ),
+        ),
         fix,
-        references: vec!["DESIGN.md §4 (round limits)", "RFC 7323 §2.2", "Linux tcp_rcv_space_adjust(), net.ipv4.tcp_rmem"],
+        references: vec![
+            "DESIGN.md §4 (round limits)",
+            "RFC 7323 §2.2",
+            "Linux tcp_rcv_space_adjust(), net.ipv4.tcp_rmem",
+        ],
     }]
 }

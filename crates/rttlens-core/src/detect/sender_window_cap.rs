@@ -22,16 +22,33 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     }
     let flight = median(capped.iter().map(|r| r.max_flight));
     let rwnd = median(capped.iter().map(|r| r.rwnd));
-    let bytes: u64 = capped.iter().map(|r| r.new_bytes).sum();
-    let cost = capped_cost(a, capped.len() as u64, bytes, flight, rwnd.max(flight));
+    let cost = capped_cost(a, &t.rounds, capped[0].index, flight, rwnd.max(flight));
     let sender = t.sender.as_str();
-    let rate = if a.rtt_min.nanos > 0 { flight as f64 / a.rtt_min.as_secs_f64() / 1e6 } else { 0.0 };
+    let rate = if a.rtt_min.nanos > 0 {
+        flight as f64 / a.rtt_min.as_secs_f64() / 1e6
+    } else {
+        0.0
+    };
     let mut evidence = Vec::new();
     for r in capped.iter().take(3) {
-        evidence.push(ev(r.max_flight_frame, format!("round {}: {} B in flight, receiver window {} B", r.index, r.max_flight, r.rwnd)));
+        evidence.push(ev(
+            r.max_flight_frame,
+            format!(
+                "round {}: {} B in flight, receiver window {} B",
+                r.index, r.max_flight, r.rwnd
+            ),
+        ));
     }
     if let Some(r) = capped.last().filter(|_| capped.len() > 3) {
-        evidence.push(ev(r.max_flight_frame, format!("round {}: still {} B in flight ({} rounds flat)", r.index, r.max_flight, capped.len())));
+        evidence.push(ev(
+            r.max_flight_frame,
+            format!(
+                "round {}: still {} B in flight ({} rounds flat)",
+                r.index,
+                r.max_flight,
+                capped.len()
+            ),
+        ));
     }
     let near_64k = flight.abs_diff(65535) <= t.mss;
     let mut fix = format!(
@@ -42,7 +59,11 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     if near_64k {
         fix.push_str(" A cap at 65535 B is the signature of a 16-bit limit: a hop or socket without window scaling (RFC 7323) or a 64 KiB buffer.");
     }
-    let level = if capped.len() >= 6 && rwnd as f64 >= 1.5 * flight as f64 { Level::High } else { Level::Medium };
+    let level = if capped.len() >= 6 && rwnd as f64 >= 1.5 * flight as f64 {
+        Level::High
+    } else {
+        Level::Medium
+    };
     vec![Finding {
         id: ID,
         connection: a.conn.index,

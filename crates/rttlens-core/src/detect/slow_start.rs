@@ -29,9 +29,16 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     let Some(t) = &a.transfer else { return vec![] };
     let mut out = Vec::new();
     let mss = t.mss.max(1);
-    let ss: Vec<_> = t.rounds.iter().take_while(|r| matches!(r.limit, Limit::SlowStart)).collect();
-    let Some(iw) = t.initial_window else { return out };
-    let first_cwnd_limited = t.rounds.first().is_some_and(|r| r.limit.is_cwnd()) && t.rounds.len() >= 2;
+    let ss: Vec<_> = t
+        .rounds
+        .iter()
+        .take_while(|r| matches!(r.limit, Limit::SlowStart))
+        .collect();
+    let Some(iw) = t.initial_window else {
+        return out;
+    };
+    let first_cwnd_limited =
+        t.rounds.first().is_some_and(|r| r.limit.is_cwnd()) && t.rounds.len() >= 2;
     if first_cwnd_limited && iw.bytes + mss / 2 < IW10 * mss {
         let rounds_now = slow_start_rounds(t.bytes, iw.bytes, u64::MAX);
         let rounds_iw10 = slow_start_rounds(t.bytes, IW10 * mss, u64::MAX);
@@ -54,9 +61,18 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         let spent = ss.len() as u64;
         let cost = a.cost(a.rtt_min * spent.saturating_sub(ideal) as i64);
         let growth: Vec<String> = ss.iter().map(|r| r.max_flight.to_string()).collect();
-        let mut evidence = vec![ev(iw.frame, format!("first round: {} B in flight ({:.1} segments)", iw.bytes, iw.segments))];
+        let mut evidence = vec![ev(
+            iw.frame,
+            format!(
+                "first round: {} B in flight ({:.1} segments)",
+                iw.bytes, iw.segments
+            ),
+        )];
         for r in ss.iter().skip(1).take(4) {
-            evidence.push(ev(r.max_flight_frame, format!("round {}: {} B in flight", r.index, r.max_flight)));
+            evidence.push(ev(
+                r.max_flight_frame,
+                format!("round {}: {} B in flight", r.index, r.max_flight),
+            ));
         }
         out.push(Finding {
             id: ID_SLOW_START,

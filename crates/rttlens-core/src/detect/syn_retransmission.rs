@@ -12,8 +12,16 @@ pub const ID: &str = "syn-retransmission";
 pub fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for (info, what) in [(a.conn.syn, "SYN"), (a.conn.syn_ack, "SYN-ACK")] {
-        let Some(s) = info.filter(|s| s.count > 1) else { continue };
-        let mut evidence = vec![ev(s.first.frame, format!("first {what}")), ev(s.last.frame, format!("{what} sent again ({} transmissions in all)", s.count))];
+        let Some(s) = info.filter(|s| s.count > 1) else {
+            continue;
+        };
+        let mut evidence = vec![
+            ev(s.first.frame, format!("first {what}")),
+            ev(
+                s.last.frame,
+                format!("{what} sent again ({} transmissions in all)", s.count),
+            ),
+        ];
         if what == "SYN" {
             if let Some(sa) = a.conn.syn_ack {
                 evidence.push(ev(sa.first.frame, "SYN-ACK finally answers"));

@@ -50,7 +50,11 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     }
     let ready = a.app.request_first.and_then(|q| {
         let tls_done = a.app.client_ready.filter(|m| m.frame < q.frame);
-        let conn_done = a.conn.syn_ack.map(|s| s.first).filter(|m| m.frame < q.frame);
+        let conn_done = a
+            .conn
+            .syn_ack
+            .map(|s| s.first)
+            .filter(|m| m.frame < q.frame);
         tls_done.or(conn_done).map(|m| (m, q))
     });
     if let Some((m, q)) = ready {

@@ -1,6 +1,6 @@
 //! Helpers shared by detectors.
 
-use crate::analysis::rounds::slow_start_rounds;
+use crate::analysis::rounds::{slow_start_rounds, Round};
 use crate::analysis::Analysis;
 use crate::detect::finding::Cost;
 use crate::time::{Duration, Timestamp};
@@ -15,12 +15,22 @@ pub fn median(it: impl Iterator<Item = u64>) -> u64 {
     v[v.len() / 2]
 }
 
-/// Cost of `rounds` rounds that moved `bytes` under a window limit, against
-/// slow start growing from `start_flight` up to `cap` bytes per round:
-/// (rounds − rounds needed without the limit) × RTT.
-pub fn capped_cost(a: &Analysis, rounds: u64, bytes: u64, start_flight: u64, cap: u64) -> Cost {
+/// Cost of a window limit that first held round `first` of `rounds`: the
+/// rounds actually spent from there to the end of the transfer, against
+/// slow start growing from `start_flight` (doubling per round, RFC 5681
+/// §3.1) up to `cap` bytes per round for the same bytes; the difference in
+/// rounds × RTT. A lower bound: the sender's cwnd may have been larger still.
+pub fn capped_cost(
+    a: &Analysis,
+    rounds: &[Round],
+    first: u32,
+    start_flight: u64,
+    cap: u64,
+) -> Cost {
+    let rest: Vec<&Round> = rounds.iter().filter(|r| r.index >= first).collect();
+    let bytes: u64 = rest.iter().map(|r| r.new_bytes).sum();
     let ideal = slow_start_rounds(bytes, start_flight, cap);
-    let saved = rounds.saturating_sub(ideal);
+    let saved = (rest.len() as u64).saturating_sub(ideal);
     a.cost(a.rtt_min * saved as i64)
 }
 

@@ -23,13 +23,30 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         }
         let receiver = sender.peer().as_str();
         let end_of = |z: &crate::flow::half::ZeroWindow| z.end.unwrap_or(a.conn.last);
-        let cost = a.cost(union_len(h.zero_windows.iter().map(|z| (z.start.ts, end_of(z).ts)).collect()));
+        let cost = a.cost(union_len(
+            h.zero_windows
+                .iter()
+                .map(|z| (z.start.ts, end_of(z).ts))
+                .collect(),
+        ));
         let mut evidence = Vec::new();
         for z in h.zero_windows.iter().take(3) {
-            evidence.push(ev(z.start.frame, format!("{receiver} advertises a zero window")));
+            evidence.push(ev(
+                z.start.frame,
+                format!("{receiver} advertises a zero window"),
+            ));
             match z.end {
-                Some(e) => evidence.push(ev(e.frame, format!("window opens again after {:.1} ms", (e.ts - z.start.ts).as_millis_f64()))),
-                None => evidence.push(ev(a.conn.last.frame, "window still closed at the end of the capture")),
+                Some(e) => evidence.push(ev(
+                    e.frame,
+                    format!(
+                        "window opens again after {:.1} ms",
+                        (e.ts - z.start.ts).as_millis_f64()
+                    ),
+                )),
+                None => evidence.push(ev(
+                    a.conn.last.frame,
+                    "window still closed at the end of the capture",
+                )),
             }
         }
         out.push(Finding {

@@ -127,6 +127,8 @@ struct Eligible {
     sack_high: u64,
     dupacks: u32,
     seen: bool,
+    /// When the latest advancing ACK was seen at the capture point.
+    ack_ts: Timestamp,
 }
 
 /// The sender's view of one direction.
@@ -281,7 +283,11 @@ impl Half {
             self.snd_nxt = off - fin_extra.min(off);
         }
         let advanced = !self.ack_seen || off > self.acked;
-        let dup = pure && self.ack_seen && off == self.acked && window == self.window && self.snd_nxt > self.acked;
+        let dup = pure
+            && self.ack_seen
+            && off == self.acked
+            && window == self.window
+            && self.snd_nxt > self.acked;
         // holes below the ACK were delivered past the capture point
         if advanced && !self.holes.is_empty() {
             let mut lost = 0;
@@ -308,8 +314,13 @@ impl Half {
         }
         // zero-window episodes
         if window == 0 && self.ack_seen {
-            if self.zero_windows.last().is_none_or(|z| z.end.is_some()) && self.zero_windows.len() < MAX_EVENTS_KEPT {
-                self.zero_windows.push(ZeroWindow { start: at, end: None });
+            if self.zero_windows.last().is_none_or(|z| z.end.is_some())
+                && self.zero_windows.len() < MAX_EVENTS_KEPT
+            {
+                self.zero_windows.push(ZeroWindow {
+                    start: at,
+                    end: None,
+                });
             }
         } else if let Some(z) = self.zero_windows.last_mut() {
             if z.end.is_none() && window > 0 {
@@ -319,7 +330,9 @@ impl Half {
         // SACK blocks (RFC 2018), D-SACK (RFC 2883 §4: first block below the ACK)
         let (mut sacked, mut sack_high) = (0u64, 0u64);
         for (i, (l, r)) in sack.iter().enumerate() {
-            let (Some(lo), Some(hi)) = (self.offset(*l), self.offset(*r)) else { continue };
+            let (Some(lo), Some(hi)) = (self.offset(*l), self.offset(*r)) else {
+                continue;
+            };
             if hi <= lo || hi > self.snd_nxt + 1 {
                 continue;
             }
@@ -361,7 +374,14 @@ impl Half {
         self.ack_seen = true;
         self.window = window;
         self.max_window = self.max_window.max(window);
-        self.hist.push_back(AckEv { ts: at.ts, ack: off, window, sacked, sack_high, dup });
+        self.hist.push_back(AckEv {
+            ts: at.ts,
+            ack: off,
+            window,
+            sacked,
+            sack_high,
+            dup,
+        });
     }
 
     fn note_drop(&mut self, at: Mark, bytes: u64) {
@@ -385,6 +405,7 @@ impl Half {
             if !self.elig.seen || a.ack > self.elig.ack {
                 self.elig.dupacks = 0;
                 self.elig.ack = a.ack;
+                self.elig.ack_ts = a.ts;
                 self.elig.sack_high = 0;
             } else if a.dup {
                 self.elig.dupacks += 1;
@@ -407,7 +428,11 @@ impl Half {
 
     /// The peer echoed `tsecr` at `ts`: a sample of h_peer.
     pub fn on_tsecr(&mut self, tsecr: u32, ts: Timestamp, rtt: &mut RttSamples) {
-        if let Some(e) = self.ts_ring.iter_mut().find(|(v, _, used)| *v == tsecr && !*used) {
+        if let Some(e) = self
+            .ts_ring
+            .iter_mut()
+            .find(|(v, _, used)| *v == tsecr && !*used)
+        {
             e.2 = true;
             rtt.add(self.side.peer(), ts - e.1, RttMethod::Timestamps);
         }
@@ -436,11 +461,15 @@ impl Half {
         self.data_segments += 1;
         self.max_payload = self.max_payload.max(len);
         self.first_data.get_or_insert(at);
-        let silence = self.last_send.map(|l| at.ts - l.ts).unwrap_or(Duration::ZERO);
+        let silence = self
+            .last_send
+            .map(|l| at.ts - l.ts)
+            .unwrap_or(Duration::ZERO);
         let snd_nxt_before = self.snd_nxt;
 
         // Keep-alive (seq = snd_una − 1, RFC 9293 §3.8.4) or zero-window probe.
-        let probe = len <= 1 && ((self.ack_seen && end <= self.acked) || (self.elig.seen && self.elig.window == 0));
+        let probe = len <= 1
+            && ((self.ack_seen && end <= self.acked) || (self.elig.seen && self.elig.window == 0));
         let mut retx = false;
         let mut new_bytes = 0;
         if probe {
@@ -464,7 +493,10 @@ impl Half {
                 }
                 None => {
                     retx = true;
-                    let orig = self.unacked.iter_mut().find(|s| s.offset <= off && s.end > off);
+                    let orig = self
+                        .unacked
+                        .iter_mut()
+                        .find(|s| s.offset <= off && s.end > off);
                     let (original, backoff) = match orig {
                         Some(s) => {
                             let b = s.retx;
@@ -487,7 +519,11 @@ impl Half {
             }
         } else {
             if off > self.snd_nxt {
-                self.holes.push(Hole { start: self.snd_nxt, end: off, opened: at });
+                self.holes.push(Hole {
+                    start: self.snd_nxt,
+                    end: off,
+                    opened: at,
+                });
                 if self.holes.len() > 256 {
                     self.holes.remove(0);
                 }
@@ -499,10 +535,18 @@ impl Half {
             if self.unacked.len() >= MAX_UNACKED {
                 self.unacked.pop_front();
             }
-            self.unacked.push_back(SentSeg { offset: off.max(self.snd_nxt), end, at, retx: 0 });
+            self.unacked.push_back(SentSeg {
+                offset: off.max(self.snd_nxt),
+                end,
+                at,
+                retx: 0,
+            });
             self.snd_nxt = end;
         }
-        let flight = self.snd_nxt.saturating_sub(self.elig.ack).saturating_sub(self.elig.sacked);
+        let flight = self
+            .snd_nxt
+            .saturating_sub(self.elig.ack)
+            .saturating_sub(self.elig.sacked);
         if self.elig.seen && self.elig.window > 0 && flight >= self.elig.window {
             self.window_full += 1;
             self.first_window_full.get_or_insert(at);
@@ -518,6 +562,7 @@ impl Half {
                 eligible_ack: self.elig.ack,
                 rwnd: self.elig.window,
                 snd_nxt_before,
+                since_ack: self.elig.seen.then(|| (at.ts - h_x) - self.elig.ack_ts),
             });
         }
         if let Some(sink) = sink {
@@ -530,10 +575,18 @@ impl Half {
         let h = self.holes[i];
         self.holes.swap_remove(i);
         if off > h.start {
-            self.holes.push(Hole { start: h.start, end: off, opened: h.opened });
+            self.holes.push(Hole {
+                start: h.start,
+                end: off,
+                opened: h.opened,
+            });
         }
         if end < h.end {
-            self.holes.push(Hole { start: end, end: h.end, opened: h.opened });
+            self.holes.push(Hole {
+                start: end,
+                end: h.end,
+                opened: h.opened,
+            });
         }
     }
 

@@ -156,7 +156,8 @@ impl Conn {
                 if seg.ack == sa.isn.add(1) {
                     self.handshake_ack = Some(at);
                     if sa.count == 1 {
-                        self.rtt.add(Side::Client, at.ts - sa.last.ts, RttMethod::Handshake);
+                        self.rtt
+                            .add(Side::Client, at.ts - sa.last.ts, RttMethod::Handshake);
                     }
                 }
             }
@@ -172,8 +173,12 @@ impl Conn {
             let pure = seg.payload_len == 0 && !is_syn && !flags.contains(TcpFlags::FIN);
             let n = seg.options.sack_count.min(4) as usize;
             let sack = &seg.options.sack_blocks[..n];
-            let mut sink = SideSink { side: side.peer(), protocols: &mut self.protocols };
-            let sink: Option<&mut dyn reassembly::StreamSink> = if wants { Some(&mut sink) } else { None };
+            let mut sink = SideSink {
+                side: side.peer(),
+                protocols: &mut self.protocols,
+            };
+            let sink: Option<&mut dyn reassembly::StreamSink> =
+                if wants { Some(&mut sink) } else { None };
             self.half[p].on_peer_ack(seg.ack, window, sack, pure, at, &mut self.rtt, sink);
         }
         if let Some((tsval, tsecr)) = seg.options.timestamps {
@@ -186,8 +191,12 @@ impl Conn {
             let seq = if is_syn { seg.seq.add(1) } else { seg.seq };
             let h_x = self.rtt.h(side).unwrap_or(Duration::ZERO);
             let rtt_min = self.rtt_min().unwrap_or(Duration::from_millis(1));
-            let mut sink = SideSink { side, protocols: &mut self.protocols };
-            let sink: Option<&mut dyn reassembly::StreamSink> = if wants { Some(&mut sink) } else { None };
+            let mut sink = SideSink {
+                side,
+                protocols: &mut self.protocols,
+            };
+            let sink: Option<&mut dyn reassembly::StreamSink> =
+                if wants { Some(&mut sink) } else { None };
             self.half[s].on_data(seq, seg.payload_len, seg.payload, at, h_x, rtt_min, sink);
         }
         if flags.contains(TcpFlags::FIN) && self.half[s].fin.is_none() {
@@ -221,7 +230,8 @@ impl Conn {
         self.half[side.index()].set_isn(seg.seq);
         if side == Side::Server {
             if let Some(syn) = self.syn {
-                self.rtt.add(Side::Server, at.ts - syn.last.ts, RttMethod::Handshake);
+                self.rtt
+                    .add(Side::Server, at.ts - syn.last.ts, RttMethod::Handshake);
             }
         }
         // window scaling applies only when both SYNs carried the option (RFC 7323 §2.2)
@@ -251,7 +261,12 @@ impl FlowKey {
         let x = (seg.src, seg.src_port);
         let y = (seg.dst, seg.dst_port);
         let (l, h) = if x <= y { (x, y) } else { (y, x) };
-        FlowKey { a: l.0, b: h.0, pa: l.1, pb: h.1 }
+        FlowKey {
+            a: l.0,
+            b: h.0,
+            pa: l.1,
+            pb: h.1,
+        }
     }
 }
 

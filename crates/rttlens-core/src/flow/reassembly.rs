@@ -103,7 +103,12 @@ impl Reassembler {
         });
         while self.pending_bytes > MAX_OUT_OF_ORDER_BYTES {
             // too much held: give up on the first hole
-            let first = self.pending.iter().map(|p| p.offset).min().unwrap_or(self.next);
+            let first = self
+                .pending
+                .iter()
+                .map(|p| p.offset)
+                .min()
+                .unwrap_or(self.next);
             self.skip_to(first, sink);
         }
     }
@@ -147,7 +152,10 @@ mod tests {
     }
     impl StreamSink for Collect {
         fn data(&mut self, offset: u64, data: &[u8], at: Mark) {
-            assert_eq!(offset as usize, self.bytes.len() + self.gaps.iter().map(|g| g.1 as usize).sum::<usize>());
+            assert_eq!(
+                offset as usize,
+                self.bytes.len() + self.gaps.iter().map(|g| g.1 as usize).sum::<usize>()
+            );
             self.bytes.extend_from_slice(data);
             self.frames.push(at.frame);
         }
@@ -156,7 +164,10 @@ mod tests {
         }
     }
     fn m(frame: u64) -> Mark {
-        Mark { frame, ..Mark::default() }
+        Mark {
+            frame,
+            ..Mark::default()
+        }
     }
 
     #[test]
