@@ -88,6 +88,8 @@ pub struct Analysis {
     pub rounds: [Vec<Round>; 2],
     /// The application exchange.
     pub app: AppTimeline,
+    /// The TLS handshake, for TLS connections.
+    pub tls: Option<crate::analysis::tls::TlsFacts>,
     /// The response transfer.
     pub transfer: Option<Transfer>,
     /// The ladder of phases.
@@ -163,7 +165,11 @@ fn effective_mss(conn: &Conn, sender: Side, ts: bool) -> u64 {
 }
 
 /// Analyse a finished connection: RTT, rounds, app timeline, transfer and ladder.
-pub fn analyze(mut conn: Box<Conn>, app: Option<AppTimeline>) -> Analysis {
+pub fn analyze(
+    mut conn: Box<Conn>,
+    app: Option<AppTimeline>,
+    tls: Option<crate::analysis::tls::TlsFacts>,
+) -> Analysis {
     let rtt = conn.rtt.estimate();
     let rtt_min = rtt.map(|r| r.min).unwrap_or(Duration::ZERO);
     let (syn, sa) = (conn.syn, conn.syn_ack);
@@ -242,6 +248,7 @@ pub fn analyze(mut conn: Box<Conn>, app: Option<AppTimeline>) -> Analysis {
         tcp,
         rounds,
         app,
+        tls,
         transfer,
         ladder: Vec::new(),
         notes,
@@ -296,6 +303,32 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
             detail,
         ));
         connect_end = Some(sa.first);
+    }
+    if let (Some(t), Some(start)) = (&a.tls, connect_end) {
+        if let Some(done) = t.done {
+            let dir = if t.done_sent_by_client {
+                Dir::Sent
+            } else {
+                Dir::Received
+            };
+            let mut p = clock.phase(
+                "tls",
+                (start, Dir::Received),
+                (done, dir),
+                format!(
+                    "TLS {} {} handshake (nominal {} RTT)",
+                    t.version,
+                    t.kind.as_str(),
+                    t.kind.nominal_rtts()
+                ),
+            );
+            // server processing: ClientHello in → ServerHello out
+            if let Some(sh) = t.server_hello {
+                let d = (sh.ts - t.client_hello.ts) - a.h_s();
+                p.parts.push(clock.part("server-processing", d));
+            }
+            ladder.push(p);
+        }
     }
     let app = &a.app;
     // request → first byte

@@ -5,6 +5,7 @@ pub mod connection;
 pub mod ladder;
 pub mod rounds;
 pub mod rtt;
+pub mod tls;
 pub mod transfer;
 
 pub use connection::{analyze, Analysis, AppTimeline, FirstRecord};

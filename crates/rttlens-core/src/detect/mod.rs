@@ -7,12 +7,15 @@
 
 pub mod capture_drops;
 pub mod finding;
+pub mod hello_retry_request;
+pub mod large_tls_record;
 pub mod loss;
 pub mod receive_window_limit;
 pub mod sender_window_cap;
 pub mod slow_start;
 pub mod syn_retransmission;
 pub mod think_time;
+pub mod tls12_full_handshake;
 mod util;
 pub mod zero_window;
 
@@ -24,6 +27,9 @@ pub type Detector = fn(&Analysis) -> Vec<Finding>;
 
 /// Every detector, with the id(s) it reports.
 pub const DETECTORS: &[(&[&str], Detector)] = &[
+    (&[tls12_full_handshake::ID], tls12_full_handshake::detect),
+    (&[hello_retry_request::ID], hello_retry_request::detect),
+    (&[large_tls_record::ID], large_tls_record::detect),
     (&[sender_window_cap::ID], sender_window_cap::detect),
     (&[receive_window_limit::ID], receive_window_limit::detect),
     (

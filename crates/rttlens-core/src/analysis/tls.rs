@@ -1,0 +1,92 @@
+//! The TLS handshake as the ladder and the detectors need it: its kind and
+//! the frames of its milestones. Filled from the protocol layer's summary
+//! ([`crate::proto::tls`]) by [`crate::analysis::app`].
+
+use crate::side::Mark;
+
+/// Handshake kinds (DESIGN.md §2) with their round trips by design.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TlsKind {
+    /// TLS 1.2 full handshake: 2 RTT (RFC 5246 §7.3).
+    Tls12Full,
+    /// TLS 1.2 abbreviated (session id or ticket resumption): 1 RTT (RFC 5246 §7.3, RFC 5077).
+    Tls12Abbreviated,
+    /// TLS 1.3 full: 1 RTT (RFC 8446 §2).
+    Tls13Full,
+    /// TLS 1.3 PSK resumption: 1 RTT (RFC 8446 §2.2).
+    Tls13Psk,
+    /// TLS 1.3 with 0-RTT early data: the request rides with the ClientHello (RFC 8446 §2.3).
+    Tls13ZeroRtt,
+    /// Older or unrecognised versions.
+    Other,
+}
+
+impl TlsKind {
+    /// Stable name used in the outputs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TlsKind::Tls12Full => "tls12-full",
+            TlsKind::Tls12Abbreviated => "tls12-abbreviated",
+            TlsKind::Tls13Full => "tls13-full",
+            TlsKind::Tls13Psk => "tls13-psk",
+            TlsKind::Tls13ZeroRtt => "tls13-0rtt",
+            TlsKind::Other => "other",
+        }
+    }
+
+    /// Round trips the kind needs before the client can send its request.
+    pub fn nominal_rtts(self) -> u32 {
+        match self {
+            TlsKind::Tls12Full => 2,
+            TlsKind::Tls13ZeroRtt => 0,
+            _ => 1,
+        }
+    }
+}
+
+/// The handshake of one TLS connection.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TlsFacts {
+    /// Negotiated version, e.g. `1.2`.
+    pub version: String,
+    /// Kind.
+    pub kind: TlsKind,
+    /// The ClientHello (first and completing segment).
+    pub client_hello: Mark,
+    /// Highest version the client offered, e.g. `1.3`.
+    pub client_max_version: String,
+    /// The ServerHello.
+    pub server_hello: Option<Mark>,
+    /// Segment completing the server's first flight (ServerHelloDone in 1.2,
+    /// the server Finished in 1.3).
+    pub server_flight_end: Option<Mark>,
+    /// The client's Finished (its last handshake record).
+    pub client_finished: Option<Mark>,
+    /// The server's Finished in a TLS 1.2 full handshake (after its CCS).
+    pub server_finished: Option<Mark>,
+    /// HelloRetryRequest, if the server asked for another key share.
+    pub hello_retry: Option<Mark>,
+    /// Segment after which the client could send application data: the
+    /// handshake is done at the client when this packet reaches it.
+    pub done: Option<Mark>,
+    /// Whether `done` is a packet the client sent (abbreviated 1.2: its own
+    /// Finished) rather than received.
+    pub done_sent_by_client: bool,
+    /// SNI.
+    pub sni: Option<String>,
+    /// ALPN selected.
+    pub alpn: Option<String>,
+    /// Cipher suite selected.
+    pub cipher: Option<String>,
+    /// The client offered resumption.
+    pub resumption_offered: bool,
+    /// The server resumed.
+    pub resumed: bool,
+    /// The client offered early data.
+    pub early_data_offered: bool,
+    /// Application-data records of each side (client, server).
+    pub app_records: [u64; 2],
+    /// Largest application record of each side (bytes).
+    pub max_app_record: [u64; 2],
+}

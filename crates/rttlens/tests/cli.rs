@@ -1,0 +1,203 @@
+//! The command line as users drive it: exit codes, the JSON contract,
+//! stdin, connection selection.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rttlens"))
+}
+
+fn capture(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/captures/itts")
+        .join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: the tests need ../shared/captures",
+        p.display()
+    );
+    p
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rttlens-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir.join(name)
+}
+
+fn json_of(out: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(out)
+        .unwrap_or_else(|e| panic!("invalid JSON ({e}): {}", String::from_utf8_lossy(out)))
+}
+
+#[test]
+fn text_report_names_the_cause() {
+    let out = bin()
+        .args(["analyze", "--no-progress"])
+        .arg(capture("pku.cap"))
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("sender-window-cap"), "{text}");
+    assert!(text.contains("vantage client"), "{text}");
+    assert!(text.contains("evidence  frame"), "{text}");
+}
+
+#[test]
+fn json_document_follows_the_schema() {
+    let out = bin()
+        .args(["analyze", "--format", "json"])
+        .arg(capture("thu.cap"))
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let v = json_of(&out.stdout);
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["capture"]["frames"], 715);
+    let conns = v["connections"].as_array().expect("connections");
+    assert_eq!(conns.len(), 1);
+    let c = &conns[0];
+    assert_eq!(c["vantage"], "client");
+    assert_eq!(c["transfer"]["initial_window"]["bytes"], 14280);
+    for f in c["findings"].as_array().expect("findings") {
+        for key in [
+            "id",
+            "title",
+            "cost",
+            "evidence",
+            "confidence",
+            "fix",
+            "references",
+        ] {
+            assert!(!f[key].is_null(), "finding lacks {key}: {f}");
+        }
+        assert!(f["cost"]["ms"].is_number() && f["cost"]["rtts"].is_number());
+        assert!(f["evidence"][0]["frame"].is_u64());
+    }
+}
+
+#[test]
+fn stdin_and_gzip_give_the_same_answer() {
+    let raw = std::fs::read(capture("pku-2.cap")).expect("read");
+    let gz = scratch("pku-2.cap.gz");
+    {
+        let f = std::fs::File::create(&gz).expect("create");
+        let mut e = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
+        e.write_all(&raw).expect("gzip");
+        e.finish().expect("gzip");
+    }
+    let direct = bin()
+        .args(["analyze", "--format", "json"])
+        .arg(capture("pku-2.cap"))
+        .output()
+        .expect("run");
+    let mut child = bin()
+        .args(["analyze", "--format", "json", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let feeder = std::thread::spawn(move || stdin.write_all(&raw));
+    let piped = child.wait_with_output().expect("wait");
+    feeder.join().expect("join").expect("feed stdin");
+    let zipped = bin()
+        .args(["analyze", "--format", "json"])
+        .arg(&gz)
+        .output()
+        .expect("run");
+    let (a, b, c) = (
+        json_of(&direct.stdout),
+        json_of(&piped.stdout),
+        json_of(&zipped.stdout),
+    );
+    assert_eq!(a["connections"], b["connections"]);
+    assert_eq!(a["connections"], c["connections"]);
+    assert!(c["capture"]["format"]
+        .as_str()
+        .unwrap_or("")
+        .contains("gzip"));
+}
+
+#[test]
+fn conn_selects_by_index_and_endpoint() {
+    let out = bin()
+        .args(["analyze", "--format", "json", "--conn", "7"])
+        .arg(capture("pku.cap"))
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    assert_eq!(
+        json_of(&out.stdout)["connections"]
+            .as_array()
+            .map(|a| a.len()),
+        Some(0)
+    );
+    let out = bin()
+        .args([
+            "analyze",
+            "--format",
+            "json",
+            "--conn",
+            "[2001:da8:201:1129::103]:443",
+        ])
+        .arg(capture("pku.cap"))
+        .output()
+        .expect("run");
+    assert_eq!(
+        json_of(&out.stdout)["connections"]
+            .as_array()
+            .map(|a| a.len()),
+        Some(1)
+    );
+    let bad = bin()
+        .args(["analyze", "--conn", "nonsense"])
+        .arg(capture("pku.cap"))
+        .output()
+        .expect("run");
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn unreadable_input_exits_2_with_a_clear_message() {
+    let not_capture = scratch("notes.txt");
+    std::fs::write(&not_capture, b"this is a text file, not a capture\n").expect("write");
+    for path in [not_capture, PathBuf::from("/nonexistent/capture.pcap")] {
+        let out = bin().arg("analyze").arg(&path).output().expect("run");
+        assert_eq!(out.status.code(), Some(2), "{}", path.display());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with("rttlens: cannot read"), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn truncated_capture_is_analysed_up_to_the_break() {
+    let raw = std::fs::read(capture("thu.cap")).expect("read");
+    let cut = scratch("thu-cut.cap");
+    std::fs::write(&cut, &raw[..raw.len() / 2 + 7]).expect("write");
+    let out = bin()
+        .args(["analyze", "--format", "json"])
+        .arg(&cut)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out.stdout);
+    assert!(
+        v["capture"]["quality"]["truncated"].is_string(),
+        "{}",
+        v["capture"]["quality"]
+    );
+    assert!(v["capture"]["frames"].as_u64().unwrap_or(0) > 300);
+}
