@@ -150,3 +150,6 @@ pub fn decode(link: LinkType, data: &[u8], orig_len: u32) -> Result<Decoded<'_>,
     }
     tcp::parse_segment(&datagram).map(Decoded::Tcp)
 }
+
+#[cfg(test)]
+mod tests;

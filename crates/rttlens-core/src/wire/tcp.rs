@@ -246,10 +246,8 @@ impl TcpOptions {
                 self.timestamps = Some((tsval, tsecr));
             }
             kind::FAST_OPEN => self.fast_open = Some(fast_open(body, false)),
-            kind::EXPERIMENT_2 => {
-                if be_u16(body) == Some(TFO_EXID) {
-                    self.fast_open = Some(fast_open(body.get(2..).unwrap_or(&[]), true));
-                }
+            kind::EXPERIMENT_2 if be_u16(body) == Some(TFO_EXID) => {
+                self.fast_open = Some(fast_open(body.get(2..).unwrap_or(&[]), true));
             }
             _ => {}
         }
@@ -315,4 +313,194 @@ pub fn parse_segment<'a>(datagram: &Datagram<'a>) -> Result<TcpSegment<'a>, Deco
         payload: datagram.payload.get(header_len..).unwrap_or(&[]),
         payload_len: u32::try_from(payload_len).unwrap_or(u32::MAX),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(bytes: &[u8]) -> TcpOptions {
+        TcpOptions::parse(bytes)
+    }
+
+    #[test]
+    fn test_deconstruct_common_options() {
+        let o = opts(&[
+            0x02, 0x04, 0x05, 0xa0, // MSS 1440
+            0x01, // NOP
+            0x03, 0x03, 0x06, // WS 6
+            0x01, 0x01, // NOP NOP
+            0x08, 0x0a, 0x10, 0xb8, 0x1b, 0x93, 0x00, 0x00, 0x00, 0x00, // TS
+            0x04, 0x02, // SACK permitted
+            0x00, 0x00, // EOL, padding
+        ]);
+        assert_eq!(o.mss, Some(1440));
+        assert_eq!(o.window_scale, Some(6));
+        assert_eq!(o.timestamps, Some((0x10b8_1b93, 0)));
+        assert!(o.sack_permitted);
+        assert!(!o.malformed);
+        assert_eq!(o.sack(), &[]);
+        assert_eq!(o.fast_open, None);
+    }
+
+    #[test]
+    fn test_deconstruct_sack_blocks() {
+        let o = opts(&[
+            0x01, 0x01, 0x05, 0x1a, // NOP NOP SACK, 3 blocks
+            0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x20, 0x00, //
+            0x00, 0x00, 0x30, 0x00, 0x00, 0x00, 0x40, 0x00, //
+            0xff, 0xff, 0xff, 0xf0, 0x00, 0x00, 0x00, 0x10, // wraps
+        ]);
+        assert_eq!(o.sack_count, 3);
+        assert_eq!(
+            o.sack(),
+            &[
+                (SeqNumber(0x1000), SeqNumber(0x2000)),
+                (SeqNumber(0x3000), SeqNumber(0x4000)),
+                (SeqNumber(0xffff_fff0), SeqNumber(0x10)),
+            ]
+        );
+        assert!(!o.malformed);
+
+        // Four blocks: the most a 40-octet option space holds.
+        let mut four = vec![0x05, 34];
+        for i in 1..=8u32 {
+            four.extend_from_slice(&(i * 100).to_be_bytes());
+        }
+        let o = opts(&four);
+        assert_eq!(o.sack_count, 4);
+        assert_eq!(o.sack()[3], (SeqNumber(700), SeqNumber(800)));
+    }
+
+    #[test]
+    fn test_deconstruct_fast_open() {
+        // Kind 34, length 2: cookie request.
+        let o = opts(&[0x02, 0x04, 0x05, 0xb4, 0x22, 0x02, 0x01, 0x01]);
+        assert_eq!(
+            o.fast_open,
+            Some(FastOpen::CookieRequest {
+                experimental: false
+            })
+        );
+        assert_eq!(o.mss, Some(1460));
+        // Kind 34 with an 8-octet cookie, options after it still parsed.
+        let o = opts(&[
+            0x22, 0x0a, 1, 2, 3, 4, 5, 6, 7, 8, // TFO cookie
+            0x03, 0x03, 0x08, 0x00, // WS 8, EOL
+        ]);
+        assert_eq!(
+            o.fast_open,
+            Some(FastOpen::Cookie {
+                len: 8,
+                experimental: false
+            })
+        );
+        assert_eq!(o.window_scale, Some(8));
+        // Kind 254, ExID 0xF989, length 4: experimental cookie request.
+        let o = opts(&[0xfe, 0x04, 0xf9, 0x89, 0x01, 0x01, 0x04, 0x02]);
+        assert_eq!(
+            o.fast_open,
+            Some(FastOpen::CookieRequest { experimental: true })
+        );
+        assert!(o.sack_permitted);
+        // Kind 254, ExID 0xF989, 16-octet cookie.
+        let mut exp = vec![0xfe, 20, 0xf9, 0x89];
+        exp.extend_from_slice(&[0xab; 16]);
+        let o = opts(&exp);
+        assert_eq!(
+            o.fast_open,
+            Some(FastOpen::Cookie {
+                len: 16,
+                experimental: true
+            })
+        );
+        // Kind 254 with another experiment's ExID is not TFO.
+        let o = opts(&[0xfe, 0x06, 0x12, 0x34, 0x00, 0x00, 0x02, 0x04, 0x05, 0xb4]);
+        assert_eq!(o.fast_open, None);
+        assert_eq!(o.mss, Some(1460));
+        assert!(!o.malformed);
+    }
+
+    #[test]
+    fn test_window_scale_clamped() {
+        assert_eq!(opts(&[0x03, 0x03, 14]).window_scale, Some(14));
+        assert_eq!(opts(&[0x03, 0x03, 15]).window_scale, Some(14));
+        assert_eq!(opts(&[0x03, 0x03, 255]).window_scale, Some(14));
+    }
+
+    #[test]
+    fn test_impossible_len() {
+        // Length 0 and 1 would loop forever or overlap the next option.
+        for bad in [0u8, 1] {
+            let o = opts(&[0x02, 0x04, 0x05, 0xb4, 0x08, bad, 0x04, 0x02]);
+            assert_eq!(o.mss, Some(1460), "options before the bad one are kept");
+            assert!(!o.sack_permitted, "parsing stopped at the bad length");
+            assert!(o.malformed);
+        }
+        // Length runs past the option space.
+        let o = opts(&[0x01, 0x08, 0x0a, 0, 0, 0, 1]);
+        assert!(o.malformed);
+        assert_eq!(o.timestamps, None);
+        // Kind without a length octet.
+        assert!(opts(&[0x01, 0x01, 0x02]).malformed);
+        // Known kinds with the wrong length.
+        for bad in [
+            &[0x02, 0x03, 0x05][..],                  // MSS, 3
+            &[0x03, 0x04, 0x07, 0x00],                // WS, 4
+            &[0x04, 0x03, 0x00],                      // SACK permitted, 3
+            &[0x05, 0x02],                            // SACK, no block
+            &[0x05, 0x0b, 0, 0, 0, 0, 0, 0, 0, 0, 0], // SACK, 9 octets
+            &[0x08, 0x08, 0, 0, 0, 0, 0, 0],          // timestamps, 8
+        ] {
+            let o = opts(bad);
+            assert!(o.malformed, "{bad:02x?}");
+            assert_eq!(
+                (
+                    o.mss,
+                    o.window_scale,
+                    o.sack_permitted,
+                    o.sack_count,
+                    o.timestamps
+                ),
+                (None, None, false, 0, None),
+                "{bad:02x?}"
+            );
+        }
+        // Garbage after EOL is ignored.
+        let o = opts(&[0x00, 0x08, 0x00, 0xff]);
+        assert_eq!(o, TcpOptions::default());
+        // Unknown kinds are skipped by their length.
+        let o = opts(&[0x1e, 0x04, 0xaa, 0xbb, 0x02, 0x04, 0x05, 0xb4]);
+        assert_eq!(o.mss, Some(1460));
+        assert!(!o.malformed);
+    }
+
+    #[test]
+    fn test_truncated() {
+        let full = [
+            0x02, 0x04, 0x05, 0xb4, 0x04, 0x02, 0x08, 0x0a, 0, 0, 0, 1, 0, 0, 0, 2, 0x01, 0x03,
+            0x03, 0x07,
+        ];
+        for len in 0..full.len() {
+            // Never panics; complete options before the cut are kept.
+            let o = opts(&full[..len]);
+            assert_eq!(o.mss.is_some(), len >= 4, "cut at {len}");
+            assert_eq!(o.timestamps.is_some(), len >= 16, "cut at {len}");
+        }
+        assert_eq!(opts(&full).window_scale, Some(7));
+    }
+
+    #[test]
+    fn flags() {
+        let f = TcpFlags::SYN | TcpFlags::ACK;
+        assert!(f.contains(TcpFlags::SYN));
+        assert!(f.contains(TcpFlags::SYN | TcpFlags::ACK));
+        assert!(!f.contains(TcpFlags::FIN));
+        assert_eq!(f.to_string(), "SYN|ACK");
+        assert_eq!(TcpFlags(0).to_string(), "-");
+        assert_eq!(
+            format!("{:?}", TcpFlags(0x1ff)),
+            "TcpFlags(SYN|FIN|RST|PSH|ACK|URG|ECE|CWR|AE)"
+        );
+    }
 }
