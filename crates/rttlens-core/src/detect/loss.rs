@@ -6,6 +6,12 @@
 //! transmission (or the hole opening, when the original was lost before the
 //! capture point) to the retransmission; overlapping episodes count once.
 //!
+//! A spurious retransmission costs no time by itself: the stall before it
+//! belongs to whatever delayed the ACK (think time, delayed ACK, a delay
+//! spike), which other findings cost. It is reported at cost 0 when it
+//! matters: an RTO among them (Linux cuts cwnd to 1 unless F-RTO/D-SACK
+//! undo it) or at least [`SPURIOUS_REPORT_MIN`] of them.
+//!
 //! Sources: RFC 5681 §3.2 (fast retransmit), RFC 6675 (SACK recovery),
 //! RFC 8985 (RACK-TLP), RFC 6298 (RTO), RFC 2883 (D-SACK); Linux
 //! `tcp_fastretrans_alert()`, `tcp_send_loss_probe()`, `tcp_retransmit_timer()`.
@@ -24,6 +30,8 @@ pub const ID_TLP: &str = "tail-loss-probe";
 pub const ID_RTO: &str = "rto";
 /// Finding id of spurious retransmissions.
 pub const ID_SPURIOUS: &str = "spurious-retransmission";
+/// Spurious retransmissions on one side worth reporting without an RTO among them.
+pub const SPURIOUS_REPORT_MIN: usize = 3;
 
 fn finding(
     a: &Analysis,
@@ -98,7 +106,7 @@ fn finding(
             format!("≥ {} ms of silence before the retransmission", crate::flow::half::RTO_MIN.as_millis_f64()),
         ),
         _ => (
-            format!("{n} spurious retransmission{} by the {who}: data the receiver already had", if n == 1 { "" } else { "s" }),
+            format!("{n} spurious retransmission{} by the {who}: data the receiver already had (no time lost by itself; a spurious RTO cuts cwnd unless undone)", if n == 1 { "" } else { "s" }),
             "The sender's timers fired too early or ACKs were lost/delayed: a delay spike on the path, or ACK loss. Keep `net.ipv4.tcp_frto=2` (F-RTO undoes the cwnd cut) and D-SACK (`net.ipv4.tcp_dsack=1`); look for ACK-path loss or bufferbloat.",
             vec!["RFC 2883 (D-SACK)", "RFC 5682 (F-RTO)", "Linux tcp_try_undo_*()"],
             Level::High,
@@ -135,7 +143,10 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             out.extend(finding(a, id, side, &list));
         }
         let spurious: Vec<&Retransmission> = h.retx.iter().filter(|r| r.spurious).collect();
-        out.extend(finding(a, ID_SPURIOUS, side, &spurious));
+        if spurious.len() >= SPURIOUS_REPORT_MIN || spurious.iter().any(|r| r.kind == RetxKind::Rto)
+        {
+            out.extend(finding(a, ID_SPURIOUS, side, &spurious));
+        }
     }
     out
 }

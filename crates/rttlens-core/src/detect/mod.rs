@@ -49,9 +49,10 @@ pub const DETECTORS: &[(&[&str], Detector)] = &[
     (&[capture_drops::ID], capture_drops::detect),
 ];
 
-/// Finding ids that are reported whatever their cost (they speak of the
-/// capture, not of time lost).
-pub const QUALITY_IDS: &[&str] = &["capture-drops"];
+/// Finding ids that are reported whatever their cost: they speak of the
+/// capture or of wasted work rather than of time lost, and their detectors
+/// decide themselves when they are worth reporting.
+pub const QUALITY_IDS: &[&str] = &["capture-drops", "spurious-retransmission"];
 
 /// Run every detector on `a`; material findings sorted by cost, highest first.
 pub fn run_all(a: &Analysis) -> Vec<Finding> {
