@@ -1,0 +1,324 @@
+//! ClientHello and ServerHello contents (RFC 8446 §4.1.2–§4.1.4, RFC 5246
+//! §7.4.1), parsed with tls-parser.
+//!
+//! tls-parser parses the fixed part of both hellos and each extension, but
+//! its extension-list parser (`many0`) silently stops at the first extension
+//! it cannot parse, hiding the rest. So the extension block is split into
+//! `(type, length, data)` here and each extension is handed to tls-parser on
+//! its own; an extension it rejects is listed by type and otherwise skipped.
+//! tls-parser leaves `key_share` and the ServerHello `pre_shared_key` as raw
+//! bytes; those few bytes are read here (RFC 8446 §4.2.8, §4.2.11).
+
+use tls_parser::{
+    parse_tls_client_hello_extension, parse_tls_handshake_client_hello,
+    parse_tls_handshake_server_hello, parse_tls_server_hello_extension, SNIType, TlsCipherSuite,
+    TlsExtension,
+};
+
+use crate::proto::lossy_truncated;
+use crate::side::Mark;
+
+/// `ServerHello.random` of a HelloRetryRequest (RFC 8446 §4.1.3: the
+/// SHA-256 of `"HelloRetryRequest"`).
+pub const HELLO_RETRY_REQUEST_RANDOM: [u8; 32] = [
+    0xCF, 0x21, 0xAD, 0x74, 0xE5, 0x9A, 0x61, 0x11, 0xBE, 0x1D, 0x8C, 0x02, 0x1E, 0x65, 0xB8, 0x91,
+    0xC2, 0xA2, 0x11, 0x16, 0x7A, 0xBB, 0x8C, 0x5E, 0x07, 0x9E, 0x09, 0xE2, 0xC8, 0xA8, 0x33, 0x9C,
+];
+
+/// Most entries kept per list (ALPN names, versions, groups, extension types).
+const LIST_CAP: usize = 64;
+/// Longest SNI / ALPN name kept, in characters (RFC 6066 §3 host names are at
+/// most 255 bytes).
+const NAME_CAP: usize = 255;
+
+/// What a ClientHello offered (RFC 8446 §4.1.2).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ClientHelloInfo {
+    /// `legacy_version` (`0x0303` for TLS 1.2 and 1.3 clients).
+    pub legacy_version: u16,
+    /// `supported_versions` extension, in the client's order (empty if
+    /// absent; GREASE values included). Contains `0x0304` for a TLS 1.3
+    /// client.
+    pub supported_versions: Vec<u16>,
+    /// Number of cipher suites offered.
+    pub cipher_suites: u16,
+    /// `legacy_session_id` (0–32 bytes). A TLS 1.2 client resuming by
+    /// session id sends the cached id; TLS 1.3 clients in middlebox
+    /// compatibility mode send 32 random bytes (RFC 8446 §D.4).
+    #[serde(serialize_with = "hex")]
+    pub session_id: Vec<u8>,
+    /// `server_name` host name (lossy UTF-8).
+    pub sni: Option<String>,
+    /// `application_layer_protocol_negotiation` names offered (lossy UTF-8).
+    pub alpn: Vec<String>,
+    /// `session_ticket` extension (RFC 5077): `None` if absent, else the
+    /// length in bytes of the ticket sent (0 = "I support tickets", more =
+    /// resumption attempt).
+    pub session_ticket: Option<u32>,
+    /// `pre_shared_key` extension present (TLS 1.3 resumption offered).
+    pub pre_shared_key: bool,
+    /// `early_data` extension present (TLS 1.3 0-RTT offered).
+    pub early_data: bool,
+    /// `psk_key_exchange_modes` (0 = psk_ke, 1 = psk_dhe_ke).
+    pub psk_key_exchange_modes: Vec<u8>,
+    /// Named groups of the `key_share` entries sent.
+    pub key_share_groups: Vec<u16>,
+    /// Extension types in the order sent (at most 64).
+    pub extensions: Vec<u16>,
+    /// Body length of the handshake message, in bytes.
+    pub length: u32,
+    /// Index of the record that carried the message's first byte.
+    pub record: u64,
+    /// Stream offset of the handshake message header.
+    pub offset: u64,
+    /// Segment that carried the message's first byte.
+    pub first: Mark,
+    /// Segment that delivered the message's last byte.
+    pub complete: Mark,
+}
+
+impl ClientHelloInfo {
+    /// `true` if the client offers TLS 1.3 (`0x0304` in `supported_versions`).
+    pub fn offers_tls13(&self) -> bool {
+        self.supported_versions.contains(&0x0304)
+    }
+}
+
+/// What a ServerHello (or HelloRetryRequest) chose (RFC 8446 §4.1.3,
+/// RFC 5246 §7.4.1.3).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ServerHelloInfo {
+    /// `legacy_version` (`0x0303` for TLS 1.2 and 1.3).
+    pub legacy_version: u16,
+    /// Version selected in the `supported_versions` extension (`0x0304` for
+    /// TLS 1.3, RFC 8446 §4.2.1), if present.
+    pub selected_version: Option<u16>,
+    /// `random` equals [`HELLO_RETRY_REQUEST_RANDOM`]: this is a
+    /// HelloRetryRequest, not a ServerHello.
+    pub hello_retry_request: bool,
+    /// Selected cipher suite.
+    pub cipher_suite: u16,
+    /// IANA name of the cipher suite, when tls-parser knows it.
+    pub cipher_suite_name: Option<&'static str>,
+    /// `legacy_session_id` (TLS 1.2: equal to the ClientHello's non-empty id
+    /// when resuming, RFC 5246 §7.4.1.3; TLS 1.3: the echo of the client's).
+    #[serde(serialize_with = "hex")]
+    pub session_id: Vec<u8>,
+    /// `session_ticket` extension present (TLS 1.2: a NewSessionTicket will
+    /// follow, RFC 5077 §3.2).
+    pub session_ticket: bool,
+    /// ALPN protocol selected (lossy UTF-8).
+    pub alpn: Option<String>,
+    /// `pre_shared_key` selected identity (TLS 1.3 PSK accepted, RFC 8446
+    /// §4.2.11).
+    pub pre_shared_key: Option<u16>,
+    /// Group of the `key_share` (for a HelloRetryRequest: the group the
+    /// server asks for).
+    pub key_share_group: Option<u16>,
+    /// Extension types in the order sent (at most 64).
+    pub extensions: Vec<u16>,
+    /// Body length of the handshake message, in bytes.
+    pub length: u32,
+    /// Index of the record that carried the message's first byte.
+    pub record: u64,
+    /// Stream offset of the handshake message header.
+    pub offset: u64,
+    /// Segment that carried the message's first byte.
+    pub first: Mark,
+    /// Segment that delivered the message's last byte.
+    pub complete: Mark,
+}
+
+impl ServerHelloInfo {
+    /// The negotiated version: `selected_version` if present, else
+    /// `legacy_version`.
+    pub fn version(&self) -> u16 {
+        self.selected_version.unwrap_or(self.legacy_version)
+    }
+}
+
+/// A protocol version's name (`"TLS 1.2"`), or `None` if unknown.
+pub fn version_name(version: u16) -> Option<&'static str> {
+    Some(match version {
+        0x0300 => "SSL 3.0",
+        0x0301 => "TLS 1.0",
+        0x0302 => "TLS 1.1",
+        0x0303 => "TLS 1.2",
+        0x0304 => "TLS 1.3",
+        _ => return None,
+    })
+}
+
+/// A cipher suite's IANA name, when tls-parser knows it.
+pub fn cipher_suite_name(id: u16) -> Option<&'static str> {
+    TlsCipherSuite::from_id(id).map(|c| c.name)
+}
+
+fn hex<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    let text: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    s.serialize_str(&text)
+}
+
+fn be16(b: &[u8]) -> Option<u16> {
+    Some(u16::from_be_bytes([*b.first()?, *b.get(1)?]))
+}
+
+fn push_capped<T>(list: &mut Vec<T>, item: T) {
+    if list.len() < LIST_CAP {
+        list.push(item);
+    }
+}
+
+/// Splits an extension block into whole extensions (`type | len | data`,
+/// RFC 8446 §4.2), calling `f(type, whole_extension_bytes)` for each. Returns
+/// `false` if the block ends inside an extension.
+fn for_each_extension(mut block: &[u8], mut f: impl FnMut(u16, &[u8])) -> bool {
+    while !block.is_empty() {
+        let (Some(ty), Some(len)) = (be16(block), block.get(2..).and_then(be16)) else {
+            return false;
+        };
+        let Some(whole) = block.get(..4 + len as usize) else {
+            return false;
+        };
+        f(ty, whole);
+        block = &block[whole.len()..];
+    }
+    true
+}
+
+/// `KeyShareClientHello` (RFC 8446 §4.2.8): `u16` list length, then entries
+/// of `group u16 | key_exchange<1..2^16-1>`.
+fn client_key_share_groups(data: &[u8]) -> Vec<u16> {
+    let mut groups = Vec::new();
+    let mut list = data.get(2..).unwrap_or_default();
+    while let (Some(group), Some(len)) = (be16(list), list.get(2..).and_then(be16)) {
+        push_capped(&mut groups, group);
+        list = list.get(4 + len as usize..).unwrap_or_default();
+    }
+    groups
+}
+
+/// Parses a ClientHello body (the handshake message without its 4-byte
+/// header). `Err` names what did not parse.
+pub(crate) fn parse_client_hello(body: &[u8]) -> Result<ClientHelloInfo, &'static str> {
+    let (_, ch) = parse_tls_handshake_client_hello(body).map_err(|_| "ClientHello")?;
+    let mut info = ClientHelloInfo {
+        legacy_version: ch.version.0,
+        cipher_suites: u16::try_from(ch.ciphers.len()).unwrap_or(u16::MAX),
+        session_id: ch.session_id.unwrap_or_default().to_vec(),
+        ..ClientHelloInfo::default()
+    };
+    let complete = for_each_extension(ch.ext.unwrap_or_default(), |ty, whole| {
+        push_capped(&mut info.extensions, ty);
+        let Ok((_, ext)) = parse_tls_client_hello_extension(whole) else {
+            return;
+        };
+        match ext {
+            TlsExtension::SNI(names) => {
+                info.sni = names
+                    .iter()
+                    .find(|(t, _)| *t == SNIType::HostName)
+                    .map(|(_, name)| lossy_truncated(name, NAME_CAP));
+            }
+            TlsExtension::ALPN(names) => {
+                for name in names {
+                    push_capped(&mut info.alpn, lossy_truncated(name, NAME_CAP));
+                }
+            }
+            TlsExtension::SessionTicket(ticket) => {
+                info.session_ticket = Some(u32::try_from(ticket.len()).unwrap_or(u32::MAX));
+            }
+            TlsExtension::PreSharedKey(_) => info.pre_shared_key = true,
+            TlsExtension::EarlyData(_) => info.early_data = true,
+            TlsExtension::SupportedVersions(versions) => {
+                for v in versions {
+                    push_capped(&mut info.supported_versions, v.0);
+                }
+            }
+            TlsExtension::PskExchangeModes(modes) => {
+                for m in modes {
+                    push_capped(&mut info.psk_key_exchange_modes, m);
+                }
+            }
+            TlsExtension::KeyShare(data) => info.key_share_groups = client_key_share_groups(data),
+            _ => {}
+        }
+    });
+    if complete {
+        Ok(info)
+    } else {
+        Err("ClientHello extensions")
+    }
+}
+
+/// Parses a ServerHello body (without its 4-byte header); recognises a
+/// HelloRetryRequest by its random (RFC 8446 §4.1.3).
+pub(crate) fn parse_server_hello(body: &[u8]) -> Result<ServerHelloInfo, &'static str> {
+    let (_, sh) = parse_tls_handshake_server_hello(body).map_err(|_| "ServerHello")?;
+    let mut info = ServerHelloInfo {
+        legacy_version: sh.version.0,
+        hello_retry_request: sh.random == HELLO_RETRY_REQUEST_RANDOM,
+        cipher_suite: sh.cipher.0,
+        cipher_suite_name: cipher_suite_name(sh.cipher.0),
+        session_id: sh.session_id.unwrap_or_default().to_vec(),
+        ..ServerHelloInfo::default()
+    };
+    let complete = for_each_extension(sh.ext.unwrap_or_default(), |ty, whole| {
+        push_capped(&mut info.extensions, ty);
+        let Ok((_, ext)) = parse_tls_server_hello_extension(whole) else {
+            return;
+        };
+        match ext {
+            TlsExtension::SupportedVersions(v) => {
+                if let [selected] = v.as_slice() {
+                    info.selected_version = Some(selected.0);
+                }
+            }
+            TlsExtension::ALPN(names) => {
+                info.alpn = names.first().map(|n| lossy_truncated(n, NAME_CAP));
+            }
+            TlsExtension::SessionTicket(_) => info.session_ticket = true,
+            // ServerHello: `uint16 selected_identity` (RFC 8446 §4.2.11).
+            TlsExtension::PreSharedKey(data) => info.pre_shared_key = be16(data),
+            // ServerHello: one KeyShareEntry; HelloRetryRequest: the group alone.
+            TlsExtension::KeyShare(data) => info.key_share_group = be16(data),
+            _ => {}
+        }
+    });
+    if complete {
+        Ok(info)
+    } else {
+        Err("ServerHello extensions")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extension_walk_stops_on_truncation() {
+        let mut seen = vec![];
+        assert!(for_each_extension(&[0, 1, 0, 1, 9, 0, 2, 0, 0], |t, w| {
+            seen.push((t, w.len()))
+        }));
+        assert_eq!(seen, vec![(1, 5), (2, 4)]);
+        assert!(!for_each_extension(&[0, 1, 0, 5, 9], |_, _| ()));
+        assert!(!for_each_extension(&[0, 1, 0], |_, _| ()));
+    }
+
+    #[test]
+    fn key_share_groups() {
+        // list len 10: x25519 (len 2) + secp256r1 (len 0), then truncated garbage
+        let d = [0, 10, 0, 0x1d, 0, 2, 1, 2, 0, 0x17, 0, 0, 0xff];
+        assert_eq!(client_key_share_groups(&d), vec![0x1d, 0x17]);
+        assert!(client_key_share_groups(&[0]).is_empty());
+    }
+
+    #[test]
+    fn garbage_does_not_parse() {
+        assert!(parse_client_hello(&[3, 3, 0]).is_err());
+        assert!(parse_server_hello(&[]).is_err());
+        assert!(parse_server_hello(&[0x7f, 0x12]).is_err());
+    }
+}
