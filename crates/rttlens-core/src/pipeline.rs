@@ -87,7 +87,7 @@ pub fn run(
     let mut findings_by_id: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut finish = |conn: Box<Conn>, start: Timestamp| {
         connections += 1;
-        let a = analysis::analyze(conn, None, None);
+        let a = analysis::analyze(conn);
         let findings = detect::run_all(&a);
         for f in &findings {
             *findings_by_id.entry(f.id).or_default() += 1;

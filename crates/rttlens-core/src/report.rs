@@ -206,7 +206,26 @@ impl ConnReport {
             vantage: a.vantage(),
             rtt,
             tcp: a.tcp.clone(),
-            tls: None,
+            tls: a.tls.as_ref().map(|t| TlsReport {
+                version: t.version.clone(),
+                kind: t.kind.as_str().to_string(),
+                nominal_rtts: t.kind.nominal_rtts() + u32::from(t.hello_retry.is_some()),
+                measured_rtts: a
+                    .ladder
+                    .iter()
+                    .find(|p| p.name == "tls")
+                    .map(|p| p.rtts)
+                    .unwrap_or(0.0),
+                sni: t.sni.clone(),
+                alpn: t.alpn.clone(),
+                cipher: t.cipher.clone(),
+                resumption_offered: t.resumption_offered,
+                resumed: t.resumed,
+                early_data_offered: t.early_data_offered,
+                hello_retry: t.hello_retry.is_some(),
+                app_records: t.app_records,
+                max_app_record: t.max_app_record,
+            }),
             ladder: a.ladder.clone(),
             transfer,
             findings,

@@ -165,11 +165,9 @@ fn effective_mss(conn: &Conn, sender: Side, ts: bool) -> u64 {
 }
 
 /// Analyse a finished connection: RTT, rounds, app timeline, transfer and ladder.
-pub fn analyze(
-    mut conn: Box<Conn>,
-    app: Option<AppTimeline>,
-    tls: Option<crate::analysis::tls::TlsFacts>,
-) -> Analysis {
+pub fn analyze(mut conn: Box<Conn>) -> Analysis {
+    let found = std::mem::take(&mut conn.protocols).finish();
+    let (app, tls) = crate::analysis::app::from_found(&found, &conn);
     let rtt = conn.rtt.estimate();
     let rtt_min = rtt.map(|r| r.min).unwrap_or(Duration::ZERO);
     let (syn, sa) = (conn.syn, conn.syn_ack);

@@ -1,6 +1,7 @@
 //! Analysis of a finished connection: vantage, RTT, rounds and limits, the
 //! transfer, and the ladder of phases.
 
+pub mod app;
 pub mod connection;
 pub mod ladder;
 pub mod rounds;

@@ -1,26 +1,104 @@
 //! Feeding the protocol trackers (TLS, HTTP/1.1) from the reassembled streams.
-#![allow(missing_docs)]
+//!
+//! Both trackers get the first bytes of every connection; each says as soon
+//! as it can whether the stream is its protocol, and one that says no is
+//! dropped, so a connection costs at most one tracker after its first bytes
+//! and none when it is neither.
+
 use crate::flow::reassembly::StreamSink;
+use crate::proto::http::HttpTracker;
+use crate::proto::tls::{TlsSummary, TlsTracker};
 use crate::side::{Mark, Side};
 
 /// The protocol trackers of one connection.
+#[derive(Debug)]
+pub struct Protocols {
+    tls: Option<Box<TlsTracker>>,
+    http: Option<Box<HttpTracker>>,
+}
+
+impl Default for Protocols {
+    fn default() -> Self {
+        Protocols {
+            tls: Some(Box::default()),
+            http: Some(Box::default()),
+        }
+    }
+}
+
+/// What the trackers found, once the connection is over.
 #[derive(Debug, Default)]
-pub struct Protocols {}
+pub enum Found {
+    /// TLS records and handshake.
+    Tls(Box<TlsSummary>),
+    /// HTTP/1.x messages.
+    Http(Box<HttpTracker>),
+    /// Neither (or undecided).
+    #[default]
+    Neither,
+}
 
 impl Protocols {
     /// Whether any tracker still wants bytes.
     pub fn wants_bytes(&self) -> bool {
-        false
+        self.tls.is_some() || self.http.is_some()
+    }
+
+    fn settle(&mut self) {
+        if self.tls.as_ref().is_some_and(|t| t.is_tls() == Some(false)) {
+            self.tls = None;
+        }
+        if self
+            .http
+            .as_ref()
+            .is_some_and(|h| h.is_http() == Some(false))
+        {
+            self.http = None;
+        }
+    }
+
+    /// The connection is over: keep the tracker that recognised its protocol.
+    pub fn finish(mut self) -> Found {
+        if let Some(h) = self.http.as_mut() {
+            h.end(Side::Client);
+            h.end(Side::Server);
+        }
+        if let Some(t) = self.tls.filter(|t| t.is_tls() == Some(true)) {
+            return Found::Tls(Box::new(t.into_summary()));
+        }
+        match self.http {
+            Some(h) if h.is_http() == Some(true) => Found::Http(h),
+            _ => Found::Neither,
+        }
     }
 }
 
 /// One direction's view of [`Protocols`], as a [`StreamSink`].
 pub struct SideSink<'a> {
+    /// The sender of the bytes.
     pub side: Side,
+    /// The trackers.
     pub protocols: &'a mut Protocols,
 }
 
 impl StreamSink for SideSink<'_> {
-    fn data(&mut self, _offset: u64, _data: &[u8], _at: Mark) {}
-    fn gap(&mut self, _offset: u64, _len: u64) {}
+    fn data(&mut self, offset: u64, data: &[u8], at: Mark) {
+        if let Some(t) = self.protocols.tls.as_mut() {
+            t.push(self.side, offset, data, at);
+        }
+        if let Some(h) = self.protocols.http.as_mut() {
+            h.push(self.side, offset, data, at);
+        }
+        self.protocols.settle();
+    }
+
+    fn gap(&mut self, offset: u64, len: u64) {
+        if let Some(t) = self.protocols.tls.as_mut() {
+            t.gap(self.side, offset, len);
+        }
+        if let Some(h) = self.protocols.http.as_mut() {
+            h.gap(self.side, offset, len);
+        }
+        self.protocols.settle();
+    }
 }

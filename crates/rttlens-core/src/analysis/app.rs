@@ -1,0 +1,146 @@
+//! From what the protocol trackers found to the [`AppTimeline`] the ladder
+//! is built on and the [`TlsFacts`] the TLS detectors read.
+
+use crate::analysis::connection::{AppTimeline, FirstRecord};
+use crate::analysis::tls::{TlsFacts, TlsKind};
+use crate::flow::protocols::Found;
+use crate::flow::Conn;
+use crate::proto::http::HttpTracker;
+use crate::proto::tls::{version_name, ContentType, HandshakeKind, Step, TlsSummary};
+use crate::side::Side;
+
+/// Timeline and TLS facts from the trackers' findings (`None`: plain TCP).
+pub fn from_found(found: &Found, conn: &Conn) -> (Option<AppTimeline>, Option<TlsFacts>) {
+    match found {
+        Found::Tls(s) => tls(s, conn),
+        Found::Http(h) => (http(h), None),
+        Found::Neither => (None, None),
+    }
+}
+
+/// `"TLS 1.2"` → `"1.2"`.
+fn short_version(v: u16) -> String {
+    match version_name(v) {
+        Some(n) => n.trim_start_matches("TLS ").to_string(),
+        None => format!("0x{v:04x}"),
+    }
+}
+
+fn tls(s: &TlsSummary, conn: &Conn) -> (Option<AppTimeline>, Option<TlsFacts>) {
+    let Some(hs) = s.handshake() else {
+        return (None, None);
+    };
+    let kind = match hs.kind {
+        HandshakeKind::Tls12Full if hs.version == 0x0303 => TlsKind::Tls12Full,
+        HandshakeKind::Tls12Abbreviated if hs.version == 0x0303 => TlsKind::Tls12Abbreviated,
+        HandshakeKind::Tls13Full => TlsKind::Tls13Full,
+        HandshakeKind::Tls13Psk => TlsKind::Tls13Psk,
+        HandshakeKind::Tls13ZeroRtt => TlsKind::Tls13ZeroRtt,
+        _ => TlsKind::Other,
+    };
+    let ch = s.client_hello.as_ref();
+    let client_max = ch
+        .map(|c| {
+            c.supported_versions
+                .iter()
+                .copied()
+                .filter(|v| *v & 0xff00 == 0x0300)
+                .max()
+                .unwrap_or(c.legacy_version)
+        })
+        .unwrap_or(hs.version);
+    let complete = |st: &Option<Step>| st.as_ref().map(|x| x.complete.unwrap_or(x.first));
+    let (done, done_sent) = match kind {
+        TlsKind::Tls12Abbreviated => (complete(&hs.client_finished), true),
+        TlsKind::Tls12Full | TlsKind::Other => (
+            complete(&hs.server_finished).or(complete(&hs.server_flight_end)),
+            false,
+        ),
+        _ => (complete(&hs.server_flight_end), false),
+    };
+    let app_stats = |side: Side| s.direction(side).totals.application_data;
+    let facts = TlsFacts {
+        version: short_version(hs.version),
+        kind,
+        client_hello: hs.client_hello.first,
+        client_max_version: short_version(client_max),
+        server_hello: Some(hs.server_hello.first),
+        server_flight_end: complete(&hs.server_flight_end),
+        client_finished: hs.client_finished.as_ref().map(|x| x.first),
+        server_finished: complete(&hs.server_finished),
+        hello_retry: hs.hello_retry_request.as_ref().map(|x| x.first),
+        done,
+        done_sent_by_client: done_sent,
+        sni: s.sni().map(str::to_string),
+        alpn: s.alpn_selected().map(str::to_string),
+        cipher: s.cipher_suite().map(|(id, name)| {
+            name.map(str::to_string)
+                .unwrap_or_else(|| format!("0x{id:04x}"))
+        }),
+        resumption_offered: hs.resumption_offered,
+        resumed: hs.resumption_accepted,
+        early_data_offered: hs.early_data.offered,
+        app_records: [app_stats(Side::Client).count, app_stats(Side::Server).count],
+        max_app_record: [
+            app_stats(Side::Client).max_len.unwrap_or(0) as u64,
+            app_stats(Side::Server).max_len.unwrap_or(0) as u64,
+        ],
+    };
+    // The request: the client's application records (early data first)
+    // before the server's first application record.
+    let req = hs
+        .early_data
+        .first
+        .as_ref()
+        .or(hs.client_first_app_data.as_ref());
+    let resp = hs.server_first_app_data.as_ref();
+    let request_last = req.map(|q| {
+        let limit = resp.map(|r| r.first.frame).unwrap_or(u64::MAX);
+        s.client
+            .records
+            .iter()
+            .filter(|r| {
+                r.index >= q.record
+                    && r.content_type == ContentType::APPLICATION_DATA
+                    && r.first.frame < limit
+            })
+            .filter_map(|r| r.complete)
+            .max_by_key(|m| m.frame)
+            .unwrap_or(q.complete.unwrap_or(q.first))
+    });
+    let timeline = AppTimeline {
+        protocol: "tls",
+        request_first: req.map(|q| q.first),
+        request_last,
+        response_first: resp.map(|r| r.first),
+        response_offset: resp.map(|r| r.offset).unwrap_or(u64::MAX),
+        response_last: conn.half[Side::Server.index()].last_new_data,
+        first_record: resp.and_then(|r| {
+            r.complete.map(|c| FirstRecord {
+                len: r.length as u64,
+                first: r.first,
+                complete: c,
+            })
+        }),
+        exchanges: u64::from(req.is_some()),
+        client_ready: done,
+    };
+    (Some(timeline), Some(facts))
+}
+
+fn http(h: &HttpTracker) -> Option<AppTimeline> {
+    let ex = h.exchanges().first()?;
+    let req = ex.request.as_ref();
+    let resp = ex.response.as_ref();
+    Some(AppTimeline {
+        protocol: "http",
+        request_first: req.map(|q| q.first),
+        request_last: req.map(|q| q.last.unwrap_or(q.head_complete)),
+        response_first: resp.map(|r| r.first),
+        response_offset: resp.map(|r| r.offset).unwrap_or(u64::MAX),
+        response_last: resp.and_then(|r| r.last),
+        first_record: None,
+        exchanges: h.exchange_count(),
+        client_ready: None,
+    })
+}
