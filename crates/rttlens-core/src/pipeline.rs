@@ -25,6 +25,8 @@ pub struct Quality {
     pub truncated: Option<String>,
     /// Notes from the capture reader (e.g. SPB without timestamp).
     pub reader_notes: BTreeMap<String, u64>,
+    /// Segments of connections already closed and handed on (ignored).
+    pub late_segments: u64,
 }
 
 impl Quality {
@@ -35,6 +37,7 @@ impl Quality {
             && self.malformed_tcp_options == 0
             && self.truncated.is_none()
             && self.reader_notes.values().all(|n| *n == 0)
+            && self.late_segments == 0
     }
 }
 
@@ -131,6 +134,7 @@ pub fn run(
     }
     let start = first.unwrap_or_default();
     sum.peak_open_connections = table.peak_open;
+    sum.quality.late_segments = table.late_segments;
     table.finish(&mut |c| finish(c, start));
     progress(reader.bytes_read());
     sum.format = reader.format().to_string();

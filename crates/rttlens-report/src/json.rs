@@ -24,6 +24,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, Default)]
 pub struct JsonRenderer {
     count: u64,
+    /// Each connection is serialized here first and written in one call
+    /// (serde_json's many small writes through `dyn Write` cost more).
+    buf: Vec<u8>,
 }
 
 fn to_io(e: serde_json::Error) -> io::Error {
@@ -41,11 +44,13 @@ impl Renderer for JsonRenderer {
     }
 
     fn connection(&mut self, w: &mut dyn Write, conn: ConnReport) -> io::Result<()> {
+        self.buf.clear();
         if self.count > 0 {
-            w.write_all(b",")?;
+            self.buf.push(b',');
         }
-        w.write_all(b"\n")?;
-        serde_json::to_writer(&mut *w, &conn).map_err(to_io)?;
+        self.buf.push(b'\n');
+        serde_json::to_writer(&mut self.buf, &conn).map_err(to_io)?;
+        w.write_all(&self.buf)?;
         self.count += 1;
         Ok(())
     }

@@ -220,7 +220,8 @@ pub const SLOW_START_GROWTH: f64 = 1.3;
 /// the next round is not ACK-timed (its first segment left more than
 /// max(1 ms, RTT/4) after the releasing ACK reached the sender, or there is
 /// no next round; a window cap that cuts its last segment short is followed
-/// at once by ACK-clocked sends); else
+/// at once by ACK-clocked sends), or it is the last round and smaller than
+/// the one before (the data ran out); else
 /// cwnd, slow start when the flight grew ≥ 1.3× over the previous round.
 pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration) {
     let mss = mss.max(1);
@@ -231,9 +232,12 @@ pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration) {
         let room = r.rwnd > 0 && r.max_flight + mss <= r.rwnd;
         let limit = if r.rwnd > 0 && r.max_flight + mss > r.rwnd {
             Limit::Rwnd
-        } else if (r.last_len as f64) < SUB_MSS * mss as f64 && room && {
-            let next = rounds.get(i + 1).and_then(|nx| nx.release_delay);
-            next.is_none_or(|d| d > ack_timed)
+        } else if room && {
+            let next = rounds.get(i + 1);
+            let sub_mss = (r.last_len as f64) < SUB_MSS * mss as f64;
+            // the last round, smaller than the one before: the data ran out
+            let shrank = next.is_none() && i > 0 && r.max_flight < rounds[i - 1].max_flight;
+            shrank || (sub_mss && next.and_then(|nx| nx.release_delay).is_none_or(|d| d > ack_timed))
         } {
             Limit::App
         } else if r.loss {

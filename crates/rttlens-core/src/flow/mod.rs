@@ -28,7 +28,11 @@ use half::Half;
 use protocols::{Protocols, SideSink};
 
 /// A connection closed (FIN both ways or RST) and quiet this long is handed on.
-pub const CLOSED_LINGER: Duration = Duration::from_millis(10_000);
+pub const CLOSED_LINGER: Duration = Duration::from_millis(1_000);
+/// After a closed connection is handed on, segments on its 4-tuple without a
+/// SYN (a late retransmitted FIN, the last ACK) are ignored this long, like
+/// TIME_WAIT (RFC 9293 §3.6.1), instead of opening a phantom connection.
+pub const TOMBSTONE: Duration = Duration::from_millis(60_000);
 /// A connection without a packet for this long is handed on.
 pub const IDLE_TIMEOUT: Duration = Duration::from_millis(300_000);
 /// Every this many segments the table looks for connections to hand on.
@@ -274,6 +278,10 @@ impl FlowKey {
 #[derive(Debug, Default)]
 pub struct FlowTable {
     conns: FxHashMap<FlowKey, Box<Conn>>,
+    /// Closed connections handed on, and when.
+    closed: FxHashMap<FlowKey, Timestamp>,
+    /// Segments ignored because their connection had closed.
+    pub late_segments: u64,
     next_index: u64,
     pushes: u64,
     now: Timestamp,
@@ -311,6 +319,10 @@ impl FlowTable {
         }
         let conn = match self.conns.get_mut(&key) {
             Some(c) => c,
+            None if !syn_only && !self.closed.is_empty() && self.closed.contains_key(&key) => {
+                self.late_segments += 1;
+                return;
+            }
             None => {
                 let c = Box::new(Conn::new(self.next_index, seg, at));
                 self.next_index += 1;
@@ -337,9 +349,13 @@ impl FlowTable {
             .collect();
         for k in over {
             if let Some(c) = self.conns.remove(&k) {
+                if c.is_closed() {
+                    self.closed.insert(k, now);
+                }
                 done(c);
             }
         }
+        self.closed.retain(|_, t| now - *t < TOMBSTONE);
     }
 
     /// End of capture: hand on every connection still open, in index order.
