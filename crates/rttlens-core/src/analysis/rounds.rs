@@ -204,6 +204,11 @@ impl RoundTracker {
 
 /// Rounds in a run of flat flight needed to call it `sndbuf` (DESIGN.md §4).
 pub const FLAT_ROUNDS: usize = 3;
+/// Smallest flat flight, in MSS, called `sndbuf`. Below it the sender is
+/// not held by a buffer (Linux's smallest SO_SNDBUF is 4.5 KB and autotuning
+/// starts at 16 KB, `net.ipv4.tcp_wmem`) but by its own pace: on a path of a
+/// few µs every segment is ACKed before the next one leaves.
+pub const FLAT_MIN_MSS: u64 = 4;
 /// A segment shorter than this share of the MSS is "sub-MSS": the sender's
 /// queue ran dry (a cwnd-limited sender fills segments; writes of slightly
 /// less than one MSS, such as one TLS record per segment, still count as full).
@@ -215,7 +220,7 @@ pub const SLOW_START_GROWTH: f64 = 1.3;
 /// `rtt` the baseline RTT.
 ///
 /// Rules (DESIGN.md §4): `rwnd` if flight ≥ rwnd − MSS; `sndbuf` if flat
-/// (±1 MSS) below rwnd for ≥ 3 loss-free rounds; `app` if the round ends on
+/// (±1 MSS, and at least 4 MSS) below rwnd for ≥ 3 loss-free rounds; `app` if the round ends on
 /// a sub-MSS segment (< 90 % of the MSS) with room left in the window and
 /// the next round is not ACK-timed (its first segment left more than
 /// max(1 ms, RTT/4) after the releasing ACK reached the sender, or there is

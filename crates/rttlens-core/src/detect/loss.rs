@@ -16,7 +16,7 @@
 //! RFC 8985 (RACK-TLP), RFC 6298 (RTO), RFC 2883 (D-SACK); Linux
 //! `tcp_fastretrans_alert()`, `tcp_send_loss_probe()`, `tcp_retransmit_timer()`.
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conf, ev, Cost, Finding, Level};
 use super::util::union_len;
 use crate::analysis::Analysis;
 use crate::flow::half::{Retransmission, RetxKind};
@@ -40,9 +40,11 @@ fn finding(
     list: &[&Retransmission],
 ) -> Option<Finding> {
     let first = list.first()?;
-    let cost = a.cost(union_len(
-        list.iter().map(|r| (r.at.ts - r.delay, r.at.ts)).collect(),
-    ));
+    let cost = if id == ID_SPURIOUS {
+        Cost::ZERO
+    } else {
+        a.cost(union_len(list.iter().map(|r| (r.at.ts - r.delay, r.at.ts)).collect()))
+    };
     let mut evidence = Vec::new();
     for r in list.iter().take(4) {
         if let Some(o) = r.original {
