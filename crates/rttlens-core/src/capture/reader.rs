@@ -278,8 +278,8 @@ impl CaptureReader {
         self.raw_count.load(Ordering::Relaxed)
     }
 
-    /// Number of packet records seen so far (the last frame number, counting
-    /// skipped records).
+    /// The last frame number given out so far (counting skipped records and
+    /// the non-packet blocks Wireshark numbers).
     pub fn frames_seen(&self) -> u64 {
         self.number
     }
