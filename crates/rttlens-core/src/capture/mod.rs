@@ -18,7 +18,10 @@
 //!
 //! Frames are numbered as Wireshark numbers them: 1-based, counting every
 //! packet record (pcap record, EPB, SPB, PB), including records that had to be
-//! skipped, and no other pcapng block.
+//! skipped. Wireshark also gives a number to a few pcapng blocks that carry
+//! no packet (custom blocks, systemd journal entries, sysdig events); they
+//! take a number here too, so frame numbers can jump, but yield no
+//! [`Frame`]. Other pcapng blocks take no number.
 //!
 //! Problems that do not stop the reading (a packet on an undescribed
 //! interface, a Simple Packet Block without timestamp, a frame cut by the
@@ -126,8 +129,9 @@ impl fmt::Debug for LinkType {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Frame<'a> {
     /// Wireshark frame number: 1-based, counting every packet record (pcap
-    /// record, pcapng EPB, SPB or PB) including skipped ones, and no other
-    /// pcapng block.
+    /// record, pcapng EPB, SPB or PB) including skipped ones, and the pcapng
+    /// blocks Wireshark shows as frames without a packet in them (custom,
+    /// systemd journal export, sysdig event), which yield no `Frame`.
     pub number: u64,
     /// Capture timestamp (pcapng: after the interface's `if_tsoffset`).
     pub ts: Timestamp,

@@ -33,6 +33,19 @@ const PB: u32 = 0x0000_0002;
 const SPB: u32 = 0x0000_0003;
 /// Enhanced Packet Block.
 const EPB: u32 = 0x0000_0006;
+/// Blocks that carry no packet but that Wireshark shows as frames, so they
+/// take a frame number: systemd journal export, sysdig events (v1, v2, v2
+/// large), and custom blocks (copyable or not). Checked with tshark 4.0.17
+/// and Wireshark's `wiretap/pcapng.c`; name resolution, statistics,
+/// decryption secrets and unknown blocks take no number.
+const NUMBERED_NON_PACKET: [u32; 6] = [
+    0x0000_0009,
+    0x0000_0204,
+    0x0000_0216,
+    0x0000_0221,
+    0x0000_0BAD,
+    0x4000_0BAD,
+];
 
 /// Offset of the packet data in an EPB or PB: type, length, interface id,
 /// timestamp (2 × 4), captured length, original length.
@@ -141,6 +154,8 @@ enum Parsed {
     },
     /// A packet block whose contents are broken.
     BadPacket,
+    /// A record Wireshark numbers as a frame but that holds no packet.
+    NumberedNonPacket,
     /// A non-packet block (already applied to the state).
     Other,
 }
@@ -206,12 +221,17 @@ impl NgState {
                 EPB => epb(block, big_endian, false),
                 PB => epb(block, big_endian, true),
                 SPB => spb(block, big_endian),
+                t if NUMBERED_NON_PACKET.contains(&t) => Parsed::NumberedNonPacket,
                 _ => Parsed::Other,
             }
         };
         r.set_pending(block_len);
         match parsed {
             Parsed::Other => Ok(Record::Skipped),
+            Parsed::NumberedNonPacket => {
+                r.number += 1;
+                Ok(Record::Skipped)
+            }
             Parsed::BadPacket => {
                 r.number += 1;
                 r.notes.malformed_blocks += 1;

@@ -21,8 +21,12 @@ use super::pcapng::{NgState, NG_SHB_MAGIC};
 use super::{CaptureError, CaptureFormat, CaptureNotes, Frame, LinkType};
 use crate::time::Timestamp;
 
-/// Initial size of the record buffer.
-const INITIAL_BUFFER: usize = 1 << 20;
+/// Initial size of the record buffer: small, so that opening a tiny input
+/// (a test, a fuzz case) costs little.
+const INITIAL_BUFFER: usize = 64 << 10;
+/// Size the buffer doubles up to while the input keeps it full, so that
+/// reads and compactions are rare.
+const STEADY_BUFFER: usize = 1 << 20;
 
 /// The largest record (pcap record header + data, or pcapng block) the reader
 /// accepts. Real packets are at most 256 KiB (Wireshark's limit); anything
@@ -31,9 +35,9 @@ pub(super) const MAX_RECORD: usize = 64 << 20;
 
 /// Reads frames from a pcap or pcapng capture, optionally gzip'd.
 ///
-/// Memory is bounded: one buffer of 1 MiB that grows only when a single
-/// record does not fit (up to 64 MiB; a longer record is
-/// [`CaptureError::Malformed`]).
+/// Memory is bounded: one buffer of 1 MiB (starting at 64 KiB) that grows
+/// further only when a single record does not fit (up to 64 MiB; a longer
+/// record is [`CaptureError::Malformed`]).
 ///
 /// ```no_run
 /// # fn main() -> Result<(), rttlens_core::capture::CaptureError> {
@@ -278,8 +282,8 @@ impl CaptureReader {
         self.raw_count.load(Ordering::Relaxed)
     }
 
-    /// Number of packet records seen so far (the last frame number, counting
-    /// skipped records).
+    /// The last frame number given out so far (counting skipped records and
+    /// the non-packet blocks Wireshark numbers).
     pub fn frames_seen(&self) -> u64 {
         self.number
     }
@@ -446,9 +450,10 @@ impl RecordBuffer {
 
     /// Reads until `need` bytes are buffered or the input ends.
     ///
-    /// The buffer is compacted when the tail is full, and grown (doubling,
-    /// capped at `need`) only when the unconsumed data fills the whole
-    /// buffer, so a bogus length field costs memory only as data arrives.
+    /// When the tail is full the buffer doubles up to 1 MiB; beyond that it
+    /// is compacted, and grown (doubling, capped at `need`) only when the
+    /// unconsumed data fills the whole buffer, so a bogus length field costs
+    /// memory only as data arrives.
     fn fill(&mut self, src: &mut dyn Read, need: usize, gzip: bool) -> io::Result<bool> {
         loop {
             if self.end - self.start >= need {
@@ -458,7 +463,10 @@ impl RecordBuffer {
                 return Ok(false);
             }
             if self.end == self.buf.len() {
-                if self.start > 0 {
+                if self.buf.len() < STEADY_BUFFER {
+                    let new_len = (self.buf.len() * 2).clamp(1, STEADY_BUFFER);
+                    self.buf.resize(new_len, 0);
+                } else if self.start > 0 {
                     self.buf.copy_within(self.start..self.end, 0);
                     self.end -= self.start;
                     self.start = 0;

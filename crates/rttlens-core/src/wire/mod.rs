@@ -126,6 +126,10 @@ const IPPROTO_TCP: u8 = 6;
 /// Decodes a frame of link type `link` captured as `data`, whose length on
 /// the wire was `orig_len`.
 ///
+/// IP fragments are not reassembled: the first fragment of a fragmented
+/// datagram decodes as a segment whose payload is that fragment's part, and
+/// later fragments of a TCP datagram are [`Decoded::TcpFragment`].
+///
 /// # Errors
 ///
 /// [`DecodeError::UnknownLinkType`] for a link type not listed in [`link`];
