@@ -18,7 +18,7 @@
 //! 6. [`detect`]: one detector per named cause, each producing
 //!    [`detect::Finding`]s with cost, evidence frames, confidence and fix.
 //!
-//! [`analyze`] glues the pipeline together for a whole capture.
+//! [`pipeline::run`] glues the layers together for a whole capture.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

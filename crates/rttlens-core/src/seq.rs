@@ -13,6 +13,7 @@ pub struct SeqNumber(pub u32);
 impl SeqNumber {
     /// `self + n`, wrapping modulo 2³².
     #[inline]
+    #[allow(clippy::should_implement_trait)] // u32 + SeqNumber arithmetic is not Add<Self>
     pub fn add(self, n: u32) -> SeqNumber {
         SeqNumber(self.0.wrapping_add(n))
     }

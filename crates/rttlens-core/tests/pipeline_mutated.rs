@@ -10,8 +10,11 @@ use rttlens_core::capture::CaptureReader;
 use rttlens_core::pipeline;
 
 fn real(name: &str) -> Vec<u8> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/captures/itts").join(name);
-    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e} (the tests need ../shared/captures)", p.display()))
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/captures/itts")
+        .join(name);
+    std::fs::read(&p)
+        .unwrap_or_else(|e| panic!("{}: {e} (the tests need ../shared/captures)", p.display()))
 }
 
 #[derive(Debug, Clone)]
@@ -25,9 +28,17 @@ enum Damage {
 fn damage() -> impl Strategy<Value = Damage> {
     prop_oneof![
         (any::<usize>(), 1u8..=255).prop_map(|(at, mask)| Damage::Flip { at, mask }),
-        (any::<usize>(), proptest::collection::vec(any::<u8>(), 1..64)).prop_map(|(at, bytes)| Damage::Overwrite { at, bytes }),
+        (
+            any::<usize>(),
+            proptest::collection::vec(any::<u8>(), 1..64)
+        )
+            .prop_map(|(at, bytes)| Damage::Overwrite { at, bytes }),
         any::<usize>().prop_map(|at| Damage::Truncate { at }),
-        (any::<usize>(), any::<usize>(), 1usize..4000).prop_map(|(from, to, len)| Damage::Splice { from, to, len }),
+        (any::<usize>(), any::<usize>(), 1usize..4000).prop_map(|(from, to, len)| Damage::Splice {
+            from,
+            to,
+            len
+        }),
     ]
 }
 

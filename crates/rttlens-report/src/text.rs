@@ -286,7 +286,10 @@ impl Renderer for TextRenderer {
                 parts.push(format!("{v} × {k}"));
             }
             if q.late_segments > 0 {
-                parts.push(format!("{} segments after their connection closed (ignored)", q.late_segments));
+                parts.push(format!(
+                    "{} segments after their connection closed (ignored)",
+                    q.late_segments
+                ));
             }
             if let Some(t) = &q.truncated {
                 parts.push(format!("file breaks off: {t}"));

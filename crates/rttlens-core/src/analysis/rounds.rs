@@ -241,8 +241,12 @@ pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration) {
             let next = rounds.get(i + 1);
             let sub_mss = (r.last_len as f64) < SUB_MSS * mss as f64;
             // the last round, smaller than the one before: the data ran out
-            let shrank = next.is_none() && i > 0 && r.max_flight < rounds[i - 1].max_flight;
-            shrank || (sub_mss && next.and_then(|nx| nx.release_delay).is_none_or(|d| d > ack_timed))
+            let shrank = next.is_none() && i > 0 && r.max_flight + mss < rounds[i - 1].max_flight;
+            shrank
+                || (sub_mss
+                    && next
+                        .and_then(|nx| nx.release_delay)
+                        .is_none_or(|d| d > ack_timed))
         } {
             Limit::App
         } else if r.loss {

@@ -43,7 +43,9 @@ fn finding(
     let cost = if id == ID_SPURIOUS {
         Cost::ZERO
     } else {
-        a.cost(union_len(list.iter().map(|r| (r.at.ts - r.delay, r.at.ts)).collect()))
+        a.cost(union_len(
+            list.iter().map(|r| (r.at.ts - r.delay, r.at.ts)).collect(),
+        ))
     };
     let mut evidence = Vec::new();
     for r in list.iter().take(4) {
