@@ -94,8 +94,10 @@ while (($#)); do
     esac
 done
 
-for v in SIZE_MB HTTPS_CONNS PARALLEL TRAFFIC_TIMEOUT SEED BULK_RATE_MB; do
-    is_uint "${!v}" || die "$v must be a non-negative integer, got '${!v}'"
+for v in SIZE_MB:--size-mb HTTPS_CONNS:--https PARALLEL:--parallel TRAFFIC_TIMEOUT:--timeout \
+    SEED:--seed BULK_RATE_MB:--bulk-rate; do
+    var=${v%%:*}
+    is_uint "${!var}" || die "${v#*:} must be a non-negative integer, got '${!var}'"
 done
 ((SIZE_MB >= 1)) || die "--size-mb must be >= 1"
 ((PARALLEL >= 1 && PARALLEL <= 64)) || die "--parallel must be in 1..64"
