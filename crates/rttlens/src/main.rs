@@ -22,6 +22,11 @@ use rttlens_report::{Renderer, Source};
 
 use args::{AnalyzeArgs, Cli, Command, ConnSelector, Format};
 
+// mimalloc: the analysis allocates per connection (trackers, reports);
+// glibc malloc/free took ~8 % of the pipeline's time on the benchmark.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Input could not be read or is not a capture.
 const EXIT_INPUT: u8 = 2;
 

@@ -34,7 +34,10 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     if let (Some(q), Some(r)) = (app.request_last, app.response_first) {
         let think = (r.ts - q.ts) - a.h_s();
         let (level, why) = confidence(a);
-        out.push(Finding {
+        // runs on every connection: skip the strings when it will be dropped
+        let material = a.cost(think).is_material();
+        if material {
+            out.push(Finding {
             id: ID_SERVER,
             connection: a.conn.index,
             title: format!("server took {:.1} ms to answer after the request arrived", think.as_millis_f64()),
@@ -47,6 +50,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             fix: "Application latency at the server: profile the handler and its upstreams (nginx `$request_time` vs `$upstream_response_time` in the access log), caches, database calls.".to_string(),
             references: vec!["DESIGN.md §4 (think time)"],
         });
+        }
     }
     let ready = a.app.request_first.and_then(|q| {
         let tls_done = a.app.client_ready.filter(|m| m.frame < q.frame);
@@ -60,6 +64,9 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     if let Some((m, q)) = ready {
         let think = (q.ts - m.ts) - a.h_c();
         let (level, why) = confidence(a);
+        if !a.cost(think).is_material() {
+            return out;
+        }
         out.push(Finding {
             id: ID_CLIENT,
             connection: a.conn.index,

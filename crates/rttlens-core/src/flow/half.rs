@@ -419,7 +419,9 @@ impl Half {
 
     /// Record this side's TSval (for echo samples).
     pub fn note_tsval(&mut self, tsval: u32, ts: Timestamp) {
-        if self.ts_ring.iter().any(|(v, _, _)| *v == tsval) {
+        // TSval ticks once per ms or so: most segments repeat the last one
+        let last = (self.ts_pos + self.ts_ring.len() - 1) % self.ts_ring.len();
+        if self.ts_ring[last].0 == tsval || self.ts_ring.iter().any(|(v, _, _)| *v == tsval) {
             return;
         }
         self.ts_ring[self.ts_pos] = (tsval, ts, false);
