@@ -270,8 +270,11 @@ pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration) {
     // non-rwnd rounds whose flights stay within one MSS of each other.
     let mut i = 0;
     while i < n {
-        let eligible =
-            |r: &Round| !r.loss && matches!(r.limit, Limit::SlowStart | Limit::CongestionAvoidance);
+        let eligible = |r: &Round| {
+            !r.loss
+                && r.max_flight >= FLAT_MIN_MSS * mss
+                && matches!(r.limit, Limit::SlowStart | Limit::CongestionAvoidance)
+        };
         if !eligible(&rounds[i]) {
             i += 1;
             continue;
@@ -370,6 +373,12 @@ mod tests {
             .collect();
         classify(&mut rw, 1428, rtt);
         assert!(rw.iter().all(|r| r.limit == Limit::Rwnd));
+
+        // one segment in flight per round, ACKed before the next leaves: the
+        // sender's own pace on a µs path, not a send buffer
+        let mut paced: Vec<Round> = (0..6).map(|i| round(i, 1428, 1 << 20, 1428)).collect();
+        classify(&mut paced, 1428, rtt);
+        assert!(paced.iter().all(|r| r.limit != Limit::Sndbuf));
 
         let mut app = vec![round(0, 3000, 1 << 20, 200)];
         classify(&mut app, 1428, rtt);

@@ -7,7 +7,7 @@
 //! buffer autotuning), `net.ipv4.tcp_rmem`.
 
 use super::finding::{conf, ev, Finding, Level};
-use super::util::{capped_cost, median};
+use super::util::{back_to_back, capped_cost, median};
 use crate::analysis::rounds::Limit;
 use crate::analysis::Analysis;
 use crate::side::Side;
@@ -22,7 +22,7 @@ const MIN_ROUNDS: usize = 2;
 pub fn detect(a: &Analysis) -> Vec<Finding> {
     let Some(t) = &a.transfer else { return vec![] };
     let limited: Vec<_> = t.rounds_with(Limit::Rwnd).collect();
-    if limited.len() < MIN_ROUNDS {
+    if limited.len() < MIN_ROUNDS || !back_to_back(a, &t.rounds, &limited) {
         return vec![];
     }
     let rwnd = median(limited.iter().map(|r| r.rwnd));

@@ -6,7 +6,7 @@
 //! loss-free rounds); Linux `tcp_sndbuf_expand()` / `net.ipv4.tcp_wmem`.
 
 use super::finding::{conf, ev, Finding, Level};
-use super::util::{capped_cost, median};
+use super::util::{back_to_back, capped_cost, median};
 use crate::analysis::rounds::Limit;
 use crate::analysis::Analysis;
 
@@ -17,7 +17,7 @@ pub const ID: &str = "sender-window-cap";
 pub fn detect(a: &Analysis) -> Vec<Finding> {
     let Some(t) = &a.transfer else { return vec![] };
     let capped: Vec<_> = t.rounds_with(Limit::Sndbuf).collect();
-    if capped.is_empty() {
+    if capped.is_empty() || !back_to_back(a, &t.rounds, &capped) {
         return vec![];
     }
     let flight = median(capped.iter().map(|r| r.max_flight));

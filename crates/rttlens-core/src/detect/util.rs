@@ -34,6 +34,35 @@ pub fn capped_cost(
     a.cost(a.rtt_min * saved as i64)
 }
 
+/// Share of round-trip time in the rounds' periods below which a window
+/// limit is not what paced the transfer (see [`back_to_back`]).
+pub const BINDING_SHARE: f64 = 0.5;
+
+/// Whether window-limited `rounds` actually paced the transfer: a sender held
+/// by a window waits for ACKs, so its rounds follow each other one RTT apart.
+/// True when the median of `rtt_min / period` (period = start of the next
+/// round − start of this one) is at least [`BINDING_SHARE`]. Rounds spaced
+/// far wider (a client reading at a limited rate, a CPU-bound sender on a µs
+/// path) were paced by something else, even if their flight was flat.
+pub fn back_to_back(a: &Analysis, all: &[Round], limited: &[&Round]) -> bool {
+    if a.rtt_min.nanos <= 0 {
+        return false;
+    }
+    let mut shares: Vec<f64> = limited
+        .iter()
+        .filter_map(|r| {
+            let next = all.iter().find(|n| n.index == r.index + 1)?;
+            let period = (next.first.ts - r.first.ts).nanos.max(1);
+            Some(a.rtt_min.nanos as f64 / period as f64)
+        })
+        .collect();
+    if shares.is_empty() {
+        return true; // a single limited round at the end: nothing contradicts it
+    }
+    shares.sort_by(f64::total_cmp);
+    shares[shares.len() / 2] >= BINDING_SHARE
+}
+
 /// Total length of the union of time intervals `[start, end]`.
 pub fn union_len(mut iv: Vec<(Timestamp, Timestamp)>) -> Duration {
     iv.sort();

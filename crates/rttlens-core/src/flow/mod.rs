@@ -386,11 +386,24 @@ mod tests {
 
     impl Net {
         fn new() -> Net {
-            Net { table: FlowTable::new(), done: Vec::new(), frame: 0 }
+            Net {
+                table: FlowTable::new(),
+                done: Vec::new(),
+                frame: 0,
+            }
         }
 
         #[allow(clippy::too_many_arguments)]
-        fn seg(&mut self, from_client: bool, ms: f64, flags: TcpFlags, seq: u32, ack: u32, len: u32, opts: TcpOptions) {
+        fn seg(
+            &mut self,
+            from_client: bool,
+            ms: f64,
+            flags: TcpFlags,
+            seq: u32,
+            ack: u32,
+            len: u32,
+            opts: TcpOptions,
+        ) {
             let (src, dst) = if from_client { (C, S) } else { (S, C) };
             let payload = vec![0u8; len as usize];
             let seg = TcpSegment {
@@ -407,7 +420,10 @@ mod tests {
                 payload_len: len,
             };
             self.frame += 1;
-            let at = Mark { frame: self.frame, ts: Timestamp::from_nanos((ms * 1e6) as i64) };
+            let at = Mark {
+                frame: self.frame,
+                ts: Timestamp::from_nanos((ms * 1e6) as i64),
+            };
             let done = &mut self.done;
             self.table.push(&seg, at, &mut |c| done.push(c));
         }
@@ -425,14 +441,34 @@ mod tests {
     const FINACK: TcpFlags = TcpFlags(TcpFlags::FIN.0 | TcpFlags::ACK.0);
 
     fn wscale(shift: u8) -> TcpOptions {
-        TcpOptions { window_scale: Some(shift), mss: Some(1460), ..TcpOptions::default() }
+        TcpOptions {
+            window_scale: Some(shift),
+            mss: Some(1460),
+            ..TcpOptions::default()
+        }
     }
 
     /// Handshake at 0 / 10 / 10.1 ms (server 10 ms away, client-side capture).
     fn handshake(n: &mut Net, c_isn: u32, s_isn: u32) {
         n.seg(true, 0.0, SYN, c_isn, 0, 0, wscale(7));
-        n.seg(false, 10.0, SYNACK, s_isn, c_isn.wrapping_add(1), 0, wscale(7));
-        n.seg(true, 10.1, ACK, c_isn.wrapping_add(1), s_isn.wrapping_add(1), 0, TcpOptions::default());
+        n.seg(
+            false,
+            10.0,
+            SYNACK,
+            s_isn,
+            c_isn.wrapping_add(1),
+            0,
+            wscale(7),
+        );
+        n.seg(
+            true,
+            10.1,
+            ACK,
+            c_isn.wrapping_add(1),
+            s_isn.wrapping_add(1),
+            0,
+            TcpOptions::default(),
+        );
     }
 
     #[test]
@@ -444,9 +480,25 @@ mod tests {
         // 20 segments of 1000 B crossing 2^32, each ACKed 10 ms later in flights of 4
         let mut t = 20.0;
         for i in 0..20u32 {
-            n.seg(false, t, ACK, base.wrapping_add(i * 1000), 2, 1000, TcpOptions::default());
+            n.seg(
+                false,
+                t,
+                ACK,
+                base.wrapping_add(i * 1000),
+                2,
+                1000,
+                TcpOptions::default(),
+            );
             if i % 4 == 3 {
-                n.seg(true, t + 0.05, ACK, 2, base.wrapping_add((i + 1) * 1000), 0, TcpOptions::default());
+                n.seg(
+                    true,
+                    t + 0.05,
+                    ACK,
+                    2,
+                    base.wrapping_add((i + 1) * 1000),
+                    0,
+                    TcpOptions::default(),
+                );
                 t += 10.0;
             }
         }
@@ -481,13 +533,25 @@ mod tests {
         n.seg(false, 1010.0, SYNACK, 70, 8, 0, wscale(7));
         let c = n.finish().remove(0);
         assert_eq!(c.syn.map(|s| s.count), Some(2));
-        assert_eq!(c.rtt.h(Side::Server), Some(Duration::from_millis(10)), "h_s from the last SYN");
+        assert_eq!(
+            c.rtt.h(Side::Server),
+            Some(Duration::from_millis(10)),
+            "h_s from the last SYN"
+        );
     }
 
     /// Server sends `k` segments of 1000 B from offset 0 at time `t`.
     fn burst(n: &mut Net, t: f64, from: u32, k: u32) {
         for i in 0..k {
-            n.seg(false, t, ACK, 1001 + (from + i) * 1000, 2, 1000, TcpOptions::default());
+            n.seg(
+                false,
+                t,
+                ACK,
+                1001 + (from + i) * 1000,
+                2,
+                1000,
+                TcpOptions::default(),
+            );
         }
     }
 
