@@ -19,7 +19,16 @@ pub const ID_SERVER: &str = "server-think-time";
 /// Finding id of client think time.
 pub const ID_CLIENT: &str = "client-think-time";
 
-fn confidence(a: &Analysis) -> (Level, &'static str) {
+/// How sure a think time of `think` is: the vantage correction can be off by
+/// at most one RTT, so a think time of several RTTs is sure wherever the
+/// capture was taken.
+fn confidence(a: &Analysis, think: crate::time::Duration) -> (Level, &'static str) {
+    if think.nanos >= 4 * a.rtt_min.nanos {
+        return (
+            Level::High,
+            "several RTTs long: no vantage correction could explain it",
+        );
+    }
     match a.vantage() {
         Vantage::Client | Vantage::Server => (Level::High, "timed at an end host"),
         Vantage::Middle => (Level::Medium, "timed mid-path, corrected by h_c / h_s"),
@@ -33,7 +42,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     let app = &a.app;
     if let (Some(q), Some(r)) = (app.request_last, app.response_first) {
         let think = (r.ts - q.ts) - a.h_s();
-        let (level, why) = confidence(a);
+        let (level, why) = confidence(a, think);
         // runs on every connection: skip the strings when it will be dropped
         let material = a.cost(think).is_material();
         if material {
@@ -42,10 +51,19 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             connection: a.conn.index,
             title: format!("server took {:.1} ms to answer after the request arrived", think.as_millis_f64()),
             cost: a.cost(think),
-            evidence: vec![
-                ev(q.frame, "last byte of the request"),
-                ev(r.frame, format!("first byte of the response, {:.1} ms later (h_s = {:.1} ms)", (r.ts - q.ts).as_millis_f64(), a.h_s().as_millis_f64())),
-            ],
+            evidence: {
+                let mut e = vec![ev(q.frame, "last byte of the request")];
+                let quick = a.conn.half[crate::side::Side::Client.index()]
+                    .full_acks
+                    .iter()
+                    .find(|m| m.frame > q.frame && m.frame < r.frame);
+                if let Some(k) = quick {
+                    e.push(ev(k.frame, format!("the server's TCP acknowledged it {:.2} ms later: network and kernel were quick", (k.ts - q.ts).as_millis_f64())));
+                }
+                e.push(
+                ev(r.frame, format!("first byte of the response, {:.1} ms later (h_s = {:.1} ms)", (r.ts - q.ts).as_millis_f64(), a.h_s().as_millis_f64())));
+                e
+            },
             confidence: conf(level, why),
             fix: "Application latency at the server: profile the handler and its upstreams (nginx `$request_time` vs `$upstream_response_time` in the access log), caches, database calls.".to_string(),
             references: vec!["DESIGN.md §4 (think time)"],
@@ -63,7 +81,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     });
     if let Some((m, q)) = ready {
         let think = (q.ts - m.ts) - a.h_c();
-        let (level, why) = confidence(a);
+        let (level, why) = confidence(a, think);
         if !a.cost(think).is_material() {
             return out;
         }

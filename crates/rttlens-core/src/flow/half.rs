@@ -196,6 +196,12 @@ pub struct Half {
     pub reasm: Reassembler,
     /// FIN from this side.
     pub fin: Option<Mark>,
+    /// Pure ACKs from the peer that acknowledged everything this side had
+    /// sent, one per burst of new data (first [`MAX_EVENTS_KEPT`]): a quick
+    /// one followed by a late answer means the peer's application was slow,
+    /// not its TCP (DESIGN.md §4 "Think time").
+    pub full_acks: Vec<Mark>,
+    awaiting_full_ack: bool,
     ts_ring: [(u32, Timestamp, bool); 16],
     ts_pos: usize,
 }
@@ -238,6 +244,8 @@ impl Half {
             rounds: RoundTracker::default(),
             reasm: Reassembler::default(),
             fin: None,
+            full_acks: Vec::new(),
+            awaiting_full_ack: false,
             ts_ring: [(0, Timestamp::default(), true); 16],
             ts_pos: 0,
         }
@@ -370,6 +378,12 @@ impl Half {
         }
         if advanced {
             self.acked = off;
+        }
+        if pure && self.awaiting_full_ack && off >= self.snd_nxt {
+            self.awaiting_full_ack = false;
+            if self.full_acks.len() < MAX_EVENTS_KEPT {
+                self.full_acks.push(at);
+            }
         }
         self.ack_seen = true;
         self.window = window;
@@ -534,6 +548,7 @@ impl Half {
         }
         if new_bytes > 0 {
             self.last_new_data = Some(at);
+            self.awaiting_full_ack = true;
             if self.unacked.len() >= MAX_UNACKED {
                 self.unacked.pop_front();
             }
