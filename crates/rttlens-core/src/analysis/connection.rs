@@ -231,9 +231,7 @@ pub fn analyze(mut conn: Box<Conn>) -> Analysis {
                 .to_string(),
         );
     }
-    if syn.is_some() && sa.is_some() && tcp.window_scale.iter().any(|w| w.is_none()) {
-        // flagged for the receive-window detector; no note needed
-    } else if syn.is_none() || sa.is_none() {
+    if syn.is_none() || sa.is_none() {
         notes.push(
             "handshake not in the capture: window scaling unknown, windows shown unscaled"
                 .to_string(),
@@ -352,8 +350,6 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
                 format!("first application record ({} B) complete", fr.len),
             ));
         }
-    } else if let Some(end) = connect_end {
-        let _ = end;
     }
     if let Some(t) = &a.transfer {
         let dir = if t.sender == Side::Server {

@@ -380,7 +380,7 @@ mod tests {
 
     struct Net {
         table: FlowTable,
-        done: Vec<Box<Conn>>,
+        done: Vec<Conn>,
         frame: u64,
     }
 
@@ -425,12 +425,12 @@ mod tests {
                 ts: Timestamp::from_nanos((ms * 1e6) as i64),
             };
             let done = &mut self.done;
-            self.table.push(&seg, at, &mut |c| done.push(c));
+            self.table.push(&seg, at, &mut |c| done.push(*c));
         }
 
-        fn finish(mut self) -> Vec<Box<Conn>> {
+        fn finish(mut self) -> Vec<Conn> {
             let done = &mut self.done;
-            self.table.finish(&mut |c| done.push(c));
+            self.table.finish(&mut |c| done.push(*c));
             self.done
         }
     }
