@@ -312,7 +312,7 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
                 (start, Dir::Received),
                 (done, dir),
                 format!(
-                    "TLS {} {} handshake (nominal {} RTT)",
+                    "TLS {} handshake, {} (nominal {} RTT)",
                     t.version,
                     t.kind.as_str(),
                     t.kind.nominal_rtts()
