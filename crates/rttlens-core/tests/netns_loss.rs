@@ -1,0 +1,505 @@
+//! Loss and stall detectors on real Linux TCP: downloads between two network
+//! namespaces joined by a 2 × 5 ms delay line, loss injected with nftables,
+//! captured with tcpdump at both hosts (see `support/mod.rs`). Each test makes
+//! one detector fire and checks it against the test's own reading of the
+//! packets; the control run checks that none of them fires on a clean
+//! transfer. Needs root and the tools listed in `support/mod.rs`: the tests
+//! fail (not skip) without them.
+//!
+//! Where the loss is injected: in the receiving host's nftables input hook,
+//! after both capture points, so each capture holds every transmission (the
+//! original and its retransmissions) as an end-host capture of a loss on the
+//! path does. The marked segments are found by their payload (8 × `Z`), see
+//! [`support::Lab::drop_marked`].
+
+mod support;
+
+use support::{
+    analyze, analyze_both, body, marked_transmissions, seq_after, Analyzed, Host, Lab, Packet,
+    MARK, MSS, NGINX_PORT, PY_PORT, SERVER_IP,
+};
+
+/// The loss detectors' ids.
+const LOSS: [&str; 4] = [
+    "fast-retransmit",
+    "tail-loss-probe",
+    "rto",
+    "spurious-retransmission",
+];
+
+fn has_frame(f: &rttlens_core::detect::Finding, frame: u64) -> bool {
+    f.evidence.iter().any(|e| e.frame == frame)
+}
+
+fn loss_ids(a: &Analyzed) -> Vec<&'static str> {
+    a.ids().into_iter().filter(|id| LOSS.contains(id)).collect()
+}
+
+/// Time the marked segments were held up (original → last transmission
+/// listed), overlapping episodes once: the cost model of `detect/loss.rs`.
+fn held_up_ms(episodes: &[(&Packet, &Packet)]) -> f64 {
+    let mut iv: Vec<(f64, f64)> = episodes.iter().map(|(o, r)| (o.ts, r.ts)).collect();
+    iv.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (mut total, mut end) = (0.0, f64::MIN);
+    for (s, e) in iv {
+        let s = s.max(end);
+        if e > s {
+            total += e - s;
+            end = e;
+        }
+    }
+    total * 1e3
+}
+
+fn close(x: f64, want: f64, tol: f64) -> bool {
+    (x - want).abs() <= tol
+}
+
+/// A 4 MiB download from nginx; the data segment starting in the marked run
+/// of MSS + 8 bytes at 1 MiB (one segment, two if one starts exactly at the
+/// run) loses its first transmission. SACK arrives from the segments after
+/// it, and the sender repairs the hole within about a round trip.
+#[test]
+fn fast_retransmit_mid_transfer() {
+    let mut lab = Lab::new("fast_retransmit");
+    let mut file = body(4 << 20);
+    file[1 << 20..(1 << 20) + MSS + 8].fill(MARK);
+    lab.nginx(&[("data.bin", file)]);
+    lab.drop_marked(NGINX_PORT, 1);
+    let caps = lab.capture_both();
+    assert_eq!(
+        lab.curl(&format!("http://{SERVER_IP}/data.bin")),
+        4 << 20,
+        "download size"
+    );
+    let paths = lab.stop_both(caps);
+    for a in analyze_both(&paths) {
+        let marked = marked_transmissions(&a.packets, NGINX_PORT);
+        assert!(
+            (1..=2).contains(&marked.len()) && marked.iter().all(|t| t.len() == 2),
+            "{}: fixture: expected 1–2 marked segments sent twice each, got {:?}",
+            a.name(),
+            marked
+                .iter()
+                .map(|t| t.iter().map(|p| p.frame).collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        );
+        let f = a.finding("fast-retransmit");
+        for t in &marked {
+            assert!(
+                has_frame(f, t[1].frame),
+                "{}: fast-retransmit evidence lacks the retransmission, frame {}: {:#?}",
+                a.name(),
+                t[1].frame,
+                f.evidence
+            );
+        }
+        let episodes: Vec<_> = marked.iter().map(|t| (t[0], t[1])).collect();
+        let want = held_up_ms(&episodes);
+        assert!(
+            f.cost.ms > 0.0 && f.cost.rtts > 0.0 && close(f.cost.ms, want, 0.01),
+            "{}: fast-retransmit cost {:?}, the segment was held up {want:.3} ms",
+            a.name(),
+            f.cost
+        );
+        assert_eq!(
+            loss_ids(&a),
+            ["fast-retransmit"],
+            "{}: one loss repaired by SACK; findings {:#?}",
+            a.name(),
+            a.conn().findings
+        );
+    }
+}
+
+/// A 14 × MSS + 700 B response from the python server (one write, so the
+/// segments fall at multiples of the MSS); the last segment is marked and its
+/// first two transmissions are lost. With one segment outstanding Linux's
+/// probe timeout is 2·SRTT + TCP_RTO_MIN, clamped to the RTO
+/// (`tcp_schedule_loss_probe()`), so the first retransmission comes ~200 ms
+/// later as a tail loss probe and the second after another RTO (~200 ms):
+/// the connection stalls ~420 ms on timers.
+fn lone_tail_lost_twice() -> [Analyzed; 2] {
+    let mut lab = Lab::new("lone_tail_lost_twice");
+    let total = 14 * MSS + 700;
+    lab.py_server(total, 14 * MSS);
+    lab.drop_marked(PY_PORT, 2);
+    let caps = lab.capture_both();
+    let got = lab.curl(&format!("http://{SERVER_IP}:{PY_PORT}/"));
+    let paths = lab.stop_both(caps);
+    assert!(got > 0, "download");
+    let both = analyze_both(&paths);
+    for a in &both {
+        let marked = marked_transmissions(&a.packets, PY_PORT);
+        assert!(
+            marked.len() == 1 && marked[0].len() == 3,
+            "{}: fixture: expected the last segment sent 3 times, got {:?}",
+            a.name(),
+            marked
+                .iter()
+                .map(|t| t.iter().map(|p| p.frame).collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        );
+    }
+    both
+}
+
+/// The stall ends with a retransmission timeout: `rto` names it, with the
+/// silence before it, and costs the whole time the segment was held up.
+#[test]
+fn rto_after_lost_tail_and_probe() {
+    for a in lone_tail_lost_twice() {
+        let t = &marked_transmissions(&a.packets, PY_PORT)[0];
+        let (orig, rto) = (t[0], t[2]);
+        let f = a.finding("rto");
+        let e = f
+            .evidence
+            .iter()
+            .find(|e| e.frame == rto.frame)
+            .unwrap_or_else(|| {
+                panic!(
+                    "{}: rto evidence lacks the retransmission at frame {}: {:#?}",
+                    a.name(),
+                    rto.frame,
+                    f.evidence
+                )
+            });
+        assert!(
+            e.what.contains("silence"),
+            "{}: rto evidence should say how long the sender was silent: {e:?}",
+            a.name()
+        );
+        let want = held_up_ms(&[(orig, rto)]);
+        assert!(
+            close(f.cost.ms, want, 0.01) && f.cost.ms >= 200.0,
+            "{}: rto cost {:?}, the segment was held up {want:.3} ms",
+            a.name(),
+            f.cost
+        );
+        assert!(
+            !a.ids().contains(&"fast-retransmit"),
+            "{}: nothing was SACKed, no fast retransmit: {:?}",
+            a.name(),
+            a.ids()
+        );
+    }
+}
+
+/// Kernel truth for the same run (`nstat`: TcpExtTCPLossProbes +1 and
+/// TcpExtTCPTimeouts +1): the first retransmission is a tail loss probe
+/// (sent by `tcp_send_loss_probe()` when the PTO of 2·SRTT + TCP_RTO_MIN
+/// fired), the second the first RTO, before any backoff.
+#[test]
+fn lone_tail_probe_is_a_tlp_not_an_rto() {
+    for a in lone_tail_lost_twice() {
+        let t = &marked_transmissions(&a.packets, PY_PORT)[0];
+        let (probe, rto) = (t[1], t[2]);
+        let tlp = a.finding("tail-loss-probe");
+        assert!(
+            has_frame(tlp, probe.frame),
+            "{}: the probe, frame {}, is not in the tail-loss-probe evidence: {:#?}",
+            a.name(),
+            probe.frame,
+            tlp.evidence
+        );
+        let f = a.finding("rto");
+        assert!(
+            !has_frame(f, probe.frame),
+            "{}: the probe, frame {}, is counted as an RTO: {:#?}",
+            a.name(),
+            probe.frame,
+            f.evidence
+        );
+        let e = f.evidence.iter().find(|e| e.frame == rto.frame);
+        assert!(
+            e.is_some_and(|e| !e.what.contains("backoff")),
+            "{}: frame {} is the first RTO (no backoff yet): {e:?}",
+            a.name(),
+            rto.frame
+        );
+    }
+}
+
+/// The same response with its last two segments marked, each losing its first
+/// transmission. With two segments outstanding the probe timeout is
+/// 2·SRTT + 2 jiffies: the probe re-sends the last segment, its SACK then
+/// exposes the other hole, which is fast-retransmitted. No timer stall.
+#[test]
+fn tail_loss_probe_then_sack_repair() {
+    let mut lab = Lab::new("tail_loss_probe");
+    lab.py_server(14 * MSS + 700, 13 * MSS);
+    lab.drop_marked(PY_PORT, 1);
+    let caps = lab.capture_both();
+    let got = lab.curl(&format!("http://{SERVER_IP}:{PY_PORT}/"));
+    let paths = lab.stop_both(caps);
+    assert!(got > 0, "download");
+    for a in analyze_both(&paths) {
+        let marked = marked_transmissions(&a.packets, PY_PORT);
+        let frames: Vec<Vec<u64>> = marked
+            .iter()
+            .map(|t| t.iter().map(|p| p.frame).collect())
+            .collect();
+        assert!(
+            marked.len() == 2 && marked.iter().all(|t| t.len() == 2),
+            "{}: fixture: expected the last 2 segments sent twice each, got {frames:?}",
+            a.name()
+        );
+        let (first, last) = (&marked[0], &marked[1]);
+        assert!(
+            last[1].frame < first[1].frame,
+            "{}: fixture: the probe should re-send the last segment first, got {frames:?}",
+            a.name()
+        );
+        let tlp = a.finding("tail-loss-probe");
+        assert!(
+            has_frame(tlp, last[1].frame),
+            "{}: the probe, frame {}, is not in the tail-loss-probe evidence: {:#?}",
+            a.name(),
+            last[1].frame,
+            tlp.evidence
+        );
+        let want = held_up_ms(&[(last[0], last[1])]);
+        assert!(
+            close(tlp.cost.ms, want, 0.01),
+            "{}: tail-loss-probe cost {:?}, the last segment was held up {want:.3} ms",
+            a.name(),
+            tlp.cost
+        );
+        let fast = a.finding("fast-retransmit");
+        assert!(
+            has_frame(fast, first[1].frame),
+            "{}: the SACK-driven repair, frame {}, is not in the fast-retransmit evidence: {:#?}",
+            a.name(),
+            first[1].frame,
+            fast.evidence
+        );
+        assert!(
+            !a.ids().contains(&"rto") && !a.ids().contains(&"spurious-retransmission"),
+            "{}: no timeout, nothing spurious: {:#?}",
+            a.name(),
+            a.conn().findings
+        );
+    }
+}
+
+/// The first SYN is lost (at the server, after both capture points): the
+/// client re-sends it after the initial RTO of 1 s (`TCP_TIMEOUT_INIT`).
+#[test]
+fn syn_retransmission_after_lost_syn() {
+    let mut lab = Lab::new("syn_retransmission");
+    lab.nginx(&[("small.bin", body(100_000))]);
+    lab.drop_first_syn(NGINX_PORT);
+    let caps = lab.capture_both();
+    assert_eq!(
+        lab.curl(&format!("http://{SERVER_IP}/small.bin")),
+        100_000,
+        "download size"
+    );
+    let paths = lab.stop_both(caps);
+    assert_eq!(lab.nft_drops(Host::Server), 1, "one SYN dropped");
+    for a in analyze_both(&paths) {
+        let syns: Vec<&Packet> = a
+            .packets
+            .iter()
+            .filter(|p| p.tcp.as_ref().is_some_and(|t| t.is_syn()))
+            .collect();
+        assert_eq!(syns.len(), 2, "{}: fixture: two SYNs", a.name());
+        let f = a.finding("syn-retransmission");
+        for s in &syns {
+            assert!(
+                has_frame(f, s.frame),
+                "{}: SYN frame {} not in the evidence: {:#?}",
+                a.name(),
+                s.frame,
+                f.evidence
+            );
+        }
+        assert!(
+            f.cost.ms >= 900.0 && close(f.cost.ms, (syns[1].ts - syns[0].ts) * 1e3, 0.01),
+            "{}: syn-retransmission cost {:?}, SYNs {:.3} ms apart",
+            a.name(),
+            f.cost,
+            (syns[1].ts - syns[0].ts) * 1e3
+        );
+        assert!(
+            loss_ids(&a).is_empty(),
+            "{}: a lost SYN is not a data loss: {:?}",
+            a.name(),
+            a.ids()
+        );
+    }
+}
+
+/// A slow reader: 16 KiB receive buffer, 300 ms before its first read of a
+/// 256 KiB response. The buffer fills, the client advertises window 0 and the
+/// server waits (zero-window probes) until the reader drains it.
+#[test]
+fn zero_window_from_slow_reader() {
+    let mut lab = Lab::new("zero_window");
+    lab.nginx(&[("big.bin", body(256 << 10))]);
+    let caps = lab.capture_both();
+    let got = lab.slow_reader(NGINX_PORT, "/big.bin", 16 << 10, 300);
+    let paths = lab.stop_both(caps);
+    assert!(
+        got > 256 << 10,
+        "the reader got the whole response ({got} B)"
+    );
+    for a in analyze_both(&paths) {
+        let zero = a
+            .packets
+            .iter()
+            .find(|p| {
+                p.tcp
+                    .as_ref()
+                    .is_some_and(|t| t.dport == NGINX_PORT && t.window == 0 && t.flags & 0x02 == 0)
+            })
+            .unwrap_or_else(|| {
+                panic!(
+                    "{}: fixture: the client never advertised window 0",
+                    a.name()
+                )
+            });
+        let f = a.finding("zero-window");
+        assert!(
+            has_frame(f, zero.frame),
+            "{}: the first window-0 ACK, frame {}, is not in the evidence: {:#?}",
+            a.name(),
+            zero.frame,
+            f.evidence
+        );
+        assert!(
+            f.cost.ms >= 100.0,
+            "{}: the window stayed closed ~300 ms, cost {:?}",
+            a.name(),
+            f.cost
+        );
+    }
+}
+
+/// Control: the same 4 MiB download with no loss and a reader that keeps up.
+#[test]
+fn clean_download_has_no_loss_findings() {
+    let mut lab = Lab::new("control");
+    lab.nginx(&[("data.bin", body(4 << 20))]);
+    let caps = lab.capture_both();
+    assert_eq!(
+        lab.curl(&format!("http://{SERVER_IP}/data.bin")),
+        4 << 20,
+        "download size"
+    );
+    let paths = lab.stop_both(caps);
+    for a in analyze_both(&paths) {
+        assert!(
+            a.summary.quality.is_clean(),
+            "{}: {:?}",
+            a.name(),
+            a.summary.quality
+        );
+        let c = a.conn();
+        assert_eq!(
+            c.tcp.retransmissions,
+            [0, 0],
+            "{}: fixture: no retransmission expected on a clean link",
+            a.name()
+        );
+        let bad: Vec<_> = a
+            .ids()
+            .into_iter()
+            .filter(|id| {
+                LOSS.contains(id)
+                    || ["zero-window", "syn-retransmission", "capture-drops"].contains(id)
+            })
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "{}: clean transfer, yet {bad:?}: {:#?}",
+            a.name(),
+            c.findings
+        );
+    }
+}
+
+/// A clean capture with one data segment deleted from the file (the network
+/// lost nothing): the client's ACK covers bytes the capture never saw, which
+/// is `capture-drops`, not a retransmission.
+#[test]
+fn capture_drops_from_a_deleted_segment() {
+    let mut lab = Lab::new("capture_drops");
+    lab.nginx(&[("data.bin", body(1 << 20))]);
+    let caps = lab.capture_both();
+    assert_eq!(
+        lab.curl(&format!("http://{SERVER_IP}/data.bin")),
+        1 << 20,
+        "download size"
+    );
+    let paths = lab.stop_both(caps);
+    for (i, a) in analyze_both(&paths).into_iter().enumerate() {
+        assert_eq!(
+            a.conn().tcp.retransmissions,
+            [0, 0],
+            "{}: fixture: the capture must start clean",
+            a.name()
+        );
+        // the 300th full-size server segment: mid-transfer, data before and after
+        let gone = a
+            .packets
+            .iter()
+            .filter(|p| {
+                p.tcp
+                    .as_ref()
+                    .is_some_and(|t| t.sport == NGINX_PORT && t.payload.len() == MSS)
+            })
+            .nth(300)
+            .expect("a 1 MiB download has over 300 full segments")
+            .clone();
+        let seq = gone.tcp.as_ref().expect("tcp").seq;
+        let holed = lab
+            .dir
+            .join(format!("{}-hole.pcap", ["client", "server"][i]));
+        support::read_pcap(&a.path).write_without(gone.frame, &holed);
+        let h = analyze(&holed);
+        // the first client ACK past the hole's start, numbered as in the holed file
+        let ack = h
+            .packets
+            .iter()
+            .find(|p| {
+                p.tcp.as_ref().is_some_and(|t| {
+                    t.dport == NGINX_PORT && t.flags & 0x10 != 0 && seq_after(t.ack, seq)
+                })
+            })
+            .expect("an ACK covers the deleted segment");
+        let f = h.finding("capture-drops");
+        let e = f
+            .evidence
+            .iter()
+            .find(|e| e.frame == ack.frame)
+            .unwrap_or_else(|| {
+                panic!(
+                "{}: deleted frame {} ({} B at seq {seq}); the ACK covering it, frame {} of the \
+                 holed file, is not in the evidence: {:#?}",
+                h.name(),
+                gone.frame,
+                MSS,
+                ack.frame,
+                f.evidence
+            )
+            });
+        assert!(
+            e.what.contains(&format!("{MSS} B")),
+            "{}: the ACK covers the {MSS} B deleted: {e:?}",
+            h.name()
+        );
+        assert_eq!(
+            h.conn().tcp.retransmissions,
+            [0, 0],
+            "{}: a hole in the capture is not a retransmission",
+            h.name()
+        );
+        assert!(
+            loss_ids(&h).is_empty(),
+            "{}: no loss findings for a capture hole: {:#?}",
+            h.name(),
+            h.conn().findings
+        );
+    }
+}
