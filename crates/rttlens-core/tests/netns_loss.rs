@@ -2,18 +2,23 @@
 //! namespaces joined by a 2 × 5 ms delay line, loss injected with nftables,
 //! captured with tcpdump at both hosts (see `support/mod.rs`). Each test makes
 //! one detector fire and checks it against the test's own reading of the
-//! packets; the control run checks that none of them fires on a clean
+//! packets and against the sender's kernel counters (`TcpRetransSegs`,
+//! `TCPLossProbes`, `TCPTimeouts`, `TCPFastRetrans` of the lab's own server
+//! namespace); the control run checks that none of them fires on a clean
 //! transfer. Needs root and the tools listed in `support/mod.rs`: the tests
 //! fail (not skip) without them.
 //!
 //! Where the loss is injected: in the receiving host's nftables input hook,
 //! after both capture points, so each capture holds every transmission (the
 //! original and its retransmissions) as an end-host capture of a loss on the
-//! path does. The marked segments are found by their payload (8 × `Z`), see
+//! path does. The segments to drop are found by their payload (8 × `Z`), see
 //! [`support::Lab::drop_marked`].
 
 mod support;
 
+use std::ops::Range;
+
+use rttlens_core::detect::Finding;
 use support::{
     analyze, analyze_both, body, marked_transmissions, seq_after, Analyzed, Host, Lab, Packet,
     MARK, MSS, NGINX_PORT, PY_PORT, SERVER_IP,
@@ -27,7 +32,37 @@ const LOSS: [&str; 4] = [
     "spurious-retransmission",
 ];
 
-fn has_frame(f: &rttlens_core::detect::Finding, frame: u64) -> bool {
+/// What the sender's kernel says it did (counters of the server namespace,
+/// which holds this lab's connection only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Kernel {
+    /// Segments retransmitted (`TcpRetransSegs`).
+    retrans: u64,
+    /// Fast retransmits (`TcpExtTCPFastRetrans`).
+    fast: u64,
+    /// Tail loss probes (`TcpExtTCPLossProbes`).
+    probes: u64,
+    /// Retransmission timer expiries (`TcpExtTCPTimeouts`).
+    timeouts: u64,
+}
+
+impl Kernel {
+    fn read(lab: &Lab) -> Kernel {
+        let c = lab.tcp_counters(Host::Server);
+        let get = |k: &str| {
+            *c.get(k)
+                .unwrap_or_else(|| panic!("no {k} in the server's /proc/net counters"))
+        };
+        Kernel {
+            retrans: get("TcpRetransSegs"),
+            fast: get("TcpExtTCPFastRetrans"),
+            probes: get("TcpExtTCPLossProbes"),
+            timeouts: get("TcpExtTCPTimeouts"),
+        }
+    }
+}
+
+fn has_frame(f: &Finding, frame: u64) -> bool {
     f.evidence.iter().any(|e| e.frame == frame)
 }
 
@@ -35,8 +70,16 @@ fn loss_ids(a: &Analyzed) -> Vec<&'static str> {
     a.ids().into_iter().filter(|id| LOSS.contains(id)).collect()
 }
 
-/// Time the marked segments were held up (original → last transmission
-/// listed), overlapping episodes once: the cost model of `detect/loss.rs`.
+fn frames(marked: &[Vec<&Packet>]) -> Vec<Vec<u64>> {
+    marked
+        .iter()
+        .map(|t| t.iter().map(|p| p.frame).collect())
+        .collect()
+}
+
+/// Time the marked segments were held up (original → the transmission that
+/// got through), overlapping episodes once: the cost model of
+/// `detect/loss.rs`.
 fn held_up_ms(episodes: &[(&Packet, &Packet)]) -> f64 {
     let mut iv: Vec<(f64, f64)> = episodes.iter().map(|(o, r)| (o.ts, r.ts)).collect();
     iv.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -53,6 +96,31 @@ fn held_up_ms(episodes: &[(&Packet, &Packet)]) -> f64 {
 
 fn close(x: f64, want: f64, tol: f64) -> bool {
     (x - want).abs() <= tol
+}
+
+/// The engine counts the retransmissions the sender's kernel made.
+fn check_retransmission_count(a: &Analyzed, kernel: Kernel) {
+    assert_eq!(
+        a.conn().tcp.retransmissions,
+        [0, kernel.retrans],
+        "{}: retransmissions [client, server] vs the server kernel's TcpRetransSegs",
+        a.name()
+    );
+}
+
+/// A response from the python server of `total` bytes with `mark` marked,
+/// whose marked segments lose their first `times` transmissions: both
+/// analysed captures and the kernel's counters.
+fn py_run(test: &str, total: usize, mark: Range<usize>, times: usize) -> ([Analyzed; 2], Kernel) {
+    let mut lab = Lab::new(test);
+    lab.py_server(total, mark);
+    lab.drop_marked(PY_PORT, times);
+    let caps = lab.capture_both();
+    let got = lab.curl(&format!("http://{SERVER_IP}:{PY_PORT}/"));
+    let paths = lab.stop_both(caps);
+    assert!(got > 0, "download");
+    let kernel = Kernel::read(&lab);
+    (analyze_both(&paths), kernel)
 }
 
 /// A 4 MiB download from nginx; the data segment starting in the marked run
@@ -73,17 +141,23 @@ fn fast_retransmit_mid_transfer() {
         "download size"
     );
     let paths = lab.stop_both(caps);
+    let kernel = Kernel::read(&lab);
     for a in analyze_both(&paths) {
         let marked = marked_transmissions(&a.packets, NGINX_PORT);
         assert!(
             (1..=2).contains(&marked.len()) && marked.iter().all(|t| t.len() == 2),
             "{}: fixture: expected 1–2 marked segments sent twice each, got {:?}",
             a.name(),
-            marked
-                .iter()
-                .map(|t| t.iter().map(|p| p.frame).collect::<Vec<_>>())
-                .collect::<Vec<_>>()
+            frames(&marked)
         );
+        assert!(
+            kernel.fast >= 1
+                && kernel.retrans == marked.len() as u64
+                && kernel.probes == 0
+                && kernel.timeouts == 0,
+            "fixture: the kernel should have fast-retransmitted only: {kernel:?}"
+        );
+        check_retransmission_count(&a, kernel);
         let f = a.finding("fast-retransmit");
         for t in &marked {
             assert!(
@@ -118,28 +192,30 @@ fn fast_retransmit_mid_transfer() {
 /// probe timeout is 2·SRTT + TCP_RTO_MIN, clamped to the RTO
 /// (`tcp_schedule_loss_probe()`), so the first retransmission comes ~200 ms
 /// later as a tail loss probe and the second after another RTO (~200 ms):
-/// the connection stalls ~420 ms on timers.
+/// the connection stalls ~420 ms on timers. The kernel's counters confirm
+/// it: one loss probe, one timeout.
 fn lone_tail_lost_twice() -> [Analyzed; 2] {
-    let mut lab = Lab::new("lone_tail_lost_twice");
     let total = 14 * MSS + 700;
-    lab.py_server(total, 14 * MSS);
-    lab.drop_marked(PY_PORT, 2);
-    let caps = lab.capture_both();
-    let got = lab.curl(&format!("http://{SERVER_IP}:{PY_PORT}/"));
-    let paths = lab.stop_both(caps);
-    assert!(got > 0, "download");
-    let both = analyze_both(&paths);
+    let (both, kernel) = py_run("lone_tail_lost_twice", total, 14 * MSS..total, 2);
+    assert_eq!(
+        kernel,
+        Kernel {
+            retrans: 2,
+            fast: 0,
+            probes: 1,
+            timeouts: 1
+        },
+        "fixture: kernel counters"
+    );
     for a in &both {
         let marked = marked_transmissions(&a.packets, PY_PORT);
         assert!(
             marked.len() == 1 && marked[0].len() == 3,
             "{}: fixture: expected the last segment sent 3 times, got {:?}",
             a.name(),
-            marked
-                .iter()
-                .map(|t| t.iter().map(|p| p.frame).collect::<Vec<_>>())
-                .collect::<Vec<_>>()
+            frames(&marked)
         );
+        check_retransmission_count(a, kernel);
     }
     both
 }
@@ -185,10 +261,10 @@ fn rto_after_lost_tail_and_probe() {
     }
 }
 
-/// Kernel truth for the same run (`nstat`: TcpExtTCPLossProbes +1 and
-/// TcpExtTCPTimeouts +1): the first retransmission is a tail loss probe
-/// (sent by `tcp_send_loss_probe()` when the PTO of 2·SRTT + TCP_RTO_MIN
-/// fired), the second the first RTO, before any backoff.
+/// Kernel truth for the same run (TCPLossProbes 1, TCPTimeouts 1): the first
+/// retransmission is a tail loss probe (`tcp_send_loss_probe()`, after the
+/// PTO of 2·SRTT + TCP_RTO_MIN for a single segment in flight, RFC 8985
+/// §7.2), the second the first RTO, before any backoff.
 #[test]
 fn lone_tail_probe_is_a_tlp_not_an_rto() {
     for a in lone_tail_lost_twice() {
@@ -226,29 +302,27 @@ fn lone_tail_probe_is_a_tlp_not_an_rto() {
 /// exposes the other hole, which is fast-retransmitted. No timer stall.
 #[test]
 fn tail_loss_probe_then_sack_repair() {
-    let mut lab = Lab::new("tail_loss_probe");
-    lab.py_server(14 * MSS + 700, 13 * MSS);
-    lab.drop_marked(PY_PORT, 1);
-    let caps = lab.capture_both();
-    let got = lab.curl(&format!("http://{SERVER_IP}:{PY_PORT}/"));
-    let paths = lab.stop_both(caps);
-    assert!(got > 0, "download");
-    for a in analyze_both(&paths) {
+    let total = 14 * MSS + 700;
+    let (both, kernel) = py_run("tail_loss_probe", total, 13 * MSS..total, 1);
+    assert!(
+        kernel.retrans == 2 && kernel.probes == 1 && kernel.timeouts == 0,
+        "fixture: kernel counters {kernel:?}"
+    );
+    for a in both {
         let marked = marked_transmissions(&a.packets, PY_PORT);
-        let frames: Vec<Vec<u64>> = marked
-            .iter()
-            .map(|t| t.iter().map(|p| p.frame).collect())
-            .collect();
         assert!(
             marked.len() == 2 && marked.iter().all(|t| t.len() == 2),
-            "{}: fixture: expected the last 2 segments sent twice each, got {frames:?}",
-            a.name()
+            "{}: fixture: expected the last 2 segments sent twice each, got {:?}",
+            a.name(),
+            frames(&marked)
         );
+        check_retransmission_count(&a, kernel);
         let (first, last) = (&marked[0], &marked[1]);
         assert!(
             last[1].frame < first[1].frame,
-            "{}: fixture: the probe should re-send the last segment first, got {frames:?}",
-            a.name()
+            "{}: fixture: the probe should re-send the last segment first, got {:?}",
+            a.name(),
+            frames(&marked)
         );
         let tlp = a.finding("tail-loss-probe");
         assert!(
@@ -279,6 +353,131 @@ fn tail_loss_probe_then_sack_repair() {
             a.name(),
             a.conn().findings
         );
+    }
+}
+
+/// A segment three from the end of a 30-segment response loses its original
+/// and its fast retransmission. The two segments after it bring the SACK that
+/// triggers the fast retransmit; after that nothing newer is in flight, so
+/// nothing can reveal the lost retransmission (RACK) and no probe is allowed
+/// in recovery: the sender waits for the RTO (kernel: TCPFastRetrans 1,
+/// TCPTimeouts 1). The second retransmission follows ~200 ms of silence: it is
+/// an RTO, whatever SACK blocks came before it.
+#[test]
+fn lost_fast_retransmission_ends_in_rto() {
+    let (both, kernel) = py_run(
+        "lost_fast_retransmission",
+        29 * MSS + 700,
+        27 * MSS..28 * MSS,
+        2,
+    );
+    assert_eq!(
+        kernel,
+        Kernel {
+            retrans: 2,
+            fast: 1,
+            probes: 0,
+            timeouts: 1
+        },
+        "fixture: kernel counters"
+    );
+    for a in both {
+        let marked = marked_transmissions(&a.packets, PY_PORT);
+        assert!(
+            marked.len() == 1 && marked[0].len() == 3,
+            "{}: fixture: expected the marked segment sent 3 times, got {:?}",
+            a.name(),
+            frames(&marked)
+        );
+        check_retransmission_count(&a, kernel);
+        let (fast_retx, rto_retx) = (marked[0][1], marked[0][2]);
+        let fast = a.finding("fast-retransmit");
+        assert!(
+            has_frame(fast, fast_retx.frame),
+            "{}: the fast retransmission, frame {}, is not in the fast-retransmit evidence: {:#?}",
+            a.name(),
+            fast_retx.frame,
+            fast.evidence
+        );
+        assert!(
+            !has_frame(fast, rto_retx.frame),
+            "{}: frame {}, sent after {:.1} ms of silence, is called a fast retransmission: {:#?}",
+            a.name(),
+            rto_retx.frame,
+            (rto_retx.ts - fast_retx.ts) * 1e3,
+            fast.evidence
+        );
+        let rto = a.finding("rto");
+        assert!(
+            has_frame(rto, rto_retx.frame),
+            "{}: the RTO retransmission, frame {}, is not in the rto evidence: {:#?}",
+            a.name(),
+            rto_retx.frame,
+            rto.evidence
+        );
+    }
+}
+
+/// The last two segments of a 15-segment response lose their first two
+/// transmissions each. Kernel (TCPLossProbes 1, TCPTimeouts 2,
+/// TCPSlowStartRetrans 1): a probe re-sends the last segment (lost), the RTO
+/// re-sends the first hole (lost), the backed-off RTO re-sends it again, and
+/// the ACK of that releases the last segment once more as part of the RTO
+/// recovery (`tcp_enter_loss()` marked it lost; `tcp_xmit_retransmit_queue()`)
+/// — ~10 ms after an ACK, so not a tail loss probe.
+#[test]
+fn retransmissions_after_an_rto_are_not_tlps() {
+    let total = 14 * MSS + 700;
+    let (both, kernel) = py_run("after_rto", total, 13 * MSS..total, 2);
+    assert_eq!(
+        (kernel.retrans, kernel.probes, kernel.timeouts),
+        (4, 1, 2),
+        "fixture: kernel counters {kernel:?}"
+    );
+    for a in both {
+        let marked = marked_transmissions(&a.packets, PY_PORT);
+        assert!(
+            marked.len() == 2 && marked.iter().all(|t| t.len() == 3),
+            "{}: fixture: expected the last 2 segments sent 3 times each, got {:?}",
+            a.name(),
+            frames(&marked)
+        );
+        check_retransmission_count(&a, kernel);
+        let (hole, last) = (&marked[0], &marked[1]);
+        let (probe, recovery) = (last[1], last[2]);
+        assert!(
+            probe.frame < hole[1].frame && hole[2].frame < recovery.frame,
+            "{}: fixture: expected probe, RTO, RTO, recovery; got {:?}",
+            a.name(),
+            frames(&marked)
+        );
+        let tlp = a.finding("tail-loss-probe");
+        assert!(
+            has_frame(tlp, probe.frame),
+            "{}: the probe, frame {}, is not in the tail-loss-probe evidence: {:#?}",
+            a.name(),
+            probe.frame,
+            tlp.evidence
+        );
+        assert!(
+            !has_frame(tlp, recovery.frame),
+            "{}: frame {}, re-sent {:.1} ms after the ACK of the RTO retransmission, is \
+             called a tail loss probe: {:#?}",
+            a.name(),
+            recovery.frame,
+            (recovery.ts - hole[2].ts) * 1e3,
+            tlp.evidence
+        );
+        let rto = a.finding("rto");
+        for p in [hole[1], hole[2]] {
+            assert!(
+                has_frame(rto, p.frame),
+                "{}: the RTO retransmission, frame {}, is not in the rto evidence: {:#?}",
+                a.name(),
+                p.frame,
+                rto.evidence
+            );
+        }
     }
 }
 
@@ -314,12 +513,12 @@ fn syn_retransmission_after_lost_syn() {
                 f.evidence
             );
         }
+        let apart = (syns[1].ts - syns[0].ts) * 1e3;
         assert!(
-            f.cost.ms >= 900.0 && close(f.cost.ms, (syns[1].ts - syns[0].ts) * 1e3, 0.01),
-            "{}: syn-retransmission cost {:?}, SYNs {:.3} ms apart",
+            f.cost.ms >= 900.0 && close(f.cost.ms, apart, 0.01),
+            "{}: syn-retransmission cost {:?}, SYNs {apart:.3} ms apart",
             a.name(),
-            f.cost,
-            (syns[1].ts - syns[0].ts) * 1e3
+            f.cost
         );
         assert!(
             loss_ids(&a).is_empty(),
@@ -344,6 +543,7 @@ fn zero_window_from_slow_reader() {
         got > 256 << 10,
         "the reader got the whole response ({got} B)"
     );
+    let kernel = Kernel::read(&lab);
     for a in analyze_both(&paths) {
         let zero = a
             .packets
@@ -373,6 +573,8 @@ fn zero_window_from_slow_reader() {
             a.name(),
             f.cost
         );
+        // zero-window probes are not retransmissions
+        check_retransmission_count(&a, kernel);
     }
 }
 
@@ -388,6 +590,8 @@ fn clean_download_has_no_loss_findings() {
         "download size"
     );
     let paths = lab.stop_both(caps);
+    let kernel = Kernel::read(&lab);
+    assert_eq!(kernel.retrans, 0, "fixture: a clean link: {kernel:?}");
     for a in analyze_both(&paths) {
         assert!(
             a.summary.quality.is_clean(),
@@ -395,13 +599,8 @@ fn clean_download_has_no_loss_findings() {
             a.name(),
             a.summary.quality
         );
+        check_retransmission_count(&a, kernel);
         let c = a.conn();
-        assert_eq!(
-            c.tcp.retransmissions,
-            [0, 0],
-            "{}: fixture: no retransmission expected on a clean link",
-            a.name()
-        );
         let bad: Vec<_> = a
             .ids()
             .into_iter()
@@ -433,7 +632,7 @@ fn capture_drops_from_a_deleted_segment() {
         "download size"
     );
     let paths = lab.stop_both(caps);
-    for (i, a) in analyze_both(&paths).into_iter().enumerate() {
+    for (a, host) in analyze_both(&paths).into_iter().zip(["client", "server"]) {
         assert_eq!(
             a.conn().tcp.retransmissions,
             [0, 0],
@@ -453,9 +652,7 @@ fn capture_drops_from_a_deleted_segment() {
             .expect("a 1 MiB download has over 300 full segments")
             .clone();
         let seq = gone.tcp.as_ref().expect("tcp").seq;
-        let holed = lab
-            .dir
-            .join(format!("{}-hole.pcap", ["client", "server"][i]));
+        let holed = lab.dir.join(format!("{host}-hole.pcap"));
         support::read_pcap(&a.path).write_without(gone.frame, &holed);
         let h = analyze(&holed);
         // the first client ACK past the hole's start, numbered as in the holed file
@@ -475,14 +672,13 @@ fn capture_drops_from_a_deleted_segment() {
             .find(|e| e.frame == ack.frame)
             .unwrap_or_else(|| {
                 panic!(
-                "{}: deleted frame {} ({} B at seq {seq}); the ACK covering it, frame {} of the \
-                 holed file, is not in the evidence: {:#?}",
-                h.name(),
-                gone.frame,
-                MSS,
-                ack.frame,
-                f.evidence
-            )
+                    "{}: deleted frame {} ({MSS} B at seq {seq}); the ACK covering it, frame {} \
+                     of the holed file, is not in the evidence: {:#?}",
+                    h.name(),
+                    gone.frame,
+                    ack.frame,
+                    f.evidence
+                )
             });
         assert!(
             e.what.contains(&format!("{MSS} B")),

@@ -19,9 +19,10 @@
 //! at either end host sees a loss on the path.
 //!
 //! Needs root, `ip` (iproute2), `nft` (nftables), `ethtool`, `tcpdump`,
-//! `python3`, `nginx` and `curl`; [`Lab::new`] fails with a message naming
-//! whatever is missing. Labs run one at a time (a process-wide lock): the
-//! delay line is timing-sensitive and the machines are small.
+//! `python3`, `nginx`, `curl` and `chrt` (the delay line runs SCHED_FIFO);
+//! [`Lab::new`] fails with a message naming whatever is missing. Labs run
+//! one at a time (a process-wide lock): the delay line is timing-sensitive
+//! and the machines are small.
 
 #![allow(dead_code)] // each test binary uses its own part of the fixture
 
@@ -42,6 +43,8 @@ use rttlens_core::report::ConnReport;
 
 /// One-way delay of the delay line (ms): the RTT is twice this.
 pub const DELAY_MS: u32 = 5;
+/// SYN segments cross the delay line this much faster (ms): see [`DELAY_LINE_PY`].
+pub const SYN_LEAD_MS: f64 = 0.5;
 /// Client address.
 pub const CLIENT_IP: &str = "10.231.0.1";
 /// Server address.
@@ -66,11 +69,25 @@ static SERIAL: Mutex<()> = Mutex::new(());
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// Delay line: forwards Ethernet frames between two interfaces, each held for
-/// DELAY ms (FIFO, so never reordered). Exits after LIFE seconds at the latest.
+/// DELAY ms (FIFO, so never reordered), except TCP segments with SYN set, held
+/// SYN_LEAD ms less. Exits after LIFE seconds at the latest.
+///
+/// Why the SYN lead: the handshake gives each host its first RTT sample, so
+/// `min_rtt` is then a little below any later sample. Without it, a tail loss
+/// probe that crosses an idle line can measure an RTT a few µs below
+/// `min_rtt`, and Linux then ignores its SACK for loss detection
+/// (`tcp_rack_advance()`: a SACKed retransmission faster than `min_rtt` is
+/// ambiguous) and waits for the RTO instead: the same run would take one of
+/// two kernel paths at random.
 const DELAY_LINE_PY: &str = r#"
 import collections, select, socket, sys, time
-a, b, delay, life = sys.argv[1], sys.argv[2], float(sys.argv[3]) / 1e3, float(sys.argv[4])
+a, b, delay, lead, life = sys.argv[1], sys.argv[2], float(sys.argv[3]) / 1e3, float(sys.argv[4]) / 1e3, float(sys.argv[5])
 OUTGOING = 4  # PACKET_OUTGOING: our own sends, seen again on the socket
+def is_syn(f):
+    if len(f) < 34 or f[12:14] != b"\x08\x00" or f[23] != 6:
+        return False
+    t = 14 + (f[14] & 15) * 4
+    return len(f) > t + 13 and f[t + 13] & 2 != 0
 def open_if(name):
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
     s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE: past rmem_max
@@ -95,7 +112,7 @@ while time.monotonic() < end:
             except BlockingIOError:
                 break
             if addr[2] != OUTGOING:
-                queue[peer[s]].append((now + delay, data))
+                queue[peer[s]].append((now + delay - (lead if is_syn(data) else 0.0), data))
     now = time.monotonic()
     for s, q in queue.items():
         while q and q[0][0] <= now:
@@ -108,12 +125,17 @@ while time.monotonic() < end:
 
 /// HTTP/1.1 server whose every response is exactly TOTAL stream bytes
 /// (headers included) in one write, so segment boundaries fall at multiples
-/// of the MSS; stream bytes from ZFROM to the end are the marker. Serves up to
-/// COUNT connections, exits after LIFE seconds at the latest.
+/// of the MSS; stream bytes ZFROM..ZTO are the marker. Serves up to COUNT
+/// connections, exits after LIFE seconds at the latest.
 const SERVER_PY: &str = r#"
 import socket, sys, time
-addr, port, total, zfrom, count, life = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
+addr, port, total, zfrom, zto, count, life = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7])
 end = time.monotonic() + life
+head = b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: %010d\r\n\r\n"
+blen = total - len(head % 0)
+resp = bytearray(head % blen + bytes((i * 7 + (i >> 8)) % 26 + 97 for i in range(blen)))
+resp[zfrom:zto] = b"Z" * (zto - zfrom)
+resp = bytes(resp)
 ls = socket.socket()
 ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 ls.bind((addr, port))
@@ -132,10 +154,6 @@ for _ in range(count):
         if not d:
             break
         req += d
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: %010d\r\n\r\n"
-    blen = total - len(head % 0)
-    resp = bytearray(head % blen + bytes((i * 7 + (i >> 8)) % 26 + 97 for i in range(blen)))
-    resp[zfrom:] = b"Z" * (total - zfrom)
     c.sendall(resp)
     try:
         while c.recv(65536):
@@ -198,6 +216,7 @@ struct Tools {
     nginx: PathBuf,
     curl: PathBuf,
     kill: PathBuf,
+    chrt: PathBuf,
 }
 
 fn find_tool(name: &str) -> Option<PathBuf> {
@@ -239,7 +258,24 @@ fn require() -> Tools {
         nginx: get("nginx", "nginx-light"),
         curl: get("curl", "curl"),
         kill: get("kill", "procps"),
+        chrt: get("chrt", "util-linux"),
     };
+    // the delay line runs SCHED_FIFO: as an ordinary task it waits for a CPU
+    // behind curl's start-up and delays the handshake by up to 12 ms
+    if tools.chrt.is_file() {
+        let rt = Command::new(&tools.chrt)
+            .args(["-f", "10", "true"])
+            .stderr(Stdio::piped())
+            .output();
+        if !rt.as_ref().is_ok_and(|o| o.status.success()) {
+            missing.push(format!(
+                "real-time scheduling for the delay line (`chrt -f 10` failed: {}; needs \
+                 CAP_SYS_NICE and RT runtime, kernel.sched_rt_runtime_us)",
+                rt.map(|o| String::from_utf8_lossy(&o.stderr).trim().to_string())
+                    .unwrap_or_else(|e| e.to_string())
+            ));
+        }
+    }
     if !Path::new("/proc/self/ns/net").exists() {
         missing.push("network namespaces (/proc/self/ns/net is missing)".to_string());
     }
@@ -441,9 +477,17 @@ impl Lab {
             "permanent",
         ]));
         let script = self.write("delay_line.py", DELAY_LINE_PY.as_bytes());
-        let mut cmd = self.exec_in(&m, &self.tools.python3);
-        cmd.arg(&script)
-            .args(["mc", "ms", &DELAY_MS.to_string(), "300"]);
+        let mut cmd = self.exec_in(&m, &self.tools.chrt);
+        cmd.args(["-f", "10"])
+            .arg(&self.tools.python3)
+            .arg(&script)
+            .args([
+                "mc",
+                "ms",
+                &DELAY_MS.to_string(),
+                &SYN_LEAD_MS.to_string(),
+                "300",
+            ]);
         let i = self.spawn("delay-line", cmd);
         self.wait_output(i, "out", "ready", Duration::from_secs(10));
     }
@@ -525,16 +569,21 @@ impl Lab {
     }
 
     /// Serve responses of exactly `total` stream bytes (headers included,
-    /// one write) with the python server on port 8080; stream bytes from
-    /// `mark_from` on are [`MARK`].
-    pub fn py_server(&mut self, total: usize, mark_from: usize) {
+    /// one write) with the python server on port 8080; the stream bytes in
+    /// `mark` are [`MARK`].
+    pub fn py_server(&mut self, total: usize, mark: std::ops::Range<usize>) {
+        assert!(
+            mark.start <= mark.end && mark.end <= total,
+            "mark within the response"
+        );
         let script = self.write("server.py", SERVER_PY.as_bytes());
         let mut cmd = self.exec_in(&self.ns[2], &self.tools.python3);
         cmd.arg(&script).args([
             SERVER_IP,
             &PY_PORT.to_string(),
             &total.to_string(),
-            &mark_from.to_string(),
+            &mark.start.to_string(),
+            &mark.end.to_string(),
             "4",
             "60",
         ]);
@@ -626,6 +675,38 @@ impl Lab {
             .skip(1)
             .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
             .sum()
+    }
+
+    /// The kernel's TCP counters in `host`'s namespace (`/proc/net/snmp` and
+    /// `/proc/net/netstat`, as `nstat` names them: `TcpRetransSegs`,
+    /// `TcpExtTCPLossProbes`, `TcpExtTCPTimeouts`, …). The namespace is the
+    /// lab's own, so they count this lab's connections only.
+    pub fn tcp_counters(&self, host: Host) -> BTreeMap<String, u64> {
+        let cat = find_tool("cat").expect("`cat` (Debian package coreutils)");
+        let mut out = BTreeMap::new();
+        for file in ["/proc/net/snmp", "/proc/net/netstat"] {
+            let text = must(self.exec_in(self.ns_of(host), &cat).arg(file)).stdout;
+            let text = String::from_utf8_lossy(&text);
+            let lines: Vec<&str> = text.lines().collect();
+            // pairs of lines: "Tcp: names…" then "Tcp: values…"
+            for pair in lines.chunks(2) {
+                let [names, values] = pair else { continue };
+                let mut n = names.split_whitespace();
+                let mut v = values.split_whitespace();
+                let prefix = n
+                    .next()
+                    .unwrap_or_default()
+                    .trim_end_matches(':')
+                    .to_string();
+                v.next();
+                for (name, value) in n.zip(v) {
+                    if let Ok(value) = value.parse() {
+                        out.insert(format!("{prefix}{name}"), value);
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Start tcpdump on `host`'s veth and wait until it listens.
@@ -835,7 +916,7 @@ impl Analyzed {
             self.conns.len(),
             1,
             "{}: expected one connection",
-            self.path.display()
+            self.name()
         );
         &self.conns[0]
     }
@@ -851,7 +932,7 @@ impl Analyzed {
         c.findings.iter().find(|f| f.id == id).unwrap_or_else(|| {
             panic!(
                 "{}: no {id} finding; findings: {:#?}",
-                self.path.display(),
+                self.name(),
                 c.findings
             )
         })
