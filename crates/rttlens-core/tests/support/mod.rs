@@ -206,7 +206,7 @@ impl Host {
 }
 
 /// Absolute paths of the programs the lab runs.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Tools {
     ip: PathBuf,
     nft: PathBuf,
@@ -287,7 +287,8 @@ fn require() -> Tools {
     tools
 }
 
-/// Run a command to completion within `limit`; kill it past that.
+/// Run a command to completion within `limit`; kill it past that. For
+/// commands with little output: the pipes are read once it has exited.
 fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
     let what = format!("{cmd:?}");
     let mut child = cmd
