@@ -16,7 +16,7 @@
 
 mod support;
 
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 
 use rttlens_core::detect::Finding;
 use support::{
@@ -64,6 +64,49 @@ impl Kernel {
 
 fn has_frame(f: &Finding, frame: u64) -> bool {
     f.evidence.iter().any(|e| e.frame == frame)
+}
+
+/// The finding `id`, whose evidence must cite `frame` (`what` it is).
+fn cites<'a>(a: &'a Analyzed, id: &str, frame: u64, what: &str) -> &'a Finding {
+    let f = a.finding(id);
+    assert!(
+        has_frame(f, frame),
+        "{}: {what}, frame {frame}, is not in the {id} evidence: {:#?}",
+        a.name(),
+        f.evidence
+    );
+    f
+}
+
+/// The finding `id`, if any, must not cite `frame` (`what` it is).
+fn does_not_cite(a: &Analyzed, id: &str, frame: u64, what: &str) {
+    if let Some(f) = a.conn().findings.iter().find(|f| f.id == id) {
+        assert!(
+            !has_frame(f, frame),
+            "{}: {what}, frame {frame}, is called {id}: {:#?}",
+            a.name(),
+            f.evidence
+        );
+    }
+}
+
+/// The transmissions of the marked segments (see
+/// [`marked_transmissions`]), which must be `segments` segments sent
+/// `times` times each: else the run is not the scenario the test is about.
+fn marked(
+    a: &Analyzed,
+    port: u16,
+    segments: RangeInclusive<usize>,
+    times: usize,
+) -> Vec<Vec<&Packet>> {
+    let m = marked_transmissions(&a.packets, port);
+    assert!(
+        segments.contains(&m.len()) && m.iter().all(|t| t.len() == times),
+        "{}: fixture: expected {segments:?} marked segments sent {times} times each, got frames {:?}",
+        a.name(),
+        frames(&m)
+    );
+    m
 }
 
 fn loss_ids(a: &Analyzed) -> Vec<&'static str> {
@@ -143,13 +186,7 @@ fn fast_retransmit_mid_transfer() {
     let paths = lab.stop_both(caps);
     let kernel = Kernel::read(&lab);
     for a in analyze_both(&paths) {
-        let marked = marked_transmissions(&a.packets, NGINX_PORT);
-        assert!(
-            (1..=2).contains(&marked.len()) && marked.iter().all(|t| t.len() == 2),
-            "{}: fixture: expected 1–2 marked segments sent twice each, got {:?}",
-            a.name(),
-            frames(&marked)
-        );
+        let marked = marked(&a, NGINX_PORT, 1..=2, 2);
         assert!(
             kernel.fast >= 1
                 && kernel.retrans == marked.len() as u64
@@ -158,16 +195,10 @@ fn fast_retransmit_mid_transfer() {
             "fixture: the kernel should have fast-retransmitted only: {kernel:?}"
         );
         check_retransmission_count(&a, kernel);
-        let f = a.finding("fast-retransmit");
         for t in &marked {
-            assert!(
-                has_frame(f, t[1].frame),
-                "{}: fast-retransmit evidence lacks the retransmission, frame {}: {:#?}",
-                a.name(),
-                t[1].frame,
-                f.evidence
-            );
+            cites(&a, "fast-retransmit", t[1].frame, "the retransmission");
         }
+        let f = a.finding("fast-retransmit");
         let episodes: Vec<_> = marked.iter().map(|t| (t[0], t[1])).collect();
         let want = held_up_ms(&episodes);
         assert!(
@@ -208,13 +239,7 @@ fn lone_tail_lost_twice() -> [Analyzed; 2] {
         "fixture: kernel counters"
     );
     for a in &both {
-        let marked = marked_transmissions(&a.packets, PY_PORT);
-        assert!(
-            marked.len() == 1 && marked[0].len() == 3,
-            "{}: fixture: expected the last segment sent 3 times, got {:?}",
-            a.name(),
-            frames(&marked)
-        );
+        marked(a, PY_PORT, 1..=1, 3);
         check_retransmission_count(a, kernel);
     }
     both
@@ -225,21 +250,14 @@ fn lone_tail_lost_twice() -> [Analyzed; 2] {
 #[test]
 fn rto_after_lost_tail_and_probe() {
     for a in lone_tail_lost_twice() {
-        let t = &marked_transmissions(&a.packets, PY_PORT)[0];
+        let t = &marked(&a, PY_PORT, 1..=1, 3)[0];
         let (orig, rto) = (t[0], t[2]);
-        let f = a.finding("rto");
+        let f = cites(&a, "rto", rto.frame, "the RTO retransmission");
         let e = f
             .evidence
             .iter()
             .find(|e| e.frame == rto.frame)
-            .unwrap_or_else(|| {
-                panic!(
-                    "{}: rto evidence lacks the retransmission at frame {}: {:#?}",
-                    a.name(),
-                    rto.frame,
-                    f.evidence
-                )
-            });
+            .expect("cited");
         assert!(
             e.what.contains("silence"),
             "{}: rto evidence should say how long the sender was silent: {e:?}",
@@ -268,24 +286,11 @@ fn rto_after_lost_tail_and_probe() {
 #[test]
 fn lone_tail_probe_is_a_tlp_not_an_rto() {
     for a in lone_tail_lost_twice() {
-        let t = &marked_transmissions(&a.packets, PY_PORT)[0];
+        let t = &marked(&a, PY_PORT, 1..=1, 3)[0];
         let (probe, rto) = (t[1], t[2]);
-        let tlp = a.finding("tail-loss-probe");
-        assert!(
-            has_frame(tlp, probe.frame),
-            "{}: the probe, frame {}, is not in the tail-loss-probe evidence: {:#?}",
-            a.name(),
-            probe.frame,
-            tlp.evidence
-        );
-        let f = a.finding("rto");
-        assert!(
-            !has_frame(f, probe.frame),
-            "{}: the probe, frame {}, is counted as an RTO: {:#?}",
-            a.name(),
-            probe.frame,
-            f.evidence
-        );
+        cites(&a, "tail-loss-probe", probe.frame, "the probe");
+        does_not_cite(&a, "rto", probe.frame, "the probe");
+        let f = cites(&a, "rto", rto.frame, "the RTO retransmission");
         let e = f.evidence.iter().find(|e| e.frame == rto.frame);
         assert!(
             e.is_some_and(|e| !e.what.contains("backoff")),
@@ -309,13 +314,7 @@ fn tail_loss_probe_then_sack_repair() {
         "fixture: kernel counters {kernel:?}"
     );
     for a in both {
-        let marked = marked_transmissions(&a.packets, PY_PORT);
-        assert!(
-            marked.len() == 2 && marked.iter().all(|t| t.len() == 2),
-            "{}: fixture: expected the last 2 segments sent twice each, got {:?}",
-            a.name(),
-            frames(&marked)
-        );
+        let marked = marked(&a, PY_PORT, 2..=2, 2);
         check_retransmission_count(&a, kernel);
         let (first, last) = (&marked[0], &marked[1]);
         assert!(
@@ -324,14 +323,7 @@ fn tail_loss_probe_then_sack_repair() {
             a.name(),
             frames(&marked)
         );
-        let tlp = a.finding("tail-loss-probe");
-        assert!(
-            has_frame(tlp, last[1].frame),
-            "{}: the probe, frame {}, is not in the tail-loss-probe evidence: {:#?}",
-            a.name(),
-            last[1].frame,
-            tlp.evidence
-        );
+        let tlp = cites(&a, "tail-loss-probe", last[1].frame, "the probe");
         let want = held_up_ms(&[(last[0], last[1])]);
         assert!(
             close(tlp.cost.ms, want, 0.01),
@@ -339,13 +331,11 @@ fn tail_loss_probe_then_sack_repair() {
             a.name(),
             tlp.cost
         );
-        let fast = a.finding("fast-retransmit");
-        assert!(
-            has_frame(fast, first[1].frame),
-            "{}: the SACK-driven repair, frame {}, is not in the fast-retransmit evidence: {:#?}",
-            a.name(),
+        cites(
+            &a,
+            "fast-retransmit",
             first[1].frame,
-            fast.evidence
+            "the SACK-driven repair",
         );
         assert!(
             !a.ids().contains(&"rto") && !a.ids().contains(&"spurious-retransmission"),
@@ -382,39 +372,21 @@ fn lost_fast_retransmission_ends_in_rto() {
         "fixture: kernel counters"
     );
     for a in both {
-        let marked = marked_transmissions(&a.packets, PY_PORT);
-        assert!(
-            marked.len() == 1 && marked[0].len() == 3,
-            "{}: fixture: expected the marked segment sent 3 times, got {:?}",
-            a.name(),
-            frames(&marked)
-        );
+        let t = &marked(&a, PY_PORT, 1..=1, 3)[0];
         check_retransmission_count(&a, kernel);
-        let (fast_retx, rto_retx) = (marked[0][1], marked[0][2]);
-        let fast = a.finding("fast-retransmit");
-        assert!(
-            has_frame(fast, fast_retx.frame),
-            "{}: the fast retransmission, frame {}, is not in the fast-retransmit evidence: {:#?}",
-            a.name(),
+        let (fast_retx, rto_retx) = (t[1], t[2]);
+        cites(
+            &a,
+            "fast-retransmit",
             fast_retx.frame,
-            fast.evidence
+            "the fast retransmission",
         );
-        assert!(
-            !has_frame(fast, rto_retx.frame),
-            "{}: frame {}, sent after {:.1} ms of silence, is called a fast retransmission: {:#?}",
-            a.name(),
-            rto_retx.frame,
-            (rto_retx.ts - fast_retx.ts) * 1e3,
-            fast.evidence
+        let silent = format!(
+            "the retransmission sent {:.1} ms after the previous one",
+            (rto_retx.ts - fast_retx.ts) * 1e3
         );
-        let rto = a.finding("rto");
-        assert!(
-            has_frame(rto, rto_retx.frame),
-            "{}: the RTO retransmission, frame {}, is not in the rto evidence: {:#?}",
-            a.name(),
-            rto_retx.frame,
-            rto.evidence
-        );
+        does_not_cite(&a, "fast-retransmit", rto_retx.frame, &silent);
+        cites(&a, "rto", rto_retx.frame, &silent);
     }
 }
 
@@ -435,13 +407,7 @@ fn retransmissions_after_an_rto_are_not_tlps() {
         "fixture: kernel counters {kernel:?}"
     );
     for a in both {
-        let marked = marked_transmissions(&a.packets, PY_PORT);
-        assert!(
-            marked.len() == 2 && marked.iter().all(|t| t.len() == 3),
-            "{}: fixture: expected the last 2 segments sent 3 times each, got {:?}",
-            a.name(),
-            frames(&marked)
-        );
+        let marked = marked(&a, PY_PORT, 2..=2, 3);
         check_retransmission_count(&a, kernel);
         let (hole, last) = (&marked[0], &marked[1]);
         let (probe, recovery) = (last[1], last[2]);
@@ -451,32 +417,14 @@ fn retransmissions_after_an_rto_are_not_tlps() {
             a.name(),
             frames(&marked)
         );
-        let tlp = a.finding("tail-loss-probe");
-        assert!(
-            has_frame(tlp, probe.frame),
-            "{}: the probe, frame {}, is not in the tail-loss-probe evidence: {:#?}",
-            a.name(),
-            probe.frame,
-            tlp.evidence
+        cites(&a, "tail-loss-probe", probe.frame, "the probe");
+        let recovery_what = format!(
+            "the RTO recovery's retransmission, sent {:.1} ms after the RTO retransmission",
+            (recovery.ts - hole[2].ts) * 1e3
         );
-        assert!(
-            !has_frame(tlp, recovery.frame),
-            "{}: frame {}, re-sent {:.1} ms after the ACK of the RTO retransmission, is \
-             called a tail loss probe: {:#?}",
-            a.name(),
-            recovery.frame,
-            (recovery.ts - hole[2].ts) * 1e3,
-            tlp.evidence
-        );
-        let rto = a.finding("rto");
+        does_not_cite(&a, "tail-loss-probe", recovery.frame, &recovery_what);
         for p in [hole[1], hole[2]] {
-            assert!(
-                has_frame(rto, p.frame),
-                "{}: the RTO retransmission, frame {}, is not in the rto evidence: {:#?}",
-                a.name(),
-                p.frame,
-                rto.evidence
-            );
+            cites(&a, "rto", p.frame, "an RTO retransmission");
         }
     }
 }
@@ -503,16 +451,10 @@ fn syn_retransmission_after_lost_syn() {
             .filter(|p| p.tcp.as_ref().is_some_and(|t| t.is_syn()))
             .collect();
         assert_eq!(syns.len(), 2, "{}: fixture: two SYNs", a.name());
-        let f = a.finding("syn-retransmission");
         for s in &syns {
-            assert!(
-                has_frame(f, s.frame),
-                "{}: SYN frame {} not in the evidence: {:#?}",
-                a.name(),
-                s.frame,
-                f.evidence
-            );
+            cites(&a, "syn-retransmission", s.frame, "a SYN");
         }
+        let f = a.finding("syn-retransmission");
         let apart = (syns[1].ts - syns[0].ts) * 1e3;
         assert!(
             f.cost.ms >= 900.0 && close(f.cost.ms, apart, 0.01),
@@ -559,14 +501,7 @@ fn zero_window_from_slow_reader() {
                     a.name()
                 )
             });
-        let f = a.finding("zero-window");
-        assert!(
-            has_frame(f, zero.frame),
-            "{}: the first window-0 ACK, frame {}, is not in the evidence: {:#?}",
-            a.name(),
-            zero.frame,
-            f.evidence
-        );
+        let f = cites(&a, "zero-window", zero.frame, "the first window-0 ACK");
         assert!(
             f.cost.ms >= 100.0,
             "{}: the window stayed closed ~300 ms, cost {:?}",
@@ -665,21 +600,16 @@ fn capture_drops_from_a_deleted_segment() {
                 })
             })
             .expect("an ACK covers the deleted segment");
-        let f = h.finding("capture-drops");
+        let what = format!(
+            "the first ACK covering the deleted frame {} ({MSS} B at seq {seq})",
+            gone.frame
+        );
+        let f = cites(&h, "capture-drops", ack.frame, &what);
         let e = f
             .evidence
             .iter()
             .find(|e| e.frame == ack.frame)
-            .unwrap_or_else(|| {
-                panic!(
-                    "{}: deleted frame {} ({MSS} B at seq {seq}); the ACK covering it, frame {} \
-                     of the holed file, is not in the evidence: {:#?}",
-                    h.name(),
-                    gone.frame,
-                    ack.frame,
-                    f.evidence
-                )
-            });
+            .expect("cited");
         assert!(
             e.what.contains(&format!("{MSS} B")),
             "{}: the ACK covers the {MSS} B deleted: {e:?}",

@@ -28,7 +28,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -389,6 +388,12 @@ impl Lab {
         Command::new(&self.tools.ip)
     }
 
+    /// `ip <args>`, which must succeed; `args` split at spaces (the lab's
+    /// names and addresses have none).
+    fn ip_do(&self, args: &str) {
+        must(self.ip().args(args.split(' ')));
+    }
+
     /// `ip netns exec <ns> <program>`.
     fn exec_in(&self, ns: &str, program: &Path) -> Command {
         let mut c = self.ip();
@@ -409,74 +414,34 @@ impl Lab {
                 String::from_utf8_lossy(&out.stderr).trim()
             );
             self.created.push(ns.clone());
-            must(self.ip().args(["-n", ns, "link", "set", "lo", "up"]));
+            self.ip_do(&format!("-n {ns} link set lo up"));
         }
         // the veth ends are created inside the namespaces: no name clashes
-        must(self.ip().args([
-            "link", "add", "vc", "netns", &c, "address", CLIENT_MAC, "type", "veth", "peer",
-            "name", "mc", "netns", &m,
-        ]));
-        must(self.ip().args([
-            "link", "add", "vs", "netns", &s, "address", SERVER_MAC, "type", "veth", "peer",
-            "name", "ms", "netns", &m,
-        ]));
+        self.ip_do(&format!(
+            "link add vc netns {c} address {CLIENT_MAC} type veth peer name mc netns {m}"
+        ));
+        self.ip_do(&format!(
+            "link add vs netns {s} address {SERVER_MAC} type veth peer name ms netns {m}"
+        ));
         for (ns, dev) in [(&c, "vc"), (&m, "mc"), (&m, "ms"), (&s, "vs")] {
-            must(
-                self.ip()
-                    .args(["-n", ns, "link", "set", dev, "mtu", "1500"]),
-            );
+            self.ip_do(&format!("-n {ns} link set {dev} mtu 1500"));
             // wire-sized segments with complete checksums: the delay line
             // copies frames as they are, and tcpdump should see what a NIC sends
-            must(self.exec_in(ns, &self.tools.ethtool).args([
-                "-K", dev, "tx", "off", "tso", "off", "gso", "off", "gro", "off",
-            ]));
-            must(self.ip().args(["-n", ns, "link", "set", dev, "up"]));
+            must(
+                self.exec_in(ns, &self.tools.ethtool)
+                    .args(format!("-K {dev} tx off tso off gso off gro off").split(' ')),
+            );
+            self.ip_do(&format!("-n {ns} link set {dev} up"));
         }
-        must(self.ip().args([
-            "-n",
-            &c,
-            "addr",
-            "add",
-            &format!("{CLIENT_IP}/24"),
-            "dev",
-            "vc",
-        ]));
-        must(self.ip().args([
-            "-n",
-            &s,
-            "addr",
-            "add",
-            &format!("{SERVER_IP}/24"),
-            "dev",
-            "vs",
-        ]));
+        self.ip_do(&format!("-n {c} addr add {CLIENT_IP}/24 dev vc"));
+        self.ip_do(&format!("-n {s} addr add {SERVER_IP}/24 dev vs"));
         // static neighbours: no ARP round trip inside the first handshake
-        must(self.ip().args([
-            "-n",
-            &c,
-            "neigh",
-            "replace",
-            SERVER_IP,
-            "lladdr",
-            SERVER_MAC,
-            "dev",
-            "vc",
-            "nud",
-            "permanent",
-        ]));
-        must(self.ip().args([
-            "-n",
-            &s,
-            "neigh",
-            "replace",
-            CLIENT_IP,
-            "lladdr",
-            CLIENT_MAC,
-            "dev",
-            "vs",
-            "nud",
-            "permanent",
-        ]));
+        self.ip_do(&format!(
+            "-n {c} neigh replace {SERVER_IP} lladdr {SERVER_MAC} dev vc nud permanent"
+        ));
+        self.ip_do(&format!(
+            "-n {s} neigh replace {CLIENT_IP} lladdr {CLIENT_MAC} dev vs nud permanent"
+        ));
         let script = self.write("delay_line.py", DELAY_LINE_PY.as_bytes());
         let mut cmd = self.exec_in(&m, &self.tools.chrt);
         cmd.args(["-f", "10"])
@@ -1107,10 +1072,6 @@ pub struct Packet {
 /// The TCP fields the tests look at.
 #[derive(Debug, Clone)]
 pub struct Tcp {
-    /// Source address.
-    pub src: Ipv4Addr,
-    /// Destination address.
-    pub dst: Ipv4Addr,
     /// Source port.
     pub sport: u16,
     /// Destination port.
@@ -1155,8 +1116,6 @@ fn parse_tcp(f: &[u8]) -> Option<Tcp> {
     let payload = ip.get(ihl + doff..end).unwrap_or_default().to_vec();
     let be32 = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
     Some(Tcp {
-        src: Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]),
-        dst: Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]),
         sport: u16::from_be_bytes([t[0], t[1]]),
         dport: u16::from_be_bytes([t[2], t[3]]),
         seq: be32(&t[4..8]),
