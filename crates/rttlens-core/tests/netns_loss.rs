@@ -1,0 +1,631 @@
+//! Loss and stall detectors on real Linux TCP: downloads between two network
+//! namespaces joined by a 2 × 5 ms delay line, loss injected with nftables,
+//! captured with tcpdump at both hosts (see `support/mod.rs`). Each test makes
+//! one detector fire and checks it against the test's own reading of the
+//! packets and against the sender's kernel counters (`TcpRetransSegs`,
+//! `TCPLossProbes`, `TCPTimeouts`, `TCPFastRetrans` of the lab's own server
+//! namespace); the control run checks that none of them fires on a clean
+//! transfer. Needs root and the tools listed in `support/mod.rs`: the tests
+//! fail (not skip) without them.
+//!
+//! Where the loss is injected: in the receiving host's nftables input hook,
+//! after both capture points, so each capture holds every transmission (the
+//! original and its retransmissions) as an end-host capture of a loss on the
+//! path does. The segments to drop are found by their payload (8 × `Z`), see
+//! [`support::Lab::drop_marked`].
+
+mod support;
+
+use std::ops::{Range, RangeInclusive};
+
+use rttlens_core::detect::Finding;
+use support::{
+    analyze, analyze_both, body, marked_transmissions, seq_after, Analyzed, Host, Lab, Packet,
+    MARK, MSS, NGINX_PORT, PY_PORT, SERVER_IP,
+};
+
+/// The loss detectors' ids.
+const LOSS: [&str; 4] = [
+    "fast-retransmit",
+    "tail-loss-probe",
+    "rto",
+    "spurious-retransmission",
+];
+
+/// What the sender's kernel says it did (counters of the server namespace,
+/// which holds this lab's connection only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Kernel {
+    /// Segments retransmitted (`TcpRetransSegs`).
+    retrans: u64,
+    /// Fast retransmits (`TcpExtTCPFastRetrans`).
+    fast: u64,
+    /// Tail loss probes (`TcpExtTCPLossProbes`).
+    probes: u64,
+    /// Retransmission timer expiries (`TcpExtTCPTimeouts`).
+    timeouts: u64,
+}
+
+impl Kernel {
+    fn read(lab: &Lab) -> Kernel {
+        let c = lab.tcp_counters(Host::Server);
+        let get = |k: &str| {
+            *c.get(k)
+                .unwrap_or_else(|| panic!("no {k} in the server's /proc/net counters"))
+        };
+        Kernel {
+            retrans: get("TcpRetransSegs"),
+            fast: get("TcpExtTCPFastRetrans"),
+            probes: get("TcpExtTCPLossProbes"),
+            timeouts: get("TcpExtTCPTimeouts"),
+        }
+    }
+}
+
+fn has_frame(f: &Finding, frame: u64) -> bool {
+    f.evidence.iter().any(|e| e.frame == frame)
+}
+
+/// The finding `id`, whose evidence must cite `frame` (`what` it is).
+fn cites<'a>(a: &'a Analyzed, id: &str, frame: u64, what: &str) -> &'a Finding {
+    let f = a.finding(id);
+    assert!(
+        has_frame(f, frame),
+        "{}: {what}, frame {frame}, is not in the {id} evidence: {:#?}",
+        a.name(),
+        f.evidence
+    );
+    f
+}
+
+/// The finding `id`, if any, must not cite `frame` (`what` it is).
+fn does_not_cite(a: &Analyzed, id: &str, frame: u64, what: &str) {
+    if let Some(f) = a.conn().findings.iter().find(|f| f.id == id) {
+        assert!(
+            !has_frame(f, frame),
+            "{}: {what}, frame {frame}, is called {id}: {:#?}",
+            a.name(),
+            f.evidence
+        );
+    }
+}
+
+/// The transmissions of the marked segments (see
+/// [`marked_transmissions`]), which must be `segments` segments sent
+/// `times` times each: else the run is not the scenario the test is about.
+fn marked(
+    a: &Analyzed,
+    port: u16,
+    segments: RangeInclusive<usize>,
+    times: usize,
+) -> Vec<Vec<&Packet>> {
+    let m = marked_transmissions(&a.packets, port);
+    assert!(
+        segments.contains(&m.len()) && m.iter().all(|t| t.len() == times),
+        "{}: fixture: expected {segments:?} marked segments sent {times} times each, got frames {:?}",
+        a.name(),
+        frames(&m)
+    );
+    m
+}
+
+fn loss_ids(a: &Analyzed) -> Vec<&'static str> {
+    a.ids().into_iter().filter(|id| LOSS.contains(id)).collect()
+}
+
+fn frames(marked: &[Vec<&Packet>]) -> Vec<Vec<u64>> {
+    marked
+        .iter()
+        .map(|t| t.iter().map(|p| p.frame).collect())
+        .collect()
+}
+
+/// Time the marked segments were held up (original → the transmission that
+/// got through), overlapping episodes once: the cost model of
+/// `detect/loss.rs`.
+fn held_up_ms(episodes: &[(&Packet, &Packet)]) -> f64 {
+    let mut iv: Vec<(f64, f64)> = episodes.iter().map(|(o, r)| (o.ts, r.ts)).collect();
+    iv.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (mut total, mut end) = (0.0, f64::MIN);
+    for (s, e) in iv {
+        let s = s.max(end);
+        if e > s {
+            total += e - s;
+            end = e;
+        }
+    }
+    total * 1e3
+}
+
+fn close(x: f64, want: f64, tol: f64) -> bool {
+    (x - want).abs() <= tol
+}
+
+/// The engine counts the retransmissions the sender's kernel made.
+fn check_retransmission_count(a: &Analyzed, kernel: Kernel) {
+    assert_eq!(
+        a.conn().tcp.retransmissions,
+        [0, kernel.retrans],
+        "{}: retransmissions [client, server] vs the server kernel's TcpRetransSegs",
+        a.name()
+    );
+}
+
+/// A response from the python server of `total` bytes with `mark` marked,
+/// whose marked segments lose their first `times` transmissions: both
+/// analysed captures and the kernel's counters.
+fn py_run(test: &str, total: usize, mark: Range<usize>, times: usize) -> ([Analyzed; 2], Kernel) {
+    let mut lab = Lab::new(test);
+    lab.py_server(total, mark);
+    lab.drop_marked(PY_PORT, times);
+    let caps = lab.capture_both();
+    let got = lab.curl(&format!("http://{SERVER_IP}:{PY_PORT}/"));
+    let paths = lab.stop_both(caps);
+    assert!(got > 0, "download");
+    let kernel = Kernel::read(&lab);
+    (analyze_both(&paths), kernel)
+}
+
+/// A 4 MiB download from nginx; the data segment starting in the marked run
+/// of MSS + 8 bytes at 1 MiB (one segment, two if one starts exactly at the
+/// run) loses its first transmission. SACK arrives from the segments after
+/// it, and the sender repairs the hole within about a round trip.
+#[test]
+fn fast_retransmit_mid_transfer() {
+    let mut lab = Lab::new("fast_retransmit");
+    let mut file = body(4 << 20);
+    file[1 << 20..(1 << 20) + MSS + 8].fill(MARK);
+    lab.nginx(&[("data.bin", file)]);
+    lab.drop_marked(NGINX_PORT, 1);
+    let caps = lab.capture_both();
+    assert_eq!(
+        lab.curl(&format!("http://{SERVER_IP}/data.bin")),
+        4 << 20,
+        "download size"
+    );
+    let paths = lab.stop_both(caps);
+    let kernel = Kernel::read(&lab);
+    for a in analyze_both(&paths) {
+        let marked = marked(&a, NGINX_PORT, 1..=2, 2);
+        assert!(
+            kernel.fast >= 1
+                && kernel.retrans == marked.len() as u64
+                && kernel.probes == 0
+                && kernel.timeouts == 0,
+            "fixture: the kernel should have fast-retransmitted only: {kernel:?}"
+        );
+        check_retransmission_count(&a, kernel);
+        for t in &marked {
+            cites(&a, "fast-retransmit", t[1].frame, "the retransmission");
+        }
+        let f = a.finding("fast-retransmit");
+        let episodes: Vec<_> = marked.iter().map(|t| (t[0], t[1])).collect();
+        let want = held_up_ms(&episodes);
+        assert!(
+            f.cost.ms > 0.0 && f.cost.rtts > 0.0 && close(f.cost.ms, want, 0.01),
+            "{}: fast-retransmit cost {:?}, the segment was held up {want:.3} ms",
+            a.name(),
+            f.cost
+        );
+        assert_eq!(
+            loss_ids(&a),
+            ["fast-retransmit"],
+            "{}: one loss repaired by SACK; findings {:#?}",
+            a.name(),
+            a.conn().findings
+        );
+    }
+}
+
+/// A 14 × MSS + 700 B response from the python server (one write, so the
+/// segments fall at multiples of the MSS); the last segment is marked and its
+/// first two transmissions are lost. With one segment outstanding Linux's
+/// probe timeout is 2·SRTT + TCP_RTO_MIN, clamped to the RTO
+/// (`tcp_schedule_loss_probe()`), so the first retransmission comes ~200 ms
+/// later as a tail loss probe and the second after another RTO (~200 ms):
+/// the connection stalls ~420 ms on timers. The kernel's counters confirm
+/// it: one loss probe, one timeout.
+fn lone_tail_lost_twice() -> [Analyzed; 2] {
+    let total = 14 * MSS + 700;
+    let (both, kernel) = py_run("lone_tail_lost_twice", total, 14 * MSS..total, 2);
+    assert_eq!(
+        kernel,
+        Kernel {
+            retrans: 2,
+            fast: 0,
+            probes: 1,
+            timeouts: 1
+        },
+        "fixture: kernel counters"
+    );
+    for a in &both {
+        marked(a, PY_PORT, 1..=1, 3);
+        check_retransmission_count(a, kernel);
+    }
+    both
+}
+
+/// The stall ends with a retransmission timeout: `rto` names it, with the
+/// silence before it, and costs the whole time the segment was held up.
+#[test]
+fn rto_after_lost_tail_and_probe() {
+    for a in lone_tail_lost_twice() {
+        let t = &marked(&a, PY_PORT, 1..=1, 3)[0];
+        let (orig, rto) = (t[0], t[2]);
+        let f = cites(&a, "rto", rto.frame, "the RTO retransmission");
+        let e = f
+            .evidence
+            .iter()
+            .find(|e| e.frame == rto.frame)
+            .expect("cited");
+        assert!(
+            e.what.contains("silence"),
+            "{}: rto evidence should say how long the sender was silent: {e:?}",
+            a.name()
+        );
+        let want = held_up_ms(&[(orig, rto)]);
+        assert!(
+            close(f.cost.ms, want, 0.01) && f.cost.ms >= 200.0,
+            "{}: rto cost {:?}, the segment was held up {want:.3} ms",
+            a.name(),
+            f.cost
+        );
+        assert!(
+            !a.ids().contains(&"fast-retransmit"),
+            "{}: nothing was SACKed, no fast retransmit: {:?}",
+            a.name(),
+            a.ids()
+        );
+    }
+}
+
+/// Kernel truth for the same run (TCPLossProbes 1, TCPTimeouts 1): the first
+/// retransmission is a tail loss probe (`tcp_send_loss_probe()`, after the
+/// PTO of 2·SRTT + TCP_RTO_MIN for a single segment in flight, RFC 8985
+/// §7.2), the second the first RTO, before any backoff.
+#[test]
+fn lone_tail_probe_is_a_tlp_not_an_rto() {
+    for a in lone_tail_lost_twice() {
+        let t = &marked(&a, PY_PORT, 1..=1, 3)[0];
+        let (probe, rto) = (t[1], t[2]);
+        cites(&a, "tail-loss-probe", probe.frame, "the probe");
+        does_not_cite(&a, "rto", probe.frame, "the probe");
+        let f = cites(&a, "rto", rto.frame, "the RTO retransmission");
+        let e = f.evidence.iter().find(|e| e.frame == rto.frame);
+        assert!(
+            e.is_some_and(|e| !e.what.contains("backoff")),
+            "{}: frame {} is the first RTO (no backoff yet): {e:?}",
+            a.name(),
+            rto.frame
+        );
+    }
+}
+
+/// The same response with its last two segments marked, each losing its first
+/// transmission. With two segments outstanding the probe timeout is
+/// 2·SRTT + 2 jiffies: the probe re-sends the last segment, its SACK then
+/// exposes the other hole, which is fast-retransmitted. No timer stall.
+#[test]
+fn tail_loss_probe_then_sack_repair() {
+    let total = 14 * MSS + 700;
+    let (both, kernel) = py_run("tail_loss_probe", total, 13 * MSS..total, 1);
+    assert!(
+        kernel.retrans == 2 && kernel.probes == 1 && kernel.timeouts == 0,
+        "fixture: kernel counters {kernel:?}"
+    );
+    for a in both {
+        let marked = marked(&a, PY_PORT, 2..=2, 2);
+        check_retransmission_count(&a, kernel);
+        let (first, last) = (&marked[0], &marked[1]);
+        assert!(
+            last[1].frame < first[1].frame,
+            "{}: fixture: the probe should re-send the last segment first, got {:?}",
+            a.name(),
+            frames(&marked)
+        );
+        let tlp = cites(&a, "tail-loss-probe", last[1].frame, "the probe");
+        let want = held_up_ms(&[(last[0], last[1])]);
+        assert!(
+            close(tlp.cost.ms, want, 0.01),
+            "{}: tail-loss-probe cost {:?}, the last segment was held up {want:.3} ms",
+            a.name(),
+            tlp.cost
+        );
+        cites(
+            &a,
+            "fast-retransmit",
+            first[1].frame,
+            "the SACK-driven repair",
+        );
+        assert!(
+            !a.ids().contains(&"rto") && !a.ids().contains(&"spurious-retransmission"),
+            "{}: no timeout, nothing spurious: {:#?}",
+            a.name(),
+            a.conn().findings
+        );
+    }
+}
+
+/// A segment three from the end of a 30-segment response loses its original
+/// and its fast retransmission. The two segments after it bring the SACK that
+/// triggers the fast retransmit; after that nothing newer is in flight, so
+/// nothing can reveal the lost retransmission (RACK) and no probe is allowed
+/// in recovery: the sender waits for the RTO (kernel: TCPFastRetrans 1,
+/// TCPTimeouts 1). The second retransmission follows ~200 ms of silence: it is
+/// an RTO, whatever SACK blocks came before it.
+#[test]
+fn lost_fast_retransmission_ends_in_rto() {
+    let (both, kernel) = py_run(
+        "lost_fast_retransmission",
+        29 * MSS + 700,
+        27 * MSS..28 * MSS,
+        2,
+    );
+    assert_eq!(
+        kernel,
+        Kernel {
+            retrans: 2,
+            fast: 1,
+            probes: 0,
+            timeouts: 1
+        },
+        "fixture: kernel counters"
+    );
+    for a in both {
+        let t = &marked(&a, PY_PORT, 1..=1, 3)[0];
+        check_retransmission_count(&a, kernel);
+        let (fast_retx, rto_retx) = (t[1], t[2]);
+        cites(
+            &a,
+            "fast-retransmit",
+            fast_retx.frame,
+            "the fast retransmission",
+        );
+        let silent = format!(
+            "the retransmission sent {:.1} ms after the previous one",
+            (rto_retx.ts - fast_retx.ts) * 1e3
+        );
+        does_not_cite(&a, "fast-retransmit", rto_retx.frame, &silent);
+        cites(&a, "rto", rto_retx.frame, &silent);
+    }
+}
+
+/// The last two segments of a 15-segment response lose their first two
+/// transmissions each. Kernel (TCPLossProbes 1, TCPTimeouts 2,
+/// TCPSlowStartRetrans 1): a probe re-sends the last segment (lost), the RTO
+/// re-sends the first hole (lost), the backed-off RTO re-sends it again, and
+/// the ACK of that releases the last segment once more as part of the RTO
+/// recovery (`tcp_enter_loss()` marked it lost; `tcp_xmit_retransmit_queue()`)
+/// — ~10 ms after an ACK, so not a tail loss probe.
+#[test]
+fn retransmissions_after_an_rto_are_not_tlps() {
+    let total = 14 * MSS + 700;
+    let (both, kernel) = py_run("after_rto", total, 13 * MSS..total, 2);
+    assert_eq!(
+        (kernel.retrans, kernel.probes, kernel.timeouts),
+        (4, 1, 2),
+        "fixture: kernel counters {kernel:?}"
+    );
+    for a in both {
+        let marked = marked(&a, PY_PORT, 2..=2, 3);
+        check_retransmission_count(&a, kernel);
+        let (hole, last) = (&marked[0], &marked[1]);
+        let (probe, recovery) = (last[1], last[2]);
+        assert!(
+            probe.frame < hole[1].frame && hole[2].frame < recovery.frame,
+            "{}: fixture: expected probe, RTO, RTO, recovery; got {:?}",
+            a.name(),
+            frames(&marked)
+        );
+        cites(&a, "tail-loss-probe", probe.frame, "the probe");
+        let recovery_what = format!(
+            "the RTO recovery's retransmission, sent {:.1} ms after the RTO retransmission",
+            (recovery.ts - hole[2].ts) * 1e3
+        );
+        does_not_cite(&a, "tail-loss-probe", recovery.frame, &recovery_what);
+        for p in [hole[1], hole[2]] {
+            cites(&a, "rto", p.frame, "an RTO retransmission");
+        }
+    }
+}
+
+/// The first SYN is lost (at the server, after both capture points): the
+/// client re-sends it after the initial RTO of 1 s (`TCP_TIMEOUT_INIT`).
+#[test]
+fn syn_retransmission_after_lost_syn() {
+    let mut lab = Lab::new("syn_retransmission");
+    lab.nginx(&[("small.bin", body(100_000))]);
+    lab.drop_first_syn(NGINX_PORT);
+    let caps = lab.capture_both();
+    assert_eq!(
+        lab.curl(&format!("http://{SERVER_IP}/small.bin")),
+        100_000,
+        "download size"
+    );
+    let paths = lab.stop_both(caps);
+    assert_eq!(lab.nft_drops(Host::Server), 1, "one SYN dropped");
+    for a in analyze_both(&paths) {
+        let syns: Vec<&Packet> = a
+            .packets
+            .iter()
+            .filter(|p| p.tcp.as_ref().is_some_and(|t| t.is_syn()))
+            .collect();
+        assert_eq!(syns.len(), 2, "{}: fixture: two SYNs", a.name());
+        for s in &syns {
+            cites(&a, "syn-retransmission", s.frame, "a SYN");
+        }
+        let f = a.finding("syn-retransmission");
+        let apart = (syns[1].ts - syns[0].ts) * 1e3;
+        assert!(
+            f.cost.ms >= 900.0 && close(f.cost.ms, apart, 0.01),
+            "{}: syn-retransmission cost {:?}, SYNs {apart:.3} ms apart",
+            a.name(),
+            f.cost
+        );
+        assert!(
+            loss_ids(&a).is_empty(),
+            "{}: a lost SYN is not a data loss: {:?}",
+            a.name(),
+            a.ids()
+        );
+    }
+}
+
+/// A slow reader: 16 KiB receive buffer, 300 ms before its first read of a
+/// 256 KiB response. The buffer fills, the client advertises window 0 and the
+/// server waits (zero-window probes) until the reader drains it.
+#[test]
+fn zero_window_from_slow_reader() {
+    let mut lab = Lab::new("zero_window");
+    lab.nginx(&[("big.bin", body(256 << 10))]);
+    let caps = lab.capture_both();
+    let got = lab.slow_reader(NGINX_PORT, "/big.bin", 16 << 10, 300);
+    let paths = lab.stop_both(caps);
+    assert!(
+        got > 256 << 10,
+        "the reader got the whole response ({got} B)"
+    );
+    let kernel = Kernel::read(&lab);
+    for a in analyze_both(&paths) {
+        let zero = a
+            .packets
+            .iter()
+            .find(|p| {
+                p.tcp
+                    .as_ref()
+                    .is_some_and(|t| t.dport == NGINX_PORT && t.window == 0 && t.flags & 0x02 == 0)
+            })
+            .unwrap_or_else(|| {
+                panic!(
+                    "{}: fixture: the client never advertised window 0",
+                    a.name()
+                )
+            });
+        let f = cites(&a, "zero-window", zero.frame, "the first window-0 ACK");
+        assert!(
+            f.cost.ms >= 100.0,
+            "{}: the window stayed closed ~300 ms, cost {:?}",
+            a.name(),
+            f.cost
+        );
+        // zero-window probes are not retransmissions
+        check_retransmission_count(&a, kernel);
+    }
+}
+
+/// Control: the same 4 MiB download with no loss and a reader that keeps up.
+#[test]
+fn clean_download_has_no_loss_findings() {
+    let mut lab = Lab::new("control");
+    lab.nginx(&[("data.bin", body(4 << 20))]);
+    let caps = lab.capture_both();
+    assert_eq!(
+        lab.curl(&format!("http://{SERVER_IP}/data.bin")),
+        4 << 20,
+        "download size"
+    );
+    let paths = lab.stop_both(caps);
+    let kernel = Kernel::read(&lab);
+    assert_eq!(kernel.retrans, 0, "fixture: a clean link: {kernel:?}");
+    for a in analyze_both(&paths) {
+        assert!(
+            a.summary.quality.is_clean(),
+            "{}: {:?}",
+            a.name(),
+            a.summary.quality
+        );
+        check_retransmission_count(&a, kernel);
+        let c = a.conn();
+        let bad: Vec<_> = a
+            .ids()
+            .into_iter()
+            .filter(|id| {
+                LOSS.contains(id)
+                    || ["zero-window", "syn-retransmission", "capture-drops"].contains(id)
+            })
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "{}: clean transfer, yet {bad:?}: {:#?}",
+            a.name(),
+            c.findings
+        );
+    }
+}
+
+/// A clean capture with one data segment deleted from the file (the network
+/// lost nothing): the client's ACK covers bytes the capture never saw, which
+/// is `capture-drops`, not a retransmission.
+#[test]
+fn capture_drops_from_a_deleted_segment() {
+    let mut lab = Lab::new("capture_drops");
+    lab.nginx(&[("data.bin", body(1 << 20))]);
+    let caps = lab.capture_both();
+    assert_eq!(
+        lab.curl(&format!("http://{SERVER_IP}/data.bin")),
+        1 << 20,
+        "download size"
+    );
+    let paths = lab.stop_both(caps);
+    for (a, host) in analyze_both(&paths).into_iter().zip(["client", "server"]) {
+        assert_eq!(
+            a.conn().tcp.retransmissions,
+            [0, 0],
+            "{}: fixture: the capture must start clean",
+            a.name()
+        );
+        // the 300th full-size server segment: mid-transfer, data before and after
+        let gone = a
+            .packets
+            .iter()
+            .filter(|p| {
+                p.tcp
+                    .as_ref()
+                    .is_some_and(|t| t.sport == NGINX_PORT && t.payload.len() == MSS)
+            })
+            .nth(300)
+            .expect("a 1 MiB download has over 300 full segments")
+            .clone();
+        let seq = gone.tcp.as_ref().expect("tcp").seq;
+        let holed = lab.dir.join(format!("{host}-hole.pcap"));
+        support::read_pcap(&a.path).write_without(gone.frame, &holed);
+        let h = analyze(&holed);
+        // the first client ACK past the hole's start, numbered as in the holed file
+        let ack = h
+            .packets
+            .iter()
+            .find(|p| {
+                p.tcp.as_ref().is_some_and(|t| {
+                    t.dport == NGINX_PORT && t.flags & 0x10 != 0 && seq_after(t.ack, seq)
+                })
+            })
+            .expect("an ACK covers the deleted segment");
+        let what = format!(
+            "the first ACK covering the deleted frame {} ({MSS} B at seq {seq})",
+            gone.frame
+        );
+        let f = cites(&h, "capture-drops", ack.frame, &what);
+        let e = f
+            .evidence
+            .iter()
+            .find(|e| e.frame == ack.frame)
+            .expect("cited");
+        assert!(
+            e.what.contains(&format!("{MSS} B")),
+            "{}: the ACK covers the {MSS} B deleted: {e:?}",
+            h.name()
+        );
+        assert_eq!(
+            h.conn().tcp.retransmissions,
+            [0, 0],
+            "{}: a hole in the capture is not a retransmission",
+            h.name()
+        );
+        assert!(
+            loss_ids(&h).is_empty(),
+            "{}: no loss findings for a capture hole: {:#?}",
+            h.name(),
+            h.conn().findings
+        );
+    }
+}
