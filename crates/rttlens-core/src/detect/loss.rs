@@ -48,8 +48,10 @@ fn finding(
         ))
     };
     let mut evidence = Vec::new();
+    let mut shown = Vec::new();
     for r in list.iter().take(4) {
-        if let Some(o) = r.original {
+        if let Some(o) = r.original.filter(|o| !shown.contains(&o.frame)) {
+            shown.push(o.frame);
             evidence.push(ev(
                 o.frame,
                 format!(

@@ -59,10 +59,13 @@ pub struct Retransmission {
     pub len: u32,
     /// Trigger.
     pub kind: RetxKind,
-    /// Time since the sender's previous segment (at the capture point).
+    /// What the sender's timer saw: time since its previous segment and
+    /// since the last ACK reached it, whichever is shorter.
     pub silence: Duration,
     /// Duplicate ACKs the sender had seen.
     pub dupacks: u32,
+    /// The sender had SACK blocks above this segment (RFC 6675 loss evidence).
+    pub sack_above: bool,
     /// Earlier retransmissions of the same offset (RTO backoff count).
     pub backoff: u8,
     /// The receiver already had the data: an ACK covering it was seen
@@ -99,6 +102,19 @@ struct SentSeg {
     end: u64,
     at: Mark,
     retx: u8,
+    /// Retransmissions of it by timeout (for the backoff count).
+    rtos: u8,
+}
+
+/// Timing inputs of a retransmission's classification.
+#[derive(Debug, Clone, Copy)]
+struct RetxTiming {
+    /// Time since the sender's previous segment, at the capture point.
+    since_send: Duration,
+    /// M→sender→M.
+    h_x: Duration,
+    /// Baseline RTT.
+    rtt_min: Duration,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -129,6 +145,8 @@ struct Eligible {
     seen: bool,
     /// When the latest advancing ACK was seen at the capture point.
     ack_ts: Timestamp,
+    /// When the latest ACK of any kind (dupACKs too) was seen.
+    any_ts: Timestamp,
 }
 
 /// The sender's view of one direction.
@@ -202,6 +220,12 @@ pub struct Half {
     /// not its TCP (DESIGN.md §4 "Think time").
     pub full_acks: Vec<Mark>,
     awaiting_full_ack: bool,
+    /// Retransmissions since the sender's cumulative ACK last advanced.
+    retx_since_advance: u32,
+    /// After a timeout, the highest offset sent then: retransmissions until
+    /// the ACK passes it are the timeout's recovery (RFC 6298 §5, Linux
+    /// `TCP_CA_Loss`), not new loss events.
+    rto_recovery: Option<u64>,
     ts_ring: [(u32, Timestamp, bool); 16],
     ts_pos: usize,
 }
@@ -246,6 +270,8 @@ impl Half {
             fin: None,
             full_acks: Vec::new(),
             awaiting_full_ack: false,
+            retx_since_advance: 0,
+            rto_recovery: None,
             ts_ring: [(0, Timestamp::default(), true); 16],
             ts_pos: 0,
         }
@@ -420,11 +446,16 @@ impl Half {
                 self.elig.dupacks = 0;
                 self.elig.ack = a.ack;
                 self.elig.ack_ts = a.ts;
+                self.retx_since_advance = 0;
+                if self.rto_recovery.is_some_and(|p| a.ack >= p) {
+                    self.rto_recovery = None;
+                }
                 self.elig.sack_high = 0;
             } else if a.dup {
                 self.elig.dupacks += 1;
             }
             self.elig.seen = true;
+            self.elig.any_ts = a.ts;
             self.elig.window = a.window;
             self.elig.sacked = a.sacked;
             self.elig.sack_high = self.elig.sack_high.max(a.sack_high);
@@ -505,27 +536,36 @@ impl Half {
                     let opened = self.holes[i].opened;
                     self.fill_hole(i, off, end);
                     retx = true;
-                    self.note_retx(off, len, at, None, at.ts - opened.ts, silence, rtt_min);
+                    let timing = RetxTiming {
+                        since_send: silence,
+                        h_x,
+                        rtt_min,
+                    };
+                    self.note_retx(off, len, at, None, at.ts - opened.ts, timing, 0);
                 }
                 None => {
                     retx = true;
-                    let orig = self
+                    let idx = self
                         .unacked
-                        .iter_mut()
-                        .find(|s| s.offset <= off && s.end > off);
-                    let (original, backoff) = match orig {
+                        .iter()
+                        .position(|s| s.offset <= off && s.end > off);
+                    let (original, rtos) = match idx.and_then(|i| self.unacked.get_mut(i)) {
                         Some(s) => {
-                            let b = s.retx;
                             s.retx = s.retx.saturating_add(1);
-                            (Some(s.at), b)
+                            (Some(s.at), s.rtos)
                         }
                         None => (None, 0),
                     };
                     let delay = original.map(|o| at.ts - o.ts).unwrap_or(silence);
-                    self.note_retx(off, len, at, original, delay, silence, rtt_min);
-                    if let Some(r) = self.retx.last_mut() {
-                        if r.at == at {
-                            r.backoff = backoff;
+                    let timing = RetxTiming {
+                        since_send: silence,
+                        h_x,
+                        rtt_min,
+                    };
+                    let kind = self.note_retx(off, len, at, original, delay, timing, rtos);
+                    if kind == RetxKind::Rto {
+                        if let Some(s) = idx.and_then(|i| self.unacked.get_mut(i)) {
+                            s.rtos = s.rtos.saturating_add(1);
                         }
                     }
                 }
@@ -557,6 +597,7 @@ impl Half {
                 end,
                 at,
                 retx: 0,
+                rtos: 0,
             });
             self.snd_nxt = end;
         }
@@ -607,6 +648,23 @@ impl Half {
         }
     }
 
+    /// Classify and record one retransmission (DESIGN.md §4 "Loss", with the
+    /// timer checks first: stale dupACK/SACK state must not make a timeout
+    /// look like a fast retransmit). Returns the kind.
+    ///
+    /// - **RTO recovery**: while the ACK has not passed the point a timeout
+    ///   started from, retransmissions are that timeout's slow-start repair.
+    /// - **Timer-driven** (the sender heard nothing for ≥ 200 ms and ≥ 2.5
+    ///   RTT, since both its last segment and the last ACK): the first
+    ///   retransmission since the ACK last advanced, of the highest segment,
+    ///   is a tail loss probe (with one segment in flight Linux waits 2·SRTT
+    ///   + 200 ms, `tcp_schedule_loss_probe()`, RFC 8985 §7.2); otherwise a
+    ///   timeout, backed off once per earlier timeout of the same data.
+    /// - ≥ 3 dupACKs or SACK above the hole: fast retransmit.
+    /// - The highest segment, first since the ACK advanced, after ≥ 1.5 RTT
+    ///   of silence: tail loss probe (PTO = 2·SRTT).
+    /// - Otherwise a fast retransmit inferred without dupACK/SACK evidence
+    ///   (RACK's time-based detection, RFC 8985 §6.2).
     #[allow(clippy::too_many_arguments)]
     fn note_retx(
         &mut self,
@@ -615,23 +673,46 @@ impl Half {
         at: Mark,
         original: Option<Mark>,
         delay: Duration,
-        silence: Duration,
-        rtt_min: Duration,
-    ) {
+        t: RetxTiming,
+        rtos_before: u8,
+    ) -> RetxKind {
         self.retx_count += 1;
         let end = off + len as u64;
         let e = self.elig;
         // any ACK seen (eligible or still on its way) already covering it
         let spurious = self.ack_seen && self.acked >= end;
-        let (kind, inferred) = if e.dupacks >= 3 || (e.sack_high > off) {
-            (RetxKind::FastRetransmit, false)
-        } else if silence >= RTO_MIN && silence.nanos as f64 >= 2.5 * rtt_min.nanos as f64 {
+        // what the sender's timer saw: silence since its last segment and
+        // since the last ACK reached it (an ACK seen at M at t_a reaches the
+        // sender h_x/2 later; a segment seen at t_p left it h_x/2 earlier)
+        let silence = if e.seen {
+            t.since_send.min((at.ts - t.h_x) - e.any_ts)
+        } else {
+            t.since_send
+        };
+        let timer = silence >= RTO_MIN && silence.nanos as f64 >= 2.5 * t.rtt_min.nanos as f64;
+        let highest = end >= self.snd_nxt;
+        let first = self.retx_since_advance == 0;
+        let sack_above = e.sack_high > off;
+        let in_rto_recovery = self.rto_recovery.is_some_and(|p| e.ack < p);
+        let (kind, inferred) = if in_rto_recovery && !timer {
             (RetxKind::Rto, false)
-        } else if end >= self.snd_nxt {
+        } else if timer {
+            if first && highest && rtos_before == 0 {
+                (RetxKind::TailLossProbe, false)
+            } else {
+                (RetxKind::Rto, false)
+            }
+        } else if e.dupacks >= 3 || sack_above {
+            (RetxKind::FastRetransmit, false)
+        } else if highest && first && silence.nanos as f64 >= 1.5 * t.rtt_min.nanos as f64 {
             (RetxKind::TailLossProbe, false)
         } else {
             (RetxKind::FastRetransmit, true)
         };
+        self.retx_since_advance += 1;
+        if kind == RetxKind::Rto && !in_rto_recovery {
+            self.rto_recovery = Some(self.snd_nxt);
+        }
         if self.retx.len() < MAX_RETX_KEPT {
             self.retx.push(Retransmission {
                 at,
@@ -641,12 +722,18 @@ impl Half {
                 kind,
                 silence,
                 dupacks: e.dupacks,
-                backoff: 0,
+                sack_above,
+                backoff: if kind == RetxKind::Rto {
+                    rtos_before
+                } else {
+                    0
+                },
                 spurious,
                 inferred,
                 delay,
             });
         }
+        kind
     }
 
     /// The peer's largest advertised window, or 0.
