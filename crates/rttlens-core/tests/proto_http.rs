@@ -594,3 +594,13 @@ proptest! {
         let _ = serde_json::to_string(t.exchanges()).unwrap();
     }
 }
+
+#[test]
+fn interim_response_without_request_counts_as_an_exchange() {
+    // Found by the tls_http fuzz target.
+    let mut t = HttpTracker::new();
+    t.push(Side::Server, 0, b"HTTP/1.1 100 Continue\r\n\r\n", mark(1));
+    assert_eq!(t.exchanges().len(), 1);
+    assert_eq!(t.exchange_count(), 1);
+    assert!(t.exchanges()[0].request.is_none());
+}

@@ -277,6 +277,8 @@ struct Pending {
 #[derive(Debug, Clone, Default)]
 struct Shared {
     exchanges: Vec<HttpExchange>,
+    /// Exchanges touched (by a request, an interim or a final response).
+    seen: u64,
     requests: u64,
     responses: u64,
     pending: VecDeque<Pending>,
@@ -287,6 +289,7 @@ struct Shared {
 impl Shared {
     /// The detailed exchange `index`, created if within the cap.
     fn exchange(&mut self, index: u64) -> Option<&mut HttpExchange> {
+        self.seen = self.seen.max(index.saturating_add(1));
         let i = usize::try_from(index)
             .ok()
             .filter(|&i| i < EXCHANGE_DETAIL_CAP)?;
@@ -1004,10 +1007,10 @@ impl HttpTracker {
         &self.shared.exchanges
     }
 
-    /// All exchanges seen: the larger of the request and final-response
-    /// counts.
+    /// All exchanges seen (a request, or a response, interim or final,
+    /// without its request), detailed or not.
     pub fn exchange_count(&self) -> u64 {
-        self.shared.requests.max(self.shared.responses)
+        self.shared.seen
     }
 
     /// Requests whose head was parsed.
