@@ -614,6 +614,43 @@ fn hello_retry_request() {
 }
 
 #[test]
+fn hello_after_compatibility_ccs_split_after_its_header() {
+    let mut c = Conv::default();
+    c.send(
+        Side::Client,
+        &record(
+            22,
+            &client_hello(&Ch {
+                tls13: true,
+                groups: &[0x17],
+                ..Ch::default()
+            }),
+        ),
+    );
+    let mut hrr_ext = ext(43, &[3, 4]);
+    hrr_ext.extend(ext(51, &[0, 0x1d]));
+    let hrr = server_hello(HELLO_RETRY_REQUEST_RANDOM, &[], 0x1301, &hrr_ext);
+    let sh = record(
+        22,
+        &server_hello([0x22; 32], &[], 0x1301, &sh13_exts(false)),
+    );
+    // HRR, CCS and the ServerHello's record header in one segment, its
+    // payload in the next.
+    c.send(
+        Side::Server,
+        &cat(&[record(22, &hrr), record(20, &[1]), sh[..5].to_vec()]),
+    );
+    c.send(Side::Server, &sh[5..]);
+    let s = c.run().into_summary();
+    let sh = s
+        .server_hello
+        .as_ref()
+        .expect("plaintext ServerHello after the CCS");
+    assert_eq!((sh.first.frame, sh.complete.frame), (3, 3));
+    assert_eq!(s.server.records[2].first.frame, 2);
+}
+
+#[test]
 fn client_hello_across_records_and_segments() {
     let ch = client_hello(&Ch::default());
     let (a, b) = ch.split_at(50);

@@ -208,7 +208,7 @@ impl DirParser {
             ContentType::HANDSHAKE if self.ccs_seen => Payload::Pending {
                 buf: [0; 4],
                 n: 0,
-                first: at,
+                first: at, // replaced by the first payload byte's mark
             },
             ContentType::HANDSHAKE => Payload::Handshake,
             ContentType::ALERT if length == 2 => Payload::Alert { buf: [0; 2], n: 0 },
@@ -283,6 +283,9 @@ impl DirParser {
                 *n += k;
             }
             Payload::Pending { buf, n, first } => {
+                if *n == 0 {
+                    *first = at;
+                }
                 let k = (buf.len() - *n).min(body.len());
                 buf[*n..*n + k].copy_from_slice(&body[..k]);
                 *n += k;
