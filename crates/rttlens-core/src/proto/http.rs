@@ -3,7 +3,7 @@
 //!
 //! [`HttpTracker`] parses request heads from the client's stream and
 //! response heads from the server's with httparse, each head buffered up to
-//! [`PARSE_BUFFER_CAP`](crate::proto::PARSE_BUFFER_CAP) bytes, then walks the
+//! [`crate::proto::PARSE_BUFFER_CAP`] bytes, then walks the
 //! body without buffering it (RFC 9112 §6.3):
 //!
 //! - a response to `HEAD`, and `1xx`, `204` and `304` responses, have no body;
@@ -42,7 +42,7 @@ pub const TARGET_CHARS: usize = 200;
 pub const INTERIM_DETAIL_CAP: usize = 4;
 /// Requests remembered while awaiting their response (pipelining depth), to
 /// apply the `HEAD`/`CONNECT` rules to the response.
-const PENDING_CAP: usize = 4096;
+const PENDING_CAP: usize = 1024;
 /// Longest chunk-size line (with extensions) accepted, bytes.
 const CHUNK_LINE_CAP: usize = 4096;
 /// Longest method kept, in characters.
