@@ -47,6 +47,8 @@ const PENDING_CAP: usize = 1024;
 const CHUNK_LINE_CAP: usize = 4096;
 /// Longest method kept, in characters.
 const METHOD_CHARS: usize = 32;
+/// Most header fields parsed in one header block.
+const MAX_HEADERS: usize = 512;
 
 /// A request (client → server).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -851,9 +853,10 @@ struct Head {
 
 /// Parses a complete header block with httparse (a request if `REQUEST`).
 fn parse_head<const REQUEST: bool>(buf: &[u8]) -> Result<Head, &'static str> {
-    // Every header takes a line: this many slots can never run out.
+    // Every header takes a line: this many slots never run out below the
+    // cap, and more than MAX_HEADERS is "too many headers".
     let lines = buf.iter().filter(|&&b| b == b'\n').count();
-    let mut headers = vec![httparse::EMPTY_HEADER; lines];
+    let mut headers = vec![httparse::EMPTY_HEADER; lines.min(MAX_HEADERS)];
     let mut head = Head::default();
     let status = if REQUEST {
         let mut req = httparse::Request::new(&mut headers);

@@ -541,7 +541,7 @@ impl HandshakeLayer {
                     second_client_hello,
                     ..
                 },
-            ) => parse_client_hello(&body).map(|mut ch| {
+            ) => parse_client_hello(&body).map(|(mut ch, problem)| {
                 ch.length = m.length;
                 ch.record = m.record;
                 ch.offset = m.offset;
@@ -553,6 +553,7 @@ impl HandshakeLayer {
                     second_client_hello
                 };
                 slot.get_or_insert(ch);
+                problem
             }),
             (
                 HandshakeType::SERVER_HELLO,
@@ -561,7 +562,7 @@ impl HandshakeLayer {
                     server_hello,
                     ..
                 },
-            ) => parse_server_hello(&body).map(|mut sh| {
+            ) => parse_server_hello(&body).map(|(mut sh, problem)| {
                 sh.length = m.length;
                 sh.record = m.record;
                 sh.offset = m.offset;
@@ -573,10 +574,11 @@ impl HandshakeLayer {
                     server_hello
                 };
                 slot.get_or_insert(sh);
+                problem
             }),
-            _ => Ok(()),
+            _ => Ok(None),
         };
-        if let Err(what) = result {
+        if let Err(what) | Ok(Some(what)) = result {
             out.note(m.offset, NoteKind::Unparsed { what });
         }
     }
