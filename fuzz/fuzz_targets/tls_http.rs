@@ -5,7 +5,8 @@
 //! Input: a sequence of operations `[ctl, len, data…]`. `ctl` bit 0 picks
 //! the sender (client/server), bit 1 makes it a gap of `len × 64` bytes
 //! instead of `len` data bytes, bit 2 restarts the chunk at an overlapping
-//! offset (a retransmission), bit 3 closes the direction (HTTP `end`).
+//! offset (a retransmission), bit 3 closes the direction (HTTP `end`), bit 4
+//! jumps to an absurd offset (near 2^62 or 2^64).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -32,14 +33,20 @@ fuzz_target!(|data: &[u8]| {
             let gap = u64::from(*len) * 64;
             tls.gap(side, next[i], gap);
             http.gap(side, next[i], gap);
-            next[i] += gap;
+            next[i] = next[i].saturating_add(gap);
             rest = tail;
             continue;
         }
         let n = usize::from(*len).min(tail.len());
         let (chunk, after) = tail.split_at(n);
         rest = after;
-        let offset = if ctl & 4 != 0 {
+        let offset = if ctl & 16 != 0 {
+            if ctl & 32 != 0 {
+                u64::MAX - u64::from(*len)
+            } else {
+                (1 << 62) - u64::from(*len)
+            }
+        } else if ctl & 4 != 0 {
             next[i].saturating_sub(u64::from(*len / 2))
         } else {
             next[i]
@@ -50,7 +57,7 @@ fuzz_target!(|data: &[u8]| {
         };
         tls.push(side, offset, chunk, at);
         http.push(side, offset, chunk, at);
-        next[i] = next[i].max(offset + n as u64);
+        next[i] = next[i].max(offset.saturating_add(n as u64));
         if ctl & 8 != 0 {
             http.end(side);
         }

@@ -819,6 +819,21 @@ fn malformed_records() {
 }
 
 #[test]
+fn absurd_offsets_do_not_panic() {
+    let mut t = TlsTracker::new();
+    let ch = record(22, &client_hello(&Ch::default()));
+    t.push(Side::Client, 0, &ch, mark(1));
+    t.push(Side::Client, u64::MAX - 2, &[23, 3, 3, 0, 1, 0], mark(2));
+    t.gap(Side::Client, u64::MAX - 1, u64::MAX);
+    t.push(Side::Client, (1 << 62) - 3, &[23, 3, 3, 0, 1, 0], mark(3));
+    t.gap(Side::Server, (1 << 62) - 1, u64::MAX);
+    t.push(Side::Server, 0, &ch, mark(4));
+    let s = t.summary();
+    assert_eq!(s.client.lost_sync_at, Some(ch.len() as u64));
+    assert!(s.server.bytes_missing > 0);
+}
+
+#[test]
 fn alerts() {
     let mut t = TlsTracker::new();
     t.push(

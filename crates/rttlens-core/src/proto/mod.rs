@@ -16,7 +16,8 @@
 //!   saw (capture drop). After a gap nothing is known of those bytes.
 //!
 //! Bytes at offsets already passed are ignored (overlap); data that starts
-//! beyond the next expected offset is treated as a gap up to its start. The two
+//! beyond the next expected offset is treated as a gap up to its start;
+//! offsets at or beyond 2^62 are ignored (no TCP stream is that long). The two
 //! directions are independent streams, but feeding them in capture order (as
 //! the frames come) lets the HTTP tracker pair a response with its request's
 //! method (HEAD) and lets the TLS classifier order the directions by frame
