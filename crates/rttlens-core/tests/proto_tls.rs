@@ -614,6 +614,43 @@ fn hello_retry_request() {
 }
 
 #[test]
+fn hello_after_compatibility_ccs_split_after_its_header() {
+    let mut c = Conv::default();
+    c.send(
+        Side::Client,
+        &record(
+            22,
+            &client_hello(&Ch {
+                tls13: true,
+                groups: &[0x17],
+                ..Ch::default()
+            }),
+        ),
+    );
+    let mut hrr_ext = ext(43, &[3, 4]);
+    hrr_ext.extend(ext(51, &[0, 0x1d]));
+    let hrr = server_hello(HELLO_RETRY_REQUEST_RANDOM, &[], 0x1301, &hrr_ext);
+    let sh = record(
+        22,
+        &server_hello([0x22; 32], &[], 0x1301, &sh13_exts(false)),
+    );
+    // HRR, CCS and the ServerHello's record header in one segment, its
+    // payload in the next.
+    c.send(
+        Side::Server,
+        &cat(&[record(22, &hrr), record(20, &[1]), sh[..5].to_vec()]),
+    );
+    c.send(Side::Server, &sh[5..]);
+    let s = c.run().into_summary();
+    let sh = s
+        .server_hello
+        .as_ref()
+        .expect("plaintext ServerHello after the CCS");
+    assert_eq!((sh.first.frame, sh.complete.frame), (3, 3));
+    assert_eq!(s.server.records[2].first.frame, 2);
+}
+
+#[test]
 fn client_hello_across_records_and_segments() {
     let ch = client_hello(&Ch::default());
     let (a, b) = ch.split_at(50);
@@ -779,6 +816,21 @@ fn malformed_records() {
         s.client.notes.items()[0].kind,
         NoteKind::Unparsed { .. }
     ));
+}
+
+#[test]
+fn absurd_offsets_do_not_panic() {
+    let mut t = TlsTracker::new();
+    let ch = record(22, &client_hello(&Ch::default()));
+    t.push(Side::Client, 0, &ch, mark(1));
+    t.push(Side::Client, u64::MAX - 2, &[23, 3, 3, 0, 1, 0], mark(2));
+    t.gap(Side::Client, u64::MAX - 1, u64::MAX);
+    t.push(Side::Client, (1 << 62) - 3, &[23, 3, 3, 0, 1, 0], mark(3));
+    t.gap(Side::Server, (1 << 62) - 1, u64::MAX);
+    t.push(Side::Server, 0, &ch, mark(4));
+    let s = t.summary();
+    assert_eq!(s.client.lost_sync_at, Some(ch.len() as u64));
+    assert!(s.server.bytes_missing > 0);
 }
 
 #[test]

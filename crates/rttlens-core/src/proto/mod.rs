@@ -16,7 +16,8 @@
 //!   saw (capture drop). After a gap nothing is known of those bytes.
 //!
 //! Bytes at offsets already passed are ignored (overlap); data that starts
-//! beyond the next expected offset is treated as a gap up to its start. The two
+//! beyond the next expected offset is treated as a gap up to its start;
+//! offsets at or beyond 2^62 are ignored (no TCP stream is that long). The two
 //! directions are independent streams, but feeding them in capture order (as
 //! the frames come) lets the HTTP tracker pair a response with its request's
 //! method (HEAD) and lets the TLS classifier order the directions by frame
@@ -57,7 +58,9 @@ pub struct Note {
     /// Stream offset (bytes from the first payload byte after the SYN) of the
     /// item the note is about.
     pub offset: u64,
-    /// What happened.
+    /// What happened (serialized inline: `{"offset": 5, "kind":
+    /// "malformed", "what": "…"}`).
+    #[serde(flatten)]
     pub kind: NoteKind,
 }
 
@@ -148,4 +151,38 @@ pub(crate) fn lossy_truncated(bytes: &[u8], max_chars: usize) -> String {
         .chars()
         .take(max_chars)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_cap_and_json_shape() {
+        let mut n = Notes::default();
+        for i in 0..20 {
+            n.push(i, NoteKind::Gap { len: 1 });
+        }
+        assert_eq!(
+            (n.items().len(), n.dropped(), n.total()),
+            (Notes::CAP, 4, 20)
+        );
+        let note = Note {
+            offset: 5,
+            kind: NoteKind::Malformed { what: "x" },
+        };
+        assert_eq!(
+            serde_json::to_string(&note).unwrap(),
+            r#"{"offset":5,"kind":"malformed","what":"x"}"#
+        );
+        let up = Note {
+            offset: 0,
+            kind: NoteKind::Upgraded,
+        };
+        assert_eq!(
+            serde_json::to_string(&up).unwrap(),
+            r#"{"offset":0,"kind":"upgraded"}"#
+        );
+        assert_eq!(lossy_truncated("héllo".as_bytes(), 2), "hé");
+    }
 }

@@ -2,11 +2,16 @@
 //! bytes by offset ([`InOrder`]) and walking `[fixed header | body]` items by
 //! their announced length ([`Framer`]).
 
+/// Stream offsets at and beyond this are ignored (2^62 bytes is no TCP
+/// stream), so that offset arithmetic in the trackers cannot overflow.
+pub(crate) const OFFSET_LIMIT: u64 = 1 << 62;
+
 /// The next expected stream offset of one direction.
 ///
 /// The flow layer delivers bytes in order, but a tracker must not trust that
-/// blindly: bytes before [`InOrder::next`] were already seen (overlap, trimmed)
-/// and bytes that start beyond it leave a hole (treated as a gap).
+/// blindly: bytes before `next` were already seen (overlap, trimmed), bytes
+/// that start beyond it leave a hole (treated as a gap), and nothing at or
+/// beyond [`OFFSET_LIMIT`] is admitted.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct InOrder {
     next: u64,
@@ -17,7 +22,9 @@ impl InOrder {
     /// it (a hole, 0 when contiguous) and its new part, or `None` when nothing
     /// in it is new.
     pub(crate) fn admit<'a>(&mut self, offset: u64, data: &'a [u8]) -> Option<(u64, &'a [u8])> {
-        let end = offset.saturating_add(data.len() as u64);
+        let room = usize::try_from(OFFSET_LIMIT.checked_sub(offset)?).unwrap_or(usize::MAX);
+        let data = &data[..data.len().min(room)];
+        let end = offset + data.len() as u64;
         if end <= self.next {
             return None;
         }
@@ -35,7 +42,10 @@ impl InOrder {
     /// Admits a gap of `len` bytes at `offset`. Returns how many bytes past
     /// [`InOrder::next`] are now known to be missing (0 if none).
     pub(crate) fn admit_gap(&mut self, offset: u64, len: u64) -> u64 {
-        let end = offset.saturating_add(len);
+        if offset >= OFFSET_LIMIT {
+            return 0;
+        }
+        let end = offset.saturating_add(len).min(OFFSET_LIMIT);
         if end <= self.next {
             return 0;
         }
@@ -154,10 +164,12 @@ mod tests {
         assert_eq!(s.admit_gap(8, 4), 3);
         assert_eq!(s.next, 12);
         assert_eq!(s.admit(12, b""), None);
+        assert_eq!(s.admit(u64::MAX - 1, b"xyz"), None);
         assert_eq!(
-            s.admit(u64::MAX - 1, b"xyz").map(|(h, d)| (h > 0, d)),
-            Some((true, &b"xyz"[..]))
+            s.admit(OFFSET_LIMIT - 2, b"xyz"),
+            Some((OFFSET_LIMIT - 14, &b"xy"[..]))
         );
+        assert_eq!(s.admit_gap(OFFSET_LIMIT, u64::MAX), 0);
     }
 
     #[test]

@@ -1,14 +1,9 @@
 //! Handshake classification over both directions (DESIGN.md §2 kinds, §4
-//! "TLS without keys").
-//!
-//! TLS 1.2 (and older) is read from its plaintext messages: a Certificate,
-//! ServerKeyExchange, CertificateRequest or ServerHelloDone after the
-//! ServerHello means a full handshake (RFC 5246 §7.3 fig. 1); a session id
-//! echo (§7.4.1.3) or a ChangeCipherSpec without them means an abbreviated
-//! one (fig. 2). TLS 1.3 hides everything after the ServerHello in type-23
-//! records, so its steps are found from record order across the two
-//! directions (by frame number: frames are global and increasing) and record
-//! sizes; each such heuristic is documented where it is applied.
+//! "TLS without keys"). TLS 1.2 is read from its plaintext messages; TLS 1.3
+//! hides everything after the ServerHello in type-23 records, so its steps
+//! come from record order across the two directions (by frame number: frames
+//! are global and increasing) and record sizes. The rules, each with its
+//! source, are on [`Handshake`].
 
 use super::{
     ClientHelloInfo, ContentType, HandshakeMessage, HandshakeType, ServerHelloInfo, TlsDirection,
@@ -156,8 +151,13 @@ pub struct EarlyData {
 /// - **Version**: the ServerHello's `supported_versions` (`0x0304` = TLS 1.3,
 ///   RFC 8446 §4.2.1), else its `legacy_version`. TLS 1.0/1.1 follow the 1.2
 ///   message flow and get the `tls12-*` kinds with their own `version`.
-/// - **TLS 1.2**: see the [module docs](self). Client and server Finished are
-///   each side's first opaque handshake record after its ChangeCipherSpec;
+/// - **TLS 1.2** (and older), from the plaintext messages: a Certificate,
+///   ServerKeyExchange, CertificateRequest or ServerHelloDone after the
+///   ServerHello means a full handshake (RFC 5246 §7.3 fig. 1); else a
+///   session id echo (§7.4.1.3) or a server ChangeCipherSpec means an
+///   abbreviated one (fig. 2); with neither yet, no classification. Client
+///   and server Finished are each side's first opaque handshake record after
+///   its ChangeCipherSpec;
 ///   NewSessionTicket is the plaintext message (RFC 5077 §3.3); the first
 ///   application data is each side's first type-23 record.
 /// - **TLS 1.3 client Finished**: the client's first type-23 record after

@@ -198,17 +198,31 @@ fn client_key_share_groups(data: &[u8]) -> Vec<u16> {
     groups
 }
 
+/// A parsed hello, with what part of it did not parse (its extensions, or
+/// bytes after them) if any; `Err` when its fixed part did not parse.
+pub(crate) type Parsed<T> = Result<(T, Option<&'static str>), &'static str>;
+
+/// What follows a hello's fixed part is not a whole extension block.
+fn extension_problem(
+    walked: bool,
+    ext: Option<&[u8]>,
+    rest: &[u8],
+    what: &'static str,
+) -> Option<&'static str> {
+    (!walked || (ext.is_none() && !rest.is_empty())).then_some(what)
+}
+
 /// Parses a ClientHello body (the handshake message without its 4-byte
-/// header). `Err` names what did not parse.
-pub(crate) fn parse_client_hello(body: &[u8]) -> Result<ClientHelloInfo, &'static str> {
-    let (_, ch) = parse_tls_handshake_client_hello(body).map_err(|_| "ClientHello")?;
+/// header).
+pub(crate) fn parse_client_hello(body: &[u8]) -> Parsed<ClientHelloInfo> {
+    let (rest, ch) = parse_tls_handshake_client_hello(body).map_err(|_| "ClientHello")?;
     let mut info = ClientHelloInfo {
         legacy_version: ch.version.0,
         cipher_suites: u16::try_from(ch.ciphers.len()).unwrap_or(u16::MAX),
         session_id: ch.session_id.unwrap_or_default().to_vec(),
         ..ClientHelloInfo::default()
     };
-    let complete = for_each_extension(ch.ext.unwrap_or_default(), |ty, whole| {
+    let walked = for_each_extension(ch.ext.unwrap_or_default(), |ty, whole| {
         push_capped(&mut info.extensions, ty);
         let Ok((_, ext)) = parse_tls_client_hello_extension(whole) else {
             return;
@@ -244,17 +258,14 @@ pub(crate) fn parse_client_hello(body: &[u8]) -> Result<ClientHelloInfo, &'stati
             _ => {}
         }
     });
-    if complete {
-        Ok(info)
-    } else {
-        Err("ClientHello extensions")
-    }
+    let problem = extension_problem(walked, ch.ext, rest, "ClientHello extensions");
+    Ok((info, problem))
 }
 
 /// Parses a ServerHello body (without its 4-byte header); recognises a
 /// HelloRetryRequest by its random (RFC 8446 §4.1.3).
-pub(crate) fn parse_server_hello(body: &[u8]) -> Result<ServerHelloInfo, &'static str> {
-    let (_, sh) = parse_tls_handshake_server_hello(body).map_err(|_| "ServerHello")?;
+pub(crate) fn parse_server_hello(body: &[u8]) -> Parsed<ServerHelloInfo> {
+    let (rest, sh) = parse_tls_handshake_server_hello(body).map_err(|_| "ServerHello")?;
     let mut info = ServerHelloInfo {
         legacy_version: sh.version.0,
         hello_retry_request: sh.random == HELLO_RETRY_REQUEST_RANDOM,
@@ -263,7 +274,7 @@ pub(crate) fn parse_server_hello(body: &[u8]) -> Result<ServerHelloInfo, &'stati
         session_id: sh.session_id.unwrap_or_default().to_vec(),
         ..ServerHelloInfo::default()
     };
-    let complete = for_each_extension(sh.ext.unwrap_or_default(), |ty, whole| {
+    let walked = for_each_extension(sh.ext.unwrap_or_default(), |ty, whole| {
         push_capped(&mut info.extensions, ty);
         let Ok((_, ext)) = parse_tls_server_hello_extension(whole) else {
             return;
@@ -285,11 +296,8 @@ pub(crate) fn parse_server_hello(body: &[u8]) -> Result<ServerHelloInfo, &'stati
             _ => {}
         }
     });
-    if complete {
-        Ok(info)
-    } else {
-        Err("ServerHello extensions")
-    }
+    let problem = extension_problem(walked, sh.ext, rest, "ServerHello extensions");
+    Ok((info, problem))
 }
 
 #[cfg(test)]
@@ -313,6 +321,40 @@ mod tests {
         let d = [0, 10, 0, 0x1d, 0, 2, 1, 2, 0, 0x17, 0, 0, 0xff];
         assert_eq!(client_key_share_groups(&d), vec![0x1d, 0x17]);
         assert!(client_key_share_groups(&[0]).is_empty());
+    }
+
+    #[test]
+    fn truncated_extension_keeps_the_ones_before() {
+        let name = b"a.example";
+        let mut sni = vec![
+            0,
+            0,
+            0,
+            (name.len() + 5) as u8,
+            0,
+            (name.len() + 3) as u8,
+            0,
+            0,
+        ];
+        sni.push(name.len() as u8);
+        sni.extend_from_slice(name);
+        let mut block = sni;
+        block.extend_from_slice(&[0, 16, 0, 9, 0]); // ALPN claiming 9 bytes, 1 present
+        let mut body = vec![3, 3];
+        body.extend_from_slice(&[0; 32]);
+        body.extend_from_slice(&[0, 0, 2, 0x13, 0x01, 1, 0]);
+        body.extend_from_slice(&(block.len() as u16).to_be_bytes());
+        body.extend_from_slice(&block);
+        let (info, problem) = parse_client_hello(&body).unwrap();
+        assert_eq!(info.sni.as_deref(), Some("a.example"));
+        assert_eq!(info.extensions, [0]);
+        assert_eq!(problem, Some("ClientHello extensions"));
+        // An extension block longer than the message: no extensions at all.
+        let n = body.len();
+        body[n - block.len() - 1] += 1;
+        let (info, problem) = parse_client_hello(&body).unwrap();
+        assert!(info.sni.is_none());
+        assert_eq!(problem, Some("ClientHello extensions"));
     }
 
     #[test]

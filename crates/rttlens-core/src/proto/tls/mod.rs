@@ -43,7 +43,9 @@ mod record;
 use crate::proto::Notes;
 use crate::side::{Mark, Side};
 
-pub use handshake::{EarlyData, Handshake, HandshakeKind, Step};
+pub use handshake::{
+    EarlyData, Handshake, HandshakeKind, Step, NST_LEN_MAX, NST_LEN_MIN, NST_MAX_COUNT,
+};
 pub use hello::{
     cipher_suite_name, version_name, ClientHelloInfo, ServerHelloInfo, HELLO_RETRY_REQUEST_RANDOM,
 };

@@ -208,7 +208,7 @@ impl DirParser {
             ContentType::HANDSHAKE if self.ccs_seen => Payload::Pending {
                 buf: [0; 4],
                 n: 0,
-                first: at,
+                first: at, // replaced by the first payload byte's mark
             },
             ContentType::HANDSHAKE => Payload::Handshake,
             ContentType::ALERT if length == 2 => Payload::Alert { buf: [0; 2], n: 0 },
@@ -283,6 +283,9 @@ impl DirParser {
                 *n += k;
             }
             Payload::Pending { buf, n, first } => {
+                if *n == 0 {
+                    *first = at;
+                }
                 let k = (buf.len() - *n).min(body.len());
                 buf[*n..*n + k].copy_from_slice(&body[..k]);
                 *n += k;
@@ -538,7 +541,7 @@ impl HandshakeLayer {
                     second_client_hello,
                     ..
                 },
-            ) => parse_client_hello(&body).map(|mut ch| {
+            ) => parse_client_hello(&body).map(|(mut ch, problem)| {
                 ch.length = m.length;
                 ch.record = m.record;
                 ch.offset = m.offset;
@@ -550,6 +553,7 @@ impl HandshakeLayer {
                     second_client_hello
                 };
                 slot.get_or_insert(ch);
+                problem
             }),
             (
                 HandshakeType::SERVER_HELLO,
@@ -558,7 +562,7 @@ impl HandshakeLayer {
                     server_hello,
                     ..
                 },
-            ) => parse_server_hello(&body).map(|mut sh| {
+            ) => parse_server_hello(&body).map(|(mut sh, problem)| {
                 sh.length = m.length;
                 sh.record = m.record;
                 sh.offset = m.offset;
@@ -570,10 +574,11 @@ impl HandshakeLayer {
                     server_hello
                 };
                 slot.get_or_insert(sh);
+                problem
             }),
-            _ => Ok(()),
+            _ => Ok(None),
         };
-        if let Err(what) = result {
+        if let Err(what) | Ok(Some(what)) = result {
             out.note(m.offset, NoteKind::Unparsed { what });
         }
     }

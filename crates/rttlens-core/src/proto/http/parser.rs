@@ -1,191 +1,25 @@
-//! HTTP/1.1 (and 1.0) messages over cleartext TCP (RFC 9112), both
-//! directions of one connection.
-//!
-//! [`HttpTracker`] parses request heads from the client's stream and
-//! response heads from the server's with httparse, each head buffered up to
-//! [`PARSE_BUFFER_CAP`](crate::proto::PARSE_BUFFER_CAP) bytes, then walks the
-//! body without buffering it (RFC 9112 §6.3):
-//!
-//! - a response to `HEAD`, and `1xx`, `204` and `304` responses, have no body;
-//! - `Transfer-Encoding` ending in `chunked`: chunk sizes are walked
-//!   incrementally (httparse's `parse_chunk_size` on a bounded line buffer),
-//!   then the trailer section up to its empty line;
-//! - else `Content-Length`;
-//! - else a request has no body and a response runs until the server closes
-//!   (HTTP/1.0 style); [`HttpTracker::end`] marks it complete.
-//!
-//! Responses pair with requests in order (pipelining); `1xx` interim
-//! responses (`100 Continue`, `103 Early Hints`) attach to the exchange whose
-//! final response follows. `101 Switching Protocols`, a `2xx` answer to
-//! `CONNECT` and a `CONNECT` request itself end parsing (the bytes after are
-//! another protocol).
-//!
-//! A gap inside a body of known length (`Content-Length`, a chunk's data, an
-//! until-close body) keeps sync; anywhere else (a head, a chunk-size line,
-//! trailers) parsing of that direction stops with
-//! [`HttpDirection::lost_sync_at`]. Garbage stops the direction with
-//! [`HttpDirection::malformed_at`]; on the first message it makes
-//! [`HttpTracker::is_http`] `Some(false)`.
+//! The per-direction HTTP/1.x walker: header blocks (httparse), bodies by
+//! `Content-Length`, chunks or until close, and the request/response pairing.
 
 use std::collections::VecDeque;
 
+use super::{
+    HttpDirection, HttpExchange, HttpInterim, HttpRequest, HttpResponse, EXCHANGE_DETAIL_CAP,
+    INTERIM_DETAIL_CAP, TARGET_CHARS,
+};
 use crate::proto::stream::InOrder;
-use crate::proto::{lossy_truncated, NoteKind, Notes, PARSE_BUFFER_CAP};
+use crate::proto::{lossy_truncated, NoteKind, PARSE_BUFFER_CAP};
 use crate::side::{Mark, Side};
 
-/// Exchanges kept in detail ([`HttpTracker::exchanges`]); later ones are only
-/// counted ([`HttpTracker::exchange_count`]).
-pub const EXCHANGE_DETAIL_CAP: usize = 256;
-/// Longest request target kept, in characters (lossy UTF-8).
-pub const TARGET_CHARS: usize = 200;
-/// Interim (`1xx`) responses kept per exchange.
-pub const INTERIM_DETAIL_CAP: usize = 4;
 /// Requests remembered while awaiting their response (pipelining depth), to
 /// apply the `HEAD`/`CONNECT` rules to the response.
-const PENDING_CAP: usize = 4096;
+const PENDING_CAP: usize = 1024;
 /// Longest chunk-size line (with extensions) accepted, bytes.
 const CHUNK_LINE_CAP: usize = 4096;
 /// Longest method kept, in characters.
 const METHOD_CHARS: usize = 32;
-
-/// A request (client → server).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct HttpRequest {
-    /// Method (`GET`, …).
-    pub method: String,
-    /// Request target, lossy UTF-8, truncated to [`TARGET_CHARS`].
-    pub target: String,
-    /// Minor version: 1 for HTTP/1.1, 0 for HTTP/1.0.
-    pub version: u8,
-    /// Stream offset of the message's first byte.
-    pub offset: u64,
-    /// Segment that carried the first byte.
-    pub first: Mark,
-    /// Segment that completed the header block.
-    pub head_complete: Mark,
-    /// Header block length in bytes (request line to the empty line).
-    pub head_len: u32,
-    /// Segment that delivered the last byte (`None` until complete, or when
-    /// the last byte fell in a gap).
-    pub last: Option<Mark>,
-    /// The whole message (head and body) was walked.
-    pub complete: bool,
-    /// Stream offset just past the message (when complete).
-    pub end: Option<u64>,
-    /// Body bytes walked so far: the `Content-Length` body, or the sum of the
-    /// chunk sizes (decoded length) for chunked bodies; gaps included.
-    pub body_len: u64,
-    /// Body bytes missing from the capture.
-    pub missing: u64,
-    /// `Content-Length` header value.
-    pub content_length: Option<u64>,
-    /// Chunked transfer coding.
-    pub chunked: bool,
-    /// `Expect: 100-continue` (the body waits for an interim response or a
-    /// timeout, RFC 9110 §10.1.1).
-    pub expect_continue: bool,
-}
-
-/// A final response (server → client).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct HttpResponse {
-    /// Status code.
-    pub status: u16,
-    /// Minor version: 1 for HTTP/1.1, 0 for HTTP/1.0.
-    pub version: u8,
-    /// Stream offset of the message's first byte.
-    pub offset: u64,
-    /// Segment that carried the first byte.
-    pub first: Mark,
-    /// Segment that completed the header block.
-    pub head_complete: Mark,
-    /// Header block length in bytes.
-    pub head_len: u32,
-    /// Segment that delivered the last byte (`None` until complete, or when
-    /// the last byte fell in a gap). For an until-close body it is set by
-    /// [`HttpTracker::end`].
-    pub last: Option<Mark>,
-    /// The whole message was walked (an until-close body: once
-    /// [`HttpTracker::end`] was called).
-    pub complete: bool,
-    /// Stream offset just past the message (when complete).
-    pub end: Option<u64>,
-    /// Body bytes walked so far (decoded length for chunked bodies; gaps
-    /// included).
-    pub body_len: u64,
-    /// Body bytes missing from the capture.
-    pub missing: u64,
-    /// `Content-Length` header value.
-    pub content_length: Option<u64>,
-    /// Chunked transfer coding.
-    pub chunked: bool,
-    /// No length given: the body runs until the server closes.
-    pub until_close: bool,
-    /// The request this answers was parsed (if not, a `HEAD` could not be
-    /// taken into account).
-    pub request_seen: bool,
-}
-
-/// An interim (`1xx`) response.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct HttpInterim {
-    /// Status code (100, 102, 103).
-    pub status: u16,
-    /// Segment that carried its first byte.
-    pub first: Mark,
-    /// Segment that completed its header block.
-    pub head_complete: Mark,
-}
-
-/// A request and its response (either may be missing: not yet seen, or lost
-/// to a gap).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct HttpExchange {
-    /// Position on the connection (0 = first request/response pair).
-    pub index: u64,
-    /// The request.
-    pub request: Option<HttpRequest>,
-    /// Interim responses before the final one (the first
-    /// [`INTERIM_DETAIL_CAP`]).
-    pub interim: Vec<HttpInterim>,
-    /// The final response.
-    pub response: Option<HttpResponse>,
-}
-
-/// What was seen of one direction.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct HttpDirection {
-    /// The sender.
-    pub side: Side,
-    /// Stream bytes seen (gaps excluded).
-    pub bytes_seen: u64,
-    /// Stream bytes reported missing by gaps.
-    pub bytes_missing: u64,
-    /// Messages whose header block was parsed (interim responses included).
-    pub messages: u64,
-    /// Stream offset of the first missing byte that made framing unknown;
-    /// parsing of this direction stopped there.
-    pub lost_sync_at: Option<u64>,
-    /// Stream offset of the message that did not parse; parsing of this
-    /// direction stopped there.
-    pub malformed_at: Option<u64>,
-    /// Notes on this direction.
-    pub notes: Notes,
-}
-
-impl HttpDirection {
-    fn new(side: Side) -> Self {
-        HttpDirection {
-            side,
-            bytes_seen: 0,
-            bytes_missing: 0,
-            messages: 0,
-            lost_sync_at: None,
-            malformed_at: None,
-            notes: Notes::default(),
-        }
-    }
-}
+/// Most header fields parsed in one header block.
+const MAX_HEADERS: usize = 512;
 
 /// How a message's body is framed, from its head.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,18 +109,25 @@ struct Pending {
 
 /// State shared by the two directions: the exchanges and the pairing.
 #[derive(Debug, Clone, Default)]
-struct Shared {
-    exchanges: Vec<HttpExchange>,
-    requests: u64,
-    responses: u64,
+pub(super) struct Shared {
+    /// The first [`EXCHANGE_DETAIL_CAP`] exchanges.
+    pub(super) exchanges: Vec<HttpExchange>,
+    /// Exchanges touched (by a request, an interim or a final response).
+    pub(super) seen: u64,
+    /// Request heads parsed.
+    pub(super) requests: u64,
+    /// Final response heads parsed.
+    pub(super) responses: u64,
+    /// Requests awaiting their response (at most [`PENDING_CAP`]).
     pending: VecDeque<Pending>,
     /// Set when a `101` or a `2xx` to `CONNECT` switched protocols.
-    upgraded: bool,
+    pub(super) upgraded: bool,
 }
 
 impl Shared {
     /// The detailed exchange `index`, created if within the cap.
     fn exchange(&mut self, index: u64) -> Option<&mut HttpExchange> {
+        self.seen = self.seen.max(index.saturating_add(1));
         let i = usize::try_from(index)
             .ok()
             .filter(|&i| i < EXCHANGE_DETAIL_CAP)?;
@@ -317,15 +158,18 @@ impl Shared {
     }
 }
 
-/// Body progress reported to the message being walked.
-enum Progress {
-    Bytes(u64),
-    Missing(u64),
+/// The fields that track a message's body, request or response alike.
+struct Tail<'a> {
+    last: &'a mut Option<Mark>,
+    complete: &'a mut bool,
+    end: &'a mut Option<u64>,
+    body_len: &'a mut u64,
+    missing: &'a mut u64,
 }
 
 /// Parser of one direction.
 #[derive(Debug, Clone)]
-struct Parser {
+pub(super) struct Parser {
     side: Side,
     stream: InOrder,
     pos: u64,
@@ -339,7 +183,7 @@ struct Parser {
 }
 
 impl Parser {
-    fn new(side: Side) -> Self {
+    pub(super) fn new(side: Side) -> Self {
         Parser {
             side,
             stream: InOrder::default(),
@@ -351,8 +195,21 @@ impl Parser {
         }
     }
 
-    fn stopped(&self) -> bool {
+    pub(super) fn stopped(&self) -> bool {
         matches!(self.state, State::Stopped)
+    }
+
+    /// Whether this direction's first bytes look like HTTP/1.x.
+    pub(super) fn looks_http(&self) -> Option<bool> {
+        self.looks_http
+    }
+
+    /// The other direction switched protocols: stop here too.
+    pub(super) fn upgraded(&mut self, dir: &mut HttpDirection) {
+        if !self.stopped() {
+            dir.notes.push(self.pos, NoteKind::Upgraded);
+            self.stop();
+        }
     }
 
     fn stop(&mut self) {
@@ -369,7 +226,7 @@ impl Parser {
         self.stop();
     }
 
-    fn push(
+    pub(super) fn push(
         &mut self,
         offset: u64,
         data: &[u8],
@@ -429,7 +286,7 @@ impl Parser {
                 let n = take(data, *left);
                 *left -= n;
                 let done = *left == 0;
-                self.progress(Progress::Bytes(n), sh);
+                self.progress(n, false, sh);
                 if done {
                     self.message_done(Some(at), pos + n, sh);
                 }
@@ -438,7 +295,7 @@ impl Parser {
                 let n = data.len() as u64;
                 *data = &[];
                 self.last_data = Some(at);
-                self.progress(Progress::Bytes(n), sh);
+                self.progress(n, false, sh);
             }
             State::Chunked(chunk) => match chunk {
                 Chunk::Size { line } => {
@@ -476,7 +333,7 @@ impl Parser {
                     if *left == 0 {
                         *chunk = Chunk::DataEnd { seen_cr: false };
                     }
-                    self.progress(Progress::Bytes(n), sh);
+                    self.progress(n, false, sh);
                 }
                 Chunk::DataEnd { seen_cr } => {
                     let b = data[0];
@@ -505,34 +362,34 @@ impl Parser {
         }
     }
 
-    /// Adds body progress to the current message.
-    fn progress(&mut self, p: Progress, sh: &mut Shared) {
-        let Some(index) = self.current else {
-            return;
-        };
-        let Some(ex) = sh.exchange(index) else {
-            return;
-        };
-        let (body_len, missing) = match (self.side, ex) {
-            (
-                Side::Client,
-                HttpExchange {
-                    request: Some(r), ..
-                },
-            ) => (&mut r.body_len, &mut r.missing),
-            (
-                Side::Server,
-                HttpExchange {
-                    response: Some(r), ..
-                },
-            ) => (&mut r.body_len, &mut r.missing),
-            _ => return,
-        };
-        match p {
-            Progress::Bytes(n) => *body_len += n,
-            Progress::Missing(n) => {
-                *body_len += n;
-                *missing += n;
+    /// The progress fields of the current message (request or response).
+    fn tail<'a>(&self, sh: &'a mut Shared) -> Option<Tail<'a>> {
+        let ex = sh.exchange(self.current?)?;
+        match self.side {
+            Side::Client => ex.request.as_mut().map(|r| Tail {
+                last: &mut r.last,
+                complete: &mut r.complete,
+                end: &mut r.end,
+                body_len: &mut r.body_len,
+                missing: &mut r.missing,
+            }),
+            Side::Server => ex.response.as_mut().map(|r| Tail {
+                last: &mut r.last,
+                complete: &mut r.complete,
+                end: &mut r.end,
+                body_len: &mut r.body_len,
+                missing: &mut r.missing,
+            }),
+        }
+    }
+
+    /// Adds `len` body bytes (`missing` of them lost to a gap) to the current
+    /// message.
+    fn progress(&mut self, len: u64, missing: bool, sh: &mut Shared) {
+        if let Some(t) = self.tail(sh) {
+            *t.body_len += len;
+            if missing {
+                *t.missing += len;
             }
         }
     }
@@ -540,37 +397,14 @@ impl Parser {
     /// The current message ended at stream offset `end`; the next byte
     /// starts a new head.
     fn message_done(&mut self, last: Option<Mark>, end: u64, sh: &mut Shared) {
+        if let Some(t) = self.tail(sh) {
+            *t.last = last;
+            *t.complete = true;
+            *t.end = Some(end);
+        }
         self.state = State::head();
         self.last_data = None;
-        let Some(index) = self.current.take() else {
-            return;
-        };
-        let Some(ex) = sh.exchange(index) else {
-            return;
-        };
-        match (self.side, ex) {
-            (
-                Side::Client,
-                HttpExchange {
-                    request: Some(r), ..
-                },
-            ) => {
-                r.last = last;
-                r.complete = true;
-                r.end = Some(end);
-            }
-            (
-                Side::Server,
-                HttpExchange {
-                    response: Some(r), ..
-                },
-            ) => {
-                r.last = last;
-                r.complete = true;
-                r.end = Some(end);
-            }
-            _ => {}
-        }
+        self.current = None;
     }
 
     /// A complete header block `buf` that started at `start` and ended at
@@ -749,6 +583,14 @@ impl Parser {
         Ok(framing)
     }
 
+    /// `len` bytes at stream `offset` were never seen.
+    pub(super) fn gap(&mut self, offset: u64, len: u64, dir: &mut HttpDirection, sh: &mut Shared) {
+        let missing = self.stream.admit_gap(offset, len);
+        if missing > 0 {
+            self.missing(missing, dir, sh);
+        }
+    }
+
     /// `len` bytes at [`Self::pos`] were never seen.
     fn missing(&mut self, len: u64, dir: &mut HttpDirection, sh: &mut Shared) {
         dir.bytes_missing += len;
@@ -770,7 +612,7 @@ impl Parser {
             return;
         }
         dir.notes.push(at, NoteKind::Gap { len });
-        self.progress(Progress::Missing(len), sh);
+        self.progress(len, true, sh);
         match &mut self.state {
             State::Length { left: 0 } => self.message_done(None, self.pos, sh),
             State::Chunked(chunk @ Chunk::Data { left: 0 }) => {
@@ -782,7 +624,7 @@ impl Parser {
     }
 
     /// The sender closed: an until-close body is complete.
-    fn end(&mut self, sh: &mut Shared) {
+    pub(super) fn end(&mut self, sh: &mut Shared) {
         if let State::UntilClose = self.state {
             let last = self.last_data;
             self.message_done(last, self.pos, sh);
@@ -848,9 +690,10 @@ struct Head {
 
 /// Parses a complete header block with httparse (a request if `REQUEST`).
 fn parse_head<const REQUEST: bool>(buf: &[u8]) -> Result<Head, &'static str> {
-    // Every header takes a line: this many slots can never run out.
+    // Every header takes a line: this many slots never run out below the
+    // cap, and more than MAX_HEADERS is "too many headers".
     let lines = buf.iter().filter(|&&b| b == b'\n').count();
-    let mut headers = vec![httparse::EMPTY_HEADER; lines];
+    let mut headers = vec![httparse::EMPTY_HEADER; lines.min(MAX_HEADERS)];
     let mut head = Head::default();
     let status = if REQUEST {
         let mut req = httparse::Request::new(&mut headers);
@@ -916,135 +759,52 @@ fn httparse_error(e: httparse::Error) -> &'static str {
     }
 }
 
-/// Tracks the HTTP/1.x messages of one cleartext TCP connection, both
-/// directions (see the [module docs](self) and [`crate::proto`] for the
-/// input model).
-#[derive(Debug, Clone)]
-pub struct HttpTracker {
-    client: Parser,
-    server: Parser,
-    client_dir: HttpDirection,
-    server_dir: HttpDirection,
-    shared: Shared,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Default for HttpTracker {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl HttpTracker {
-    /// A tracker that has seen nothing yet.
-    pub fn new() -> Self {
-        HttpTracker {
-            client: Parser::new(Side::Client),
-            server: Parser::new(Side::Server),
-            client_dir: HttpDirection::new(Side::Client),
-            server_dir: HttpDirection::new(Side::Server),
-            shared: Shared::default(),
-        }
+    #[test]
+    fn empty_line_detection_across_chunks() {
+        let mut eol = Eol::InLine;
+        assert_eq!(eol.scan(b"GET / HTTP/1.1\r\nHost: a\r"), None);
+        assert_eq!(eol.scan(b"\n\r"), None);
+        assert_eq!(eol.scan(b"\nbody"), Some(1));
+        let mut eol = Eol::InLine;
+        assert_eq!(eol.scan(b"a\n\nrest"), Some(3), "bare LF");
+        let mut eol = Eol::LineStart;
+        assert_eq!(eol.scan(b"\r\n"), Some(2), "no trailers");
     }
 
-    /// Bytes `data` sent by `side` at stream `offset`, delivered by the
-    /// segment `at`. Cheap no-op once [`HttpTracker::is_http`] is
-    /// `Some(false)`.
-    pub fn push(&mut self, side: Side, offset: u64, data: &[u8], at: Mark) {
-        if self.is_http() == Some(false) {
-            return;
-        }
-        let (parser, dir) = match side {
-            Side::Client => (&mut self.client, &mut self.client_dir),
-            Side::Server => (&mut self.server, &mut self.server_dir),
-        };
-        parser.push(offset, data, at, dir, &mut self.shared);
-        self.after_upgrade();
+    #[test]
+    fn framing_headers() {
+        let h = parse_head::<false>(b"HTTP/1.1 200 OK\r\nContent-Length: 7, 7\r\n\r\n").unwrap();
+        assert_eq!(h.content_length, Some(7));
+        assert!(parse_head::<false>(b"HTTP/1.1 200 OK\r\nContent-Length: 7, 8\r\n\r\n").is_err());
+        assert!(parse_head::<false>(b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n").is_err());
+        assert!(parse_head::<false>(b"HTTP/1.1 200 OK\r\nContent-Length: +1\r\n\r\n").is_err());
+        let h = parse_head::<false>(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n")
+            .unwrap();
+        assert!(h.transfer_encoding && !h.chunked);
+        let h = parse_head::<true>(
+            b"PUT /x HTTP/1.1\r\nTRANSFER-ENCODING: Chunked \r\nExpect: 100-Continue\r\n\r\n",
+        )
+        .unwrap();
+        assert!(h.chunked && h.expect_continue);
+        assert_eq!((h.method.as_str(), h.target.as_str()), ("PUT", "/x"));
+        assert_eq!(
+            parse_head::<true>(b"GET / HTTP/2.0\r\n\r\n").unwrap_err(),
+            "not HTTP/1.x"
+        );
     }
 
-    /// `len` bytes sent by `side` at stream `offset` that the capture never
-    /// saw.
-    pub fn gap(&mut self, side: Side, offset: u64, len: u64) {
-        let (parser, dir) = match side {
-            Side::Client => (&mut self.client, &mut self.client_dir),
-            Side::Server => (&mut self.server, &mut self.server_dir),
-        };
-        let missing = parser.stream.admit_gap(offset, len);
-        if missing > 0 {
-            parser.missing(missing, dir, &mut self.shared);
-        }
-    }
-
-    /// `side` closed its direction (FIN), or the capture ended: a response
-    /// body delimited by the close is complete.
-    pub fn end(&mut self, side: Side) {
-        let parser = match side {
-            Side::Client => &mut self.client,
-            Side::Server => &mut self.server,
-        };
-        parser.end(&mut self.shared);
-    }
-
-    /// Does this connection carry HTTP/1.x? `Some(true)` once the client's
-    /// first request head parsed; `Some(false)` as soon as the client's first
-    /// bytes cannot start a request (a method token and a space) or its first
-    /// head does not parse (HTTP/2 prior knowledge, `PRI * HTTP/2.0`,
-    /// included), or when the server speaks first with something other than
-    /// `HTTP/`; `None` while undecided.
-    pub fn is_http(&self) -> Option<bool> {
-        match (self.client.looks_http, self.server.looks_http) {
-            (Some(c), _) => Some(c),
-            (None, Some(false)) => Some(false),
-            (None, s) if self.client.stopped() => s.or(Some(false)),
-            _ => None,
-        }
-    }
-
-    /// The first [`EXCHANGE_DETAIL_CAP`] exchanges, in order.
-    pub fn exchanges(&self) -> &[HttpExchange] {
-        &self.shared.exchanges
-    }
-
-    /// All exchanges seen: the larger of the request and final-response
-    /// counts.
-    pub fn exchange_count(&self) -> u64 {
-        self.shared.requests.max(self.shared.responses)
-    }
-
-    /// Requests whose head was parsed.
-    pub fn request_count(&self) -> u64 {
-        self.shared.requests
-    }
-
-    /// Final responses whose head was parsed.
-    pub fn response_count(&self) -> u64 {
-        self.shared.responses
-    }
-
-    /// One direction's state and notes.
-    pub fn direction(&self, side: Side) -> &HttpDirection {
-        match side {
-            Side::Client => &self.client_dir,
-            Side::Server => &self.server_dir,
-        }
-    }
-
-    /// The connection switched protocols (`101`, or `2xx` to `CONNECT`).
-    pub fn upgraded(&self) -> bool {
-        self.shared.upgraded
-    }
-
-    /// After a protocol switch, neither direction is HTTP any more.
-    fn after_upgrade(&mut self) {
-        if self.shared.upgraded {
-            for (parser, dir) in [
-                (&mut self.client, &mut self.client_dir),
-                (&mut self.server, &mut self.server_dir),
-            ] {
-                if !parser.stopped() {
-                    dir.notes.push(parser.pos, NoteKind::Upgraded);
-                    parser.stop();
-                }
-            }
-        }
+    #[test]
+    fn plausible_starts() {
+        assert_eq!(plausible_start(Side::Client, b"\r\nGE"), None);
+        assert_eq!(plausible_start(Side::Client, b"GET "), Some(true));
+        assert_eq!(plausible_start(Side::Client, b"G\x00"), Some(false));
+        assert_eq!(plausible_start(Side::Client, b" GET"), Some(false));
+        assert_eq!(plausible_start(Side::Server, b"HTT"), None);
+        assert_eq!(plausible_start(Side::Server, b"HTTP/1.1"), Some(true));
+        assert_eq!(plausible_start(Side::Server, b"SSH-"), Some(false));
     }
 }
