@@ -658,7 +658,7 @@ impl Half {
     ///   RTT, since both its last segment and the last ACK): the first
     ///   retransmission since the ACK last advanced, of the highest segment,
     ///   is a tail loss probe (with one segment in flight Linux waits 2·SRTT
-    ///   + 200 ms, `tcp_schedule_loss_probe()`, RFC 8985 §7.2); otherwise a
+    ///   plus 200 ms, `tcp_schedule_loss_probe()`, RFC 8985 §7.2); otherwise a
     ///   timeout, backed off once per earlier timeout of the same data.
     /// - ≥ 3 dupACKs or SACK above the hole: fast retransmit.
     /// - The highest segment, first since the ACK advanced, after ≥ 1.5 RTT
