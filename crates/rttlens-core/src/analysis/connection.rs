@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use crate::analysis::ladder::{ClientClock, Dir, Phase};
 use crate::analysis::rounds::{classify, Round};
 use crate::analysis::rtt::{RttEstimate, Vantage};
+use crate::analysis::tls::TlsKind;
 use crate::analysis::transfer::Transfer;
 use crate::detect::finding::round3;
 use crate::flow::{Conn, SynInfo};
@@ -71,6 +72,16 @@ pub struct TcpFacts {
     pub syn_count: u32,
     /// Largest window each side advertised (bytes, scaled).
     pub max_window: [u64; 2],
+    /// Segments each side sent that filled a hole soon after it opened
+    /// (reordering in the network, not loss).
+    pub out_of_order: [u64; 2],
+    /// Segments each side sent with its flight at or above the peer's window
+    /// (Wireshark's "window full").
+    pub window_full: [u64; 2],
+    /// Zero-window episodes each side imposed on its peer.
+    pub zero_windows: [u64; 2],
+    /// Bytes each side sent that the peer acknowledged but the capture never saw.
+    pub unseen_bytes: [u64; 2],
 }
 
 /// All that is known of one finished connection.
@@ -195,6 +206,13 @@ pub fn analyze(mut conn: Box<Conn>) -> Analysis {
         syn_count: syn.map(|s| s.count).unwrap_or(0),
         // half[x].max_window is the window the *peer* of x advertised
         max_window: [conn.half[1].max_window, conn.half[0].max_window],
+        out_of_order: [conn.half[0].out_of_order, conn.half[1].out_of_order],
+        window_full: [conn.half[0].window_full, conn.half[1].window_full],
+        zero_windows: [
+            conn.half[1].zero_windows.len() as u64,
+            conn.half[0].zero_windows.len() as u64,
+        ],
+        unseen_bytes: [conn.half[0].dropped_bytes, conn.half[1].dropped_bytes],
     };
     let mut rounds: [Vec<Round>; 2] = [Vec::new(), Vec::new()];
     let mut dropped = [0u64; 2];
@@ -322,6 +340,13 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
             if let Some(sh) = t.server_hello {
                 let d = (sh.ts - t.client_hello.ts) - a.h_s();
                 p.parts.push(clock.part("server-processing", d));
+            }
+            // TLS 1.2 full: the client's key exchange after the server's first flight
+            if let (TlsKind::Tls12Full, Some(end), Some(fin)) =
+                (t.kind, t.server_flight_end, t.client_finished)
+            {
+                let d = (fin.ts - end.ts) - a.h_c();
+                p.parts.push(clock.part("client-processing", d));
             }
             ladder.push(p);
         }
