@@ -6,6 +6,7 @@ use crate::analysis::connection::TcpFacts;
 use crate::analysis::ladder::Phase;
 use crate::analysis::rounds::Limit;
 use crate::analysis::rtt::{RttMethod, Vantage};
+use crate::analysis::tls::TlsInfo;
 use crate::analysis::transfer::{Bound, InitialWindow, LimitCount};
 use crate::analysis::Analysis;
 use crate::detect::finding::round3;
@@ -119,33 +120,18 @@ pub struct ConnReport {
 /// TLS facts of a connection.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct TlsReport {
-    /// Negotiated version (`1.2`, `1.3`, …).
-    pub version: String,
+    /// What was negotiated (flattened: `version`, `sni`, `alpn`, `cipher`, …).
+    #[serde(flatten)]
+    pub info: TlsInfo,
     /// Handshake kind (`tls12-full`, `tls12-abbreviated`, `tls13-full`,
-    /// `tls13-psk`, `tls13-0rtt`), see DESIGN.md §2.
+    /// `tls13-psk`, `tls13-0rtt`, `other`), see DESIGN.md §2.
     pub kind: String,
-    /// Round trips the kind needs by design.
+    /// Round trips the kind needs by design (+1 after a HelloRetryRequest).
     pub nominal_rtts: u32,
-    /// Round trips the handshake took (ClientHello → handshake done at the client).
+    /// Round trips the handshake took (connect done → handshake done at the client).
     pub measured_rtts: f64,
-    /// Server name (SNI), when sent.
-    pub sni: Option<String>,
-    /// ALPN protocol selected, when any.
-    pub alpn: Option<String>,
-    /// Cipher suite selected (name, or hex code).
-    pub cipher: Option<String>,
-    /// The client offered resumption (session id, ticket or PSK).
-    pub resumption_offered: bool,
-    /// The server resumed the session.
-    pub resumed: bool,
-    /// The client offered 0-RTT early data.
-    pub early_data_offered: bool,
     /// The server sent a HelloRetryRequest.
     pub hello_retry: bool,
-    /// Application records each side sent.
-    pub app_records: [u64; 2],
-    /// Largest application record of each side (bytes).
-    pub max_app_record: [u64; 2],
 }
 
 impl ConnReport {
@@ -207,24 +193,11 @@ impl ConnReport {
             rtt,
             tcp: a.tcp.clone(),
             tls: a.tls.as_ref().map(|t| TlsReport {
-                version: t.version.clone(),
+                info: t.info.clone(),
                 kind: t.kind.as_str().to_string(),
                 nominal_rtts: t.kind.nominal_rtts() + u32::from(t.hello_retry.is_some()),
-                measured_rtts: a
-                    .ladder
-                    .iter()
-                    .find(|p| p.name == "tls")
-                    .map(|p| p.rtts)
-                    .unwrap_or(0.0),
-                sni: t.sni.clone(),
-                alpn: t.alpn.clone(),
-                cipher: t.cipher.clone(),
-                resumption_offered: t.resumption_offered,
-                resumed: t.resumed,
-                early_data_offered: t.early_data_offered,
+                measured_rtts: a.phase("tls").map(|p| p.rtts).unwrap_or(0.0),
                 hello_retry: t.hello_retry.is_some(),
-                app_records: t.app_records,
-                max_app_record: t.max_app_record,
             }),
             ladder: a.ladder.clone(),
             transfer,

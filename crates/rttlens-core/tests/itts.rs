@@ -60,7 +60,7 @@ fn pku_sender_window_cap() {
     let rtt = c.rtt.as_ref().expect("rtt");
     assert!(within(rtt.min_ms, 25.7, 0.02), "RTT {} ms", rtt.min_ms);
     let tls = c.tls.as_ref().expect("tls facts");
-    assert_eq!(tls.version, "1.2");
+    assert_eq!(tls.info.version, "1.2");
     assert_eq!(tls.kind, "tls12-full");
     assert_eq!(tls.nominal_rtts, 2);
     assert!(

@@ -89,15 +89,15 @@ pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::
     if let Some(t) = &c.tls {
         let mut l = format!(
             "  TLS {} · {} handshake: {:.2} RTT (nominal {})",
-            t.version, t.kind, t.measured_rtts, t.nominal_rtts
+            t.info.version, t.kind, t.measured_rtts, t.nominal_rtts
         );
-        if let Some(s) = &t.cipher {
+        if let Some(s) = &t.info.cipher {
             l.push_str(&format!(" · {s}"));
         }
-        if let Some(s) = &t.sni {
+        if let Some(s) = &t.info.sni {
             l.push_str(&format!(" · SNI {s}"));
         }
-        if let Some(s) = &t.alpn {
+        if let Some(s) = &t.info.alpn {
             l.push_str(&format!(" · ALPN {s}"));
         }
         writeln!(w, "{l}")?;

@@ -2,7 +2,7 @@
 //! is built on and the [`TlsFacts`] the TLS detectors read.
 
 use crate::analysis::connection::{AppTimeline, FirstRecord};
-use crate::analysis::tls::{TlsFacts, TlsKind};
+use crate::analysis::tls::{TlsFacts, TlsInfo, TlsKind};
 use crate::flow::protocols::Found;
 use crate::flow::Conn;
 use crate::proto::http::HttpTracker;
@@ -60,7 +60,23 @@ fn tls(s: &TlsSummary, conn: &Conn) -> (Option<AppTimeline>, Option<TlsFacts>) {
     };
     let app_stats = |side: Side| s.direction(side).totals.application_data;
     let facts = TlsFacts {
-        version: short_version(hs.version),
+        info: TlsInfo {
+            version: short_version(hs.version),
+            sni: s.sni().map(str::to_string),
+            alpn: s.alpn_selected().map(str::to_string),
+            cipher: s.cipher_suite().map(|(id, name)| {
+                name.map(str::to_string)
+                    .unwrap_or_else(|| format!("0x{id:04x}"))
+            }),
+            resumption_offered: hs.resumption_offered,
+            resumed: hs.resumption_accepted,
+            early_data_offered: hs.early_data.offered,
+            app_records: [app_stats(Side::Client).count, app_stats(Side::Server).count],
+            max_app_record: [
+                app_stats(Side::Client).max_len.unwrap_or(0) as u64,
+                app_stats(Side::Server).max_len.unwrap_or(0) as u64,
+            ],
+        },
         kind,
         client_hello: hs.client_hello.first,
         client_max_version: short_version(client_max),
@@ -71,20 +87,6 @@ fn tls(s: &TlsSummary, conn: &Conn) -> (Option<AppTimeline>, Option<TlsFacts>) {
         hello_retry: hs.hello_retry_request.as_ref().map(|x| x.first),
         done,
         done_sent_by_client: done_sent,
-        sni: s.sni().map(str::to_string),
-        alpn: s.alpn_selected().map(str::to_string),
-        cipher: s.cipher_suite().map(|(id, name)| {
-            name.map(str::to_string)
-                .unwrap_or_else(|| format!("0x{id:04x}"))
-        }),
-        resumption_offered: hs.resumption_offered,
-        resumed: hs.resumption_accepted,
-        early_data_offered: hs.early_data.offered,
-        app_records: [app_stats(Side::Client).count, app_stats(Side::Server).count],
-        max_app_record: [
-            app_stats(Side::Client).max_len.unwrap_or(0) as u64,
-            app_stats(Side::Server).max_len.unwrap_or(0) as u64,
-        ],
     };
     // The request: the client's application records (early data first)
     // before the server's first application record.

@@ -331,7 +331,7 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
                 (done, dir),
                 format!(
                     "TLS {} handshake, {} (nominal {} RTT)",
-                    t.version,
+                    t.info.version,
                     t.kind.as_str(),
                     t.kind.nominal_rtts()
                 ),

@@ -45,14 +45,38 @@ impl TlsKind {
     }
 }
 
-/// The handshake of one TLS connection.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct TlsFacts {
+/// What a TLS connection negotiated, as people and the JSON output read it.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct TlsInfo {
     /// Negotiated version, e.g. `1.2`.
     pub version: String,
+    /// Server name (SNI), when sent.
+    pub sni: Option<String>,
+    /// ALPN protocol selected, when any.
+    pub alpn: Option<String>,
+    /// Cipher suite selected (name, or hex code).
+    pub cipher: Option<String>,
+    /// The client offered resumption (session id, ticket or PSK).
+    pub resumption_offered: bool,
+    /// The server resumed the session.
+    pub resumed: bool,
+    /// The client offered 0-RTT early data.
+    pub early_data_offered: bool,
+    /// Application-data records each side sent (client, server).
+    pub app_records: [u64; 2],
+    /// Largest application record of each side (bytes).
+    pub max_app_record: [u64; 2],
+}
+
+/// The handshake of one TLS connection: what was negotiated, its kind, and
+/// the frames of its milestones.
+#[derive(Debug, Clone)]
+pub struct TlsFacts {
+    /// What was negotiated.
+    pub info: TlsInfo,
     /// Kind.
     pub kind: TlsKind,
-    /// The ClientHello (first and completing segment).
+    /// The ClientHello (first segment).
     pub client_hello: Mark,
     /// Highest version the client offered, e.g. `1.3`.
     pub client_max_version: String,
@@ -73,20 +97,4 @@ pub struct TlsFacts {
     /// Whether `done` is a packet the client sent (abbreviated 1.2: its own
     /// Finished) rather than received.
     pub done_sent_by_client: bool,
-    /// SNI.
-    pub sni: Option<String>,
-    /// ALPN selected.
-    pub alpn: Option<String>,
-    /// Cipher suite selected.
-    pub cipher: Option<String>,
-    /// The client offered resumption.
-    pub resumption_offered: bool,
-    /// The server resumed.
-    pub resumed: bool,
-    /// The client offered early data.
-    pub early_data_offered: bool,
-    /// Application-data records of each side (client, server).
-    pub app_records: [u64; 2],
-    /// Largest application record of each side (bytes).
-    pub max_app_record: [u64; 2],
 }

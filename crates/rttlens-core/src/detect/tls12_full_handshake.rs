@@ -21,7 +21,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         format!(
             "ClientHello offers up to TLS {}{}",
             t.client_max_version,
-            if t.resumption_offered {
+            if t.info.resumption_offered {
                 ", with a session to resume"
             } else {
                 ""
@@ -33,8 +33,9 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             sh.frame,
             format!(
                 "ServerHello selects TLS {}{}: full handshake",
-                t.version,
-                t.cipher
+                t.info.version,
+                t.info
+                    .cipher
                     .as_deref()
                     .map(|c| format!(" ({c})"))
                     .unwrap_or_default()
@@ -60,7 +61,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         "The client did not offer TLS 1.3: upgrade its TLS library or allow 1.3 in its configuration".to_string()
     };
     fix.push_str("; for returning clients enable resumption (nginx `ssl_session_cache shared:SSL:10m; ssl_session_tickets on;`), which makes a TLS 1.2 handshake 1 RTT.");
-    if t.resumption_offered && !t.resumed {
+    if t.info.resumption_offered && !t.info.resumed {
         fix.push_str(" The client offered a session to resume and the server declined it: check the session cache / ticket keys are shared across servers.");
     }
     vec![Finding {
