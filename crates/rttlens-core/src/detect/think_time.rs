@@ -23,7 +23,7 @@ pub const ID_CLIENT: &str = "client-think-time";
 /// at most one RTT, so a think time of several RTTs is sure wherever the
 /// capture was taken.
 fn confidence(a: &Analysis, think: crate::time::Duration) -> (Level, &'static str) {
-    if think.nanos >= 4 * a.rtt_min.nanos {
+    if think.nanos >= a.rtt_min.nanos.saturating_mul(4) {
         return (
             Level::High,
             "several RTTs long: no vantage correction could explain it",
