@@ -228,6 +228,8 @@ pub struct Half {
     rto_recovery: Option<u64>,
     ts_ring: [(u32, Timestamp, bool); 16],
     ts_pos: usize,
+    /// The TSecr last looked up (consecutive segments echo the same value).
+    last_tsecr: Option<u32>,
 }
 
 impl Half {
@@ -274,6 +276,7 @@ impl Half {
             rto_recovery: None,
             ts_ring: [(0, Timestamp::default(), true); 16],
             ts_pos: 0,
+            last_tsecr: None,
         }
     }
 
@@ -475,6 +478,10 @@ impl Half {
 
     /// The peer echoed `tsecr` at `ts`: a sample of h_peer.
     pub fn on_tsecr(&mut self, tsecr: u32, ts: Timestamp, rtt: &mut RttSamples) {
+        if self.last_tsecr == Some(tsecr) {
+            return; // looked up already: only the first echo is a sample
+        }
+        self.last_tsecr = Some(tsecr);
         if let Some(e) = self
             .ts_ring
             .iter_mut()
