@@ -148,7 +148,7 @@ pub fn run(
     sum.findings_by_id = findings_by_id;
     let n = reader.notes();
     let notes = [
-        ("frames cut by snaplen", n.cut_by_snaplen),
+        // frames cut by snaplen: counted above per TCP segment (`snaplen_cut`)
         (
             "records with caplen above the wire length",
             n.caplen_above_orig_len,
