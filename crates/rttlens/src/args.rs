@@ -49,7 +49,8 @@ pub struct AnalyzeArgs {
     /// Print the table of rounds for every connection shown (text).
     #[arg(long)]
     pub rounds: bool,
-    /// Show a progress bar (default: when stderr is a terminal).
+    /// Show progress: a bar on a terminal (the default there), plain lines
+    /// on stderr about once a second otherwise.
     #[arg(long, conflicts_with = "no_progress")]
     pub progress: bool,
     /// Never show a progress bar.

@@ -62,7 +62,12 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     } else {
         std::fs::metadata(&path).ok().map(|m| m.len())
     };
-    let show_progress = args.progress || (!args.no_progress && io::stderr().is_terminal());
+    let tty = io::stderr().is_terminal();
+    let show_progress = args.progress || (!args.no_progress && tty);
+    // `--progress` without a terminal: plain lines about once a second
+    // (indicatif draws only on terminals)
+    let plain = args.progress && !tty;
+    let mut last_line = std::time::Instant::now();
     let bar = match (show_progress, total) {
         (true, Some(n)) => {
             let b = ProgressBar::new(n);
@@ -101,7 +106,21 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
                 io_err = Some(e);
             }
         },
-        &mut |bytes| bar.set_position(bytes),
+        &mut |bytes| {
+            bar.set_position(bytes);
+            if plain && last_line.elapsed() >= std::time::Duration::from_secs(1) {
+                last_line = std::time::Instant::now();
+                match total {
+                    Some(t) if t > 0 => eprintln!(
+                        "rttlens: {:.1} of {:.1} MB ({:.0} %)",
+                        bytes as f64 / 1e6,
+                        t as f64 / 1e6,
+                        100.0 * bytes as f64 / t as f64
+                    ),
+                    _ => eprintln!("rttlens: {:.1} MB read", bytes as f64 / 1e6),
+                }
+            }
+        },
     )
     .with_context(|| format!("cannot analyse {}", path.display()))?;
     bar.finish_and_clear();
