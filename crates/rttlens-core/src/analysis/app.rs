@@ -2,7 +2,7 @@
 //! is built on and the [`TlsFacts`] the TLS detectors read.
 
 use crate::analysis::connection::{AppTimeline, FirstRecord};
-use crate::analysis::tls::{TlsFacts, TlsInfo, TlsKind};
+use crate::analysis::tls::{EarlyDataFacts, TlsFacts, TlsInfo, TlsKind};
 use crate::flow::protocols::Found;
 use crate::flow::Conn;
 use crate::proto::http::HttpTracker;
@@ -87,6 +87,13 @@ fn tls(s: &TlsSummary, conn: &Conn) -> (Option<AppTimeline>, Option<TlsFacts>) {
         hello_retry: hs.hello_retry_request.as_ref().map(|x| x.first),
         done,
         done_sent_by_client: done_sent,
+        early_data: hs.early_data.offered.then(|| EarlyDataFacts {
+            offered: true,
+            records: hs.early_data.records,
+            bytes: hs.early_data.bytes,
+            first: hs.early_data.first.as_ref().map(|f| f.first),
+            accepted: hs.early_data.accepted,
+        }),
     };
     // The request: the client's application records (early data first)
     // before the server's first application record.

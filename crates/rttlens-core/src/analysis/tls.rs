@@ -97,4 +97,21 @@ pub struct TlsFacts {
     /// Whether `done` is a packet the client sent (abbreviated 1.2: its own
     /// Finished) rather than received.
     pub done_sent_by_client: bool,
+    /// TLS 1.3 early data, when the ClientHello offered it.
+    pub early_data: Option<EarlyDataFacts>,
+}
+
+/// TLS 1.3 early data (0-RTT).
+#[derive(Debug, Clone, Copy)]
+pub struct EarlyDataFacts {
+    /// The ClientHello carried `early_data`.
+    pub offered: bool,
+    /// Early-data records and their payload bytes.
+    pub records: u32,
+    /// Payload bytes.
+    pub bytes: u64,
+    /// The first early-data record.
+    pub first: Option<Mark>,
+    /// Accepted (`Some(true)`), rejected, or unknown.
+    pub accepted: Option<bool>,
 }

@@ -14,9 +14,12 @@ pub mod receive_window_limit;
 pub mod sender_window_cap;
 pub mod slow_start;
 pub mod syn_retransmission;
+pub mod tfo;
 pub mod think_time;
 pub mod tls12_full_handshake;
+pub mod tls_resumption;
 mod util;
+pub mod zero_rtt;
 pub mod zero_window;
 
 use crate::analysis::Analysis;
@@ -47,12 +50,31 @@ pub const DETECTORS: &[(&[&str], Detector)] = &[
     (&[zero_window::ID], zero_window::detect),
     (&[syn_retransmission::ID], syn_retransmission::detect),
     (&[capture_drops::ID], capture_drops::detect),
+    (
+        &[
+            tfo::ID_COOKIE,
+            tfo::ID_ACCEPTED,
+            tfo::ID_REFUSED,
+            tfo::ID_FALLBACK,
+        ],
+        tfo::detect,
+    ),
+    (&[tls_resumption::ID], tls_resumption::detect),
+    (&[zero_rtt::ID], zero_rtt::detect),
 ];
 
 /// Finding ids that are reported whatever their cost: they speak of the
 /// capture or of wasted work rather than of time lost, and their detectors
 /// decide themselves when they are worth reporting.
-pub const QUALITY_IDS: &[&str] = &["capture-drops", "spurious-retransmission"];
+pub const QUALITY_IDS: &[&str] = &[
+    "capture-drops",
+    "spurious-retransmission",
+    // verified outcomes: what TFO, resumption and 0-RTT did (or saved)
+    "tfo-cookie",
+    "tfo-accepted",
+    "tls-resumption",
+    "zero-rtt",
+];
 
 /// Run every detector on `a`; material findings sorted by cost, highest first.
 pub fn run_all(a: &Analysis) -> Vec<Finding> {

@@ -55,6 +55,25 @@ pub struct SynInfo {
     pub window: u16,
     /// Payload carried (TCP Fast Open data, RFC 7413), bytes.
     pub data_len: u32,
+    /// The acknowledgment number (SYN-ACK only: whether it covers the SYN's
+    /// data tells if TFO data was accepted, RFC 7413 §4.2).
+    pub ack: SeqNumber,
+    /// Payload of the latest transmission (a client that gave up on TFO
+    /// resends its SYN without data, RFC 7413 §4.1.3).
+    pub last_data_len: u32,
+    /// Fast Open option of the latest transmission.
+    pub last_fast_open: Option<crate::wire::FastOpen>,
+}
+
+/// Data carried by the client's SYN (TCP Fast Open), held until the SYN-ACK
+/// says whether the server took it: taken data is the start of the stream;
+/// refused data is resent by the client after the handshake and counted then.
+#[derive(Debug, Clone)]
+struct SynData {
+    seq: SeqNumber,
+    len: u32,
+    bytes: Vec<u8>,
+    at: Mark,
 }
 
 /// One TCP connection.
@@ -91,6 +110,7 @@ pub struct Conn {
     pub protocols: Protocols,
     /// Segments whose TCP options did not parse.
     pub malformed_options: u64,
+    syn_data: Option<SynData>,
 }
 
 impl Conn {
@@ -124,6 +144,7 @@ impl Conn {
             rtt: RttSamples::default(),
             protocols: Protocols::default(),
             malformed_options: 0,
+            syn_data: None,
         }
     }
 
@@ -191,7 +212,17 @@ impl Conn {
                 self.half[p].on_tsecr(tsecr, at.ts, &mut self.rtt);
             }
         }
-        if seg.payload_len > 0 {
+        if seg.payload_len > 0 && is_syn && side == Side::Client {
+            // TFO data: fed to the stream once the SYN-ACK accepts it
+            if self.syn_data.is_none() && self.syn_ack.is_none() {
+                self.syn_data = Some(SynData {
+                    seq: seg.seq.add(1),
+                    len: seg.payload_len,
+                    bytes: seg.payload.to_vec(),
+                    at,
+                });
+            }
+        } else if seg.payload_len > 0 {
             let seq = if is_syn { seg.seq.add(1) } else { seg.seq };
             let h_x = self.rtt.h(side).unwrap_or(Duration::ZERO);
             let rtt_min = self.rtt_min().unwrap_or(Duration::from_millis(1));
@@ -217,6 +248,9 @@ impl Conn {
             options: seg.options,
             window: seg.window,
             data_len: seg.payload_len,
+            ack: seg.ack,
+            last_data_len: seg.payload_len,
+            last_fast_open: seg.options.fast_open,
         };
         let slot = match side {
             Side::Client => &mut self.syn,
@@ -226,6 +260,8 @@ impl Conn {
             Some(prev) if prev.isn == seg.seq => {
                 prev.count += 1;
                 prev.last = at;
+                prev.last_data_len = seg.payload_len;
+                prev.last_fast_open = seg.options.fast_open;
                 return;
             }
             Some(_) => return, // a different ISN on a live connection: keep the first
@@ -236,6 +272,27 @@ impl Conn {
             if let Some(syn) = self.syn {
                 self.rtt
                     .add(Side::Server, at.ts - syn.last.ts, RttMethod::Handshake);
+            }
+            // TFO: the SYN-ACK acknowledges the SYN's data only if the server took it
+            if let Some(d) = self.syn_data.take() {
+                if seg.ack == d.seq.add(d.len) {
+                    let wants = self.protocols.wants_bytes();
+                    let mut sink = SideSink {
+                        side: Side::Client,
+                        protocols: &mut self.protocols,
+                    };
+                    let sink: Option<&mut dyn reassembly::StreamSink> =
+                        if wants { Some(&mut sink) } else { None };
+                    self.half[Side::Client.index()].on_data(
+                        d.seq,
+                        d.len,
+                        &d.bytes,
+                        d.at,
+                        Duration::ZERO,
+                        Duration::from_millis(1),
+                        sink,
+                    );
+                }
             }
         }
         // window scaling applies only when both SYNs carried the option (RFC 7323 §2.2)

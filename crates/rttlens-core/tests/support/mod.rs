@@ -50,6 +50,8 @@ pub const CLIENT_IP: &str = "10.231.0.1";
 pub const SERVER_IP: &str = "10.231.0.2";
 /// Port nginx listens on.
 pub const NGINX_PORT: u16 = 80;
+/// HTTPS port of [`Lab::nginx_tls`].
+pub const TLS_PORT: u16 = 443;
 /// Port the python server listens on.
 pub const PY_PORT: u16 = 8080;
 /// Payload bytes per full segment: MTU 1500 − IPv4 20 − TCP 20 − timestamps 12.
@@ -216,6 +218,8 @@ struct Tools {
     curl: PathBuf,
     kill: PathBuf,
     chrt: PathBuf,
+    openssl: PathBuf,
+    sysctl: PathBuf,
 }
 
 fn find_tool(name: &str) -> Option<PathBuf> {
@@ -258,6 +262,8 @@ fn require() -> Tools {
         curl: get("curl", "curl"),
         kill: get("kill", "procps"),
         chrt: get("chrt", "util-linux"),
+        openssl: get("openssl", "openssl"),
+        sysctl: get("sysctl", "procps"),
     };
     // the delay line runs SCHED_FIFO: as an ordinary task it waits for a CPU
     // behind curl's start-up and delays the handshake by up to 12 ms
@@ -508,6 +514,78 @@ impl Lab {
             );
             sleep(Duration::from_millis(10));
         }
+    }
+
+    /// Set a sysctl (e.g. `net.ipv4.tcp_fastopen`) inside `host`'s namespace.
+    pub fn sysctl(&self, host: Host, key: &str, value: &str) {
+        must(self.exec_in(self.ns_of(host), &self.tools.sysctl).args([
+            "-q",
+            "-w",
+            &format!("{key}={value}"),
+        ]));
+    }
+
+    /// Run `program args…` in `host`'s namespace (at most 20 s) and return
+    /// its output, successful or not.
+    pub fn run_in(&self, host: Host, program: &str, args: &[&str]) -> Output {
+        let path = find_tool(program).unwrap_or_else(|| panic!("`{program}` is missing"));
+        run_bounded(
+            self.exec_in(self.ns_of(host), &path).args(args),
+            Duration::from_secs(20),
+        )
+    }
+
+    /// Serve `files` over HTTPS with nginx on the server, port [`TLS_PORT`]
+    /// (self-signed certificate), with `listen_extra` appended to the
+    /// `listen` directive (e.g. `fastopen=16`) and `server_extra` directives
+    /// in the server block (e.g. `ssl_early_data on;`). Also serves plain
+    /// HTTP on port 80 with the same `listen_extra`.
+    pub fn nginx_tls(&mut self, files: &[(&str, Vec<u8>)], listen_extra: &str, server_extra: &str) {
+        let root = self.dir.join("www");
+        fs::create_dir_all(&root).expect("web root");
+        for (name, data) in files {
+            fs::write(root.join(name), data).expect("web file");
+        }
+        let (key, crt) = (self.dir.join("key.pem"), self.dir.join("cert.pem"));
+        must(
+            Command::new(&self.tools.openssl)
+                .args([
+                    "req",
+                    "-x509",
+                    "-newkey",
+                    "ec",
+                    "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1",
+                    "-nodes",
+                    "-days",
+                    "2",
+                    "-subj",
+                    "/CN=lab.test",
+                    "-keyout",
+                ])
+                .arg(&key)
+                .arg("-out")
+                .arg(&crt),
+        );
+        let d = self.dir.display();
+        let conf = format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\nuser root;\n\
+             pid {d}/nginx.pid;\nerror_log {d}/nginx.error.log;\n\
+             events {{ worker_connections 64; }}\n\
+             http {{\n  access_log off;\n  default_type application/octet-stream;\n\
+             client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d};\n\
+             uwsgi_temp_path {d}; scgi_temp_path {d};\n\
+             ssl_certificate {crt}; ssl_certificate_key {key};\n\
+             ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache shared:SSL:1m; ssl_session_tickets on;\n\
+             server {{ listen {SERVER_IP}:{NGINX_PORT} {listen_extra}; listen {SERVER_IP}:{TLS_PORT} ssl {listen_extra}; root {d}/www; {server_extra} }}\n}}\n",
+            crt = crt.display(),
+            key = key.display(),
+        );
+        let conf = self.write("nginx.conf", conf.as_bytes());
+        let mut cmd = self.exec_in(&self.ns[2], &self.tools.nginx);
+        cmd.arg("-c").arg(&conf).arg("-p").arg(&self.dir);
+        let i = self.spawn("nginx", cmd);
+        self.wait_listening(i, TLS_PORT);
     }
 
     /// Serve `files` (name, content) with nginx on the server, port 80.

@@ -1,0 +1,153 @@
+//! TCP Fast Open (RFC 7413): `tfo-cookie`, `tfo-accepted`, `tfo-refused`,
+//! `tfo-fallback`.
+//!
+//! Read from the SYN and SYN-ACK (DESIGN.md §4 "TFO"): option kind 34 (or
+//! 254 with ExID 0xF989); an empty option is a cookie request, a longer one
+//! carries a cookie. A SYN with data and a cookie is an attempt; the
+//! SYN-ACK acknowledging ISN + 1 + data length means the server took the data
+//! (RFC 7413 §4.2), saving the round trip the request would otherwise wait
+//! for. Linux: `tcp_fastopen_cookie_check()`, `tcp_try_fastopen()`.
+
+use super::finding::{conf, ev, Cost, Finding, Level};
+use crate::analysis::Analysis;
+use crate::wire::FastOpen;
+
+/// A cookie was requested (and perhaps granted): informational.
+pub const ID_COOKIE: &str = "tfo-cookie";
+/// Data in the SYN accepted: informational (1 RTT saved).
+pub const ID_ACCEPTED: &str = "tfo-accepted";
+/// Data in the SYN refused: the request waited for the handshake.
+pub const ID_REFUSED: &str = "tfo-refused";
+/// The client gave up on TFO and resent a plain SYN.
+pub const ID_FALLBACK: &str = "tfo-fallback";
+
+const REFS: &[&str] = &[
+    "RFC 7413",
+    "Linux tcp_fastopen.c: tcp_try_fastopen(), tcp_fastopen_cookie_check()",
+];
+
+/// See the module docs.
+pub fn detect(a: &Analysis) -> Vec<Finding> {
+    let (Some(syn), Some(sa)) = (a.conn.syn, a.conn.syn_ack) else {
+        return vec![];
+    };
+    let Some(tfo) = syn.options.fast_open else {
+        return vec![];
+    };
+    let granted = match sa.options.fast_open {
+        Some(FastOpen::Cookie { len, .. }) => Some(len),
+        _ => None,
+    };
+    let finding =
+        |id: &'static str, title: String, cost: Cost, evidence, level, why: &str, fix: &str| {
+            Finding {
+                id,
+                connection: a.conn.index,
+                title,
+                cost,
+                evidence,
+                confidence: conf(level, why),
+                fix: fix.to_string(),
+                references: REFS.to_vec(),
+            }
+        };
+    // a plain SYN resent after a SYN with TFO: the client fell back
+    if syn.count > 1 && syn.last_fast_open.is_none() && syn.last_data_len == 0 {
+        let lost = syn.last.ts - syn.first.ts;
+        return vec![finding(
+            ID_FALLBACK,
+            format!("TCP Fast Open SYN went unanswered; the client fell back to a plain SYN {:.0} ms later", lost.as_millis_f64()),
+            a.cost(lost),
+            vec![ev(syn.first.frame, format!("SYN with a TFO option{}", if syn.data_len > 0 { format!(" and {} B of data", syn.data_len) } else { String::new() })), ev(syn.last.frame, "plain SYN: TFO given up"), ev(sa.first.frame, "SYN-ACK to the plain SYN")],
+            Level::High,
+            "the same ISN was resent without the TFO option",
+            "Something on the path drops SYNs with data or unknown options: fix or bypass the middlebox, or turn TFO off for this path (Linux then blackholes TFO for `net.ipv4.tcp_fastopen_blackhole_timeout_sec`).",
+        )];
+    }
+    match tfo {
+        FastOpen::CookieRequest { .. } => {
+            let (title, fix) = match granted {
+                Some(len) => (
+                    format!("TCP Fast Open cookie obtained ({len} B): the next connection to this server can carry its request in the SYN, saving 1 RTT"),
+                    "Nothing to fix: keep the client's TFO cache (curl `--tcp-fastopen`, `TCP_FASTOPEN_CONNECT`) so later connections use the cookie.",
+                ),
+                None => (
+                    "the client asked for a TCP Fast Open cookie; the server did not give one".to_string(),
+                    "Enable TFO on the server: `sysctl -w net.ipv4.tcp_fastopen=3` and a listen queue (nginx `listen … fastopen=256`, or `TCP_FASTOPEN` on the listening socket).",
+                ),
+            };
+            let mut evidence = vec![ev(syn.first.frame, "SYN with a TFO cookie request")];
+            evidence.push(ev(
+                sa.first.frame,
+                match granted {
+                    Some(len) => format!("SYN-ACK carries a {len} B cookie"),
+                    None => "SYN-ACK without a cookie".to_string(),
+                },
+            ));
+            vec![finding(
+                ID_COOKIE,
+                title,
+                Cost::ZERO,
+                evidence,
+                Level::High,
+                "TFO options read from the SYN and SYN-ACK",
+                fix,
+            )]
+        }
+        FastOpen::Cookie { len, .. } => {
+            let accepted = syn.data_len > 0 && sa.ack == syn.isn.add(1 + syn.data_len);
+            if accepted {
+                vec![finding(
+                    ID_ACCEPTED,
+                    format!("TCP Fast Open: {} B of data sent in the SYN and accepted; the request left 1 RTT earlier", syn.data_len),
+                    Cost::ZERO,
+                    vec![ev(syn.first.frame, format!("SYN with a {len} B cookie and {} B of data", syn.data_len)), ev(sa.first.frame, "SYN-ACK acknowledges the SYN's data")],
+                    Level::High,
+                    "the SYN-ACK's acknowledgment number covers the SYN data",
+                    "Nothing to fix: TFO saved the connect round trip.",
+                )]
+            } else {
+                let resend = a.conn.half[0]
+                    .first_data
+                    .filter(|m| m.frame > sa.first.frame);
+                let mut evidence = vec![
+                    ev(
+                        syn.first.frame,
+                        format!(
+                            "SYN with a {len} B cookie{}",
+                            if syn.data_len > 0 {
+                                format!(" and {} B of data", syn.data_len)
+                            } else {
+                                " but no data".to_string()
+                            }
+                        ),
+                    ),
+                    ev(
+                        sa.first.frame,
+                        "SYN-ACK acknowledges the SYN only: the data was not taken",
+                    ),
+                ];
+                if let Some(r) = resend {
+                    evidence.push(ev(
+                        r.frame,
+                        "the client sends the data again after the handshake",
+                    ));
+                }
+                let cost = if syn.data_len > 0 {
+                    a.cost(a.rtt_min)
+                } else {
+                    Cost::ZERO
+                };
+                vec![finding(
+                    ID_REFUSED,
+                    format!("TCP Fast Open data refused: the {} B in the SYN waited for the handshake (1 RTT)", syn.data_len),
+                    cost,
+                    evidence,
+                    Level::High,
+                    "the SYN-ACK did not acknowledge the SYN data",
+                    "The server refused the cookie or its TFO queue was full: check `nstat -az TcpExtTCPFastOpenPassiveFail TcpExtTCPFastOpenListenOverflow`, the listen queue (nginx `listen … fastopen=N`), and that all servers behind one address share `net.ipv4.tcp_fastopen_key`.",
+                )]
+            }
+        }
+    }
+}
