@@ -151,6 +151,25 @@ impl Analysis {
         crate::detect::finding::Cost::of(d, self.rtt_min)
     }
 
+    /// Time within `[from, to]` that `sender`'s data was held by Nagle
+    /// (union of its stalls, clipped): not the application's think time.
+    pub fn held_by_nagle(
+        &self,
+        sender: Side,
+        from: crate::time::Timestamp,
+        to: crate::time::Timestamp,
+    ) -> Duration {
+        let iv = self.conn.half[sender.index()]
+            .nagle
+            .iter()
+            .filter_map(|st| {
+                let (s, e) = (st.y.ts.max(from), st.x.ts.min(to));
+                (s < e).then_some((s, e))
+            })
+            .collect();
+        crate::detect::util::union_len(iv)
+    }
+
     /// Client and server addresses.
     pub fn endpoints(&self) -> (SocketAddr, SocketAddr) {
         (self.conn.client, self.conn.server)
@@ -178,6 +197,9 @@ fn effective_mss(conn: &Conn, sender: Side, ts: bool) -> u64 {
 /// Analyse a finished connection: RTT, rounds, app timeline, transfer and ladder.
 pub fn analyze(mut conn: Box<Conn>) -> Analysis {
     let found = std::mem::take(&mut conn.protocols).finish();
+    for h in &mut conn.half {
+        h.finish_nagle();
+    }
     let (app, tls) = crate::analysis::app::from_found(&found, &conn);
     let rtt = conn.rtt.estimate();
     let rtt_min = rtt.map(|r| r.min).unwrap_or(Duration::ZERO);
@@ -361,10 +383,16 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
             "first request byte sent → first response byte received (TTFB)".to_string(),
         );
         let last = app.request_last.unwrap_or(q);
-        let think = (r.ts - last.ts) - a.h_s();
         let total = Duration::from_millis_f64(p.ms);
-        let think = think.max(Duration::ZERO).min(total);
-        p.parts.push(clock.part("network", total - think));
+        // what the server's kernel held back (Nagle) is not think time
+        let held = a.held_by_nagle(Side::Server, last.ts, r.ts).min(total);
+        let think = ((r.ts - last.ts) - a.h_s() - held)
+            .max(Duration::ZERO)
+            .min(total - held);
+        p.parts.push(clock.part("network", total - think - held));
+        if held > Duration::ZERO {
+            p.parts.push(clock.part("nagle", held));
+        }
         p.parts.push(clock.part("server-think", think));
         ladder.push(p);
         if let Some(fr) = app.first_record {

@@ -10,6 +10,7 @@ pub mod finding;
 pub mod hello_retry_request;
 pub mod large_tls_record;
 pub mod loss;
+pub mod nagle;
 pub mod receive_window_limit;
 pub mod sender_window_cap;
 pub mod slow_start;
@@ -18,7 +19,7 @@ pub mod tfo;
 pub mod think_time;
 pub mod tls12_full_handshake;
 pub mod tls_resumption;
-mod util;
+pub(crate) mod util;
 pub mod zero_rtt;
 pub mod zero_window;
 
@@ -60,6 +61,7 @@ pub const DETECTORS: &[(&[&str], Detector)] = &[
         tfo::detect,
     ),
     (&[tls_resumption::ID], tls_resumption::detect),
+    (&[nagle::ID_STALL, nagle::ID_DELAYED_ACK], nagle::detect),
     (&[zero_rtt::ID], zero_rtt::detect),
 ];
 

@@ -41,7 +41,9 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     let app = &a.app;
     if let (Some(q), Some(r)) = (app.request_last, app.response_first) {
-        let think = (r.ts - q.ts) - a.h_s();
+        // time the server's kernel held the answer (Nagle) is not think time
+        let think =
+            (r.ts - q.ts) - a.h_s() - a.held_by_nagle(crate::side::Side::Server, q.ts, r.ts);
         let (level, why) = confidence(a, think);
         // runs on every connection: skip the strings when it will be dropped
         let material = a.cost(think).is_material();
@@ -80,7 +82,8 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         tls_done.or(conn_done).map(|m| (m, q))
     });
     if let Some((m, q)) = ready {
-        let think = (q.ts - m.ts) - a.h_c();
+        let think =
+            (q.ts - m.ts) - a.h_c() - a.held_by_nagle(crate::side::Side::Client, m.ts, q.ts);
         let (level, why) = confidence(a, think);
         if !a.cost(think).is_material() {
             return out;

@@ -87,6 +87,24 @@ pub struct ZeroWindow {
     pub end: Option<Mark>,
 }
 
+/// A small segment held back until the ACK of the previous small segment
+/// reached the sender: the signature of Nagle's algorithm (RFC 896; Linux's
+/// Minshall variant, `tcp_nagle_check()`: a sub-MSS segment waits while the
+/// last small segment sent is unacknowledged).
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct NagleStall {
+    /// The earlier small segment (y).
+    pub y: Mark,
+    /// Its payload (bytes).
+    pub y_len: u32,
+    /// The peer's pure ACK covering y.
+    pub ack: Mark,
+    /// The held segment (x), sent as soon as that ACK arrived.
+    pub x: Mark,
+    /// Its payload (bytes).
+    pub x_len: u32,
+}
+
 /// Data the capture never saw although the receiver acknowledged it.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct CaptureDrop {
@@ -230,6 +248,18 @@ pub struct Half {
     ts_pos: usize,
     /// The TSecr last looked up (consecutive segments echo the same value).
     last_tsecr: Option<u32>,
+    /// The sender's MSS (bytes; 0 while unknown), for "small segment" tests.
+    pub mss: u64,
+    /// The last new-data segment if it was small: (end offset, mark, length).
+    last_small: Option<(u64, Mark, u32)>,
+    /// The first ACK from the peer covering `last_small`, and whether it was pure.
+    last_small_ack: Option<(Mark, bool)>,
+    /// Nagle stalls (first [`MAX_EVENTS_KEPT`]).
+    pub nagle: Vec<NagleStall>,
+    /// A candidate stall, confirmed once the sender stays quiet after it.
+    pending_nagle: Option<NagleStall>,
+    /// The peer sent data since `last_small`: what follows may answer it.
+    pub peer_spoke: bool,
 }
 
 impl Half {
@@ -277,6 +307,12 @@ impl Half {
             ts_ring: [(0, Timestamp::default(), true); 16],
             ts_pos: 0,
             last_tsecr: None,
+            mss: 0,
+            last_small: None,
+            last_small_ack: None,
+            nagle: Vec::new(),
+            pending_nagle: None,
+            peer_spoke: false,
         }
     }
 
@@ -407,6 +443,11 @@ impl Half {
         }
         if advanced {
             self.acked = off;
+        }
+        if let Some((y_end, _, _)) = self.last_small {
+            if self.last_small_ack.is_none() && off >= y_end {
+                self.last_small_ack = Some((at, pure));
+            }
         }
         if pure && self.awaiting_full_ack && off >= self.snd_nxt {
             self.awaiting_full_ack = false;
@@ -594,6 +635,12 @@ impl Half {
             new_bytes = len as u64;
         }
         if new_bytes > 0 {
+            self.settle_nagle(at, rtt_min);
+        }
+        if new_bytes > 0 && !retx && off == snd_nxt_before {
+            self.check_nagle(off, len, at, h_x, rtt_min);
+        }
+        if new_bytes > 0 {
             self.last_new_data = Some(at);
             self.awaiting_full_ack = true;
             if self.unacked.len() >= MAX_UNACKED {
@@ -634,6 +681,75 @@ impl Half {
             self.reasm.push(off, payload, len as u64, at, sink);
         }
         self.last_send = Some(at);
+    }
+
+    /// A candidate Nagle stall holds only if the sender then went quiet: a
+    /// held segment is the end of the send queue (else the kernel would
+    /// have filled it), while a window-limited sender that cut a segment
+    /// short goes on sending at once. `at` is the sender's next new data.
+    fn settle_nagle(&mut self, at: Mark, rtt_min: Duration) {
+        if let Some(p) = self.pending_nagle.take() {
+            if at.ts - p.x.ts >= Duration::from_millis(1).max(rtt_min / 4) {
+                self.confirm_nagle(p);
+            }
+        }
+    }
+
+    fn confirm_nagle(&mut self, st: NagleStall) {
+        if self.nagle.len() < MAX_EVENTS_KEPT {
+            self.nagle.push(st);
+        }
+    }
+
+    /// The connection is over: a pending stall followed by nothing holds.
+    pub fn finish_nagle(&mut self) {
+        if let Some(p) = self.pending_nagle.take() {
+            self.confirm_nagle(p);
+        }
+    }
+
+    /// Nagle (DESIGN.md §4): the small segment x at `off` follows the small
+    /// segment y (only full-size segments in between, and no data from the
+    /// peer that x could be answering, and no new data at all during the
+    /// stall), and left when the peer's *pure* ACK of y reached the sender
+    /// (from max(0.3 ms, RTT/20) before to max(1 ms, RTT/4) after), after a
+    /// pause of at least max(1 ms, RTT/2). A pure ACK carries nothing an
+    /// application could react to, so x was ready and held by the kernel.
+    fn check_nagle(&mut self, off: u64, len: u32, at: Mark, h_x: Duration, rtt_min: Duration) {
+        // full-size segments are never held, and leave Minshall's state
+        // (the last small segment sent, `tp->snd_sml`) as it is
+        if self.mss == 0 || len as u64 >= self.mss {
+            return;
+        }
+        let last = self.last_small.take();
+        let ack = self.last_small_ack.take();
+        {
+            if let (Some((y_end, y, y_len)), Some((a, true)), false) = (last, ack, self.peer_spoke)
+            {
+                // x leaves when the ACK reaches the sender: at M, h_x after
+                // the ACK. Queueing on the path only makes it later, so the
+                // window is narrow before and wider after.
+                let released = at.ts - (a.ts + h_x);
+                let early = Duration::from_micros(300).max(rtt_min / 20);
+                let late = Duration::from_millis(1).max(rtt_min / 4);
+                let pause = at.ts - y.ts;
+                let stall = Duration::from_millis(1).max(rtt_min / 2);
+                // silent right up to x: nothing new left during the stall
+                let silent = self.last_new_data.is_none_or(|l| at.ts - l.ts >= stall);
+                let on_ack = released.nanos >= -early.nanos && released <= late;
+                if y_end <= off && on_ack && pause >= stall && silent {
+                    self.pending_nagle = Some(NagleStall {
+                        y,
+                        y_len,
+                        ack: a,
+                        x: at,
+                        x_len: len,
+                    });
+                }
+            }
+            self.last_small = Some((off + len as u64, at, len));
+            self.peer_spoke = false;
+        }
     }
 
     fn fill_hole(&mut self, i: usize, off: u64, end: u64) {

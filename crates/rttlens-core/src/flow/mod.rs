@@ -234,6 +234,10 @@ impl Conn {
                 if wants { Some(&mut sink) } else { None };
             self.half[s].on_data(seq, seg.payload_len, seg.payload, at, h_x, rtt_min, sink);
         }
+        if seg.payload_len > 0 {
+            // what the other side sends next may answer this (not Nagle)
+            self.half[p].peer_spoke = true;
+        }
         if flags.contains(TcpFlags::FIN) && self.half[s].fin.is_none() {
             self.half[s].fin = Some(at);
         }
@@ -297,6 +301,16 @@ impl Conn {
         }
         // window scaling applies only when both SYNs carried the option (RFC 7323 §2.2)
         if let (Some(syn), Some(sa)) = (self.syn, self.syn_ack) {
+            // each sender's MSS: the peer's MSS option, less the timestamp option
+            let ts = if syn.options.timestamps.is_some() && sa.options.timestamps.is_some() {
+                12
+            } else {
+                0
+            };
+            self.half[Side::Client.index()].mss =
+                sa.options.mss.map_or(0, |m| (m as u64).saturating_sub(ts));
+            self.half[Side::Server.index()].mss =
+                syn.options.mss.map_or(0, |m| (m as u64).saturating_sub(ts));
             let (c, s) = match (syn.options.window_scale, sa.options.window_scale) {
                 (Some(c), Some(s)) => (c.min(14), s.min(14)),
                 _ => (0, 0),

@@ -1,0 +1,105 @@
+//! `nagle-stall` and `nagle-delayed-ack`: a small segment held back by
+//! Nagle's algorithm until the ACK of the previous small segment came back
+//! (DESIGN.md §4 "Nagle"; the flow layer finds the stalls, see
+//! [`crate::flow::half::NagleStall`]).
+//!
+//! - `nagle-stall`: the ACK came back after about one RTT: the held segment
+//!   lost that round trip (the seed case: a TLS 1.3 server flight written
+//!   in two writes without TCP_NODELAY takes 2 RTT instead of 1).
+//! - `nagle-delayed-ack`: the receiver also delayed its ACK (Linux
+//!   `TCP_DELACK_MIN` 40 ms, Windows 200 ms; RFC 1122 §4.2.3.2), so the
+//!   stall is RTT + the delayed-ACK wait.
+//!
+//! Cost: from the small segment y to the held segment x (x is assumed ready
+//! when y left; confidence says so). Sources: RFC 896, RFC 1122 §4.2.3.4,
+//! Linux `tcp_nagle_check()`, `tcp_minshall_check()`, `tcp_send_delayed_ack()`.
+
+use super::finding::{conf, ev, Finding, Level};
+use super::util::union_len;
+use crate::analysis::Analysis;
+use crate::flow::half::NagleStall;
+use crate::side::Side;
+use crate::time::Duration;
+
+/// Finding id: Nagle held a segment for about one round trip.
+pub const ID_STALL: &str = "nagle-stall";
+/// Finding id: Nagle held a segment behind a delayed ACK.
+pub const ID_DELAYED_ACK: &str = "nagle-delayed-ack";
+/// An ACK this much later than the path explains was delayed by the
+/// receiver (Linux's minimum delayed-ACK timer is 40 ms; allow for jitter).
+pub const DELAYED_ACK_MIN: Duration = Duration::from_millis(30);
+
+/// How long the receiver held its ACK of y: ACK − y − h of the receiver.
+fn ack_wait(a: &Analysis, sender: Side, st: &NagleStall) -> Duration {
+    let h_receiver = match sender.peer() {
+        Side::Client => a.h_c(),
+        Side::Server => a.h_s(),
+    };
+    ((st.ack.ts - st.y.ts) - h_receiver).max(Duration::ZERO)
+}
+
+/// See the module docs.
+pub fn detect(a: &Analysis) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for sender in [Side::Client, Side::Server] {
+        let stalls = &a.conn.half[sender.index()].nagle;
+        if stalls.is_empty() {
+            continue;
+        }
+        let (delayed, plain): (Vec<&NagleStall>, Vec<&NagleStall>) = stalls
+            .iter()
+            .partition(|st| ack_wait(a, sender, st) >= DELAYED_ACK_MIN);
+        for (id, list) in [(ID_DELAYED_ACK, delayed), (ID_STALL, plain)] {
+            let Some(first) = list.first() else { continue };
+            let cost = a.cost(union_len(
+                list.iter().map(|st| (st.y.ts, st.x.ts)).collect(),
+            ));
+            let wait = ack_wait(a, sender, first);
+            let receiver = sender.peer().as_str();
+            let mut evidence = Vec::new();
+            for st in list.iter().take(3) {
+                let w = ack_wait(a, sender, st);
+                evidence.push(ev(
+                    st.y.frame,
+                    format!(
+                        "small segment ({} B) from the {}; nothing more follows",
+                        st.y_len,
+                        sender.as_str()
+                    ),
+                ));
+                evidence.push(ev(
+                    st.ack.frame,
+                    if w >= DELAYED_ACK_MIN {
+                        format!(
+                            "the {receiver}'s pure ACK of it, held {:.1} ms by delayed ACK",
+                            w.as_millis_f64()
+                        )
+                    } else {
+                        format!("the {receiver}'s pure ACK of it")
+                    },
+                ));
+                evidence.push(ev(st.x.frame, format!("the next small segment ({} B) leaves as soon as that ACK arrives, {:.1} ms after the first", st.x_len, (st.x.ts - st.y.ts).as_millis_f64())));
+            }
+            let title = if id == ID_DELAYED_ACK {
+                format!("Nagle × delayed ACK: the {} held a small segment until the {receiver}'s delayed ACK ({:.0} ms) came back", sender.as_str(), wait.as_millis_f64())
+            } else {
+                format!("Nagle: the {} held a small segment for a round trip, until the ACK of the previous one came back", sender.as_str())
+            };
+            out.push(Finding {
+                id,
+                connection: a.conn.index,
+                title,
+                cost,
+                evidence,
+                confidence: conf(Level::Medium, "small segment released exactly by a pure ACK; assumes its data was ready when the previous segment left"),
+                fix: format!(
+                    "Set TCP_NODELAY on the {} (nginx `tcp_nodelay on;`, Go's default, `setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, 1)`), or write what belongs together in one write (`writev`, TCP_CORK then uncork){}.",
+                    sender.as_str(),
+                    if id == ID_DELAYED_ACK { "; the receiver's delayed ACK (TCP_QUICKACK, Windows `TcpAckFrequency`) is the other half" } else { "" }
+                ),
+                references: vec!["RFC 896", "RFC 1122 §4.2.3.4", "RFC 1122 §4.2.3.2", "Linux tcp_nagle_check(), tcp_minshall_check(), TCP_DELACK_MIN"],
+            });
+        }
+    }
+    out
+}
