@@ -72,8 +72,11 @@ pub struct ServerConfig {
     pub nodelay: bool,
     /// The server flight in one or two writes. Default [`HandshakeWrites::One`].
     pub handshake_writes: HandshakeWrites,
-    /// Maximum TLS record size in bytes, record header included
-    /// (rustls `ServerConfig::max_fragment_size`; valid 32..=16389). Applies
+    /// Maximum TLS plaintext record size in bytes, its 5-byte header
+    /// included (rustls `ServerConfig::max_fragment_size`; valid
+    /// 32..=16389): a record carries at most `record_size - 5` bytes of
+    /// plaintext, and TLS 1.3 adds 17 bytes on the wire (inner content type
+    /// and AEAD tag, RFC 8446 §5.2), so 1400 gives 1417-byte records. Applies
     /// to handshake and application records. Default `None`: 16 KiB of
     /// plaintext per record (RFC 8446 §5.1).
     pub record_size: Option<usize>,
