@@ -571,3 +571,24 @@ fn nginx_config_test_failure_includes_stderr() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// TFO and SO_SNDBUF are applied without error and the server still serves
+/// (their wire effects are the lab scenarios' business).
+#[test]
+fn builtin_tfo_sndbuf_think_are_accepted() {
+    let srv = start(ServerConfig {
+        tfo: Some(16),
+        sndbuf: Some(32 * 1024),
+        think: Duration::from_millis(50),
+        nodelay: false,
+        ..ServerConfig::default()
+    });
+    let t0 = std::time::Instant::now();
+    let f = fetch(
+        srv.addr,
+        &client_config(&srv.cert, TlsVersion::Tls13),
+        "/size/300000",
+    );
+    assert_eq!(f.body_len, 300_000);
+    assert!(t0.elapsed() >= Duration::from_millis(50));
+}
