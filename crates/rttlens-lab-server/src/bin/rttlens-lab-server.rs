@@ -1,0 +1,99 @@
+//! `rttlens-lab-server`: the built-in lab server as a process. Prints
+//! `listening on ADDR` (then `port PORT`) on stdout once bound and serves
+//! until SIGTERM or SIGINT.
+#![forbid(unsafe_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Parser;
+use rttlens_lab_server::builtin::{HandshakeWrites, Server, ServerConfig};
+use rttlens_lab_server::TlsVersion;
+
+/// Built-in TLS/HTTP server of the rttlens lab: GET /size/N returns N bytes.
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Args {
+    /// Address to listen on (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// TCP_NODELAY on accepted sockets (off = Nagle on).
+    #[arg(long, default_value = "on", value_parser = on_off, action = clap::ArgAction::Set)]
+    nodelay: bool,
+    /// The server's TLS handshake flight in `one` or `two` writes.
+    #[arg(long, default_value = "one")]
+    handshake_writes: HandshakeWrites,
+    /// Maximum TLS record size in bytes, header included (32..=16389).
+    #[arg(long)]
+    record_size: Option<usize>,
+    /// Session tickets / resumption.
+    #[arg(long, default_value = "on", value_parser = on_off, action = clap::ArgAction::Set)]
+    tickets: bool,
+    /// 0-RTT: maximum early data in bytes (0 = off).
+    #[arg(long, default_value_t = 0)]
+    early_data: u32,
+    /// TLS versions, comma-separated: 1.2,1.3.
+    #[arg(long, value_delimiter = ',', default_value = "1.2,1.3")]
+    tls_versions: Vec<TlsVersion>,
+    /// TCP Fast Open queue length on the listener.
+    #[arg(long)]
+    tfo: Option<u32>,
+    /// SO_SNDBUF on accepted sockets, in bytes.
+    #[arg(long)]
+    sndbuf: Option<usize>,
+    /// Delay before each response, in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    think_ms: u64,
+    /// Serve HTTP/1.1 without TLS.
+    #[arg(long)]
+    plain_http: bool,
+}
+
+fn on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "true" | "1" | "yes" => Ok(true),
+        "off" | "false" | "0" | "no" => Ok(false),
+        _ => Err(format!("'{s}': expected on or off")),
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let cfg = ServerConfig {
+        nodelay: args.nodelay,
+        handshake_writes: args.handshake_writes,
+        record_size: args.record_size,
+        tickets: args.tickets,
+        early_data: args.early_data,
+        tls_versions: args.tls_versions,
+        tfo: args.tfo,
+        sndbuf: args.sndbuf,
+        think: Duration::from_millis(args.think_ms),
+        plain_http: args.plain_http,
+        ..ServerConfig::default()
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    rt.block_on(async move {
+        let server = Server::bind(args.listen, cfg)?;
+        let addr = server.local_addr();
+        println!("listening on {addr}");
+        println!("port {}", addr.port());
+        use std::io::Write as _;
+        std::io::stdout().flush().ok();
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("installing the SIGTERM handler")?;
+        let shutdown = async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        };
+        server.run_until(shutdown).await?;
+        Ok(())
+    })
+}

@@ -1,0 +1,43 @@
+//! A self-signed certificate for the lab servers (rcgen 0.14, ECDSA P-256).
+//!
+//! Subject alternative names: `localhost`, `127.0.0.1`, `::1`; clients in
+//! the lab skip verification (`curl -k`) or trust [`SelfSigned::cert_der`].
+
+use crate::{Error, Result};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+/// A freshly generated self-signed certificate and its private key.
+#[derive(Clone, Debug)]
+pub struct SelfSigned {
+    /// The certificate, PEM.
+    pub cert_pem: String,
+    /// The PKCS#8 private key, PEM.
+    pub key_pem: String,
+    cert_der: CertificateDer<'static>,
+    key_der: Vec<u8>,
+}
+
+impl SelfSigned {
+    /// Generates a certificate for `localhost`, `127.0.0.1` and `::1`.
+    pub fn generate() -> Result<SelfSigned> {
+        let names = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+        let ck =
+            rcgen::generate_simple_self_signed(names).map_err(|e| Error::Cert(e.to_string()))?;
+        Ok(SelfSigned {
+            cert_pem: ck.cert.pem(),
+            key_pem: ck.signing_key.serialize_pem(),
+            cert_der: ck.cert.der().clone(),
+            key_der: ck.signing_key.serialize_der(),
+        })
+    }
+
+    /// The certificate, DER (what a rustls client adds to its root store).
+    pub fn cert_der(&self) -> CertificateDer<'static> {
+        self.cert_der.clone()
+    }
+
+    /// The private key, DER (PKCS#8).
+    pub fn key_der(&self) -> PrivateKeyDer<'static> {
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key_der.clone()))
+    }
+}
