@@ -233,6 +233,9 @@ pub struct LinkStats {
     /// Packets dropped by the loss knobs: direction and payload index
     /// (0 for a dropped SYN without payload), in the order dropped.
     pub dropped: Vec<(Dir, u64)>,
+    /// Payload-carrying TCP segments that entered the link, per direction
+    /// (`[c2s, s2c]`): the highest index the loss knobs could have seen.
+    pub payload_segments: [u64; 2],
     /// Packets tail-dropped because the rate-limit queue was full.
     pub queue_drops: u64,
     /// Packets the far TUN refused (write error).
@@ -573,6 +576,10 @@ fn reader(s: &Shared, dir: Dir) {
             if i.payload {
                 st.payload_index += 1;
                 index = st.payload_index;
+                s.stats
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .payload_segments[dir.idx()] = index;
             }
         }
         let loss = s.cfg.loss(dir);
