@@ -145,6 +145,10 @@ fn accuracy(rtt_ms: u64) {
             c.vantage
         );
     }
+    assert_eq!(
+        stats.realtime_threads, 3,
+        "link threads without RT priority"
+    );
     eprintln!(
         "link error p50 {} µs p99 {} µs max {} µs",
         stats.error_quantile_us(0.5),

@@ -53,6 +53,8 @@ const POLL_MS: u16 = 20;
 /// How long a packet held for reordering waits for its successor before it
 /// is sent anyway.
 const REORDER_HOLD: Duration = Duration::from_millis(200);
+/// Real-time (SCHED_FIFO) priority asked for the link's threads.
+const RT_PRIORITY: &str = "10";
 /// Buffer size for one packet: MTU 1500 plus slack.
 const BUF: usize = 2048;
 
@@ -207,6 +209,25 @@ impl LinkConfig {
     }
 }
 
+/// Give the calling thread real-time priority (SCHED_FIFO 10) so a busy
+/// machine cannot delay it by milliseconds: a late wake-up of a reader
+/// shifts that packet's arrival, and of the scheduler its departure, both
+/// straight into the RTT the lab promises to ±1 ms. Done with `chrt` from
+/// util-linux (present on every Debian system) on this thread's TID, which
+/// keeps the crate free of `unsafe` (nix has no `sched_setscheduler`).
+/// The kernel's RT throttling (`sched_rt_runtime_us`, 95 % by default)
+/// still leaves the other threads CPU time. `false` when refused.
+fn realtime() -> bool {
+    let tid = nix::unistd::gettid().to_string();
+    std::process::Command::new("chrt")
+        .args(["-f", "-p", RT_PRIORITY, &tid])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// Whether seeded random loss drops payload segment `index` (1-based) in
 /// `dir`: a pure function of its arguments.
 pub fn random_drop(seed: u64, dir: Dir, index: u64, probability: f64) -> bool {
@@ -240,13 +261,15 @@ pub struct LinkStats {
     pub queue_drops: u64,
     /// Packets the far TUN refused (write error).
     pub write_errors: u64,
-    /// Added-delay error per forwarded packet: |actual write time − ideal
-    /// deadline|, where the ideal is arrival + serialisation + one-way
+    /// Added-delay error per forwarded packet: |time the write to the far
+    /// TUN starts − ideal deadline|, where the ideal is arrival + serialisation + one-way
     /// delay (± jitter). Histogram with 1 µs buckets; the last bucket
     /// holds everything ≥ its index.
     pub error_hist_us: Vec<u64>,
     /// Largest error seen (µs).
     pub error_max_us: u64,
+    /// Link threads that got real-time priority (of 3).
+    pub realtime_threads: u32,
 }
 
 impl LinkStats {
@@ -532,6 +555,12 @@ struct DirState {
 }
 
 fn reader(s: &Shared, dir: Dir) {
+    if realtime() {
+        s.stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .realtime_threads += 1;
+    }
     let src = &s.devs[dir.idx()];
     let (entry_point, _) = match dir {
         Dir::ClientToServer => (Capture::Ingress, Capture::Egress),
@@ -648,6 +677,12 @@ fn schedule(s: &Shared, dir: Dir, st: &mut DirState, arrival: Instant, data: Vec
 }
 
 fn scheduler(s: &Shared) {
+    if realtime() {
+        s.stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .realtime_threads += 1;
+    }
     loop {
         let ev = {
             let mut q = s.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -684,8 +719,11 @@ fn scheduler(s: &Shared) {
             }
             Stage::Out => {
                 let dst = &s.devs[1 - ev.dir.idx()];
-                let ok = dst.send(&ev.data).is_ok();
+                // the departure time: the write below also runs the
+                // receiving stack (softirq) on this thread, which is the
+                // far host's time, not the link's
                 let sent = Instant::now();
+                let ok = dst.send(&ev.data).is_ok();
                 let exit_point = match ev.dir {
                     Dir::ClientToServer => Capture::Egress,
                     Dir::ServerToClient => Capture::Ingress,
