@@ -42,6 +42,16 @@ fn tmp(name: &str) -> PathBuf {
     d.join(name)
 }
 
+/// Remove a test's capture files; a failing test keeps them for debugging.
+fn done(files: &[&Path]) {
+    for f in files {
+        let _ = std::fs::remove_file(f);
+    }
+    if let Some(d) = files.first().and_then(|f| f.parent()) {
+        let _ = std::fs::remove_dir(d); // only once empty
+    }
+}
+
 const PORT: u16 = 7777;
 
 /// Server in the server namespace: accept one connection, answer each
@@ -168,6 +178,7 @@ fn accuracy(rtt_ms: u64) {
         );
         assert!(String::from_utf8_lossy(&out.stdout).contains("TCP"));
     }
+    done(&[&link_file, &dump_file]);
 }
 
 #[test]
@@ -204,6 +215,7 @@ fn middle_split_25_75() {
     assert_near("rtt.min", rtt.min_ms, 40.0);
     assert_near("h_c", rtt.h_c_ms, 10.0);
     assert_near("h_s", rtt.h_s_ms, 30.0);
+    done(&[&file]);
 }
 
 #[test]
@@ -232,6 +244,7 @@ fn loss_by_index_shows_retransmission() {
         "server retransmission expected: {:?}",
         c.tcp
     );
+    done(&[&file]);
 }
 
 #[test]
@@ -253,6 +266,7 @@ fn first_syn_dropped() {
     drop(lab);
     assert_eq!(stats.dropped, vec![(Dir::ClientToServer, 0)]);
     assert_eq!(one_conn(&file).tcp.syn_count, 2);
+    done(&[&file]);
 }
 
 #[test]
