@@ -1,0 +1,21 @@
+//! rttlens lab networking: the part of the lab (DESIGN.md §6) that needs
+//! Linux and root.
+//!
+//! - [`lab::netns`]: named network namespaces, threads and processes inside
+//!   them, per-namespace sysctls.
+//! - [`lab::link`]: the userspace delay link between two TUN devices (RTT,
+//!   rate, loss, reordering, jitter) and its own pcapng capture.
+//! - [`lab::pcapng`]: the small pcapng writer the link uses.
+//! - [`lab::tcpdump`]: client/server vantage captures with tcpdump.
+//! - [`lab::Lab`]: ties them together and cleans up on drop, panic and
+//!   Ctrl-C.
+//!
+//! This crate has no `unsafe` code: namespaces go through `nix` (safe
+//! `setns`) and iproute2, TUN devices through `tun-rs`.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod lab;
+
+pub use lab::link::{Capture, Dir, LinkConfig, LinkStats, Loss};
+pub use lab::{Lab, LabError, Side, Sysctls};
