@@ -108,7 +108,23 @@ fn analyse(path: &Path) -> Vec<ConnReport> {
 
 fn one_conn(path: &Path) -> ConnReport {
     let mut conns = analyse(path);
-    assert_eq!(conns.len(), 1, "one connection in {}", path.display());
+    assert_eq!(
+        conns.len(),
+        1,
+        "one connection in {}, got: {:?}",
+        path.display(),
+        conns
+            .iter()
+            .map(|c| (
+                c.index,
+                &c.client,
+                &c.server,
+                c.first_frame,
+                c.last_frame,
+                c.frames
+            ))
+            .collect::<Vec<_>>()
+    );
     conns.pop().unwrap()
 }
 
