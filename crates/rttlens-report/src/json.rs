@@ -1,7 +1,7 @@
 //! JSON output: one document, streamed.
 //!
 //! ```text
-//! {"schema_version": 1, "tool": "rttlens 0.1.0", "source": "pku.cap",
+//! {"schema_version": 1, "tool": "rttlens 0.1.0", "source": "capture.pcap",
 //!  "connections": [ <connection>, … ],
 //!  "capture": <summary>}
 //! ```
