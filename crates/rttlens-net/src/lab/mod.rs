@@ -15,6 +15,7 @@
 pub mod link;
 pub mod netns;
 pub mod pcapng;
+pub mod scenario;
 pub mod tcpdump;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -88,6 +89,20 @@ pub enum LabError {
     /// A capture could not be started.
     #[error("capture: {0}")]
     Capture(String),
+    /// A lab server (nginx or the built-in one) did not start.
+    #[error("server: {0}")]
+    Server(String),
+    /// A client program (curl, openssl) failed.
+    #[error("`{command}` failed: {stderr}")]
+    Client {
+        /// The command.
+        command: String,
+        /// What it said.
+        stderr: String,
+    },
+    /// The capture could not be analysed.
+    #[error("analysing the capture: {0}")]
+    Analysis(String),
     /// Another I/O error.
     #[error("{context}: {source}")]
     Io {
