@@ -1,9 +1,10 @@
 //! Lab scenarios: each one is a topology (link knobs, sysctls), a server
 //! configuration, a client action and the findings the engine must report
-//! on the client-vantage capture of what happened.
+//! on a capture of what happened.
 //!
 //! [`catalogue`] lists them; [`run_scenario`] builds a fresh [`Lab`] for
-//! one, captures on the client's TUN device (tcpdump) and at the link's
+//! one, captures on the client's TUN device (tcpdump; the server's for
+//! scenarios whose [`Scenario::vantage`] says so) and at the link's
 //! middle, runs it, analyses the client capture with
 //! [`rttlens_core::pipeline::run`] and checks the expectations.
 //!
@@ -58,6 +59,10 @@ pub struct Scenario {
     pub forbid: &'static [&'static str],
     /// The ladder phase whose line is shown (`tls`, `request`, `transfer`).
     pub key: &'static str,
+    /// Where the analysed capture is taken: tcpdump on this side's TUN
+    /// device. The client for most; the server for loss the link inflicts
+    /// server→client, whose originals only the server vantage sees.
+    pub vantage: Side,
     /// Adjusts the link before the lab is built (loss, rate).
     pub link: fn(&mut LinkConfig),
     /// Starts the server(s) and runs the client action.
@@ -261,7 +266,8 @@ pub struct Outcome {
     pub connections: usize,
     /// Every finding id per connection (for reports when it fails).
     pub findings: Vec<Vec<&'static str>>,
-    /// Client-vantage capture (pcap) — kept only with `keep`.
+    /// The analysed capture (pcap, `client.pcap` or `server.pcap` as the
+    /// scenario's vantage says) — kept only with `keep`.
     pub client_capture: PathBuf,
     /// Middle-of-link capture (pcapng) — kept only with `keep`.
     pub middle_capture: PathBuf,
@@ -359,13 +365,16 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
         path: path.clone(),
         keep: keep.is_some(),
     };
-    let client_capture = path.join("client.pcap");
+    let client_capture = path.join(match s.vantage {
+        Side::Client => "client.pcap",
+        Side::Server => "server.pcap",
+    });
     let middle_capture = path.join("middle.pcapng");
     let mut cfg = LinkConfig::with_rtt(rtt);
     cfg.capture = Some((middle_capture.clone(), Capture::Middle));
     (s.link)(&mut cfg);
     let mut lab = Lab::new(cfg)?;
-    let dump = lab.tcpdump(Side::Client, &client_capture)?;
+    let dump = lab.tcpdump(s.vantage, &client_capture)?;
     let mut ctx = Ctx {
         lab: &lab,
         dir: path.clone(),
@@ -429,8 +438,8 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
         None => "no connection in the capture".to_string(),
         Some(c) => match c.ladder.iter().find(|p| p.name == s.key) {
             Some(p) => format!(
-                "{} {:.2} RTT ({:.1} ms), conn {key_conn}",
-                p.name, p.rtts, p.ms
+                "{} {:.2} RTT ({:.1} ms), conn {key_conn} of {:.0} ms",
+                p.name, p.rtts, p.ms, c.duration_ms
             ),
             None => format!("no {} phase on conn {key_conn}", s.key),
         },

@@ -19,13 +19,14 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 11] = [
+static CATALOGUE: [Scenario; 15] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
         expect: &[NAGLE],
         forbid: &[],
         key: "request",
+        vantage: Side::Client,
         link: plain_link,
         run: |c| nagle_nginx(c, false),
     },
@@ -35,6 +36,7 @@ static CATALOGUE: [Scenario; 11] = [
         expect: &[],
         forbid: &["nagle-stall", "nagle-delayed-ack"],
         key: "request",
+        vantage: Side::Client,
         link: plain_link,
         run: |c| nagle_nginx(c, true),
     },
@@ -44,6 +46,7 @@ static CATALOGUE: [Scenario; 11] = [
         expect: &[NAGLE],
         forbid: &[],
         key: "tls",
+        vantage: Side::Client,
         link: plain_link,
         run: nagle_handshake,
     },
@@ -53,6 +56,7 @@ static CATALOGUE: [Scenario; 11] = [
         expect: &["0:tls12-full-handshake"],
         forbid: &["1:tls12-full-handshake"],
         key: "tls",
+        vantage: Side::Client,
         link: plain_link,
         run: tls12_vs_tls13,
     },
@@ -62,6 +66,7 @@ static CATALOGUE: [Scenario; 11] = [
         expect: &["1:tls-resumption"],
         forbid: &["0:tls-resumption"],
         key: "tls",
+        vantage: Side::Client,
         link: plain_link,
         run: resumption,
     },
@@ -71,6 +76,7 @@ static CATALOGUE: [Scenario; 11] = [
         expect: &["2:zero-rtt"],
         forbid: &[],
         key: "request",
+        vantage: Side::Client,
         link: plain_link,
         run: zero_rtt,
     },
@@ -80,6 +86,7 @@ static CATALOGUE: [Scenario; 11] = [
         expect: &["0:tfo-cookie", "1:tfo-accepted"],
         forbid: &[],
         key: "request",
+        vantage: Side::Client,
         link: plain_link,
         run: tfo,
     },
@@ -89,6 +96,7 @@ static CATALOGUE: [Scenario; 11] = [
         expect: &["large-tls-record"],
         forbid: &[],
         key: "transfer",
+        vantage: Side::Client,
         link: plain_link,
         run: |c| records(c, None),
     },
@@ -98,6 +106,7 @@ static CATALOGUE: [Scenario; 11] = [
         expect: &[],
         forbid: &["large-tls-record"],
         key: "transfer",
+        vantage: Side::Client,
         link: plain_link,
         run: |c| records(c, Some(1400)),
     },
@@ -107,6 +116,7 @@ static CATALOGUE: [Scenario; 11] = [
         expect: &["server-think-time"],
         forbid: &[],
         key: "request",
+        vantage: Side::Client,
         link: plain_link,
         run: server_think,
     },
@@ -116,10 +126,57 @@ static CATALOGUE: [Scenario; 11] = [
         expect: &["fast-retransmit"],
         forbid: &["rto"],
         key: "transfer",
+        vantage: Side::Client,
         link: |l| l.loss_s2c.indices = vec![60],
         run: |c| download(c, ServerConfig::default(), 1_000_000),
     },
+    Scenario {
+        name: "tail-loss",
+        about: "plain HTTP, 10 KB: the link drops the response's last segment; a tail loss probe resends it",
+        expect: &["tail-loss-probe"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Server,
+        link: |l| l.loss_s2c.indices = vec![TAIL],
+        run: |c| download_plain(c, TAIL_BYTES),
+    },
+    Scenario {
+        name: "rto",
+        about: "plain HTTP, 10 KB: the link drops the last segment and its retransmission; only the timer recovers",
+        expect: &["rto"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Server,
+        link: |l| l.loss_s2c.indices = vec![TAIL, TAIL + 1],
+        run: |c| download_plain(c, TAIL_BYTES),
+    },
+    Scenario {
+        name: "sndbuf-cap",
+        about: "nginx listen sndbuf=32k, 2 MB: the sender's buffer caps every flight",
+        expect: &["sender-window-cap"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: sndbuf_cap,
+    },
+    Scenario {
+        name: "no-wscale",
+        about: "client without TCP window scaling, 2 MB: the 64 KB receive window caps every flight",
+        expect: &["receive-window-limit"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: no_wscale,
+    },
 ];
+
+/// Body size of the loss scenarios' plain HTTP download.
+const TAIL_BYTES: usize = 10_000;
+/// Index of the last server→client payload segment of that download
+/// (response header and body; payload segments counted by the link).
+const TAIL: u64 = 7;
 
 /// Every scenario, in the order `rttlens lab` runs them.
 pub fn catalogue() -> &'static [Scenario] {
@@ -263,4 +320,37 @@ fn download(c: &mut Ctx, cfg: ServerConfig, n: usize) -> Result<(), LabError> {
     let port = c.builtin(cfg)?;
     c.curl(&["--tlsv1.3", &url(port, n)])?;
     Ok(())
+}
+
+/// One plain HTTP download of `n` bytes from the built-in server.
+fn download_plain(c: &mut Ctx, n: usize) -> Result<(), LabError> {
+    let port = c.builtin(ServerConfig {
+        plain_http: true,
+        ..ServerConfig::default()
+    })?;
+    c.curl(&[&format!("http://{}:{port}/size/{n}", Lab::SERVER_V4)])?;
+    Ok(())
+}
+
+fn sndbuf_cap(c: &mut Ctx) -> Result<(), LabError> {
+    c.nginx(443, |n| {
+        n.sndbuf = Some(32 * 1024);
+        n.files = vec![2_000_000];
+    })?;
+    c.curl(&[
+        "--tlsv1.3",
+        &format!("https://{}/size/2000000", Lab::SERVER_V4),
+    ])?;
+    Ok(())
+}
+
+fn no_wscale(c: &mut Ctx) -> Result<(), LabError> {
+    c.sysctls(
+        Side::Client,
+        &Sysctls {
+            tcp_window_scaling: Some(false),
+            ..Sysctls::default()
+        },
+    )?;
+    download(c, ServerConfig::default(), 2_000_000)
 }
