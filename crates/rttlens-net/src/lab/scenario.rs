@@ -128,7 +128,11 @@ impl Ctx<'_> {
     ///
     /// # Errors
     /// [`LabError::Server`] with nginx's complaint.
-    pub fn nginx(&mut self, port: u16, edit: impl FnOnce(&mut nginx::Config)) -> Result<(), LabError> {
+    pub fn nginx(
+        &mut self,
+        port: u16,
+        edit: impl FnOnce(&mut nginx::Config),
+    ) -> Result<(), LabError> {
         let mut cfg = nginx::Config::new(SocketAddr::new(Lab::SERVER_V4.into(), port));
         edit(&mut cfg);
         let launch = nginx::Launch {

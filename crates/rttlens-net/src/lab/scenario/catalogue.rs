@@ -259,7 +259,9 @@ fn zero_rtt(c: &mut Ctx) -> Result<(), LabError> {
         source: e,
     })?;
     c.sh(&s_client(&format!("-sess_out {d}/s1.pem")))?;
-    c.sh(&s_client(&format!("-sess_in {d}/s1.pem -sess_out {d}/s2.pem")))?;
+    c.sh(&s_client(&format!(
+        "-sess_in {d}/s1.pem -sess_out {d}/s2.pem"
+    )))?;
     let third = c.sh(&format!(
         "openssl s_client -connect {}:443 -tls1_3 -ign_eof -sess_in {d}/s2.pem \
          -early_data {d}/early.txt < /dev/null 2>&1",
