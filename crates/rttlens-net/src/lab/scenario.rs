@@ -333,6 +333,7 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         if !self.keep {
             let _ = std::fs::remove_dir_all(&self.path);
+            super::unregister_scratch(&self.path);
         }
     }
 }
@@ -369,6 +370,9 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
         path: path.clone(),
         keep: keep.is_some(),
     };
+    if keep.is_none() {
+        super::register_scratch(&path);
+    }
     let client_capture = path.join(match s.vantage {
         Side::Client => "client.pcap",
         Side::Server => "server.pcap",
