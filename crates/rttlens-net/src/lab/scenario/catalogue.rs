@@ -19,7 +19,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 15] = [
+static CATALOGUE: [Scenario; 18] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -169,6 +169,36 @@ static CATALOGUE: [Scenario; 15] = [
         vantage: Side::Client,
         link: plain_link,
         run: no_wscale,
+    },
+    Scenario {
+        name: "no-wscale-server",
+        about: "no-wscale seen from the server: the flight sits exactly at the 65535 B window",
+        expect: &["receive-window-limit"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Server,
+        link: plain_link,
+        run: no_wscale,
+    },
+    Scenario {
+        name: "small-rcvbuf",
+        about: "client tcp_rmem capped at 64 KB, 2 MB: the receive buffer caps every flight",
+        expect: &["receive-window-limit"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: small_rcvbuf,
+    },
+    Scenario {
+        name: "client-think",
+        about: "openssl s_client waits 300 ms after the handshake before sending its request",
+        expect: &["client-think-time"],
+        forbid: &["server-think-time"],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: client_think,
     },
 ];
 
@@ -355,4 +385,31 @@ fn no_wscale(c: &mut Ctx) -> Result<(), LabError> {
         },
     )?;
     download(c, ServerConfig::default(), 2_000_000)
+}
+
+fn small_rcvbuf(c: &mut Ctx) -> Result<(), LabError> {
+    c.sysctls(
+        Side::Client,
+        &Sysctls {
+            tcp_rmem: Some([4096, 65536, 65536]),
+            ..Sysctls::default()
+        },
+    )?;
+    download(c, ServerConfig::default(), 2_000_000)
+}
+
+fn client_think(c: &mut Ctx) -> Result<(), LabError> {
+    nginx_tls13(c, false)?;
+    let out = c.sh(&format!(
+        "(sleep 0.3; printf 'GET /size/2000 HTTP/1.1\\r\\nHost: lab\\r\\nConnection: close\\r\\n\\r\\n') | \
+         openssl s_client -connect {}:443 -tls1_3 -ign_eof 2>&1",
+        Lab::SERVER_V4
+    ))?;
+    if !out.contains("HTTP/1.1 200") {
+        return Err(LabError::Client {
+            command: "openssl s_client (delayed request)".into(),
+            stderr: "no HTTP 200 in its output".into(),
+        });
+    }
+    Ok(())
 }
