@@ -121,7 +121,7 @@ fn table(
 ) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<16} {:<46} {:<5} {:>18}  key ladder line",
+        "{:<16} {:<50} {:<5} {:>18}  key ladder line",
         "scenario", "expected finding", "found", "cost"
     )?;
     for (s, r) in results {
@@ -161,7 +161,7 @@ fn table(
                     } else {
                         ("", "")
                     };
-                    writeln!(out, "{name:<16} {exp:<46} {found:<5} {cost:>18}  {key}")?;
+                    writeln!(out, "{name:<16} {exp:<50} {found:<5} {cost:>18}  {key}")?;
                 }
                 if !o.passed() {
                     writeln!(out, "{:<16} findings per connection: {:?}", "", o.findings)?;
