@@ -268,7 +268,17 @@ impl Instance {
             }
             a
         };
-        let out = Command::new(&nginx)
+        // behind the prefix too: `nginx -t` binds the listen address, which
+        // may exist only inside the namespace the prefix enters
+        let prefixed = || match launch.prefix.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(&nginx);
+                c
+            }
+            None => Command::new(&nginx),
+        };
+        let out = prefixed()
             .args(args(true))
             .output()
             .map_err(Error::io(format!("running {} -t", nginx.display())))?;
@@ -291,15 +301,7 @@ impl Instance {
                 }
             }
         }
-        let mut cmd = match launch.prefix.split_first() {
-            Some((first, rest)) => {
-                let mut c = Command::new(first);
-                c.args(rest).arg(&nginx);
-                c
-            }
-            None => Command::new(&nginx),
-        };
-        let child = cmd
+        let child = prefixed()
             .args(args(false))
             .stdin(Stdio::null())
             .stdout(Stdio::null())

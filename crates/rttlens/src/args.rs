@@ -20,6 +20,28 @@ pub struct Cli {
 pub enum Command {
     /// Analyse a packet capture (pcap or pcapng, optionally gzip'd; `-` reads stdin).
     Analyze(AnalyzeArgs),
+    /// Reproduce each cause in network namespaces (needs root) and check
+    /// the findings: `rttlens lab --list`, `rttlens lab [SCENARIO…]`.
+    Lab(LabArgs),
+}
+
+/// `rttlens lab` arguments.
+#[derive(Debug, clap::Args)]
+pub struct LabArgs {
+    /// Scenarios to run (default: all).
+    pub scenarios: Vec<String>,
+    /// List the scenarios and what each must produce.
+    #[arg(long)]
+    pub list: bool,
+    /// Round-trip time of the lab link (e.g. 40ms, 0.1s).
+    #[arg(long, default_value = "40ms")]
+    pub rtt: String,
+    /// Keep each scenario's captures and server files in DIR/SCENARIO/.
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }
 
 /// Output formats.

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod lab;
 
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
@@ -50,6 +51,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Analyze(a) => analyze(a),
+        Command::Lab(a) => lab::run(a),
     }
 }
 

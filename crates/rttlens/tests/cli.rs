@@ -201,3 +201,39 @@ fn truncated_capture_is_analysed_up_to_the_break() {
     );
     assert!(v["capture"]["frames"].as_u64().unwrap_or(0) > 300);
 }
+
+#[test]
+fn lab_list_needs_no_root() {
+    let out = bin().args(["lab", "--list"]).output().expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in ["nagle-handshake", "nagle-response", "nodelay", "tfo"] {
+        assert!(text.contains(name), "{name} missing from {text}");
+    }
+    assert!(
+        text.contains("expect nagle-stall|nagle-delayed-ack"),
+        "{text}"
+    );
+}
+
+#[test]
+fn lab_unknown_scenario_is_a_usage_error() {
+    let out = bin()
+        .args(["lab", "no-such-scenario"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown scenario `no-such-scenario`"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn lab_bad_rtt_is_a_usage_error() {
+    let out = bin().args(["lab", "--rtt", "fast"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -15,6 +15,7 @@
 pub mod link;
 pub mod netns;
 pub mod pcapng;
+pub mod scenario;
 pub mod tcpdump;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -88,6 +89,20 @@ pub enum LabError {
     /// A capture could not be started.
     #[error("capture: {0}")]
     Capture(String),
+    /// A lab server (nginx or the built-in one) did not start.
+    #[error("server: {0}")]
+    Server(String),
+    /// A client program (curl, openssl) failed.
+    #[error("`{command}` failed: {stderr}")]
+    Client {
+        /// The command.
+        command: String,
+        /// What it said.
+        stderr: String,
+    },
+    /// The capture could not be analysed.
+    #[error("analysing the capture: {0}")]
+    Analysis(String),
     /// Another I/O error.
     #[error("{context}: {source}")]
     Io {
@@ -169,13 +184,37 @@ fn install_signal_handler() {
     });
 }
 
-/// Remove the namespaces of every live lab (killing the processes in them).
-/// For programs that install their own SIGINT handler.
+/// Scratch directories of running scenarios, for the signal handler.
+static SCRATCH: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
+
+/// Remove the namespaces of every live lab (killing the processes in them)
+/// and the scratch directories of running scenarios. For programs that
+/// install their own SIGINT handler.
 pub fn cleanup_all() {
     let names: Vec<String> = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|e| e.into_inner()));
     for n in names {
         netns::destroy(&n);
     }
+    let dirs = std::mem::take(&mut *SCRATCH.lock().unwrap_or_else(|e| e.into_inner()));
+    for d in dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// Have [`cleanup_all`] (and so Ctrl-C) remove `dir`.
+pub(crate) fn register_scratch(dir: &Path) {
+    SCRATCH
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(dir.to_path_buf());
+}
+
+/// Undo [`register_scratch`] (the directory is removed, or kept on purpose).
+pub(crate) fn unregister_scratch(dir: &Path) {
+    SCRATCH
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|d| d != dir);
 }
 
 fn register(name: &str) {

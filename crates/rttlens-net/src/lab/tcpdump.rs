@@ -18,8 +18,10 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long to wait for tcpdump to exit after SIGINT before SIGKILL.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A running `tcpdump -i DEV -s 0 -w FILE -U --immediate-mode` inside a
-/// namespace. Stopped (SIGINT to its PID, then waited for) by
+/// A running `tcpdump -i DEV -s 0 -B 65536 -U --immediate-mode -w FILE`
+/// inside a namespace (a 64 MiB kernel buffer: with the default 2 MiB,
+/// bursts of a 2 MB download lost a few segments, which the engine then
+/// reported as `capture-drops`). Stopped (SIGINT to its PID, then waited for) by
 /// [`Tcpdump::stop`] or on drop.
 #[derive(Debug)]
 pub struct Tcpdump {
@@ -38,8 +40,18 @@ impl Tcpdump {
     pub fn start(ns: &Netns, dev: &str, file: &Path) -> Result<Tcpdump, LabError> {
         super::require_command("tcpdump", "tcpdump")?;
         let mut cmd = Command::new("tcpdump");
-        cmd.args(["-i", dev, "-s", "0", "-U", "--immediate-mode", "-w"])
-            .arg(file);
+        cmd.args([
+            "-i",
+            dev,
+            "-s",
+            "0",
+            "-B",
+            "65536",
+            "-U",
+            "--immediate-mode",
+            "-w",
+        ])
+        .arg(file);
         let mut child = ns
             .command(&cmd)
             .stdin(Stdio::null())

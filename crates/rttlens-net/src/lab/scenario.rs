@@ -1,0 +1,480 @@
+//! Lab scenarios: each one is a topology (link knobs, sysctls), a server
+//! configuration, a client action and the findings the engine must report
+//! on a capture of what happened.
+//!
+//! [`catalogue`] lists them; [`run_scenario`] builds a fresh [`Lab`] for
+//! one, captures on the client's TUN device (tcpdump; the server's for
+//! scenarios whose [`Scenario::vantage`] says so) and at the link's
+//! middle, runs it, analyses the client capture with
+//! [`rttlens_core::pipeline::run`] and checks the expectations.
+//!
+//! The built-in server runs in-process: a thread inside the server
+//! namespace ([`Lab::thread_in`]) with its own single-threaded tokio
+//! runtime, so no binary has to be found. nginx, curl and `openssl
+//! s_client` run as processes inside the namespaces.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rttlens_core::capture::CaptureReader;
+use rttlens_core::pipeline;
+use rttlens_core::report::ConnReport;
+use rttlens_lab_server::builtin::{Server, ServerConfig};
+use rttlens_lab_server::nginx;
+
+use super::link::{Capture, LinkConfig};
+use super::{Lab, LabError, Side, Sysctls};
+
+mod catalogue;
+
+pub use catalogue::catalogue;
+
+/// The programs a scenario run may start, with their Debian packages.
+pub const PROGRAMS: [(&str, &str); 4] = [
+    ("nginx", "nginx-light"),
+    ("curl", "curl"),
+    ("openssl", "openssl"),
+    ("tcpdump", "tcpdump"),
+];
+
+/// How long any one client command may take.
+const CLIENT_TIMEOUT_S: u32 = 20;
+
+/// One lab experiment.
+#[derive(Debug)]
+pub struct Scenario {
+    /// Stable name (`nagle-response`).
+    pub name: &'static str,
+    /// One line: what it shows.
+    pub about: &'static str,
+    /// Findings that must appear. Syntax `[N:]id[|id…]`: any of the `|`
+    /// alternatives; with `N:` on the N-th connection (0-based, in capture
+    /// order), otherwise on any connection.
+    pub expect: &'static [&'static str],
+    /// Findings that must not appear (same syntax; for controls).
+    pub forbid: &'static [&'static str],
+    /// The ladder phase whose line is shown (`tls`, `request`, `transfer`).
+    pub key: &'static str,
+    /// Where the analysed capture is taken: tcpdump on this side's TUN
+    /// device. The client for most; the server for loss the link inflicts
+    /// server→client, whose originals only the server vantage sees.
+    pub vantage: Side,
+    /// Adjusts the link before the lab is built (loss, rate).
+    pub link: fn(&mut LinkConfig),
+    /// Starts the server(s) and runs the client action.
+    pub run: fn(&mut Ctx) -> Result<(), LabError>,
+}
+
+/// What a scenario's `run` works with: the lab, a scratch directory, and
+/// the servers it started (stopped when the context drops).
+pub struct Ctx<'a> {
+    lab: &'a Lab,
+    dir: PathBuf,
+    nginx: Vec<nginx::Instance>,
+    builtin: Vec<BuiltinHandle>,
+}
+
+struct BuiltinHandle {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<std::io::Result<Result<(), String>>>>,
+}
+
+impl Drop for BuiltinHandle {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl std::fmt::Debug for Ctx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("dir", &self.dir)
+            .field("nginx", &self.nginx.len())
+            .field("builtin", &self.builtin.len())
+            .finish()
+    }
+}
+
+impl Ctx<'_> {
+    /// The lab.
+    pub fn lab(&self) -> &Lab {
+        self.lab
+    }
+
+    /// The scenario's scratch directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Apply per-namespace sysctls.
+    ///
+    /// # Errors
+    /// See [`Lab::set_sysctls`].
+    pub fn sysctls(&self, side: Side, s: &Sysctls) -> Result<(), LabError> {
+        self.lab.set_sysctls(side, s)
+    }
+
+    /// Start nginx in the server namespace on `SERVER_V4:port` with the
+    /// configuration `edit` makes from nginx's defaults (TLS on).
+    ///
+    /// # Errors
+    /// [`LabError::Server`] with nginx's complaint.
+    pub fn nginx(
+        &mut self,
+        port: u16,
+        edit: impl FnOnce(&mut nginx::Config),
+    ) -> Result<(), LabError> {
+        let mut cfg = nginx::Config::new(SocketAddr::new(Lab::SERVER_V4.into(), port));
+        edit(&mut cfg);
+        let launch = nginx::Launch {
+            prefix: vec![
+                "ip".into(),
+                "netns".into(),
+                "exec".into(),
+                self.lab.ns_name(Side::Server).to_string(),
+            ],
+            ..nginx::Launch::default()
+        };
+        let dir = self.dir.join(format!("nginx-{port}"));
+        let inst = nginx::Instance::start_with(&dir, &cfg, &launch)
+            .map_err(|e| LabError::Server(format!("nginx: {e}")))?;
+        self.nginx.push(inst);
+        Ok(())
+    }
+
+    /// Start the built-in server in the server namespace (in-process, its
+    /// own tokio runtime on a thread there) on a free port; returns the port.
+    ///
+    /// # Errors
+    /// [`LabError::Server`] when it cannot bind or refuses the knobs.
+    pub fn builtin(&mut self, cfg: ServerConfig) -> Result<u16, LabError> {
+        let (ptx, prx) = std::sync::mpsc::channel::<Result<u16, String>>();
+        let (stx, srx) = tokio::sync::oneshot::channel::<()>();
+        let thread = self.lab.thread_in(Side::Server, move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            rt.block_on(async move {
+                let server = match Server::bind(SocketAddr::new(Lab::SERVER_V4.into(), 0), cfg) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = ptx.send(Err(e.to_string()));
+                        return Ok(());
+                    }
+                };
+                let _ = ptx.send(Ok(server.local_addr().port()));
+                server
+                    .run_until(async {
+                        let _ = srx.await;
+                    })
+                    .await
+                    .map_err(|e| e.to_string())
+            })
+        });
+        let handle = BuiltinHandle {
+            stop: Some(stx),
+            thread: Some(thread),
+        };
+        let port = prx
+            .recv_timeout(Duration::from_secs(10))
+            .map_err(|_| LabError::Server("built-in server did not start within 10 s".into()))?
+            .map_err(|e| LabError::Server(format!("built-in server: {e}")))?;
+        self.builtin.push(handle);
+        Ok(port)
+    }
+
+    /// Run `curl -sS -k -o /dev/null --max-time 20 ARGS…` in the client
+    /// namespace.
+    ///
+    /// # Errors
+    /// [`LabError::Client`] when curl fails.
+    pub fn curl(&self, args: &[&str]) -> Result<String, LabError> {
+        let mut cmd = Command::new("curl");
+        let t = CLIENT_TIMEOUT_S.to_string();
+        cmd.args(["-sS", "-k", "-o", "/dev/null", "--max-time", &t])
+            .args(args);
+        self.client_output(cmd, &format!("curl {}", args.join(" ")), true)
+    }
+
+    /// Run `sh -c SCRIPT` in the client namespace (bounded by `timeout`)
+    /// and return its stdout; the exit status is not checked (openssl
+    /// s_client exits non-zero on benign closes).
+    ///
+    /// # Errors
+    /// [`LabError::Client`] when it cannot be run.
+    pub fn sh(&self, script: &str) -> Result<String, LabError> {
+        let mut cmd = Command::new("timeout");
+        cmd.arg(CLIENT_TIMEOUT_S.to_string())
+            .args(["sh", "-c", script]);
+        self.client_output(cmd, script, false)
+    }
+
+    fn client_output(&self, cmd: Command, what: &str, check: bool) -> Result<String, LabError> {
+        let out = self
+            .lab
+            .netns(Side::Client)
+            .command(&cmd)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| LabError::Client {
+                command: what.to_string(),
+                stderr: e.to_string(),
+            })?;
+        if check && !out.status.success() {
+            return Err(LabError::Client {
+                command: what.to_string(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+/// One expectation's result.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// The expectation as written (`nagle-stall|nagle-delayed-ack`, `1:tfo-accepted`).
+    pub expect: &'static str,
+    /// Whether it held.
+    pub found: bool,
+    /// The finding id that matched.
+    pub id: Option<&'static str>,
+    /// The matching finding's cost in ms (0 when not found).
+    pub cost_ms: f64,
+    /// The matching finding's cost in round trips (0 when not found).
+    pub cost_rtts: f64,
+}
+
+/// What a scenario run produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Scenario name.
+    pub scenario: &'static str,
+    /// One entry per expectation.
+    pub found: Vec<Found>,
+    /// Forbidden findings that appeared (`id` or `N:id`).
+    pub unexpected_forbidden: Vec<String>,
+    /// The ladder line that matters, e.g. `tls 2.03 RTT (81.2 ms)`.
+    pub key_line: String,
+    /// Connections in the client capture.
+    pub connections: usize,
+    /// Every finding id per connection (for reports when it fails).
+    pub findings: Vec<Vec<&'static str>>,
+    /// The analysed capture (pcap, `client.pcap` or `server.pcap` as the
+    /// scenario's vantage says) — kept only with `keep`.
+    pub client_capture: PathBuf,
+    /// Middle-of-link capture (pcapng) — kept only with `keep`.
+    pub middle_capture: PathBuf,
+    /// Wall-clock time of the run.
+    pub elapsed: Duration,
+}
+
+impl Outcome {
+    /// Every expectation held and no forbidden finding appeared.
+    pub fn passed(&self) -> bool {
+        self.found.iter().all(|f| f.found) && self.unexpected_forbidden.is_empty()
+    }
+}
+
+/// Find a scenario by name.
+pub fn find(name: &str) -> Option<&'static Scenario> {
+    catalogue().iter().find(|s| s.name == name)
+}
+
+/// `[N:]id[|id…]` → (connection, alternatives).
+fn parse_expect(e: &str) -> (Option<usize>, Vec<&str>) {
+    let (conn, ids) = match e.split_once(':') {
+        Some((n, rest)) => match n.parse::<usize>() {
+            Ok(n) => (Some(n), rest),
+            Err(_) => (None, e),
+        },
+        None => (None, e),
+    };
+    (conn, ids.split('|').collect())
+}
+
+/// The first finding matching `e` on the connections it names.
+fn lookup<'c>(
+    conns: &'c [ConnReport],
+    e: &str,
+) -> Option<(usize, &'c rttlens_core::detect::finding::Finding)> {
+    let (conn, ids) = parse_expect(e);
+    conns
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| conn.is_none_or(|n| n == *i))
+        .find_map(|(i, c)| {
+            c.findings
+                .iter()
+                .find(|f| ids.contains(&f.id))
+                .map(|f| (i, f))
+        })
+}
+
+static RUNS: AtomicU64 = AtomicU64::new(0);
+
+/// Removes a scratch directory on drop unless it is kept.
+struct Scratch {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.path);
+            super::unregister_scratch(&self.path);
+        }
+    }
+}
+
+/// Run one scenario on a fresh lab with this RTT. With `keep`, its files
+/// (captures `client.pcap` and `middle.pcapng`, nginx configuration and
+/// logs) stay in `keep/NAME/`; otherwise they go to a temporary directory
+/// removed afterwards. The namespaces and every process in them are
+/// removed before this returns, on error too.
+///
+/// # Errors
+/// The lab could not be built, a server or client failed, or the capture
+/// could not be analysed. Expectations that do not hold are not errors:
+/// see [`Outcome::passed`].
+pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<Outcome, LabError> {
+    let started = Instant::now();
+    let path = match keep {
+        Some(k) => k.join(s.name),
+        None => std::env::temp_dir().join(format!(
+            "rttlens-lab-{}-{}-{}",
+            std::process::id(),
+            RUNS.fetch_add(1, Ordering::Relaxed),
+            s.name
+        )),
+    };
+    if keep.is_some() {
+        let _ = std::fs::remove_dir_all(&path);
+    }
+    std::fs::create_dir_all(&path).map_err(|e| LabError::Io {
+        context: format!("creating {}", path.display()),
+        source: e,
+    })?;
+    let scratch = Scratch {
+        path: path.clone(),
+        keep: keep.is_some(),
+    };
+    if keep.is_none() {
+        super::register_scratch(&path);
+    }
+    let client_capture = path.join(match s.vantage {
+        Side::Client => "client.pcap",
+        Side::Server => "server.pcap",
+    });
+    let middle_capture = path.join("middle.pcapng");
+    let mut cfg = LinkConfig::with_rtt(rtt);
+    cfg.capture = Some((middle_capture.clone(), Capture::Middle));
+    (s.link)(&mut cfg);
+    let mut lab = Lab::new(cfg)?;
+    let dump = lab.tcpdump(s.vantage, &client_capture)?;
+    let mut ctx = Ctx {
+        lab: &lab,
+        dir: path.clone(),
+        nginx: Vec::new(),
+        builtin: Vec::new(),
+    };
+    let result = (s.run)(&mut ctx);
+    // the last FIN/ACK exchange
+    std::thread::sleep(rtt * 2 + Duration::from_millis(50));
+    dump.stop();
+    drop(ctx);
+    lab.stop_link();
+    drop(lab);
+    result?;
+    let mut conns = analyze(&client_capture)?;
+    conns.sort_by_key(|c| c.index);
+    let found: Vec<Found> = s
+        .expect
+        .iter()
+        .map(|&e| match lookup(&conns, e) {
+            Some((_, f)) => Found {
+                expect: e,
+                found: true,
+                id: Some(f.id),
+                cost_ms: f.cost.ms,
+                cost_rtts: f.cost.rtts,
+            },
+            None => Found {
+                expect: e,
+                found: false,
+                id: None,
+                cost_ms: 0.0,
+                cost_rtts: 0.0,
+            },
+        })
+        .collect();
+    let mut unexpected_forbidden = Vec::new();
+    for &e in s.forbid {
+        let (conn, ids) = parse_expect(e);
+        for (i, c) in conns.iter().enumerate() {
+            if conn.is_some_and(|n| n != i) {
+                continue;
+            }
+            for f in &c.findings {
+                if ids.contains(&f.id) {
+                    unexpected_forbidden.push(format!("{i}:{}", f.id));
+                }
+            }
+        }
+    }
+    unexpected_forbidden.dedup();
+    // the key line: on the connection of the last expectation met, or
+    // the one the last expectation names, or the first connection (the
+    // last expectation is the one a scenario builds up to: `1:tfo-accepted`)
+    let key_conn = s
+        .expect
+        .last()
+        .and_then(|e| lookup(&conns, e).map(|(i, _)| i).or(parse_expect(e).0))
+        .unwrap_or(0);
+    let key_line = match conns.get(key_conn) {
+        None => "no connection in the capture".to_string(),
+        Some(c) => match c.ladder.iter().find(|p| p.name == s.key) {
+            Some(p) => format!(
+                "{} {:.2} RTT ({:.1} ms), conn {key_conn} of {:.0} ms",
+                p.name, p.rtts, p.ms, c.duration_ms
+            ),
+            None => format!("no {} phase on conn {key_conn}", s.key),
+        },
+    };
+    let findings = conns
+        .iter()
+        .map(|c| c.findings.iter().map(|f| f.id).collect())
+        .collect();
+    drop(scratch);
+    Ok(Outcome {
+        scenario: s.name,
+        found,
+        unexpected_forbidden,
+        key_line,
+        connections: conns.len(),
+        findings,
+        client_capture,
+        middle_capture,
+        elapsed: started.elapsed(),
+    })
+}
+
+fn analyze(path: &Path) -> Result<Vec<ConnReport>, LabError> {
+    let mut reader = CaptureReader::open(path)
+        .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
+    let mut conns = Vec::new();
+    pipeline::run(&mut reader, &mut |c| conns.push(c), &mut |_| {})
+        .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
+    Ok(conns)
+}

@@ -1,0 +1,415 @@
+//! The scenarios. Each `run` starts its server(s) in the server namespace
+//! and drives real clients (curl, `openssl s_client`) from the client one.
+
+use std::time::Duration;
+
+use rttlens_lab_server::builtin::{HandshakeWrites, ServerConfig};
+use rttlens_lab_server::TlsVersion;
+
+use super::{Ctx, Scenario};
+use crate::lab::link::LinkConfig;
+use crate::lab::{Lab, LabError, Side, Sysctls};
+
+const NAGLE: &str = "nagle-stall|nagle-delayed-ack";
+
+fn plain_link(_: &mut LinkConfig) {}
+
+/// `https://SERVER:port/size/n`.
+fn url(port: u16, n: usize) -> String {
+    format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
+}
+
+static CATALOGUE: [Scenario; 18] = [
+    Scenario {
+        name: "nagle-response",
+        about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
+        expect: &[NAGLE],
+        forbid: &[],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: |c| nagle_nginx(c, false),
+    },
+    Scenario {
+        name: "nodelay",
+        about: "control: the same with tcp_nodelay on, nothing waits",
+        expect: &[],
+        forbid: &["nagle-stall", "nagle-delayed-ack"],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: |c| nagle_nginx(c, true),
+    },
+    Scenario {
+        name: "nagle-handshake",
+        about: "built-in server, Nagle on, server flight in two writes: the TLS 1.3 handshake takes 2 RTT",
+        expect: &[NAGLE],
+        forbid: &[],
+        key: "tls",
+        vantage: Side::Client,
+        link: plain_link,
+        run: nagle_handshake,
+    },
+    Scenario {
+        name: "tls12-vs-tls13",
+        about: "a TLS 1.2 full handshake (2 RTT) then a TLS 1.3 one (1 RTT)",
+        expect: &["0:tls12-full-handshake"],
+        forbid: &["1:tls12-full-handshake"],
+        key: "tls",
+        vantage: Side::Client,
+        link: plain_link,
+        run: tls12_vs_tls13,
+    },
+    Scenario {
+        name: "resumption",
+        about: "openssl s_client: a full TLS 1.3 handshake, then one resumed with its ticket",
+        expect: &["1:tls-resumption"],
+        forbid: &["0:tls-resumption"],
+        key: "tls",
+        vantage: Side::Client,
+        link: plain_link,
+        run: resumption,
+    },
+    Scenario {
+        name: "zero-rtt",
+        about: "nginx ssl_early_data on: the third connection sends its request as 0-RTT early data",
+        expect: &["2:zero-rtt"],
+        forbid: &[],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: zero_rtt,
+    },
+    Scenario {
+        name: "tfo",
+        about: "TCP Fast Open: the first connection gets a cookie, the second carries its request in the SYN",
+        expect: &["0:tfo-cookie", "1:tfo-accepted"],
+        forbid: &[],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: tfo,
+    },
+    Scenario {
+        name: "big-records",
+        about: "1 MB over 16 KB TLS records: the client decrypts only once a whole record is in",
+        expect: &["large-tls-record"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: |c| records(c, None),
+    },
+    Scenario {
+        name: "small-records",
+        about: "control: the same over ~1.4 KB records",
+        expect: &[],
+        forbid: &["large-tls-record"],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: |c| records(c, Some(1400)),
+    },
+    Scenario {
+        name: "server-think",
+        about: "the built-in server thinks 200 ms before answering",
+        expect: &["server-think-time"],
+        forbid: &[],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: server_think,
+    },
+    Scenario {
+        name: "fast-retransmit",
+        about: "the link drops one server data segment mid-transfer; duplicate ACKs bring it back",
+        expect: &["fast-retransmit"],
+        forbid: &["rto"],
+        key: "transfer",
+        vantage: Side::Client,
+        link: |l| l.loss_s2c.indices = vec![60],
+        run: |c| download(c, ServerConfig::default(), 1_000_000),
+    },
+    Scenario {
+        name: "tail-loss",
+        about: "plain HTTP, 10 KB: the link drops the response's last segment; a tail loss probe resends it",
+        expect: &["tail-loss-probe"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Server,
+        link: |l| l.loss_s2c.indices = vec![TAIL],
+        run: |c| download_plain(c, TAIL_BYTES),
+    },
+    Scenario {
+        name: "rto",
+        about: "plain HTTP, 10 KB: the link drops the last segment and its retransmission; only the timer recovers",
+        expect: &["rto"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Server,
+        link: |l| l.loss_s2c.indices = vec![TAIL, TAIL + 1],
+        run: |c| download_plain(c, TAIL_BYTES),
+    },
+    Scenario {
+        name: "sndbuf-cap",
+        about: "nginx listen sndbuf=32k, 2 MB: the sender's buffer caps every flight",
+        expect: &["sender-window-cap"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: sndbuf_cap,
+    },
+    Scenario {
+        name: "no-wscale",
+        about: "client without TCP window scaling, 2 MB: the 64 KB receive window caps every flight",
+        expect: &["receive-window-limit"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: no_wscale,
+    },
+    Scenario {
+        name: "no-wscale-server",
+        about: "no-wscale seen from the server: the flight sits exactly at the 65535 B window",
+        expect: &["receive-window-limit"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Server,
+        link: plain_link,
+        run: no_wscale,
+    },
+    Scenario {
+        name: "small-rcvbuf",
+        about: "client tcp_rmem capped at 64 KB, 2 MB: the receive buffer caps every flight",
+        expect: &["receive-window-limit"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: small_rcvbuf,
+    },
+    Scenario {
+        name: "client-think",
+        about: "openssl s_client waits 300 ms after the handshake before sending its request",
+        expect: &["client-think-time"],
+        forbid: &["server-think-time"],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: client_think,
+    },
+];
+
+/// Body size of the loss scenarios' plain HTTP download.
+const TAIL_BYTES: usize = 10_000;
+/// Index of the last server→client payload segment of that download
+/// (response header and body; payload segments counted by the link).
+const TAIL: u64 = 7;
+
+/// Every scenario, in the order `rttlens lab` runs them.
+pub fn catalogue() -> &'static [Scenario] {
+    &CATALOGUE
+}
+
+fn nagle_nginx(c: &mut Ctx, nodelay: bool) -> Result<(), LabError> {
+    c.nginx(443, |n| {
+        n.tcp_nodelay = nodelay;
+        n.files = vec![700];
+    })?;
+    let u = format!("https://{}/size/700", Lab::SERVER_V4);
+    for _ in 0..3 {
+        c.curl(&["--tlsv1.3", &u])?;
+    }
+    Ok(())
+}
+
+fn nagle_handshake(c: &mut Ctx) -> Result<(), LabError> {
+    let port = c.builtin(ServerConfig {
+        nodelay: false,
+        handshake_writes: HandshakeWrites::Two,
+        tls_versions: vec![TlsVersion::Tls13],
+        ..ServerConfig::default()
+    })?;
+    c.curl(&["--tlsv1.3", &url(port, 1000)])?;
+    Ok(())
+}
+
+fn tls12_vs_tls13(c: &mut Ctx) -> Result<(), LabError> {
+    let port = c.builtin(ServerConfig::default())?;
+    c.curl(&["--tlsv1.2", "--tls-max", "1.2", &url(port, 1000)])?;
+    c.curl(&["--tlsv1.3", &url(port, 1000)])?;
+    Ok(())
+}
+
+/// `printf REQ | openssl s_client …` for nginx on 443.
+fn s_client(extra: &str) -> String {
+    format!(
+        "printf 'GET /size/2000 HTTP/1.1\\r\\nHost: lab\\r\\nConnection: close\\r\\n\\r\\n' | \
+         openssl s_client -connect {}:443 -tls1_3 -ign_eof {extra} 2>&1",
+        Lab::SERVER_V4
+    )
+}
+
+fn nginx_tls13(c: &mut Ctx, early: bool) -> Result<(), LabError> {
+    c.nginx(443, |n| {
+        n.ssl_early_data = early;
+        n.files = vec![2000];
+    })
+}
+
+fn resumption(c: &mut Ctx) -> Result<(), LabError> {
+    nginx_tls13(c, false)?;
+    let d = c.dir().display().to_string();
+    let first = c.sh(&s_client(&format!("-sess_out {d}/s1.pem")))?;
+    let second = c.sh(&s_client(&format!("-sess_in {d}/s1.pem")))?;
+    if !first.contains("New, TLSv1.3") || !second.contains("Reused, TLSv1.3") {
+        return Err(LabError::Client {
+            command: "openssl s_client -sess_out / -sess_in".into(),
+            stderr: format!(
+                "openssl did not resume: first said {:?}, second {:?}",
+                first.lines().find(|l| l.contains("TLSv1")),
+                second.lines().find(|l| l.contains("TLSv1"))
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn zero_rtt(c: &mut Ctx) -> Result<(), LabError> {
+    nginx_tls13(c, true)?;
+    let d = c.dir().display().to_string();
+    std::fs::write(
+        c.dir().join("early.txt"),
+        b"GET /size/2000 HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n\r\n",
+    )
+    .map_err(|e| LabError::Io {
+        context: "writing early.txt".into(),
+        source: e,
+    })?;
+    c.sh(&s_client(&format!("-sess_out {d}/s1.pem")))?;
+    c.sh(&s_client(&format!(
+        "-sess_in {d}/s1.pem -sess_out {d}/s2.pem"
+    )))?;
+    let third = c.sh(&format!(
+        "openssl s_client -connect {}:443 -tls1_3 -ign_eof -sess_in {d}/s2.pem \
+         -early_data {d}/early.txt < /dev/null 2>&1",
+        Lab::SERVER_V4
+    ))?;
+    if !third.contains("Early data was accepted") {
+        return Err(LabError::Client {
+            command: "openssl s_client -early_data".into(),
+            stderr: "openssl does not say early data was accepted".into(),
+        });
+    }
+    Ok(())
+}
+
+fn tfo(c: &mut Ctx) -> Result<(), LabError> {
+    let both = Sysctls {
+        tcp_fastopen: Some(3),
+        ..Sysctls::default()
+    };
+    c.sysctls(Side::Client, &both)?;
+    c.sysctls(Side::Server, &both)?;
+    c.nginx(80, |n| {
+        n.tls = false;
+        n.fastopen = Some(16);
+        n.files = vec![2000];
+    })?;
+    let u = format!("http://{}/size/2000", Lab::SERVER_V4);
+    for _ in 0..2 {
+        c.curl(&["--tcp-fastopen", &u])?;
+    }
+    Ok(())
+}
+
+fn records(c: &mut Ctx, size: Option<usize>) -> Result<(), LabError> {
+    download(
+        c,
+        ServerConfig {
+            record_size: size,
+            ..ServerConfig::default()
+        },
+        1_000_000,
+    )
+}
+
+fn server_think(c: &mut Ctx) -> Result<(), LabError> {
+    download(
+        c,
+        ServerConfig {
+            think: Duration::from_millis(200),
+            ..ServerConfig::default()
+        },
+        2000,
+    )
+}
+
+/// One TLS 1.3 download of `n` bytes from the built-in server.
+fn download(c: &mut Ctx, cfg: ServerConfig, n: usize) -> Result<(), LabError> {
+    let port = c.builtin(cfg)?;
+    c.curl(&["--tlsv1.3", &url(port, n)])?;
+    Ok(())
+}
+
+/// One plain HTTP download of `n` bytes from the built-in server.
+fn download_plain(c: &mut Ctx, n: usize) -> Result<(), LabError> {
+    let port = c.builtin(ServerConfig {
+        plain_http: true,
+        ..ServerConfig::default()
+    })?;
+    c.curl(&[&format!("http://{}:{port}/size/{n}", Lab::SERVER_V4)])?;
+    Ok(())
+}
+
+fn sndbuf_cap(c: &mut Ctx) -> Result<(), LabError> {
+    c.nginx(443, |n| {
+        n.sndbuf = Some(32 * 1024);
+        n.files = vec![2_000_000];
+    })?;
+    c.curl(&[
+        "--tlsv1.3",
+        &format!("https://{}/size/2000000", Lab::SERVER_V4),
+    ])?;
+    Ok(())
+}
+
+fn no_wscale(c: &mut Ctx) -> Result<(), LabError> {
+    c.sysctls(
+        Side::Client,
+        &Sysctls {
+            tcp_window_scaling: Some(false),
+            ..Sysctls::default()
+        },
+    )?;
+    download(c, ServerConfig::default(), 2_000_000)
+}
+
+fn small_rcvbuf(c: &mut Ctx) -> Result<(), LabError> {
+    c.sysctls(
+        Side::Client,
+        &Sysctls {
+            tcp_rmem: Some([4096, 65536, 65536]),
+            ..Sysctls::default()
+        },
+    )?;
+    download(c, ServerConfig::default(), 2_000_000)
+}
+
+fn client_think(c: &mut Ctx) -> Result<(), LabError> {
+    nginx_tls13(c, false)?;
+    let out = c.sh(&format!(
+        "(sleep 0.3; printf 'GET /size/2000 HTTP/1.1\\r\\nHost: lab\\r\\nConnection: close\\r\\n\\r\\n') | \
+         openssl s_client -connect {}:443 -tls1_3 -ign_eof 2>&1",
+        Lab::SERVER_V4
+    ))?;
+    if !out.contains("HTTP/1.1 200") {
+        return Err(LabError::Client {
+            command: "openssl s_client (delayed request)".into(),
+            stderr: "no HTTP 200 in its output".into(),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,222 @@
+//! `rttlens lab`: list and run the lab scenarios (rttlens-net) and print
+//! one table of what was expected and what was found.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use rttlens_net::lab::scenario::{self, Outcome, Scenario};
+
+use crate::args::{Format, LabArgs};
+
+/// Every expectation held.
+const EXIT_OK: u8 = 0;
+/// An expectation failed (or a scenario could not run).
+const EXIT_FAILED: u8 = 1;
+/// Usage error or a missing prerequisite.
+const EXIT_USAGE: u8 = 2;
+
+/// Run `rttlens lab`.
+pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
+    let all = scenario::catalogue();
+    if args.list {
+        list(all)?;
+        return Ok(ExitCode::from(EXIT_OK));
+    }
+    let mut chosen: Vec<&'static Scenario> = Vec::new();
+    for name in &args.scenarios {
+        match scenario::find(name) {
+            Some(s) => chosen.push(s),
+            None => {
+                let names: Vec<&str> = all.iter().map(|s| s.name).collect();
+                eprintln!(
+                    "rttlens lab: unknown scenario `{name}`; known: {}",
+                    names.join(", ")
+                );
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        }
+    }
+    if chosen.is_empty() {
+        chosen = all.iter().collect();
+    }
+    let rtt = parse_duration(&args.rtt).map_err(|e| {
+        eprintln!("rttlens lab: --rtt {}: {e}", args.rtt);
+    });
+    let Ok(rtt) = rtt else {
+        return Ok(ExitCode::from(EXIT_USAGE));
+    };
+    let prereq = rttlens_net::lab::check_prerequisites().and_then(|()| {
+        scenario::PROGRAMS
+            .iter()
+            .try_for_each(|&(c, p)| rttlens_net::lab::require_command(c, p))
+    });
+    if let Err(e) = prereq {
+        eprintln!("rttlens lab: {e}");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    if let Some(k) = &args.keep {
+        std::fs::create_dir_all(k).with_context(|| format!("creating {}", k.display()))?;
+    }
+    let started = Instant::now();
+    let mut results: Vec<(&Scenario, Result<Outcome, String>)> = Vec::new();
+    for s in chosen {
+        eprintln!("rttlens lab: {} …", s.name);
+        let r = scenario::run_scenario(s, rtt, args.keep.as_deref()).map_err(|e| e.to_string());
+        if let Err(e) = &r {
+            eprintln!("rttlens lab: {}: {e}", s.name);
+        }
+        results.push((s, r));
+    }
+    let ok = results
+        .iter()
+        .all(|(_, r)| r.as_ref().is_ok_and(Outcome::passed));
+    let mut out = std::io::stdout().lock();
+    match args.format {
+        Format::Text => table(&mut out, &results, rtt, started.elapsed())?,
+        Format::Json => json(&mut out, &results, rtt, started.elapsed())?,
+    }
+    out.flush()?;
+    Ok(ExitCode::from(if ok { EXIT_OK } else { EXIT_FAILED }))
+}
+
+fn list(all: &[Scenario]) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for s in all {
+        writeln!(out, "{:<16} {}", s.name, s.about)?;
+        let mut what: Vec<String> = s.expect.iter().map(|e| format!("expect {e}")).collect();
+        what.extend(s.forbid.iter().map(|e| format!("forbid {e}")));
+        writeln!(out, "{:<16} {}", "", what.join("; "))?;
+    }
+    Ok(())
+}
+
+/// `40ms`, `0.1s`, `40` (milliseconds).
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => s.split_at(i),
+        None => (s, "ms"),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| "expected a duration like 40ms or 0.1s".to_string())?;
+    let ms = match unit {
+        "ms" => v,
+        "s" => v * 1000.0,
+        _ => return Err(format!("unknown unit `{unit}` (ms or s)")),
+    };
+    if !(1.0..=2000.0).contains(&ms) {
+        return Err("the RTT must be between 1 ms and 2 s".into());
+    }
+    Ok(Duration::from_secs_f64(ms / 1000.0))
+}
+
+fn table(
+    out: &mut impl Write,
+    results: &[(&Scenario, Result<Outcome, String>)],
+    rtt: Duration,
+    took: Duration,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<16} {:<50} {:<5} {:>18}  key ladder line",
+        "scenario", "expected finding", "found", "cost"
+    )?;
+    for (s, r) in results {
+        match r {
+            Err(e) => writeln!(out, "{:<16} error: {e}", s.name)?,
+            Ok(o) => {
+                let mut rows: Vec<(String, String, String)> = o
+                    .found
+                    .iter()
+                    .map(|f| {
+                        let cost = if f.found {
+                            format!("{:.1} ms {:.2} RTT", f.cost_ms, f.cost_rtts)
+                        } else {
+                            "-".into()
+                        };
+                        let exp = match f.id {
+                            Some(id) if f.expect.contains('|') => format!("{} ({id})", f.expect),
+                            _ => f.expect.to_string(),
+                        };
+                        (exp, if f.found { "yes" } else { "NO" }.into(), cost)
+                    })
+                    .collect();
+                for &fb in s.forbid {
+                    let hit = o
+                        .unexpected_forbidden
+                        .iter()
+                        .any(|u| fb.split('|').any(|id| u.ends_with(id)));
+                    rows.push((
+                        format!("none of {fb}"),
+                        if hit { "FOUND" } else { "none" }.into(),
+                        "-".into(),
+                    ));
+                }
+                for (i, (exp, found, cost)) in rows.iter().enumerate() {
+                    let (name, key) = if i == 0 {
+                        (s.name, o.key_line.as_str())
+                    } else {
+                        ("", "")
+                    };
+                    writeln!(out, "{name:<16} {exp:<50} {found:<5} {cost:>18}  {key}")?;
+                }
+                if !o.passed() {
+                    writeln!(out, "{:<16} findings per connection: {:?}", "", o.findings)?;
+                }
+            }
+        }
+    }
+    let passed = results
+        .iter()
+        .filter(|(_, r)| r.as_ref().is_ok_and(Outcome::passed))
+        .count();
+    writeln!(
+        out,
+        "{passed}/{} scenarios held at RTT {} ms, in {:.1} s",
+        results.len(),
+        rtt.as_millis(),
+        took.as_secs_f64()
+    )
+}
+
+fn json(
+    out: &mut impl Write,
+    results: &[(&Scenario, Result<Outcome, String>)],
+    rtt: Duration,
+    took: Duration,
+) -> anyhow::Result<()> {
+    let items: Vec<serde_json::Value> = results
+        .iter()
+        .map(|(s, r)| match r {
+            Err(e) => serde_json::json!({ "scenario": s.name, "error": e, "passed": false }),
+            Ok(o) => serde_json::json!({
+                "scenario": o.scenario,
+                "passed": o.passed(),
+                "expected": o.found.iter().map(|f| serde_json::json!({
+                    "expect": f.expect,
+                    "found": f.found,
+                    "id": f.id,
+                    "cost_ms": f.cost_ms,
+                    "cost_rtts": f.cost_rtts,
+                })).collect::<Vec<_>>(),
+                "forbid": s.forbid,
+                "unexpected_forbidden": o.unexpected_forbidden,
+                "key_line": o.key_line,
+                "connections": o.connections,
+                "findings": o.findings,
+                "elapsed_ms": o.elapsed.as_millis() as u64,
+            }),
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "rtt_ms": rtt.as_secs_f64() * 1000.0,
+        "elapsed_ms": took.as_millis() as u64,
+        "scenarios": items,
+    });
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    writeln!(out)?;
+    Ok(())
+}
