@@ -191,10 +191,22 @@ fn thu2_iw10_slow_start() {
         .count();
     assert!(ss >= 5, "slow start rounds: {ss}");
     let ids = ids(&c);
-    assert!(
-        !ids.contains(&"sender-window-cap") && !ids.contains(&"receive-window-limit"),
-        "{ids:?}"
-    );
+    assert!(!ids.contains(&"sender-window-cap"), "{ids:?}");
+    // late in the transfer the client's window (~128–160 KB) held the flight
+    // to within two segments for a round or two: allowed, but only after the
+    // slow start and costing at most the one round it delayed
+    if let Some(f) = c.findings.iter().find(|f| f.id == "receive-window-limit") {
+        let first_rwnd = t
+            .rounds
+            .iter()
+            .position(|r| r.limit == Limit::Rwnd)
+            .expect("an rwnd round");
+        assert!(
+            first_rwnd >= 5,
+            "window limit only after slow start: round {first_rwnd}"
+        );
+        assert!(f.cost.rtts <= 1.0, "{:?}", f.cost);
+    }
 }
 
 #[test]

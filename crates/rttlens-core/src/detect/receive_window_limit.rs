@@ -1,5 +1,5 @@
 //! `receive-window-limit`: the sender filled the receiver's advertised window
-//! (flight ≥ rwnd − 1 MSS) for several rounds — the receiver's buffer, not
+//! (flight ≥ rwnd − 2 MSS, see [`crate::analysis::rounds::RWND_SLACK_MSS`]) for several rounds — the receiver's buffer, not
 //! the network, set the pace.
 //!
 //! Source: DESIGN.md §4 (`rwnd` limit); RFC 7323 §2 (without window scale the

@@ -19,7 +19,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 18] = [
+static CATALOGUE: [Scenario; 19] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -109,6 +109,31 @@ static CATALOGUE: [Scenario; 18] = [
         vantage: Side::Client,
         link: plain_link,
         run: |c| records(c, Some(1400)),
+    },
+    Scenario {
+        name: "clean",
+        about: "control: a small TLS 1.3 download with TCP_NODELAY and small records: none of the causes",
+        expect: &[],
+        forbid: &[
+            "nagle-stall",
+            "nagle-delayed-ack",
+            "tls12-full-handshake",
+            "hello-retry-request",
+            "sender-window-cap",
+            "receive-window-limit",
+            "large-tls-record",
+            "server-think-time",
+            "fast-retransmit",
+            "tail-loss-probe",
+            "rto",
+            "zero-window",
+            "syn-retransmission",
+            "capture-drops",
+        ],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: |c| download(c, ServerConfig { record_size: Some(1400), ..ServerConfig::default() }, 20_000),
     },
     Scenario {
         name: "server-think",
