@@ -19,7 +19,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 19] = [
+static CATALOGUE: [Scenario; 20] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -89,6 +89,16 @@ static CATALOGUE: [Scenario; 19] = [
         vantage: Side::Client,
         link: plain_link,
         run: tfo,
+    },
+    Scenario {
+        name: "tfo-refused",
+        about: "TCP Fast Open with a stale cookie: the server's key changed, so the data in the SYN is refused and waits for the handshake",
+        expect: &["0:tfo-cookie", "1:tfo-refused"],
+        forbid: &["1:tfo-accepted"],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: tfo_refused,
     },
     Scenario {
         name: "big-records",
@@ -347,6 +357,30 @@ fn tfo(c: &mut Ctx) -> Result<(), LabError> {
     for _ in 0..2 {
         c.curl(&["--tcp-fastopen", &u])?;
     }
+    Ok(())
+}
+
+/// A cookie, then a new server key (`net.ipv4.tcp_fastopen_key`), then the
+/// old cookie with data: the server refuses the data (RFC 7413 §4.1.2).
+fn tfo_refused(c: &mut Ctx) -> Result<(), LabError> {
+    let both = Sysctls {
+        tcp_fastopen: Some(3),
+        ..Sysctls::default()
+    };
+    c.sysctls(Side::Client, &both)?;
+    c.sysctls(Side::Server, &both)?;
+    c.nginx(80, |n| {
+        n.tls = false;
+        n.fastopen = Some(16);
+        n.files = vec![2000];
+    })?;
+    let u = format!("http://{}/size/2000", Lab::SERVER_V4);
+    c.curl(&["--tcp-fastopen", &u])?;
+    c.lab().netns(Side::Server).set_sysctl(
+        "net/ipv4/tcp_fastopen_key",
+        "01234567-89abcdef-01234567-89abcdef",
+    )?;
+    c.curl(&["--tcp-fastopen", &u])?;
     Ok(())
 }
 
