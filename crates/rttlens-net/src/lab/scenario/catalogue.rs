@@ -341,7 +341,9 @@ fn zero_rtt(c: &mut Ctx) -> Result<(), LabError> {
     Ok(())
 }
 
-fn tfo(c: &mut Ctx) -> Result<(), LabError> {
+/// TFO on in both namespaces (`net.ipv4.tcp_fastopen=3`) and nginx with a
+/// TFO queue serving a 2000-byte file over plain HTTP; returns its URL.
+fn tfo_setup(c: &mut Ctx) -> Result<String, LabError> {
     let both = Sysctls {
         tcp_fastopen: Some(3),
         ..Sysctls::default()
@@ -353,7 +355,11 @@ fn tfo(c: &mut Ctx) -> Result<(), LabError> {
         n.fastopen = Some(16);
         n.files = vec![2000];
     })?;
-    let u = format!("http://{}/size/2000", Lab::SERVER_V4);
+    Ok(format!("http://{}/size/2000", Lab::SERVER_V4))
+}
+
+fn tfo(c: &mut Ctx) -> Result<(), LabError> {
+    let u = tfo_setup(c)?;
     for _ in 0..2 {
         c.curl(&["--tcp-fastopen", &u])?;
     }
@@ -363,18 +369,7 @@ fn tfo(c: &mut Ctx) -> Result<(), LabError> {
 /// A cookie, then a new server key (`net.ipv4.tcp_fastopen_key`), then the
 /// old cookie with data: the server refuses the data (RFC 7413 §4.1.2).
 fn tfo_refused(c: &mut Ctx) -> Result<(), LabError> {
-    let both = Sysctls {
-        tcp_fastopen: Some(3),
-        ..Sysctls::default()
-    };
-    c.sysctls(Side::Client, &both)?;
-    c.sysctls(Side::Server, &both)?;
-    c.nginx(80, |n| {
-        n.tls = false;
-        n.fastopen = Some(16);
-        n.files = vec![2000];
-    })?;
-    let u = format!("http://{}/size/2000", Lab::SERVER_V4);
+    let u = tfo_setup(c)?;
     c.curl(&["--tcp-fastopen", &u])?;
     c.lab().netns(Side::Server).set_sysctl(
         "net/ipv4/tcp_fastopen_key",
