@@ -1,8 +1,6 @@
 //! Everything derived from one finished connection: the input of the
 //! detectors and of the report.
 
-use std::net::SocketAddr;
-
 use crate::analysis::ladder::{ClientClock, Dir, Phase};
 use crate::analysis::rounds::{classify, Round};
 use crate::analysis::rtt::{RttEstimate, Vantage};
@@ -168,11 +166,6 @@ impl Analysis {
             })
             .collect();
         crate::detect::util::union_len(iv)
-    }
-
-    /// Client and server addresses.
-    pub fn endpoints(&self) -> (SocketAddr, SocketAddr) {
-        (self.conn.client, self.conn.server)
     }
 }
 

@@ -88,8 +88,6 @@ pub struct Round {
     pub loss: bool,
     /// Payload length of the round's last new-data segment (bytes).
     pub last_len: u32,
-    /// Time from the previous round's last segment to this round's first.
-    pub gap_before: Duration,
     /// Time from the ACK that started the round reaching the sender to the
     /// round's first segment: ≈ 0 when ACK-clocked, longer when the sender
     /// waited for its application. `None` for a round no ACK started.
@@ -143,7 +141,6 @@ impl RoundTracker {
             Some(_) => s.eligible_ack > self.marker,
         };
         if new_round {
-            let gap = self.cur.as_ref().map(|r| s.at.ts - r.last.ts);
             self.close();
             self.marker = s.snd_nxt_before;
             self.cur = Some(Round {
@@ -160,7 +157,6 @@ impl RoundTracker {
                 max_rwnd: 0,
                 loss: false,
                 last_len: 0,
-                gap_before: gap.unwrap_or(Duration::ZERO),
                 release_delay: s.since_ack,
                 limit: Limit::Unknown,
             });
@@ -351,7 +347,6 @@ mod tests {
             max_rwnd: rwnd,
             loss: false,
             last_len,
-            gap_before: Duration::from_millis(25),
             release_delay: Some(Duration::ZERO),
             limit: Limit::Unknown,
         }

@@ -186,8 +186,6 @@ pub struct Half {
     pub max_window: u64,
     /// The peer's window-scale shift applied to its window field.
     pub peer_wscale: u8,
-    /// Whether `peer_wscale` is known (both SYNs seen).
-    pub wscale_known: bool,
     hist: VecDeque<AckEv>,
     elig: Eligible,
     unacked: VecDeque<SentSeg>,
@@ -210,22 +208,14 @@ pub struct Half {
     pub retx_count: u64,
     /// Segments that filled a hole soon after it opened: reordering.
     pub out_of_order: u64,
-    /// First reordered segment.
-    pub first_out_of_order: Option<Mark>,
     /// Zero-window episodes the peer imposed (first [`MAX_EVENTS_KEPT`]).
     pub zero_windows: Vec<ZeroWindow>,
     /// Segments sent while the flight filled the peer's window.
     pub window_full: u64,
-    /// First such segment.
-    pub first_window_full: Option<Mark>,
     /// ACKs for data the capture never saw (first [`MAX_EVENTS_KEPT`]).
     pub drops: Vec<CaptureDrop>,
     /// Bytes acknowledged but never seen, in total.
     pub dropped_bytes: u64,
-    /// D-SACK blocks received.
-    pub dsacks: u64,
-    /// Keep-alive and zero-window probes (not counted as retransmissions).
-    pub probes: u64,
     /// Rounds of this sender.
     pub rounds: RoundTracker,
     /// In-order delivery to the protocol trackers.
@@ -275,7 +265,6 @@ impl Half {
             window: 0,
             max_window: 0,
             peer_wscale: 0,
-            wscale_known: false,
             hist: VecDeque::new(),
             elig: Eligible::default(),
             unacked: VecDeque::new(),
@@ -289,14 +278,10 @@ impl Half {
             retx: Vec::new(),
             retx_count: 0,
             out_of_order: 0,
-            first_out_of_order: None,
             zero_windows: Vec::new(),
             window_full: 0,
-            first_window_full: None,
             drops: Vec::new(),
             dropped_bytes: 0,
-            dsacks: 0,
-            probes: 0,
             rounds: RoundTracker::default(),
             reasm: Reassembler::default(),
             fin: None,
@@ -410,7 +395,6 @@ impl Half {
                 continue;
             }
             if i == 0 && lo < off {
-                self.dsacks += 1;
                 for r in self.retx.iter_mut().rev().take(32) {
                     if r.offset < hi && r.offset + r.len as u64 > lo {
                         r.spurious = true;
@@ -568,7 +552,7 @@ impl Half {
         let mut retx = false;
         let mut new_bytes = 0;
         if probe {
-            self.probes += 1;
+            // keep-alive or zero-window probe: not a retransmission
         } else if off < self.snd_nxt {
             // overlaps what was sent before: a hole fill or a retransmission
             let hole = self.holes.iter().position(|h| off < h.end && end > h.start);
@@ -576,7 +560,6 @@ impl Half {
                 Some(i) if at.ts - self.holes[i].opened.ts < rtt_min / 2 => {
                     // filled soon after the hole opened: reordered in the network
                     self.out_of_order += 1;
-                    self.first_out_of_order.get_or_insert(at);
                     self.fill_hole(i, off, end);
                 }
                 Some(i) => {
@@ -661,7 +644,6 @@ impl Half {
             .saturating_sub(self.elig.sacked);
         if self.elig.seen && self.elig.window > 0 && flight >= self.elig.window {
             self.window_full += 1;
-            self.first_window_full.get_or_insert(at);
         }
         if !probe {
             self.rounds.on_segment(RoundSegment {
@@ -857,10 +839,5 @@ impl Half {
             });
         }
         kind
-    }
-
-    /// The peer's largest advertised window, or 0.
-    pub fn peer_window_max(&self) -> u64 {
-        self.max_window
     }
 }

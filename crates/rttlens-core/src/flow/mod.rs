@@ -108,8 +108,6 @@ pub struct Conn {
     pub rtt: RttSamples,
     /// Protocol trackers fed by the reassembled streams.
     pub protocols: Protocols,
-    /// Segments whose TCP options did not parse.
-    pub malformed_options: u64,
     syn_data: Option<SynData>,
 }
 
@@ -143,7 +141,6 @@ impl Conn {
             rst: None,
             rtt: RttSamples::default(),
             protocols: Protocols::default(),
-            malformed_options: 0,
             syn_data: None,
         }
     }
@@ -171,9 +168,6 @@ impl Conn {
         let flags = seg.flags;
         let is_syn = flags.contains(TcpFlags::SYN);
         let is_ack = flags.contains(TcpFlags::ACK);
-        if seg.options.malformed {
-            self.malformed_options += 1;
-        }
         if is_syn {
             self.on_syn(side, seg, at);
         } else if side == Side::Client && is_ack && self.handshake_ack.is_none() {
@@ -317,8 +311,6 @@ impl Conn {
             };
             self.half[Side::Client.index()].peer_wscale = s;
             self.half[Side::Server.index()].peer_wscale = c;
-            self.half[0].wscale_known = true;
-            self.half[1].wscale_known = true;
         }
     }
 }
@@ -364,11 +356,6 @@ impl FlowTable {
     /// An empty table.
     pub fn new() -> FlowTable {
         FlowTable::default()
-    }
-
-    /// Connections open now.
-    pub fn open(&self) -> usize {
-        self.conns.len()
     }
 
     /// Account one segment seen at `at`; connections that are over are
