@@ -15,6 +15,29 @@ fn ids(c: &rttlens_core::report::ConnReport) -> Vec<&'static str> {
     c.findings.iter().map(|f| f.id).collect()
 }
 
+/// `curl -sS -o /dev/null --max-time 10 <args…> <url>` from the client; must succeed.
+fn curl_ok(lab: &Lab, args: &[&str], url: &str) {
+    let mut all = vec!["-sS", "-o", "/dev/null", "--max-time", "10"];
+    all.extend_from_slice(args);
+    all.push(url);
+    let out = lab.run_in(Host::Client, "curl", &all);
+    assert!(
+        out.status.success(),
+        "curl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Stop the capture, analyse it, check the finding contract; connections in index order.
+fn stop_and_analyze(lab: &mut Lab, cap: support::Capture) -> Vec<rttlens_core::report::ConnReport> {
+    let path = lab.stop(cap);
+    let a = analyze(&path);
+    check_contract(&a);
+    let mut conns = a.conns.clone();
+    conns.sort_by_key(|c| c.index);
+    conns
+}
+
 fn phase<'a>(
     c: &'a rttlens_core::report::ConnReport,
     name: &str,
@@ -52,30 +75,9 @@ fn tfo_cookie_then_request_in_the_syn() {
     let cap = lab.capture(Host::Client);
     let url = format!("http://{SERVER_IP}/small");
     for _ in 0..2 {
-        let out = lab.run_in(
-            Host::Client,
-            "curl",
-            &[
-                "-sS",
-                "--tcp-fastopen",
-                "-o",
-                "/dev/null",
-                "--max-time",
-                "10",
-                &url,
-            ],
-        );
-        assert!(
-            out.status.success(),
-            "curl: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        curl_ok(&lab, &["--tcp-fastopen"], &url);
     }
-    let path = lab.stop(cap);
-    let a = analyze(&path);
-    check_contract(&a);
-    let mut conns = a.conns.clone();
-    conns.sort_by_key(|c| c.index);
+    let conns = stop_and_analyze(&mut lab, cap);
     assert_eq!(conns.len(), 2, "two connections");
     let (first, second) = (&conns[0], &conns[1]);
 
@@ -158,11 +160,7 @@ fn tls13_resumption_and_zero_rtt() {
         said[2]
     );
 
-    let path = lab.stop(cap);
-    let a = analyze(&path);
-    check_contract(&a);
-    let mut conns = a.conns.clone();
-    conns.sort_by_key(|c| c.index);
+    let conns = stop_and_analyze(&mut lab, cap);
     assert_eq!(conns.len(), 3, "three connections");
     let kinds: Vec<&str> = conns
         .iter()
@@ -215,30 +213,9 @@ fn nagle_run(nodelay: &str) -> Vec<rttlens_core::report::ConnReport> {
     let cap = lab.capture(Host::Client);
     let url = format!("https://{SERVER_IP}/small");
     for _ in 0..3 {
-        let out = lab.run_in(
-            Host::Client,
-            "curl",
-            &[
-                "-sS",
-                "-k",
-                "--tlsv1.3",
-                "-o",
-                "/dev/null",
-                "--max-time",
-                "10",
-                &url,
-            ],
-        );
-        assert!(
-            out.status.success(),
-            "curl: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        curl_ok(&lab, &["-k", "--tlsv1.3"], &url);
     }
-    let path = lab.stop(cap);
-    let a = analyze(&path);
-    check_contract(&a);
-    a.conns.clone()
+    stop_and_analyze(&mut lab, cap)
 }
 
 #[test]
