@@ -169,21 +169,14 @@ impl Analysis {
     }
 }
 
-/// TCP timestamp option length with padding (RFC 7323 §3): 12 bytes per segment.
-const TS_OPTION_LEN: u64 = 12;
-
-fn effective_mss(conn: &Conn, sender: Side, ts: bool) -> u64 {
-    let peer_syn = match sender {
-        Side::Client => conn.syn_ack,
-        Side::Server => conn.syn,
-    };
-    let observed = conn.half[sender.index()].max_payload as u64;
-    match peer_syn.and_then(|s| s.options.mss) {
-        Some(m) => (m as u64)
-            .saturating_sub(if ts { TS_OPTION_LEN } else { 0 })
-            .max(1),
-        None if observed > 0 => observed,
-        None => 1460,
+/// A sender's MSS (bytes): the flow layer's, from the SYNs ([`Half::mss`](crate::flow::half::Half)),
+/// else the largest segment it sent, else 1460 (Ethernet).
+fn effective_mss(conn: &Conn, sender: Side) -> u64 {
+    let h = &conn.half[sender.index()];
+    match (h.mss, h.max_payload as u64) {
+        (0, 0) => 1460,
+        (0, observed) => observed,
+        (mss, _) => mss,
     }
 }
 
@@ -200,8 +193,8 @@ pub fn analyze(mut conn: Box<Conn>) -> Analysis {
     let ts = syn.is_some_and(|s| s.options.timestamps.is_some())
         && sa.is_some_and(|s| s.options.timestamps.is_some());
     let mss = [
-        effective_mss(&conn, Side::Client, ts),
-        effective_mss(&conn, Side::Server, ts),
+        effective_mss(&conn, Side::Client),
+        effective_mss(&conn, Side::Server),
     ];
     let tcp = TcpFacts {
         mss_option: [

@@ -35,6 +35,8 @@ pub const CLOSED_LINGER: Duration = Duration::from_millis(1_000);
 pub const TOMBSTONE: Duration = Duration::from_millis(60_000);
 /// A connection without a packet for this long is handed on.
 pub const IDLE_TIMEOUT: Duration = Duration::from_millis(300_000);
+/// TCP timestamp option length with padding (RFC 7323 §3), bytes per segment.
+pub const TS_OPTION_LEN: u64 = 12;
 /// Every this many segments the table looks for connections to hand on.
 const SWEEP_EVERY: u64 = 16_384;
 
@@ -295,9 +297,10 @@ impl Conn {
         }
         // window scaling applies only when both SYNs carried the option (RFC 7323 §2.2)
         if let (Some(syn), Some(sa)) = (self.syn, self.syn_ack) {
-            // each sender's MSS: the peer's MSS option, less the timestamp option
+            // each sender's MSS: the peer's MSS option, less the timestamp
+            // option when both SYNs negotiated it (RFC 7323 §3)
             let ts = if syn.options.timestamps.is_some() && sa.options.timestamps.is_some() {
-                12
+                TS_OPTION_LEN
             } else {
                 0
             };
