@@ -68,7 +68,7 @@ pub const DETECTORS: &[(&[&str], Detector)] = &[
 /// Finding ids that are reported whatever their cost: they speak of the
 /// capture or of wasted work rather than of time lost, and their detectors
 /// decide themselves when they are worth reporting.
-pub const QUALITY_IDS: &[&str] = &[
+pub const ALWAYS_REPORTED: &[&str] = &[
     "capture-drops",
     "spurious-retransmission",
     // verified outcomes: what TFO, resumption and 0-RTT did (or saved)
@@ -83,11 +83,11 @@ pub fn run_all(a: &Analysis) -> Vec<Finding> {
     let mut out: Vec<Finding> = DETECTORS
         .iter()
         .flat_map(|(_, d)| d(a))
-        .filter(|f| QUALITY_IDS.contains(&f.id) || f.cost.is_material())
+        .filter(|f| ALWAYS_REPORTED.contains(&f.id) || f.cost.is_material())
         .collect();
     let drops = a.conn.half.iter().any(|h| h.dropped_bytes > 0);
     if drops {
-        for f in out.iter_mut().filter(|f| !QUALITY_IDS.contains(&f.id)) {
+        for f in out.iter_mut().filter(|f| !ALWAYS_REPORTED.contains(&f.id)) {
             f.lower_confidence("the capture dropped packets of this connection");
         }
     }
