@@ -34,12 +34,27 @@ fn every_scenario_holds_at_20ms() {
     // the cost of the `zero-rtt` finding per scenario: accepted saves the
     // round trip (cost 0), rejected pays it (cost ≈ 1 RTT)
     let mut zero_rtt_cost = Vec::new();
+    // outcomes one finding id covers: the title must name the right one
+    let outcome_words = [
+        ("resumption", "resumed"),
+        ("resumption-declined", "declined"),
+        ("zero-rtt", "accepted"),
+        ("zero-rtt-rejected", "rejected"),
+        ("tfo", "accepted"),
+        ("tfo-refused", "refused"),
+    ];
     for s in catalogue() {
         match scenario::run_scenario(s, Duration::from_millis(20), None) {
             Ok(o) if o.passed() => {
                 assert!(!o.client_capture.exists(), "capture removed without keep");
                 if let Some(f) = o.found.iter().find(|f| f.id == Some("zero-rtt")) {
                     zero_rtt_cost.push((s.name, f.cost_rtts));
+                }
+                if let Some((_, word)) = outcome_words.iter().find(|(n, _)| *n == s.name) {
+                    let last = o.found.last().map(|f| f.title.as_str()).unwrap_or("");
+                    if !last.contains(word) {
+                        failures.push(format!("{}: finding says {last:?}, not {word:?}", s.name));
+                    }
                 }
             }
             Ok(o) if KNOWN_GAPS.contains(&s.name) => {

@@ -255,6 +255,9 @@ pub struct Found {
     pub found: bool,
     /// The finding id that matched.
     pub id: Option<&'static str>,
+    /// Its title (empty when not found): what the outcome was, e.g.
+    /// "0-RTT rejected: …".
+    pub title: String,
     /// The matching finding's cost in ms (0 when not found).
     pub cost_ms: f64,
     /// The matching finding's cost in round trips (0 when not found).
@@ -413,6 +416,7 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
                 expect: e,
                 found: true,
                 id: Some(f.id),
+                title: f.title.clone(),
                 cost_ms: f.cost.ms,
                 cost_rtts: f.cost.rtts,
             },
@@ -420,6 +424,7 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
                 expect: e,
                 found: false,
                 id: None,
+                title: String::new(),
                 cost_ms: 0.0,
                 cost_rtts: 0.0,
             },

@@ -19,7 +19,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 23] = [
+static CATALOGUE: [Scenario; 24] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -69,6 +69,16 @@ static CATALOGUE: [Scenario; 23] = [
         vantage: Side::Client,
         link: plain_link,
         run: resumption,
+    },
+    Scenario {
+        name: "resumption-declined",
+        about: "nginx restarts with a new ticket key between the two connections: the second offers its ticket and gets a full handshake",
+        expect: &["1:tls-resumption"],
+        forbid: &[],
+        key: "tls",
+        vantage: Side::Client,
+        link: plain_link,
+        run: resumption_declined,
     },
     Scenario {
         name: "zero-rtt",
@@ -370,6 +380,28 @@ fn resumption(c: &mut Ctx) -> Result<(), LabError> {
             stderr: format!(
                 "openssl did not resume: first said {:?}, second {:?}",
                 first.lines().find(|l| l.contains("TLSv1")),
+                second.lines().find(|l| l.contains("TLSv1"))
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A full handshake, then nginx restarts (a fresh random ticket key, as a
+/// server without a shared `ssl_session_ticket_key` does on every reload),
+/// then the client offers the old ticket: declined, full handshake.
+fn resumption_declined(c: &mut Ctx) -> Result<(), LabError> {
+    nginx_tls13(c, false)?;
+    let d = c.dir().display().to_string();
+    c.sh(&s_client(&format!("-sess_out {d}/s1.pem")))?;
+    c.stop_nginx();
+    nginx_tls13(c, false)?;
+    let second = c.sh(&s_client(&format!("-sess_in {d}/s1.pem")))?;
+    if !second.contains("New, TLSv1.3") {
+        return Err(LabError::Client {
+            command: "openssl s_client -sess_in".into(),
+            stderr: format!(
+                "openssl resumed although the server's ticket key changed: {:?}",
                 second.lines().find(|l| l.contains("TLSv1"))
             ),
         });
