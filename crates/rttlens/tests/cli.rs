@@ -237,3 +237,60 @@ fn lab_bad_rtt_is_a_usage_error() {
     let out = bin().args(["lab", "--rtt", "fast"]).output().expect("run");
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Not root: a one-line message naming what is missing, exit 2, and no
+/// namespace created. Runs the binary as `nobody` through util-linux
+/// `setpriv` (root is needed to drop to another user, so this test needs
+/// root too, like the lab tests, and fails saying so).
+#[test]
+fn lab_without_root_says_so_and_leaves_nothing() {
+    assert!(
+        nix_is_root(),
+        "this test drops to `nobody` with setpriv, which needs root"
+    );
+    let child = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_rttlens"))
+        .args(["lab", "clean"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("setpriv (util-linux) runs");
+    // setpriv execs rttlens in place: same pid, which lab namespace names carry
+    let prefix = format!("rttlens-{}-", child.id());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("needs root") && err.contains("sudo"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(out.stdout.is_empty());
+    let left: Vec<String> = netns_names()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "namespaces left behind: {left:?}");
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+fn netns_names() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("rttlens-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
