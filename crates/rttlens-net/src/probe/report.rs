@@ -250,7 +250,8 @@ pub struct Saved {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CaptureStatus {
     /// `captured`, `off` (`--no-capture`), `not-permitted` (no
-    /// CAP_NET_RAW) or `failed`.
+    /// CAP_NET_RAW), `unavailable` (this build has no self-capture) or
+    /// `failed`.
     pub status: &'static str,
     /// Packets captured.
     pub packets: u64,
@@ -301,12 +302,30 @@ impl ProbeReport {
             attempts,
             stats: None,
             saved: Vec::new(),
-            capture: CaptureStatus {
-                status: "off",
-                packets: 0,
-                interface: None,
-                note: Some("capture off: the report has app-level timings only".into()),
-                pcap: None,
+            capture: if cfg.capture {
+                CaptureStatus {
+                    status: "unavailable",
+                    packets: 0,
+                    interface: None,
+                    note: Some(
+                        "this build cannot capture its own packets: app-level timings only; \
+                         the wire ladder, findings and TFO outcomes are not seen"
+                            .into(),
+                    ),
+                    pcap: None,
+                }
+            } else {
+                CaptureStatus {
+                    status: "off",
+                    packets: 0,
+                    interface: None,
+                    note: Some(
+                        "--no-capture: app-level timings only; the wire ladder, findings and \
+                         TFO outcomes are not seen"
+                            .into(),
+                    ),
+                    pcap: None,
+                }
             },
             connections: Vec::new(),
             capture_summary: None,
