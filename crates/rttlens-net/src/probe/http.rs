@@ -1,6 +1,6 @@
 //! The HTTP/1.1 exchange through hyper's client connection API
 //! (`hyper::client::conn::http1`) over the probe's own stream, so every
-//! byte hyper writes and reads passes the [`Tap`](super::timing::Tap).
+//! byte hyper writes and reads passes the [`super::timing::Tap`].
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
