@@ -309,3 +309,98 @@ fn connect_timeout_when_the_syn_is_lost() {
         },
     );
 }
+
+/// Probe with the lab's client-side tcpdump running, then attach that
+/// capture to the report as the wire's view.
+fn probe_captured(ctx: &Ctx, cfg: ProbeConfig) -> ProbeReport {
+    let file = ctx
+        .dir()
+        .join(format!("client-{}.pcap", std::process::id()));
+    let dump = ctx.lab().tcpdump(Side::Client, &file).expect("tcpdump");
+    let r = probe_in(ctx, cfg);
+    // the FIN/ACK exchange
+    std::thread::sleep(RTT * 2 + Duration::from_millis(50));
+    dump.stop();
+    let mut r = r.expect("probe");
+    let bytes = std::fs::read(&file).expect("capture file");
+    let n = probe::wire::attach_bytes(&mut r, &bytes, "rtl0").expect("analysing the capture");
+    assert_eq!(n, r.attempts.len(), "every connection found in the capture");
+    r
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+#[test]
+fn app_and_wire_agree_within_1ms() {
+    with_lab(
+        |_| {},
+        |ctx| {
+            let port = ctx.builtin(ServerConfig::default()).expect("built-in");
+            let mut c = cfg(builtin_url(port, "/size/20000"));
+            c.count = 20;
+            let r = probe_captured(ctx, c);
+            for phase in ["connect", "tls", "starttransfer", "total"] {
+                let diffs: Vec<f64> = r
+                    .attempts
+                    .iter()
+                    .filter_map(|a| a.wire_vs_app.iter().find(|g| g.phase == phase))
+                    .map(|g| g.diff_ms)
+                    .collect();
+                assert_eq!(diffs.len(), 20, "{phase}: compared on every attempt");
+                let m = median(diffs.iter().map(|d| d.abs()).collect());
+                eprintln!(
+                    "app − wire, {phase}: median |diff| {m:.3} ms (median diff {:+.3} ms, 20 runs)",
+                    median(diffs.clone())
+                );
+                assert!(
+                    m <= 1.0,
+                    "{phase}: app and wire differ by {m:.3} ms (median)"
+                );
+            }
+            // and the wire's RTT now counts the phases
+            assert_eq!(r.attempts[0].rtt_source, Some("capture"));
+            assert_rtts("tls (wire RTT)", phase_rtts(&r, 0, "tls"), 1.0);
+        },
+    );
+}
+
+#[test]
+fn nagle_response_is_diagnosed_from_the_capture() {
+    with_lab(
+        |_| {},
+        |ctx| {
+            ctx.nginx(443, |n| {
+                n.tcp_nodelay = false;
+                n.files = vec![700];
+            })
+            .expect("nginx");
+            let mut c = cfg(format!("https://{}/size/700", Lab::SERVER_V4));
+            c.tls.version = Some(TlsVersion::Tls13);
+            c.count = 3;
+            let r = probe_captured(ctx, c);
+            let ids: Vec<Vec<&str>> = r
+                .connections
+                .iter()
+                .map(|c| c.findings.iter().map(|f| f.id).collect())
+                .collect();
+            assert!(
+                ids.iter()
+                    .flatten()
+                    .any(|id| *id == "nagle-stall" || *id == "nagle-delayed-ack"),
+                "no Nagle finding: {ids:?}"
+            );
+            let mut text = Vec::new();
+            r.write_text(&mut text).expect("text");
+            let text = String::from_utf8_lossy(&text);
+            assert!(text.contains("nagle"), "{text}");
+        },
+    );
+}

@@ -15,7 +15,9 @@
 //!    noting when bytes pass;
 //! 5. [`sequence`]: what each connection of a run sets out to do and how
 //!    its outcome is verified; [`stats`]: `-n N` order statistics;
-//! 6. [`report`]: the report (JSON, text waterfall).
+//! 6. [`wire`]: the capture of the probe's own packets through the
+//!    analysis engine, matched to the attempts, app set against wire;
+//! 7. [`report`]: the report (JSON, text waterfall).
 //!
 //! Everything runs on one current-thread tokio runtime built here: the
 //! timestamps are not disturbed by other workers, and the runtime's
@@ -31,6 +33,7 @@ pub mod sequence;
 pub mod stats;
 pub mod timing;
 pub mod tls;
+pub mod wire;
 
 use std::cell::Cell;
 use std::net::SocketAddr;

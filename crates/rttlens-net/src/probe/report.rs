@@ -14,7 +14,7 @@ use rttlens_core::report::ConnReport;
 use super::http::ResponseInfo;
 use super::sequence::{Check, Step, TfoStep, TlsStep};
 use super::stats::TimingStats;
-use super::timing::{Marks, Timings};
+use super::timing::{between_ms, Marks, Timings};
 use super::ProbeConfig;
 
 /// What TLS negotiated on one connection (from rustls).
@@ -83,6 +83,50 @@ pub struct AppPhase {
     pub rtts: Option<f64>,
 }
 
+/// One phase timed by the app and on the wire.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Agreement {
+    /// `connect` (app: `connect(2)` call → return; wire: SYN → SYN-ACK),
+    /// `tls` (app: connected → handshake done; wire: SYN-ACK → the client's
+    /// last handshake message), `starttransfer` (app: request written →
+    /// first decrypted byte; wire: first request byte → first response
+    /// byte + its record's completion), `total` (app: `connect(2)` call →
+    /// last byte read; wire: SYN → last response payload).
+    pub phase: &'static str,
+    /// The app's duration (ms).
+    pub app_ms: f64,
+    /// The wire's duration (ms).
+    pub wire_ms: f64,
+    /// `app_ms − wire_ms` (ms).
+    pub diff_ms: f64,
+}
+
+impl Agreement {
+    /// A comparison, rounded to µs.
+    pub fn new(phase: &'static str, app_ms: f64, wire_ms: f64) -> Agreement {
+        let r = |x: f64| (x * 1e3).round() / 1e3;
+        Agreement {
+            phase,
+            app_ms: r(app_ms),
+            wire_ms: r(wire_ms),
+            diff_ms: r(app_ms - wire_ms),
+        }
+    }
+}
+
+/// The app's phase durations the wire is compared with (ms).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AppDurations {
+    /// `connect(2)` call → return.
+    pub connect_ms: f64,
+    /// Connected → handshake done.
+    pub tls_ms: Option<f64>,
+    /// Request about to be written → first response byte read.
+    pub request_ms: f64,
+    /// `connect(2)` call → last response byte read.
+    pub total_from_connect_ms: f64,
+}
+
 /// One connection of the run.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Attempt {
@@ -115,6 +159,10 @@ pub struct Attempt {
     /// Index of this connection in the report's `connections` (the
     /// capture's view), or `null` without capture.
     pub connection: Option<usize>,
+    /// The app's phases against the wire's (empty without capture).
+    pub wire_vs_app: Vec<Agreement>,
+    #[serde(skip)]
+    app: AppDurations,
     #[serde(skip)]
     step_kind: Option<Step>,
     #[serde(skip)]
@@ -192,8 +240,23 @@ impl Attempt {
             request_bytes,
             checks,
             connection: None,
+            wire_vs_app: Vec::new(),
+            app: AppDurations {
+                connect_ms: between_ms(marks.connect_start, marks.connect),
+                tls_ms: marks.appconnect.map(|a| between_ms(marks.connect, a)),
+                request_ms: between_ms(
+                    marks.pretransfer,
+                    marks.starttransfer.unwrap_or(marks.total),
+                ),
+                total_from_connect_ms: between_ms(marks.connect_start, marks.total),
+            },
             step_kind: Some(step),
         }
+    }
+
+    /// The app's durations the wire is compared with.
+    pub fn app_durations(&self) -> AppDurations {
+        self.app
     }
 
     /// The step as planned.
@@ -383,6 +446,13 @@ impl ProbeReport {
         }
     }
 
+    /// The run was a `--sequence` (its steps are named).
+    pub fn saved_was_planned(&self) -> bool {
+        self.attempts
+            .iter()
+            .any(|a| a.step_kind.is_some_and(|s| s.name() != "single"))
+    }
+
     /// Every check of every attempt held (checks that could not be seen
     /// count as holding).
     pub fn all_verified(&self) -> bool {
@@ -488,6 +558,14 @@ impl ProbeReport {
                     None => "unknown",
                 };
                 writeln!(w, "  check {}: {ok} ({})", c.what, c.how)?;
+            }
+            if !a.wire_vs_app.is_empty() {
+                let parts: Vec<String> = a
+                    .wire_vs_app
+                    .iter()
+                    .map(|g| format!("{} {:+.2} ms", g.phase, g.diff_ms))
+                    .collect();
+                writeln!(w, "  app − wire: {}", parts.join(", "))?;
             }
             if let Some(c) = a.connection.and_then(|i| self.connections.get(i)) {
                 writeln!(w, "  --- from the probe's own capture ---")?;
