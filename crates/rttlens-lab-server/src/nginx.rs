@@ -42,6 +42,11 @@ pub struct Config {
     /// `ssl_session_cache` value, e.g. `shared:SSL:1m` or `none`. `None` =
     /// nginx default (`none`: no server-side cache; tickets still work).
     pub ssl_session_cache: Option<String>,
+    /// `ssl_session_ticket_key FILE`: the key tickets are sealed with (80
+    /// random bytes). Servers given the same file resume each other's
+    /// sessions, as a fleet behind a load balancer does. `None` = nginx
+    /// default (a random key per start).
+    pub ssl_session_ticket_key: Option<std::path::PathBuf>,
     /// `ssl_protocols`. Default both TLS 1.2 and 1.3.
     pub ssl_protocols: Vec<TlsVersion>,
     /// `listen … fastopen=N`: TCP Fast Open queue length. Default `None`.
@@ -67,6 +72,7 @@ impl Config {
             ssl_early_data: false,
             ssl_session_tickets: true,
             ssl_session_cache: None,
+            ssl_session_ticket_key: None,
             ssl_protocols: TlsVersion::ALL.to_vec(),
             fastopen: None,
             sndbuf: None,
@@ -130,6 +136,9 @@ impl Config {
             );
             if let Some(cache) = &self.ssl_session_cache {
                 let _ = writeln!(c, "        ssl_session_cache {cache};");
+            }
+            if let Some(key) = &self.ssl_session_ticket_key {
+                let _ = writeln!(c, "        ssl_session_ticket_key {};", key.display());
             }
         }
         let _ = writeln!(c, "        location / {{\n        }}");

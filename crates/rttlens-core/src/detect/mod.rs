@@ -6,6 +6,7 @@
 //! findings that depend on data the capture dropped, and sorts by cost.
 
 pub mod capture_drops;
+pub mod delayed_ack;
 pub mod finding;
 pub mod hello_retry_request;
 pub mod large_tls_record;
@@ -62,6 +63,7 @@ pub const DETECTORS: &[(&[&str], Detector)] = &[
     ),
     (&[tls_resumption::ID], tls_resumption::detect),
     (&[nagle::ID_STALL, nagle::ID_DELAYED_ACK], nagle::detect),
+    (&[delayed_ack::ID], delayed_ack::detect),
     (&[zero_rtt::ID], zero_rtt::detect),
 ];
 

@@ -25,9 +25,7 @@ use crate::time::Duration;
 pub const ID_STALL: &str = "nagle-stall";
 /// Finding id: Nagle held a segment behind a delayed ACK.
 pub const ID_DELAYED_ACK: &str = "nagle-delayed-ack";
-/// An ACK this much later than the path explains was delayed by the
-/// receiver (Linux's minimum delayed-ACK timer is 40 ms; allow for jitter).
-pub const DELAYED_ACK_MIN: Duration = Duration::from_millis(30);
+pub use crate::flow::half::DELAYED_ACK_MIN;
 
 /// How long the receiver held its ACK of y: ACK − y − h of the receiver.
 fn ack_wait(a: &Analysis, sender: Side, st: &NagleStall) -> Duration {

@@ -1,6 +1,7 @@
 //! `syn-retransmission`: the SYN (or SYN-ACK) was sent more than once, so the
 //! connection waited for the initial retransmission timeout (1 s, RFC 6298
-//! §2.1 / 5.7; Linux `TCP_TIMEOUT_INIT`) before it could even start.
+//! §2.1 / 5.7; Linux `TCP_TIMEOUT_INIT`) before it could even start. A SYN
+//! resent without the TCP Fast Open it first carried is `tfo-fallback`'s.
 
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
@@ -15,6 +16,9 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         let Some(s) = info.filter(|s| s.count > 1) else {
             continue;
         };
+        if what == "SYN" && super::tfo::fell_back(&s) {
+            continue;
+        }
         let mut evidence = vec![
             ev(s.first.frame, format!("first {what}")),
             ev(

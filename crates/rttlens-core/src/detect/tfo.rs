@@ -10,6 +10,7 @@
 
 use super::finding::{conf, ev, Cost, Finding, Level};
 use crate::analysis::Analysis;
+use crate::flow::SynInfo;
 use crate::wire::FastOpen;
 
 /// A cookie was requested (and perhaps granted): informational.
@@ -25,6 +26,16 @@ const REFS: &[&str] = &[
     "RFC 7413",
     "Linux tcp_fastopen.c: tcp_try_fastopen(), tcp_fastopen_cookie_check()",
 ];
+
+/// The client sent a SYN with the TFO option, then gave up on TFO and
+/// resent a plain SYN (no option, no data): `tfo-fallback` explains that
+/// SYN retransmission.
+pub fn fell_back(syn: &SynInfo) -> bool {
+    syn.options.fast_open.is_some()
+        && syn.count > 1
+        && syn.last_fast_open.is_none()
+        && syn.last_data_len == 0
+}
 
 /// See the module docs.
 pub fn detect(a: &Analysis) -> Vec<Finding> {
@@ -52,7 +63,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             }
         };
     // a plain SYN resent after a SYN with TFO: the client fell back
-    if syn.count > 1 && syn.last_fast_open.is_none() && syn.last_data_len == 0 {
+    if fell_back(&syn) {
         let lost = syn.last.ts - syn.first.ts;
         return vec![finding(
             ID_FALLBACK,

@@ -105,6 +105,35 @@ pub struct NagleStall {
     pub x_len: u32,
 }
 
+/// The sender went quiet until the peer's pure ACK of its last segment
+/// arrived, and the peer had held that ACK for at least
+/// [`DELAYED_ACK_MIN`] beyond the path: the signature of a delayed ACK
+/// (RFC 1122 §4.2.3.2; Linux `tcp_send_delayed_ack()`) stalling a sender
+/// that could not send more until it was acknowledged (congestion window,
+/// peer window or send buffer), whatever the segment sizes.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct AckStall {
+    /// The sender's last segment before the stall (y).
+    pub y: Mark,
+    /// Its payload (bytes).
+    pub y_len: u32,
+    /// Bytes in flight once y was sent (sent, not yet acknowledged at the
+    /// capture point).
+    pub flight: u64,
+    /// The peer's pure ACK covering y.
+    pub ack: Mark,
+    /// How long the peer held that ACK: ACK − y − the peer's side of the
+    /// path.
+    pub held: Duration,
+    /// The next new data, sent as soon as that ACK arrived (x).
+    pub x: Mark,
+}
+
+/// An ACK held at least this long beyond the path was delayed by the
+/// receiver's delayed-ACK timer (Linux `TCP_DELACK_MIN` is 40 ms; allow for
+/// jitter).
+pub const DELAYED_ACK_MIN: Duration = Duration::from_millis(30);
+
 /// Data the capture never saw although the receiver acknowledged it.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct CaptureDrop {
@@ -250,6 +279,15 @@ pub struct Half {
     pending_nagle: Option<NagleStall>,
     /// The peer sent data since `last_small`: what follows may answer it.
     pub peer_spoke: bool,
+    /// The last new-data segment, any size: (end offset, mark, length,
+    /// bytes in flight after it).
+    last_data: Option<(u64, Mark, u32, u64)>,
+    /// The first ACK from the peer covering `last_data`, and whether it was pure.
+    last_data_ack: Option<(Mark, bool)>,
+    /// The peer sent data since `last_data`.
+    pub peer_spoke_since_data: bool,
+    /// Stalls on a delayed ACK (first [`MAX_EVENTS_KEPT`]).
+    pub ack_stalls: Vec<AckStall>,
 }
 
 impl Half {
@@ -298,6 +336,10 @@ impl Half {
             nagle: Vec::new(),
             pending_nagle: None,
             peer_spoke: false,
+            last_data: None,
+            last_data_ack: None,
+            peer_spoke_since_data: false,
+            ack_stalls: Vec::new(),
         }
     }
 
@@ -433,6 +475,11 @@ impl Half {
                 self.last_small_ack = Some((at, pure));
             }
         }
+        if let Some((y_end, _, _, _)) = self.last_data {
+            if self.last_data_ack.is_none() && off >= y_end {
+                self.last_data_ack = Some((at, pure));
+            }
+        }
         if pure && self.awaiting_full_ack && off >= self.snd_nxt {
             self.awaiting_full_ack = false;
             if self.full_acks.len() < MAX_EVENTS_KEPT {
@@ -527,6 +574,7 @@ impl Half {
         payload: &[u8],
         at: Mark,
         h_x: Duration,
+        h_peer: Duration,
         rtt_min: Duration,
         sink: Option<&mut dyn StreamSink>,
     ) {
@@ -622,6 +670,7 @@ impl Half {
         }
         if new_bytes > 0 && !retx && off == snd_nxt_before {
             self.check_nagle(off, len, at, h_x, rtt_min);
+            self.check_ack_stall(off, at, h_x, h_peer, rtt_min);
         }
         if new_bytes > 0 {
             self.last_new_data = Some(at);
@@ -644,6 +693,11 @@ impl Half {
             .saturating_sub(self.elig.sacked);
         if self.elig.seen && self.elig.window > 0 && flight >= self.elig.window {
             self.window_full += 1;
+        }
+        if new_bytes > 0 && !retx {
+            self.last_data = Some((self.snd_nxt, at, len, flight));
+            self.last_data_ack = None;
+            self.peer_spoke_since_data = false;
         }
         if !probe {
             self.rounds.on_segment(RoundSegment {
@@ -731,6 +785,51 @@ impl Half {
             }
             self.last_small = Some((off + len as u64, at, len));
             self.peer_spoke = false;
+        }
+    }
+
+    /// Delayed ACK (see [`AckStall`]): the new segment x at `off` left when
+    /// the peer's *pure* ACK of the sender's previous segment y reached the
+    /// sender (the same window as [`Half::check_nagle`]), after a pause of
+    /// at least max(1 ms, RTT/2) with no data from the peer in between (so
+    /// x answers nothing), and the peer held that ACK at least
+    /// [`DELAYED_ACK_MIN`] beyond its side of the path (`h_peer`).
+    fn check_ack_stall(
+        &mut self,
+        off: u64,
+        at: Mark,
+        h_x: Duration,
+        h_peer: Duration,
+        rtt_min: Duration,
+    ) {
+        let (Some((y_end, y, y_len, flight)), Some((a, true)), false) = (
+            self.last_data,
+            self.last_data_ack,
+            self.peer_spoke_since_data,
+        ) else {
+            return;
+        };
+        let released = at.ts - (a.ts + h_x);
+        let early = Duration::from_micros(300).max(rtt_min / 20);
+        let late = Duration::from_millis(1).max(rtt_min / 4);
+        let pause = at.ts - y.ts;
+        let stall = Duration::from_millis(1).max(rtt_min / 2);
+        let held = (a.ts - y.ts) - h_peer;
+        let on_ack = released.nanos >= -early.nanos && released <= late;
+        if y_end <= off
+            && on_ack
+            && pause >= stall
+            && held >= DELAYED_ACK_MIN
+            && self.ack_stalls.len() < MAX_EVENTS_KEPT
+        {
+            self.ack_stalls.push(AckStall {
+                y,
+                y_len,
+                flight,
+                ack: a,
+                held,
+                x: at,
+            });
         }
     }
 

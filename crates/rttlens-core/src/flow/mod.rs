@@ -228,11 +228,22 @@ impl Conn {
             };
             let sink: Option<&mut dyn reassembly::StreamSink> =
                 if wants { Some(&mut sink) } else { None };
-            self.half[s].on_data(seq, seg.payload_len, seg.payload, at, h_x, rtt_min, sink);
+            let h_peer = self.rtt.h(side.peer()).unwrap_or(Duration::ZERO);
+            self.half[s].on_data(
+                seq,
+                seg.payload_len,
+                seg.payload,
+                at,
+                h_x,
+                h_peer,
+                rtt_min,
+                sink,
+            );
         }
         if seg.payload_len > 0 {
             // what the other side sends next may answer this (not Nagle)
             self.half[p].peer_spoke = true;
+            self.half[p].peer_spoke_since_data = true;
         }
         if flags.contains(TcpFlags::FIN) && self.half[s].fin.is_none() {
             self.half[s].fin = Some(at);
@@ -288,6 +299,7 @@ impl Conn {
                         d.len,
                         &d.bytes,
                         d.at,
+                        Duration::ZERO,
                         Duration::ZERO,
                         Duration::from_millis(1),
                         sink,

@@ -100,6 +100,8 @@ pub struct Loss {
     /// Drop the first segment with SYN set in this direction (the SYN
     /// client→server, the SYN-ACK server→client).
     pub first_syn: bool,
+    /// Drop the first SYN that carries data (a TCP Fast Open attempt).
+    pub first_syn_data: bool,
     /// Probability (0.0–1.0) of dropping each payload-carrying segment,
     /// decided by `hash(seed, direction, index)`. Default 0.
     pub probability: f64,
@@ -547,6 +549,7 @@ struct DirState {
     payload_index: u64,
     packets: u64,
     syn_dropped: bool,
+    syn_data_dropped: bool,
     /// When the bottleneck is free again (rate limit).
     free_at: Instant,
     /// Latest deadline given, so jitter never reorders.
@@ -571,6 +574,7 @@ fn reader(s: &Shared, dir: Dir) {
         payload_index: 0,
         packets: 0,
         syn_dropped: false,
+        syn_data_dropped: false,
         free_at: now,
         last_out: now,
         held: None,
@@ -613,11 +617,14 @@ fn reader(s: &Shared, dir: Dir) {
         }
         let loss = s.cfg.loss(dir);
         let drop_syn = loss.first_syn && !st.syn_dropped && info.is_some_and(|i| i.syn);
+        let drop_syn_data =
+            loss.first_syn_data && !st.syn_data_dropped && info.is_some_and(|i| i.syn && i.payload);
         let drop_idx = index > 0
             && (loss.indices.contains(&index)
                 || random_drop(loss.seed, dir, index, loss.probability));
-        if drop_syn || drop_idx {
+        if drop_syn || drop_syn_data || drop_idx {
             st.syn_dropped |= drop_syn;
+            st.syn_data_dropped |= drop_syn_data;
             let mut stats = s.stats.lock().unwrap_or_else(|e| e.into_inner());
             stats.dropped.push((dir, index));
             continue;

@@ -163,6 +163,12 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
+    /// Stop every nginx this scenario started (to restart one with another
+    /// configuration).
+    pub fn stop_nginx(&mut self) {
+        self.nginx.clear();
+    }
+
     /// Start the built-in server in the server namespace (in-process, its
     /// own tokio runtime on a thread there) on a free port; returns the port.
     ///

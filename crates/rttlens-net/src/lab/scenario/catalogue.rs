@@ -19,7 +19,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 20] = [
+static CATALOGUE: [Scenario; 23] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -34,7 +34,7 @@ static CATALOGUE: [Scenario; 20] = [
         name: "nodelay",
         about: "control: the same with tcp_nodelay on, nothing waits",
         expect: &[],
-        forbid: &["nagle-stall", "nagle-delayed-ack"],
+        forbid: &["nagle-stall", "nagle-delayed-ack", "delayed-ack"],
         key: "request",
         vantage: Side::Client,
         link: plain_link,
@@ -81,6 +81,16 @@ static CATALOGUE: [Scenario; 20] = [
         run: zero_rtt,
     },
     Scenario {
+        name: "zero-rtt-rejected",
+        about: "the same, but the server that takes the third connection has ssl_early_data off (same ticket key): resumed, early data rejected and sent again",
+        expect: &["2:zero-rtt"],
+        forbid: &[],
+        key: "tls",
+        vantage: Side::Client,
+        link: plain_link,
+        run: zero_rtt_rejected,
+    },
+    Scenario {
         name: "tfo",
         about: "TCP Fast Open: the first connection gets a cookie, the second carries its request in the SYN",
         expect: &["0:tfo-cookie", "1:tfo-accepted"],
@@ -99,6 +109,16 @@ static CATALOGUE: [Scenario; 20] = [
         vantage: Side::Client,
         link: plain_link,
         run: tfo_refused,
+    },
+    Scenario {
+        name: "tfo-fallback",
+        about: "TCP Fast Open, but the link drops the SYN that carries data: the client resends a plain SYN a second later",
+        expect: &["0:tfo-cookie", "1:tfo-fallback"],
+        forbid: &["1:tfo-accepted"],
+        key: "connect",
+        vantage: Side::Client,
+        link: |l| l.loss_c2s.first_syn_data = true,
+        run: tfo,
     },
     Scenario {
         name: "big-records",
@@ -127,6 +147,7 @@ static CATALOGUE: [Scenario; 20] = [
         forbid: &[
             "nagle-stall",
             "nagle-delayed-ack",
+            "delayed-ack",
             "tls12-full-handshake",
             "hello-retry-request",
             "sender-window-cap",
@@ -235,7 +256,51 @@ static CATALOGUE: [Scenario; 20] = [
         link: plain_link,
         run: client_think,
     },
+    Scenario {
+        name: "delayed-ack",
+        about: "plain HTTP, 60 KB, server route with cwnd locked at 1: each lone segment waits for the client's delayed ACK",
+        expect: &["1:delayed-ack"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: delayed_ack,
+    },
 ];
+
+/// The server may keep only one segment in flight: its route to the client
+/// gets a locked congestion window of 1 (`ip route add … cwnd lock 1`).
+/// Linux applies the route's metrics through its TCP metrics cache from the
+/// next connection on (observed on 6.x), so the first download warms the
+/// cache and the second is the one held to a segment at a time. Once the
+/// client has spent its quick ACKs (`tcp_incr_quickack()`), it holds the
+/// ACK of each lone full-sized segment for its delayed-ACK timer, and the
+/// server waits for it every time.
+fn delayed_ack(c: &mut Ctx) -> Result<(), LabError> {
+    let ns = c.lab().ns_name(Side::Server).to_string();
+    let client = format!("{}/32", Lab::CLIENT_V4);
+    crate::lab::netns::ip(&[
+        "-n",
+        &ns,
+        "route",
+        "add",
+        &client,
+        "dev",
+        crate::lab::TUN_NAME,
+        "cwnd",
+        "lock",
+        "1",
+    ])?;
+    let port = c.builtin(ServerConfig {
+        plain_http: true,
+        ..ServerConfig::default()
+    })?;
+    let u = format!("http://{}:{port}/size/60000", Lab::SERVER_V4);
+    for _ in 0..2 {
+        c.curl(&[&u])?;
+    }
+    Ok(())
+}
 
 /// Body size of the loss scenarios' plain HTTP download.
 const TAIL_BYTES: usize = 10_000;
@@ -314,6 +379,53 @@ fn resumption(c: &mut Ctx) -> Result<(), LabError> {
 
 fn zero_rtt(c: &mut Ctx) -> Result<(), LabError> {
     nginx_tls13(c, true)?;
+    early_data_sequence(c, None, "Early data was accepted")
+}
+
+/// nginx with early data on hands out the tickets; then nginx restarts with
+/// `ssl_early_data off` and the same ticket key, so the third connection
+/// resumes but its early data is rejected (RFC 8446 §4.2.10) and the client
+/// sends the request again after the handshake.
+fn zero_rtt_rejected(c: &mut Ctx) -> Result<(), LabError> {
+    let key = c.dir().join("ticket.key");
+    // 80 bytes: nginx's AES-256 ticket key format
+    let bytes: Vec<u8> = (0u8..80)
+        .map(|i| i.wrapping_mul(37).wrapping_add(11))
+        .collect();
+    std::fs::write(&key, bytes).map_err(|e| LabError::Io {
+        context: format!("writing {}", key.display()),
+        source: e,
+    })?;
+    let with_key = move |early: bool| {
+        let key = key.clone();
+        move |n: &mut rttlens_lab_server::nginx::Config| {
+            n.ssl_early_data = early;
+            n.ssl_session_ticket_key = Some(key);
+            n.files = vec![2000];
+        }
+    };
+    c.nginx(443, with_key(true))?;
+    early_data_sequence(
+        c,
+        Some(Box::new(move |c: &mut Ctx| {
+            c.stop_nginx();
+            c.nginx(443, with_key(false))
+        })),
+        "Early data was rejected",
+    )
+}
+
+/// A server action between the second and the third connection.
+type Between = Box<dyn FnOnce(&mut Ctx) -> Result<(), LabError>>;
+
+/// Three `openssl s_client` connections to nginx on 443: full handshake,
+/// resumed, then resumed with the request as early data; openssl must say
+/// `verdict` about the early data.
+fn early_data_sequence(
+    c: &mut Ctx,
+    between: Option<Between>,
+    verdict: &str,
+) -> Result<(), LabError> {
     let d = c.dir().display().to_string();
     std::fs::write(
         c.dir().join("early.txt"),
@@ -327,15 +439,18 @@ fn zero_rtt(c: &mut Ctx) -> Result<(), LabError> {
     c.sh(&s_client(&format!(
         "-sess_in {d}/s1.pem -sess_out {d}/s2.pem"
     )))?;
+    if let Some(f) = between {
+        f(c)?;
+    }
     let third = c.sh(&format!(
         "openssl s_client -connect {}:443 -tls1_3 -ign_eof -sess_in {d}/s2.pem \
          -early_data {d}/early.txt < /dev/null 2>&1",
         Lab::SERVER_V4
     ))?;
-    if !third.contains("Early data was accepted") {
+    if !third.contains(verdict) {
         return Err(LabError::Client {
             command: "openssl s_client -early_data".into(),
-            stderr: "openssl does not say early data was accepted".into(),
+            stderr: format!("openssl does not say {verdict:?}"),
         });
     }
     Ok(())
