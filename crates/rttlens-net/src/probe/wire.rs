@@ -58,6 +58,10 @@ pub fn attach(report: &mut ProbeReport, mut reader: CaptureReader) -> Result<usi
         let idx = report.connections.iter().position(|c| c.client == local);
         report.attempts[i].connection = idx;
         matched += usize::from(idx.is_some());
+        if let Some(c) = idx.and_then(|j| report.connections.get(j)) {
+            let ids: Vec<&'static str> = c.findings.iter().map(|f| f.id).collect();
+            verify_tfo(&mut report.attempts[i].checks, &ids);
+        }
     }
     Ok(matched)
 }
@@ -172,4 +176,34 @@ pub fn attach_bytes(
     let sequence = report.saved_was_planned();
     report.finish(sequence);
     Ok(matched)
+}
+
+/// The TFO checks from the wire's findings (`detect/tfo.rs`): data in the
+/// SYN acknowledged by the SYN-ACK is `tfo-accepted`; `tfo-refused` and
+/// `tfo-fallback` say it was not; `tfo-cookie` that a cookie came back.
+fn verify_tfo(checks: &mut [super::sequence::Check], ids: &[&'static str]) {
+    for c in checks.iter_mut() {
+        match c.what {
+            "tfo-data-acked" => {
+                let seen = ["tfo-accepted", "tfo-refused", "tfo-fallback"]
+                    .into_iter()
+                    .find(|id| ids.contains(id));
+                c.ok = Some(seen == Some("tfo-accepted"));
+                c.how = match seen {
+                    Some(id) => format!("capture: {id}"),
+                    None => "capture: no data in the SYN".into(),
+                };
+            }
+            "tfo-cookie" => {
+                let got = ids.contains(&"tfo-cookie");
+                c.ok = Some(got);
+                c.how = if got {
+                    "capture: tfo-cookie (the SYN-ACK carried a cookie)".into()
+                } else {
+                    "capture: no cookie in the SYN-ACK".into()
+                };
+            }
+            _ => {}
+        }
+    }
 }
