@@ -35,6 +35,7 @@ fn usage_errors_exit_2() {
         vec!["probe", "--sequence", "http://example.com/"],
         vec!["probe", "--max-time", "3h", "https://example.com/"],
         vec!["probe", "-H", "no-colon", "https://example.com/"],
+        vec!["probe", "--pcap", "/tmp/x.pcapng", "https://example.com/"],
     ] {
         let o = run(bin().args(&args));
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));

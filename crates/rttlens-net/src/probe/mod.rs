@@ -129,6 +129,13 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
     let started = Instant::now();
     let deadline = cfg.max_time.map(|d| started + d);
     let mut target = Target::parse(&cfg.url)?;
+    if let Some(p) = &cfg.pcap {
+        // self-capture (AF_PACKET, `selfcap`) is not in this build yet
+        return Err(ProbeError::usage(format!(
+            "--pcap {}: this build cannot capture its own packets yet",
+            p.display()
+        )));
+    }
     let steps =
         sequence::plan(cfg.sequence, target.tls, cfg.tfo, cfg.count).map_err(ProbeError::usage)?;
     let keylog = tls::KeyLogSink::for_options(&cfg.tls)?;
