@@ -9,6 +9,9 @@
 //! - [`lab::tcpdump`]: client/server vantage captures with tcpdump.
 //! - [`lab::Lab`]: ties them together and cleans up on drop, panic and
 //!   Ctrl-C.
+//! - [`probe`]: `rttlens probe URL`: DNS, TCP (optionally Fast Open),
+//!   rustls and hyper step by step, timed with curl's names, sequences that
+//!   verify resumption, 0-RTT and TFO.
 //!
 //! This crate has no `unsafe` code: namespaces go through `nix` (safe
 //! `setns`) and iproute2, TUN devices through `tun-rs`.
@@ -16,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod lab;
+pub mod probe;
 
 pub use lab::link::{Capture, Dir, LinkConfig, LinkStats, Loss};
 pub use lab::{Lab, LabError, Side, Sysctls};

@@ -23,6 +23,83 @@ pub enum Command {
     /// Reproduce each cause in network namespaces (needs root) and check
     /// the findings: `rttlens lab --list`, `rttlens lab [SCENARIO…]`.
     Lab(LabArgs),
+    /// Time a live URL step by step (DNS, TCP, TLS, HTTP) in round trips,
+    /// verify resumption, 0-RTT and TCP Fast Open, and explain it from the
+    /// probe's own packets.
+    Probe(ProbeArgs),
+}
+
+/// `rttlens probe` arguments (curl's names where curl has the option).
+#[derive(Debug, clap::Args)]
+pub struct ProbeArgs {
+    /// `http://` or `https://` URL.
+    pub url: String,
+    /// Use ADDR for HOST:PORT instead of resolving it (curl's syntax
+    /// `host:port:addr`; repeatable).
+    #[arg(long, value_name = "HOST:PORT:ADDR")]
+    pub resolve: Vec<rttlens_net::probe::ResolveOverride>,
+    /// IPv4 only.
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// IPv6 only.
+    #[arg(short = '6', long = "ipv6")]
+    pub ipv6: bool,
+    /// TCP Fast Open (TCP_FASTOPEN_CONNECT; the client namespace needs
+    /// net.ipv4.tcp_fastopen with bit 1).
+    #[arg(long)]
+    pub tfo: bool,
+    /// Only this TLS version.
+    #[arg(long, value_name = "1.2|1.3")]
+    pub tls: Option<rttlens_net::probe::TlsVersion>,
+    /// ALPN protocols to offer, in order (only HTTP/1.1 is spoken).
+    #[arg(long, value_delimiter = ',', default_value = "http/1.1")]
+    pub alpn: Vec<String>,
+    /// Trust the CA certificates in this PEM file instead of the system's.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Do not verify the server's certificate.
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+    /// Append TLS secrets to FILE (NSS key log format; default
+    /// $SSLKEYLOGFILE); with --pcap they are embedded in the pcapng.
+    #[arg(long, value_name = "FILE")]
+    pub keylog: Option<PathBuf>,
+    /// Request method.
+    #[arg(short = 'X', long = "request", value_name = "METHOD")]
+    pub method: Option<String>,
+    /// Extra header `Name: value` (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// Request body (POST unless -X says otherwise); `@FILE` reads a file.
+    #[arg(short = 'd', long = "data", value_name = "DATA")]
+    pub data: Option<String>,
+    /// Follow redirects (at most 10).
+    #[arg(short = 'L', long)]
+    pub location: bool,
+    /// Repeat N times and print min / median / p90 / max per phase.
+    #[arg(short = 'n', long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub count: u32,
+    /// Full handshake → resumed → 0-RTT (with --tfo: TFO cookie → TFO
+    /// data), each outcome verified.
+    #[arg(long, conflicts_with = "count")]
+    pub sequence: bool,
+    /// Give up after this long in all (e.g. 5s, 500ms).
+    #[arg(long, value_name = "DURATION")]
+    pub max_time: Option<String>,
+    /// Give up on a connection not established (name lookup, TCP, TLS)
+    /// within this long.
+    #[arg(long, value_name = "DURATION")]
+    pub connect_timeout: Option<String>,
+    /// Keep the probe's own capture in FILE (pcapng).
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// Do not capture the probe's packets (app-level timings only).
+    #[arg(long, conflicts_with = "pcap")]
+    pub no_capture: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }
 
 /// `rttlens lab` arguments.

@@ -8,6 +8,7 @@
 
 mod args;
 mod lab;
+mod probe;
 
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
@@ -52,6 +53,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Analyze(a) => analyze(a),
         Command::Lab(a) => lab::run(a),
+        Command::Probe(a) => probe::run(a),
     }
 }
 

@@ -104,7 +104,19 @@ impl std::fmt::Debug for Ctx<'_> {
     }
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// A context on `lab` with scratch directory `dir` (created by the
+    /// caller), for experiments outside the catalogue (the probe's tests).
+    /// Its servers stop when it drops.
+    pub fn new(lab: &'a Lab, dir: PathBuf) -> Ctx<'a> {
+        Ctx {
+            lab,
+            dir,
+            nginx: Vec::new(),
+            builtin: Vec::new(),
+        }
+    }
+
     /// The lab.
     pub fn lab(&self) -> &Lab {
         self.lab

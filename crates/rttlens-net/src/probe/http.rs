@@ -1,0 +1,123 @@
+//! The HTTP/1.1 exchange through hyper's client connection API
+//! (`hyper::client::conn::http1`) over the probe's own stream, so every
+//! byte hyper writes and reads passes the [`super::timing::Tap`].
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+
+use super::error::{ErrorKind, Phase, ProbeError};
+use super::resolve::Target;
+use super::timing::{Stream, Tap};
+
+/// The request to send.
+#[derive(Debug, Clone, Default)]
+pub struct RequestSpec {
+    /// Method (`GET`; `POST` when a body is given and no `-X`).
+    pub method: Option<String>,
+    /// Extra headers `Name: value`, in order.
+    pub headers: Vec<(String, String)>,
+    /// Request body (`-d`).
+    pub body: Option<Vec<u8>>,
+}
+
+/// What came back.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ResponseInfo {
+    /// HTTP status code.
+    pub status: u16,
+    /// `HTTP/1.1` etc.
+    pub version: String,
+    /// Body bytes received (after transfer decoding).
+    pub body_bytes: u64,
+    /// The `Location` header of a redirect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+}
+
+/// Send the request over `tap` and read the whole response; hands the
+/// stream back (for TCP_INFO and the TLS state) without closing it.
+///
+/// # Errors
+/// A [`Phase::Http`] error (or [`Phase::Tls`] when the handshake finishing
+/// under an early-data request fails), or a usage error for a bad method
+/// or header.
+pub async fn exchange(
+    tap: Tap,
+    target: &Target,
+    spec: &RequestSpec,
+) -> Result<(ResponseInfo, Stream), ProbeError> {
+    let method = spec.method.clone().unwrap_or_else(|| {
+        if spec.body.is_some() {
+            "POST".into()
+        } else {
+            "GET".into()
+        }
+    });
+    let mut req = hyper::Request::builder()
+        .method(method.as_str())
+        .uri(target.path.as_str())
+        .header(hyper::header::HOST, target.host_header())
+        .header(
+            hyper::header::USER_AGENT,
+            concat!("rttlens/", env!("CARGO_PKG_VERSION")),
+        )
+        .header(hyper::header::ACCEPT, "*/*");
+    for (k, v) in &spec.headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    let body = Full::new(Bytes::from(spec.body.clone().unwrap_or_default()));
+    let req = req
+        .body(body)
+        .map_err(|e| ProbeError::usage(format!("request (-X/-H): {e}")))?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tap))
+        .await
+        .map_err(|e| http_err(&e))?;
+    // hyper's connection future does the I/O; it gives the stream back once
+    // the sender is dropped (without_shutdown: no close_notify, no FIN yet)
+    let conn = tokio::spawn(conn.without_shutdown());
+    let resp = sender.send_request(req).await.map_err(|e| http_err(&e))?;
+    let mut info = ResponseInfo {
+        status: resp.status().as_u16(),
+        version: format!("{:?}", resp.version()),
+        body_bytes: 0,
+        location: resp
+            .headers()
+            .get(hyper::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+    };
+    let mut body = resp.into_body();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| http_err(&e))?;
+        if let Some(d) = frame.data_ref() {
+            info.body_bytes += d.len() as u64;
+        }
+    }
+    drop(sender);
+    let parts = conn
+        .await
+        .map_err(|e| ProbeError::new(Phase::Http, ErrorKind::Http, e.to_string()))?
+        .map_err(|e| http_err(&e))?;
+    Ok((info, parts.io.into_inner().into_inner()))
+}
+
+fn http_err(e: &hyper::Error) -> ProbeError {
+    // an I/O error under hyper may be the TLS handshake failing late (0-RTT)
+    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = src {
+        if let Some(t) = s.downcast_ref::<rustls::Error>() {
+            return ProbeError::tls(t);
+        }
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            if let Some(t) = io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+                return ProbeError::tls(t);
+            }
+        }
+        src = s.source();
+    }
+    let detail = std::error::Error::source(e)
+        .map(|s| format!("{e}: {s}"))
+        .unwrap_or_else(|| e.to_string());
+    ProbeError::new(Phase::Http, ErrorKind::Http, detail)
+}

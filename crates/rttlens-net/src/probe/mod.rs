@@ -1,0 +1,342 @@
+//! `rttlens probe URL`: time a live URL step by step and explain it in
+//! round trips (DESIGN.md §6, issue 4).
+//!
+//! The probe owns every step of the connection, in pipeline order:
+//!
+//! 1. [`resolve`]: the URL, `--resolve`, `-4`/`-6`, the system resolver
+//!    (curl's `namelookup`);
+//! 2. [`connect`]: the socket (bound first, optional `TCP_FASTOPEN_CONNECT`,
+//!    `TCP_NODELAY`) and `connect(2)` (`connect`);
+//! 3. [`tls`]: rustls with the chosen version, roots, ALPN, a session store
+//!    shared across the run (resumption, 0-RTT) and a key log
+//!    (`appconnect`);
+//! 4. [`http`]: hyper's HTTP/1.1 client connection over that stream
+//!    (`pretransfer`, `starttransfer`, `total`), with [`timing::Tap`]
+//!    noting when bytes pass;
+//! 5. [`sequence`]: what each connection of a run sets out to do and how
+//!    its outcome is verified; [`stats`]: `-n N` order statistics;
+//! 6. [`wire`]: the capture of the probe's own packets through the
+//!    analysis engine, matched to the attempts, app set against wire;
+//! 7. [`report`]: the report (JSON, text waterfall).
+//!
+//! Everything runs on one current-thread tokio runtime built here: the
+//! timestamps are not disturbed by other workers, and the runtime's
+//! threads (the resolver's blocking pool) are spawned from the calling
+//! thread, so they inherit its network namespace.
+
+pub mod connect;
+pub mod error;
+pub mod http;
+pub mod report;
+pub mod resolve;
+pub mod sequence;
+pub mod stats;
+pub mod timing;
+pub mod tls;
+pub mod wire;
+
+use std::cell::Cell;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rustls::pki_types::ServerName;
+
+pub use error::{ErrorKind, Phase, ProbeError};
+pub use report::{Attempt, ProbeReport, TlsFacts};
+pub use resolve::{Family, ResolveOverride, Target};
+pub use sequence::{Check, Step, TfoStep, TlsStep};
+pub use timing::Timings;
+pub use tls::{TlsOptions, TlsVersion};
+
+use http::RequestSpec;
+use timing::{Events, Marks, Stream, Tap};
+
+/// Everything `rttlens probe` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ProbeConfig {
+    /// `http://` or `https://` URL.
+    pub url: String,
+    /// `--resolve host:port:addr` entries.
+    pub resolve: Vec<ResolveOverride>,
+    /// `-4` / `-6`.
+    pub family: Family,
+    /// `--tfo`: `TCP_FASTOPEN_CONNECT` on every connection.
+    pub tfo: bool,
+    /// TLS options.
+    pub tls: TlsOptions,
+    /// The request.
+    pub request: RequestSpec,
+    /// `-L`: follow redirects (at most [`MAX_REDIRECTS`]).
+    pub follow: bool,
+    /// `-n N`: attempts (1 when 0).
+    pub count: u32,
+    /// `--sequence`.
+    pub sequence: bool,
+    /// `--max-time`: the whole run.
+    pub max_time: Option<Duration>,
+    /// `--connect-timeout`: name lookup + connect + TLS of each connection.
+    pub connect_timeout: Option<Duration>,
+    /// Capture the probe's own packets (default on; off with
+    /// `--no-capture`).
+    pub capture: bool,
+    /// `--pcap FILE`: keep the capture (pcapng).
+    pub pcap: Option<PathBuf>,
+}
+
+impl ProbeConfig {
+    /// A `GET url` with defaults: one attempt, ALPN `http/1.1`, capture on.
+    pub fn new(url: impl Into<String>) -> ProbeConfig {
+        ProbeConfig {
+            url: url.into(),
+            resolve: Vec::new(),
+            family: Family::Any,
+            tfo: false,
+            tls: TlsOptions {
+                alpn: vec!["http/1.1".into()],
+                ..TlsOptions::default()
+            },
+            request: RequestSpec::default(),
+            follow: false,
+            count: 1,
+            sequence: false,
+            max_time: None,
+            connect_timeout: None,
+            capture: true,
+            pcap: None,
+        }
+    }
+}
+
+/// Most redirects `-L` follows.
+pub const MAX_REDIRECTS: usize = 10;
+
+/// Run the probe on a fresh current-thread runtime.
+///
+/// # Errors
+/// The first failed attempt, naming its phase ([`ProbeError`]); a usage
+/// error for a bad URL or option.
+pub fn run(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ProbeError::new(Phase::Setup, ErrorKind::Io, format!("tokio runtime: {e}")))?;
+    rt.block_on(run_async(cfg))
+}
+
+async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
+    let started = Instant::now();
+    let deadline = cfg.max_time.map(|d| started + d);
+    let mut target = Target::parse(&cfg.url)?;
+    if let Some(p) = &cfg.pcap {
+        // self-capture (AF_PACKET, `selfcap`) is not in this build yet
+        return Err(ProbeError::usage(format!(
+            "--pcap {}: this build cannot capture its own packets yet",
+            p.display()
+        )));
+    }
+    let steps =
+        sequence::plan(cfg.sequence, target.tls, cfg.tfo, cfg.count).map_err(ProbeError::usage)?;
+    let keylog = tls::KeyLogSink::for_options(&cfg.tls)?;
+    let fresh = |https: bool| fresh_tls(&cfg.tls, https, keylog.clone());
+    let mut tls = fresh(target.tls)?;
+    let mut attempts: Vec<Attempt> = Vec::new();
+    let mut redirects = 0;
+    let mut i = 0;
+    while i < steps.len() {
+        let step = steps[i];
+        if !step.resumes() && i > 0 {
+            // a plain attempt or a full handshake: nothing to resume from
+            tls = fresh(target.tls)?;
+        }
+        let phase = Cell::new(Phase::Namelookup);
+        let fut = attempt(cfg, &target, step, tls.as_ref(), &phase);
+        let a = match deadline {
+            None => fut.await?,
+            Some(d) => match tokio::time::timeout_at(d.into(), fut).await {
+                Ok(r) => r?,
+                Err(_) => {
+                    return Err(ProbeError::timeout(
+                        phase.get(),
+                        "--max-time",
+                        timing::between_ms(started, Instant::now()),
+                    ))
+                }
+            },
+        };
+        let location = a.response.location.clone();
+        let status = a.response.status;
+        attempts.push(a);
+        if cfg.follow && (300..400).contains(&status) {
+            if let Some(loc) = location {
+                if redirects >= MAX_REDIRECTS {
+                    return Err(ProbeError::new(
+                        Phase::Http,
+                        ErrorKind::Http,
+                        format!("more than {MAX_REDIRECTS} redirects (-L)"),
+                    ));
+                }
+                redirects += 1;
+                target = Target::parse(&join_location(&target, &loc))?;
+                tls = fresh(target.tls)?;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    let keylog = keylog.map(|k| k.contents());
+    Ok(ProbeReport::build(cfg, attempts, keylog))
+}
+
+/// `Location` relative to the current target.
+fn join_location(t: &Target, loc: &str) -> String {
+    if loc.contains("://") {
+        return loc.to_string();
+    }
+    let scheme = if t.tls { "https" } else { "http" };
+    let authority = t.host_header();
+    if loc.starts_with('/') {
+        format!("{scheme}://{authority}{loc}")
+    } else {
+        let base = t.path.rsplit_once('/').map_or("", |(b, _)| b);
+        format!("{scheme}://{authority}{base}/{loc}")
+    }
+}
+
+/// Fresh TLS configurations with an empty session store (none for
+/// `http://`).
+fn fresh_tls(
+    o: &TlsOptions,
+    https: bool,
+    keylog: Option<Arc<tls::KeyLogSink>>,
+) -> Result<Option<tls::TlsClient>, ProbeError> {
+    if https {
+        tls::TlsClient::new(o, keylog).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// One connection: resolve, connect, TLS, request, response.
+async fn attempt(
+    cfg: &ProbeConfig,
+    target: &Target,
+    step: Step,
+    tls: Option<&tls::TlsClient>,
+    phase: &Cell<Phase>,
+) -> Result<Attempt, ProbeError> {
+    let start = Instant::now();
+    let est = establish(cfg, target, step, tls, phase, start);
+    let (stream, marks0, remote, local_port) = match cfg.connect_timeout {
+        None => est.await?,
+        Some(d) => match tokio::time::timeout(d, est).await {
+            Ok(r) => r?,
+            Err(_) => {
+                return Err(ProbeError::timeout(
+                    phase.get(),
+                    "--connect-timeout",
+                    timing::between_ms(start, Instant::now()),
+                ))
+            }
+        },
+    };
+    phase.set(Phase::Http);
+    let events = Arc::new(Mutex::new(Events::default()));
+    let pretransfer = Instant::now();
+    let (response, stream) =
+        http::exchange(Tap::new(stream, Arc::clone(&events)), target, &cfg.request).await?;
+    let total = Instant::now();
+    let ev = events.lock().map(|e| *e).unwrap_or_default();
+    let marks = Marks {
+        appconnect: marks0.appconnect.or(ev.handshake_done),
+        pretransfer,
+        starttransfer: ev.first_byte,
+        total,
+        ..marks0
+    };
+    let tls_facts = stream.tls().map(|c| TlsFacts::of(c, step.early_data()));
+    let local = stream
+        .tcp()
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| format!("?:{local_port}"));
+    drop(stream);
+    Ok(Attempt::new(
+        step,
+        local,
+        remote,
+        marks,
+        target.tls,
+        tls_facts,
+        response,
+        ev.bytes_out,
+    ))
+}
+
+type Established = (Stream, Marks, SocketAddr, u16);
+
+async fn establish(
+    cfg: &ProbeConfig,
+    target: &Target,
+    step: Step,
+    tls: Option<&tls::TlsClient>,
+    phase: &Cell<Phase>,
+    start: Instant,
+) -> Result<Established, ProbeError> {
+    phase.set(Phase::Namelookup);
+    let remote = resolve::resolve(target, &cfg.resolve, cfg.family).await?;
+    let namelookup = Instant::now();
+    phase.set(Phase::Connect);
+    let bound = connect::bind(remote, cfg.tfo)?;
+    let local_port = bound.local_port;
+    let connect_start = Instant::now();
+    let tcp = bound.connect(remote).await?;
+    let connect = Instant::now();
+    let mut marks = Marks {
+        start,
+        namelookup,
+        connect_start,
+        connect,
+        appconnect: None,
+        pretransfer: connect,
+        starttransfer: None,
+        total: connect,
+    };
+    let stream = match tls {
+        None => Stream::Plain(tcp),
+        Some(t) => {
+            phase.set(Phase::Tls);
+            let early = step.early_data();
+            let config = if early { &t.early } else { &t.normal };
+            let connector = tokio_rustls::TlsConnector::from(Arc::clone(config)).early_data(early);
+            let name = ServerName::try_from(target.host.clone()).map_err(|e| {
+                ProbeError::usage(format!("host '{}' as a TLS name: {e}", target.host))
+            })?;
+            let s = connector
+                .connect(name, tcp)
+                .await
+                .map_err(|e| ProbeError::io(Phase::Tls, "TLS handshake", &e))?;
+            // with early data the connector returns before the handshake
+            // (the request goes first); the Tap notes when it completes
+            if !s.get_ref().1.is_handshaking() {
+                marks.appconnect = Some(Instant::now());
+            }
+            Stream::Tls(Box::new(s))
+        }
+    };
+    Ok((stream, marks, remote, local_port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations() {
+        let t = Target::parse("https://h:8443/a/b?x").unwrap();
+        assert_eq!(join_location(&t, "/c"), "https://h:8443/c");
+        assert_eq!(join_location(&t, "c"), "https://h:8443/a/c");
+        assert_eq!(join_location(&t, "http://o/"), "http://o/");
+    }
+}

@@ -1,0 +1,156 @@
+//! `--sequence`: full handshake → resumed → 0-RTT (and, with `--tfo`, TFO
+//! cookie → TFO data), each step's outcome verified from what the
+//! libraries and the kernel say (rustls `handshake_kind()`,
+//! `is_early_data_accepted()`; the wire's `tfo-*` findings) rather than
+//! assumed.
+
+/// What one connection of a run sets out to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    /// TLS intent (`None` for `http://`).
+    pub tls: Option<TlsStep>,
+    /// TFO intent (`None` without `--tfo`).
+    pub tfo: Option<TfoStep>,
+}
+
+/// The TLS intent of a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsStep {
+    /// Any handshake (a plain `-n` attempt: a fresh session store each time).
+    Any,
+    /// A full handshake (fresh session store).
+    Full,
+    /// Resume with a ticket from an earlier step.
+    Resumed,
+    /// Resume and send the request as early data (0-RTT).
+    ZeroRtt,
+}
+
+/// The TFO intent of a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TfoStep {
+    /// Any outcome (a plain `--tfo` attempt).
+    Any,
+    /// Ask for a cookie (none cached yet: the SYN carries the request
+    /// option but no data).
+    Cookie,
+    /// Send data in the SYN with the cached cookie.
+    Data,
+}
+
+impl Step {
+    /// The step's name: `single`, `full`, `resumed`, `0-rtt`, joined with
+    /// `tfo-cookie` / `tfo-data` (`full+tfo-cookie`).
+    pub fn name(&self) -> String {
+        let tls = match self.tls {
+            None | Some(TlsStep::Any) => None,
+            Some(TlsStep::Full) => Some("full"),
+            Some(TlsStep::Resumed) => Some("resumed"),
+            Some(TlsStep::ZeroRtt) => Some("0-rtt"),
+        };
+        let tfo = match self.tfo {
+            None | Some(TfoStep::Any) => None,
+            Some(TfoStep::Cookie) => Some("tfo-cookie"),
+            Some(TfoStep::Data) => Some("tfo-data"),
+        };
+        match (tls, tfo) {
+            (Some(a), Some(b)) => format!("{a}+{b}"),
+            (Some(a), None) | (None, Some(a)) => a.to_string(),
+            (None, None) => "single".to_string(),
+        }
+    }
+
+    /// Early data is to be offered.
+    pub fn early_data(&self) -> bool {
+        self.tls == Some(TlsStep::ZeroRtt)
+    }
+
+    /// The step keeps the session store of the previous one.
+    pub fn resumes(&self) -> bool {
+        matches!(self.tls, Some(TlsStep::Resumed | TlsStep::ZeroRtt))
+    }
+}
+
+/// The steps of a run: `--sequence` for `https` (`full`, `resumed`,
+/// `0-rtt`, with `--tfo` the first asking for a cookie and the others
+/// sending data), for `http` with `--tfo` (`tfo-cookie`, `tfo-data`);
+/// otherwise `count` plain attempts.
+///
+/// # Errors
+/// `--sequence` on `http://` without `--tfo`: nothing to show.
+pub fn plan(sequence: bool, https: bool, tfo: bool, count: u32) -> Result<Vec<Step>, String> {
+    let tfo_any = tfo.then_some(TfoStep::Any);
+    if !sequence {
+        let tls = https.then_some(TlsStep::Any);
+        return Ok(vec![Step { tls, tfo: tfo_any }; count.max(1) as usize]);
+    }
+    let cookie = tfo.then_some(TfoStep::Cookie);
+    let data = tfo.then_some(TfoStep::Data);
+    match (https, tfo) {
+        (true, _) => Ok(vec![
+            Step {
+                tls: Some(TlsStep::Full),
+                tfo: cookie,
+            },
+            Step {
+                tls: Some(TlsStep::Resumed),
+                tfo: data,
+            },
+            Step {
+                tls: Some(TlsStep::ZeroRtt),
+                tfo: data,
+            },
+        ]),
+        (false, true) => Ok(vec![
+            Step {
+                tls: None,
+                tfo: cookie,
+            },
+            Step {
+                tls: None,
+                tfo: data,
+            },
+        ]),
+        (false, false) => {
+            Err("--sequence on an http:// URL needs --tfo (resumption and 0-RTT need https)".into())
+        }
+    }
+}
+
+/// One verified (or not verifiable) outcome.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Check {
+    /// What was checked: `full-handshake`, `resumed`, `early-data-accepted`,
+    /// `tfo-cookie`, `tfo-data-acked`.
+    pub what: &'static str,
+    /// `true` held, `false` did not, `null` could not be seen (say why in
+    /// `how`).
+    pub ok: Option<bool>,
+    /// Where the answer comes from (`rustls handshake_kind()`,
+    /// `TCP_INFO tcpi_options & TCPI_OPT_SYN_DATA`, `capture: tfo-accepted`).
+    pub how: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans() {
+        let p = plan(true, true, true, 1).unwrap();
+        let names: Vec<String> = p.iter().map(Step::name).collect();
+        assert_eq!(
+            names,
+            ["full+tfo-cookie", "resumed+tfo-data", "0-rtt+tfo-data"]
+        );
+        assert!(p[2].early_data() && p[1].resumes() && !p[0].resumes());
+        let p = plan(true, false, true, 1).unwrap();
+        assert_eq!(
+            p.iter().map(Step::name).collect::<Vec<_>>(),
+            ["tfo-cookie", "tfo-data"]
+        );
+        assert!(plan(true, false, false, 1).is_err());
+        assert_eq!(plan(false, true, false, 5).unwrap().len(), 5);
+        assert_eq!(plan(false, true, false, 0).unwrap()[0].name(), "single");
+    }
+}

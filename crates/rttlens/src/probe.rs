@@ -1,0 +1,133 @@
+//! `rttlens probe URL`: turns the arguments into a
+//! [`rttlens_net::probe::ProbeConfig`], runs it and renders the report.
+//! Exit codes: 0 ok, 1 the target failed (the message names the phase),
+//! 2 usage.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use rttlens_net::probe::{self, ErrorKind, Family, ProbeConfig};
+
+use crate::args::{Format, ProbeArgs};
+
+/// The probe ran (checks that did not hold are in the report).
+const EXIT_OK: u8 = 0;
+/// The target failed: DNS, connect, TLS, HTTP or a timeout.
+const EXIT_TARGET: u8 = 1;
+/// A bad URL or option.
+const EXIT_USAGE: u8 = 2;
+
+/// Run `rttlens probe`.
+pub fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
+    let cfg = match config(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("rttlens probe: {e}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    let report = match probe::run(&cfg) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rttlens probe: {e}");
+            let code = if e.kind == ErrorKind::Usage {
+                EXIT_USAGE
+            } else {
+                EXIT_TARGET
+            };
+            return Ok(ExitCode::from(code));
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    match args.format {
+        Format::Text => report.write_text(&mut out)?,
+        Format::Json => report.write_json(&mut out)?,
+    }
+    out.flush()?;
+    Ok(ExitCode::from(EXIT_OK))
+}
+
+fn config(a: &ProbeArgs) -> Result<ProbeConfig, String> {
+    let mut c = ProbeConfig::new(a.url.clone());
+    c.resolve = a.resolve.clone();
+    c.family = match (a.ipv4, a.ipv6) {
+        (true, _) => Family::V4,
+        (_, true) => Family::V6,
+        _ => Family::Any,
+    };
+    c.tfo = a.tfo;
+    c.tls.version = a.tls;
+    c.tls.alpn = a.alpn.clone();
+    c.tls.cacert = a.cacert.clone();
+    c.tls.insecure = a.insecure;
+    c.tls.keylog = a.keylog.clone();
+    c.request.method = a.method.clone();
+    for h in &a.headers {
+        let (k, v) = h
+            .split_once(':')
+            .ok_or_else(|| format!("-H '{h}': expected 'Name: value'"))?;
+        c.request
+            .headers
+            .push((k.trim().to_string(), v.trim().to_string()));
+    }
+    c.request.body = match a.data.as_deref() {
+        None => None,
+        Some(d) => Some(match d.strip_prefix('@') {
+            Some(path) => std::fs::read(path).map_err(|e| format!("-d @{path}: {e}"))?,
+            None => d.as_bytes().to_vec(),
+        }),
+    };
+    c.follow = a.location;
+    c.count = a.count;
+    c.sequence = a.sequence;
+    c.max_time = a
+        .max_time
+        .as_deref()
+        .map(|s| duration(s).map_err(|e| format!("--max-time {s}: {e}")))
+        .transpose()?;
+    c.connect_timeout = a
+        .connect_timeout
+        .as_deref()
+        .map(|s| duration(s).map_err(|e| format!("--connect-timeout {s}: {e}")))
+        .transpose()?;
+    c.capture = !a.no_capture;
+    c.pcap = a.pcap.clone();
+    Ok(c)
+}
+
+/// `5`, `2.5s`, `500ms` (a bare number is seconds, as in curl).
+fn duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| "expected a duration like 5, 2.5s or 500ms".to_string())?;
+    let secs = match unit {
+        "ms" => v / 1000.0,
+        "s" => v,
+        _ => return Err(format!("unknown unit `{unit}` (ms or s)")),
+    };
+    if !(secs > 0.0 && secs <= 86_400.0) {
+        return Err("must be above 0 and at most a day".into());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::duration;
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration("5").unwrap().as_millis(), 5000);
+        assert_eq!(duration("250ms").unwrap().as_millis(), 250);
+        assert_eq!(duration("0.5s").unwrap().as_millis(), 500);
+        assert!(duration("0").is_err());
+        assert!(duration("3h").is_err());
+        assert!(duration("x").is_err());
+    }
+}

@@ -1,0 +1,132 @@
+//! `rttlens probe` as users drive it: exit codes (0 ok, 1 the target
+//! failed naming the phase, 2 usage), the JSON document, the text
+//! waterfall. Usage errors need nothing; the rest runs the binary inside
+//! the lab's client namespace (root, /dev/net/tun, iproute2; FAILS naming
+//! what is missing).
+
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rttlens_lab_server::builtin::ServerConfig;
+use rttlens_net::lab::scenario::Ctx;
+use rttlens_net::lab::{Lab, Side};
+use rttlens_net::LinkConfig;
+
+static ONE_LAB: Mutex<()> = Mutex::new(());
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rttlens"))
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.stdin(Stdio::null()).output().expect("running rttlens")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        vec!["probe", "ftp://example.com/"],
+        vec!["probe", "--tls", "1.4", "https://example.com/"],
+        vec!["probe", "--sequence", "http://example.com/"],
+        vec!["probe", "--max-time", "3h", "https://example.com/"],
+        vec!["probe", "-H", "no-colon", "https://example.com/"],
+        vec!["probe", "--pcap", "/tmp/x.pcapng", "https://example.com/"],
+    ] {
+        let o = run(bin().args(&args));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).is_empty(), "{args:?} says why");
+    }
+}
+
+/// A lab at 40 ms with the built-in server; `f` gets the context, the
+/// server's port and a way to run the binary in the client namespace.
+fn with_lab(f: impl FnOnce(&Ctx, u16, &dyn Fn(&[&str]) -> Output)) {
+    if let Err(e) = rttlens_net::lab::check_prerequisites() {
+        panic!("probe CLI lab tests need root, /dev/net/tun and iproute2: {e}");
+    }
+    let _one = ONE_LAB.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new(LinkConfig::with_rtt(Duration::from_millis(40))).expect("lab");
+    let dir = std::env::temp_dir().join(format!("rttlens-probe-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let mut ctx = Ctx::new(&lab, dir.clone());
+    let port = ctx
+        .builtin(ServerConfig::default())
+        .expect("built-in server");
+    let probe = |args: &[&str]| -> Output {
+        let mut cmd = bin();
+        cmd.arg("probe").args(args);
+        run(&mut lab.netns(Side::Client).command(&cmd))
+    };
+    f(&ctx, port, &probe);
+    drop(ctx);
+    drop(lab);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn lab_json_text_and_failures() {
+    with_lab(|_ctx, port, probe| {
+        let url = format!("https://{}:{port}/size/5000", Lab::SERVER_V4);
+        let o = probe(&["-k", "--format", "json", "--max-time", "10", &url]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["source"], url.as_str());
+        assert!(v["connections"].is_array());
+        let a = &v["probe"]["attempts"][0];
+        for k in [
+            "namelookup_ms",
+            "connect_ms",
+            "appconnect_ms",
+            "pretransfer_ms",
+            "starttransfer_ms",
+            "first_decrypted_byte_ms",
+            "total_ms",
+        ] {
+            assert!(a["timings"][k].is_f64(), "timings.{k}: {a}");
+        }
+        assert_eq!(a["response"]["status"], 200);
+        assert_eq!(a["response"]["body_bytes"], 5000);
+        assert_eq!(a["tls"]["handshake"], "full");
+        assert!(a["phases"].as_array().is_some_and(|p| p.len() == 5), "{a}");
+        assert!(v["probe"]["capture"]["status"].is_string());
+
+        let o = probe(&["-k", "-n", "3", &url]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout);
+        for want in ["connection 2", "tls", "starttransfer", "median", "p90"] {
+            assert!(text.contains(want), "text lacks {want:?}:\n{text}");
+        }
+
+        let cases: [(Vec<String>, &str); 4] = [
+            (vec!["https://nowhere.invalid/".into()], "namelookup failed"),
+            (
+                vec![format!("https://{}:9/", Lab::SERVER_V4)],
+                "connect failed",
+            ),
+            (vec![url.clone()], "tls failed: bad certificate"),
+            (
+                vec![
+                    "-k".into(),
+                    "--tls".into(),
+                    "1.2".into(),
+                    "--max-time".into(),
+                    "0.001".into(),
+                    url.clone(),
+                ],
+                "failed: timed out",
+            ),
+        ];
+        for (args, want) in cases {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let o = probe(&args);
+            assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+            assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+        }
+    });
+}
