@@ -9,13 +9,18 @@
 //! - [`lab::tcpdump`]: client/server vantage captures with tcpdump.
 //! - [`lab::Lab`]: ties them together and cleans up on drop, panic and
 //!   Ctrl-C.
+//! - [`selfcap`]: the probe's capture of its own packets (AF_PACKET, kernel
+//!   ns timestamps), written as pcapng with the TLS key log embedded.
 //!
 //! This crate has no `unsafe` code: namespaces go through `nix` (safe
-//! `setns`) and iproute2, TUN devices through `tun-rs`.
+//! `setns`) and iproute2, TUN devices through `tun-rs`, the two packet
+//! socket calls nix lacks through `rttlens-sys`.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod lab;
+pub mod selfcap;
 
 pub use lab::link::{Capture, Dir, LinkConfig, LinkStats, Loss};
 pub use lab::{Lab, LabError, Side, Sysctls};
+pub use selfcap::{CaptureError, CaptureLimits, Captured, CapturedPacket, SelfCapture};
