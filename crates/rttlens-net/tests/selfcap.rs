@@ -568,3 +568,41 @@ fn tshark_decrypts_with_the_embedded_keylog() {
     let _ = std::fs::remove_file(&keylog_path);
     let _ = std::fs::remove_dir(keylog_path.parent().unwrap());
 }
+
+/// Without CAP_NET_RAW `start` says so. Runs this test binary again with
+/// CAP_NET_RAW removed from its bounding set (`setpriv`, util-linux), so
+/// even as root the child lacks it; the child half is the same test with
+/// `RTTLENS_SELFCAP_CHILD` set.
+#[test]
+fn without_cap_net_raw_start_is_not_permitted() {
+    if std::env::var_os("RTTLENS_SELFCAP_CHILD").is_some() {
+        match SelfCapture::start("127.0.0.1:9".parse().unwrap(), None) {
+            Err(e @ rttlens_net::CaptureError::NotPermitted(_)) => {
+                assert!(e.to_string().contains("CAP_NET_RAW"), "{e}");
+            }
+            Err(e) => panic!("want NotPermitted, got {e:?}"),
+            Ok(_) => panic!("a capture started without CAP_NET_RAW"),
+        }
+        return;
+    }
+    require_root();
+    if let Err(e) = rttlens_net::lab::require_command("setpriv", "util-linux") {
+        panic!("{e}");
+    }
+    let out = Command::new("setpriv")
+        .args(["--bounding-set=-net_raw", "--inh-caps=-net_raw", "--"])
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "without_cap_net_raw_start_is_not_permitted",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("RTTLENS_SELFCAP_CHILD", "1")
+        .output()
+        .expect("running setpriv");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed:\n{text}");
+    assert!(text.contains("1 passed"), "the child ran the test:\n{text}");
+}
