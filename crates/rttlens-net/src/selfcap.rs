@@ -157,9 +157,18 @@ fn unmap(a: SocketAddr) -> SocketAddr {
     }
 }
 
-/// The interfaces of this namespace: (name, index, addresses, loopback).
-fn interfaces() -> Vec<(String, u32, Vec<IpAddr>, bool)> {
-    let mut out: Vec<(String, u32, Vec<IpAddr>, bool)> = Vec::new();
+/// One network interface of this namespace.
+#[derive(Debug, Clone)]
+struct Iface {
+    name: String,
+    index: u32,
+    addrs: Vec<IpAddr>,
+    loopback: bool,
+}
+
+/// The interfaces of this namespace (`getifaddrs(3)`, `if_nametoindex(3)`).
+fn interfaces() -> Vec<Iface> {
+    let mut out: Vec<Iface> = Vec::new();
     let Ok(addrs) = getifaddrs() else {
         return out;
     };
@@ -169,14 +178,18 @@ fn interfaces() -> Vec<(String, u32, Vec<IpAddr>, bool)> {
                 .map(|v4| IpAddr::V4(v4.ip()))
                 .or_else(|| s.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
         });
-        let lo = a.flags.contains(InterfaceFlags::IFF_LOOPBACK);
-        match out.iter_mut().find(|i| i.0 == a.interface_name) {
-            Some(i) => i.2.extend(ip),
+        match out.iter_mut().find(|i| i.name == a.interface_name) {
+            Some(i) => i.addrs.extend(ip),
             None => {
                 let Ok(index) = if_nametoindex(a.interface_name.as_str()) else {
                     continue;
                 };
-                out.push((a.interface_name, index, ip.into_iter().collect(), lo));
+                out.push(Iface {
+                    loopback: a.flags.contains(InterfaceFlags::IFF_LOOPBACK),
+                    name: a.interface_name,
+                    index,
+                    addrs: ip.into_iter().collect(),
+                });
             }
         }
     }
@@ -188,11 +201,12 @@ fn interfaces() -> Vec<(String, u32, Vec<IpAddr>, bool)> {
 /// the one interface holding the source address the kernel picks for
 /// `remote` (a connected UDP socket's local address; no packet is sent).
 /// `None` when that is not one interface (no route, an address on several
-/// interfaces): then capture on all.
-fn route_interface(remote: IpAddr, ifs: &[(String, u32, Vec<IpAddr>, bool)]) -> Option<usize> {
-    let local = remote.is_loopback() || ifs.iter().any(|i| i.2.contains(&remote));
+/// interfaces): then capture on all. A policy route out of an interface
+/// other than the source address's is not seen this way.
+fn route_interface(remote: IpAddr, ifs: &[Iface]) -> Option<&Iface> {
+    let local = remote.is_loopback() || ifs.iter().any(|i| i.addrs.contains(&remote));
     if local {
-        return ifs.iter().position(|i| i.3);
+        return ifs.iter().find(|i| i.loopback);
     }
     let any: SocketAddr = match remote {
         IpAddr::V4(_) => "0.0.0.0:0".parse().ok()?,
@@ -201,9 +215,9 @@ fn route_interface(remote: IpAddr, ifs: &[(String, u32, Vec<IpAddr>, bool)]) -> 
     let udp = UdpSocket::bind(any).ok()?;
     udp.connect(SocketAddr::new(remote, 9)).ok()?;
     let src = udp.local_addr().ok()?.ip();
-    let mut holders = ifs.iter().enumerate().filter(|(_, i)| i.2.contains(&src));
+    let mut holders = ifs.iter().filter(|i| i.addrs.contains(&src));
     match (holders.next(), holders.next()) {
-        (Some((n, _)), None) => Some(n),
+        (Some(i), None) => Some(i),
         _ => None,
     }
 }
@@ -246,15 +260,18 @@ impl SelfCapture {
             setsockopt(&fd, sockopt::RcvBuf, &SO_RCVBUF).map_err(io::Error::from)?;
         }
         let ifs = interfaces();
-        let (interface, ifindex) = match route_interface(remote.ip(), &ifs) {
-            Some(n) => {
-                let (name, index) = (&ifs[n].0, ifs[n].1);
-                rttlens_sys::bind_packet(&fd, index, libc::ETH_P_ALL as u16)?;
-                (name.clone(), Some(index))
-            }
+        // Bound to the route's interface when it can be told and bound to;
+        // else every interface (the filter still picks the packets).
+        let bound = route_interface(remote.ip(), &ifs).and_then(|i| {
+            rttlens_sys::bind_packet(&fd, i.index, libc::ETH_P_ALL as u16)
+                .ok()
+                .map(|()| (i.name.clone(), i.index))
+        });
+        let (interface, ifindex) = match bound {
+            Some((name, index)) => (name, Some(index)),
             None => ("any".to_string(), None),
         };
-        let loopbacks: HashSet<u32> = ifs.iter().filter(|i| i.3).map(|i| i.1).collect();
+        let loopbacks: HashSet<u32> = ifs.iter().filter(|i| i.loopback).map(|i| i.index).collect();
         let reader = Reader {
             fd,
             filter: Filter { remote, local_port },
@@ -273,9 +290,10 @@ impl SelfCapture {
         })
     }
 
-    /// Stop (reading for at most ~100 ms more the packets still queued
-    /// after the last exchange, less once the socket is quiet for 20 ms)
-    /// and return what was captured, in timestamp order.
+    /// Stop and return what was captured, in timestamp order. The thread
+    /// sees the request within 50 ms (its poll timeout), then reads the
+    /// packets still queued until the socket is quiet for 20 ms, at most
+    /// 100 ms: so `stop` returns within about 150 ms.
     ///
     /// # Errors
     /// [`CaptureError::Io`] when reading the socket failed or the capture
