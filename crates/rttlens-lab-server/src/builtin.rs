@@ -202,7 +202,7 @@ impl Server {
                 source,
             })?;
         if let Some(qlen) = cfg.tfo {
-            crate::sys::set_tcp_fastopen(&sock, qlen).map_err(|source| Error::SockOpt {
+            rttlens_sys::set_tcp_fastopen(&sock, qlen).map_err(|source| Error::SockOpt {
                 option: "TCP_FASTOPEN",
                 source,
             })?;

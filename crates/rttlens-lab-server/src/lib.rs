@@ -17,7 +17,7 @@
 //! Shared pieces: [`cert`] (the self-signed certificate, rcgen) and
 //! [`TlsVersion`]. The binary `rttlens-lab-server` is a thin CLI over
 //! [`builtin::Server`].
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod builtin;
@@ -25,7 +25,6 @@ pub mod cert;
 mod error;
 mod flight;
 pub mod nginx;
-mod sys;
 
 pub use error::{Error, Result};
 

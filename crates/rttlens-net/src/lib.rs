@@ -12,14 +12,19 @@
 //! - [`probe`]: `rttlens probe URL`: DNS, TCP (optionally Fast Open),
 //!   rustls and hyper step by step, timed with curl's names, sequences that
 //!   verify resumption, 0-RTT and TFO.
+//! - [`selfcap`]: the probe's capture of its own packets (AF_PACKET, kernel
+//!   ns timestamps), written as pcapng with the TLS key log embedded.
 //!
 //! This crate has no `unsafe` code: namespaces go through `nix` (safe
-//! `setns`) and iproute2, TUN devices through `tun-rs`.
+//! `setns`) and iproute2, TUN devices through `tun-rs`, the two packet
+//! socket calls nix lacks through `rttlens-sys`.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod lab;
 pub mod probe;
+pub mod selfcap;
 
 pub use lab::link::{Capture, Dir, LinkConfig, LinkStats, Loss};
 pub use lab::{Lab, LabError, Side, Sysctls};
+pub use selfcap::{CaptureError, CaptureLimits, Captured, CapturedPacket, SelfCapture};

@@ -1,0 +1,577 @@
+//! Self-capture: the probe records its own packets (DESIGN.md §6) so the
+//! same engine that reads capture files explains them.
+//!
+//! An `AF_PACKET` socket (`SOCK_DGRAM`, `ETH_P_ALL`: each packet arrives as
+//! a bare IPv4/IPv6 packet, the link header removed; packet(7)) with kernel
+//! receive timestamps in nanoseconds (`SO_TIMESTAMPNS`, socket(7); the
+//! timestamp the kernel took when the packet reached the packet tap, for
+//! outgoing packets in `dev_queue_xmit_nit`), bound to the interface of the
+//! route to the remote host when it can be told, else on every interface.
+//! A background thread reads it and keeps the TCP packets between us and
+//! `remote` (address and port, either direction; optionally one local
+//! port), so the socket is open and queueing before
+//! [`SelfCapture::start`] returns and the SYN is never missed.
+//!
+//! On a loopback interface the kernel hands every packet to the tap twice,
+//! once leaving (`PACKET_OUTGOING`) and once arriving (`PACKET_HOST`); the
+//! outgoing copy is dropped, as libpcap does.
+//!
+//! The result is written as pcapng (`LINKTYPE_RAW`, ns timestamps), with
+//! the TLS key log embedded when there is one, so Wireshark decrypts it.
+//!
+//! Needs `CAP_NET_RAW` (root, or `setcap cap_net_raw+ep` on the binary).
+
+use std::collections::HashSet;
+use std::io::{self, IoSliceMut};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nix::errno::Errno;
+use nix::ifaddrs::getifaddrs;
+use nix::net::if_::{if_nametoindex, InterfaceFlags};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::socket::{
+    recvmsg, setsockopt, socket, sockopt, AddressFamily, ControlMessageOwned, LinkAddr, MsgFlags,
+    SockFlag, SockProtocol, SockType,
+};
+use rttlens_core::capture::LinkType;
+use rttlens_core::wire::{decode, Decoded};
+
+use crate::lab::pcapng::{PcapngWriter, SECRETS_TLS_KEY_LOG};
+
+/// Why a capture could not start or finish.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CaptureError {
+    /// Opening an `AF_PACKET` socket needs `CAP_NET_RAW` (`EPERM`).
+    #[error("capturing needs CAP_NET_RAW (run as root or `setcap cap_net_raw+ep`): {0}")]
+    NotPermitted(#[source] std::io::Error),
+    /// Any other system error (socket options, `poll`, `recvmsg`, the
+    /// capture thread).
+    #[error("capture: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Memory bounds of a capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaptureLimits {
+    /// Packets are kept whole until their stored bytes reach this total
+    /// (bytes; default 64 MiB); after that only their IP and TCP headers
+    /// are kept (counted in [`Captured::truncated`]).
+    pub max_stored_bytes: u64,
+}
+
+impl Default for CaptureLimits {
+    fn default() -> CaptureLimits {
+        CaptureLimits {
+            max_stored_bytes: 64 << 20,
+        }
+    }
+}
+
+/// One captured packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapturedPacket {
+    /// Kernel receive timestamp (`SO_TIMESTAMPNS`, `CLOCK_REALTIME`), in
+    /// nanoseconds since the Unix epoch.
+    pub ts_ns: u64,
+    /// Length of the IP packet on the wire (bytes).
+    pub orig_len: u32,
+    /// The IP packet (IPv4 or IPv6 header first), its first `data.len()`
+    /// of `orig_len` bytes.
+    pub data: Vec<u8>,
+}
+
+/// What a [`SelfCapture`] recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Captured {
+    /// The matching packets, in timestamp order.
+    pub packets: Vec<CapturedPacket>,
+    /// The interface captured on (`lo`, `eth0` …), or `any` when the route's
+    /// interface could not be told.
+    pub interface: String,
+    /// Packets stored shorter than they were (`data.len() < orig_len`):
+    /// headers only after [`CaptureLimits::max_stored_bytes`], or longer
+    /// than the receive buffer.
+    pub truncated: u64,
+    /// Packets the kernel dropped because the socket's receive buffer was
+    /// full (`tp_drops` of `PACKET_STATISTICS`, packet(7)), counting every
+    /// packet the socket saw, not only matching ones; `None` when the
+    /// kernel would not say.
+    pub kernel_drops: Option<u64>,
+}
+
+/// A running capture of one connection's packets; [`stop`](Self::stop) it
+/// to get them. Dropping it without `stop` ends the thread within 50 ms and
+/// discards the packets.
+#[derive(Debug)]
+pub struct SelfCapture {
+    thread: Option<JoinHandle<io::Result<Captured>>>,
+    stop: Arc<AtomicBool>,
+}
+
+/// Poll timeout while capturing: bounds how late the thread sees `stop`.
+const POLL: Duration = Duration::from_millis(50);
+/// After `stop`: how long to keep reading packets still queued (at most),
+/// and the quiet time that ends it sooner.
+const DRAIN_MAX: Duration = Duration::from_millis(100);
+const DRAIN_QUIET: Duration = Duration::from_millis(20);
+/// Packets read per wake-up before checking the stop flag again.
+const BATCH: usize = 1024;
+/// Receive buffer: a 64 KiB GSO packet (loopback, TSO) and more.
+const RECV_BUF: usize = 256 << 10;
+/// Socket receive buffer asked for (`SO_RCVBUFFORCE` as root): room for a
+/// burst while the thread sleeps.
+const SO_RCVBUF: usize = 8 << 20;
+/// `PACKET_OUTGOING` (`include/uapi/linux/if_packet.h`).
+const PACKET_OUTGOING: u8 = 4;
+
+/// Which packets match: TCP to/from `remote`, optionally one local port.
+#[derive(Debug, Clone, Copy)]
+struct Filter {
+    remote: SocketAddr,
+    local_port: Option<u16>,
+}
+
+impl Filter {
+    fn matches(&self, src: SocketAddr, dst: SocketAddr) -> bool {
+        let local_ok = |p: u16| self.local_port.is_none_or(|l| l == p);
+        (unmap(src) == self.remote && local_ok(dst.port()))
+            || (unmap(dst) == self.remote && local_ok(src.port()))
+    }
+}
+
+/// An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) as the IPv4 address the
+/// wire carries.
+fn unmap(a: SocketAddr) -> SocketAddr {
+    match a.ip() {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(IpAddr::V4(v4), a.port()),
+            None => a,
+        },
+        IpAddr::V4(_) => a,
+    }
+}
+
+/// One network interface of this namespace.
+#[derive(Debug, Clone)]
+struct Iface {
+    name: String,
+    index: u32,
+    addrs: Vec<IpAddr>,
+    loopback: bool,
+}
+
+/// The interfaces of this namespace (`getifaddrs(3)`, `if_nametoindex(3)`).
+fn interfaces() -> Vec<Iface> {
+    let mut out: Vec<Iface> = Vec::new();
+    let Ok(addrs) = getifaddrs() else {
+        return out;
+    };
+    for a in addrs {
+        let ip = a.address.as_ref().and_then(|s| {
+            s.as_sockaddr_in()
+                .map(|v4| IpAddr::V4(v4.ip()))
+                .or_else(|| s.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
+        });
+        match out.iter_mut().find(|i| i.name == a.interface_name) {
+            Some(i) => i.addrs.extend(ip),
+            None => {
+                let Ok(index) = if_nametoindex(a.interface_name.as_str()) else {
+                    continue;
+                };
+                out.push(Iface {
+                    loopback: a.flags.contains(InterfaceFlags::IFF_LOOPBACK),
+                    name: a.interface_name,
+                    index,
+                    addrs: ip.into_iter().collect(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The interface packets to `remote` leave by: the loopback interface for
+/// a loopback or local address (the kernel routes those over `lo`), else
+/// the one interface holding the source address the kernel picks for
+/// `remote` (a connected UDP socket's local address; no packet is sent).
+/// `None` when that is not one interface (no route, an address on several
+/// interfaces): then capture on all. A policy route out of an interface
+/// other than the source address's is not seen this way.
+fn route_interface(remote: IpAddr, ifs: &[Iface]) -> Option<&Iface> {
+    let local = remote.is_loopback() || ifs.iter().any(|i| i.addrs.contains(&remote));
+    if local {
+        return ifs.iter().find(|i| i.loopback);
+    }
+    let any: SocketAddr = match remote {
+        IpAddr::V4(_) => "0.0.0.0:0".parse().ok()?,
+        IpAddr::V6(_) => "[::]:0".parse().ok()?,
+    };
+    let udp = UdpSocket::bind(any).ok()?;
+    udp.connect(SocketAddr::new(remote, 9)).ok()?;
+    let src = udp.local_addr().ok()?.ip();
+    let mut holders = ifs.iter().filter(|i| i.addrs.contains(&src));
+    match (holders.next(), holders.next()) {
+        (Some(i), None) => Some(i),
+        _ => None,
+    }
+}
+
+impl SelfCapture {
+    /// Start capturing TCP packets to/from `remote` (and `local_port` if
+    /// `Some`), with the default [`CaptureLimits`]. The socket is open and
+    /// queueing packets when this returns. Capture happens in the network
+    /// namespace of the calling thread.
+    ///
+    /// # Errors
+    /// [`CaptureError::NotPermitted`] without `CAP_NET_RAW`;
+    /// [`CaptureError::Io`] when a socket option or the thread fails.
+    pub fn start(remote: SocketAddr, local_port: Option<u16>) -> Result<SelfCapture, CaptureError> {
+        SelfCapture::start_with(remote, local_port, CaptureLimits::default())
+    }
+
+    /// [`start`](Self::start) with explicit memory `limits`.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub fn start_with(
+        remote: SocketAddr,
+        local_port: Option<u16>,
+        limits: CaptureLimits,
+    ) -> Result<SelfCapture, CaptureError> {
+        let remote = unmap(remote);
+        let fd = socket(
+            AddressFamily::Packet,
+            SockType::Datagram,
+            SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
+            SockProtocol::EthAll,
+        )
+        .map_err(|e| match e {
+            Errno::EPERM | Errno::EACCES => CaptureError::NotPermitted(e.into()),
+            e => CaptureError::Io(e.into()),
+        })?;
+        setsockopt(&fd, sockopt::ReceiveTimestampns, &true).map_err(io::Error::from)?;
+        if setsockopt(&fd, sockopt::RcvBufForce, &SO_RCVBUF).is_err() {
+            setsockopt(&fd, sockopt::RcvBuf, &SO_RCVBUF).map_err(io::Error::from)?;
+        }
+        let ifs = interfaces();
+        // Bound to the route's interface when it can be told and bound to;
+        // else every interface (the filter still picks the packets).
+        let bound = route_interface(remote.ip(), &ifs).and_then(|i| {
+            rttlens_sys::bind_packet(&fd, i.index, libc::ETH_P_ALL as u16)
+                .ok()
+                .map(|()| (i.name.clone(), i.index))
+        });
+        let (interface, ifindex) = match bound {
+            Some((name, index)) => (name, Some(index)),
+            None => ("any".to_string(), None),
+        };
+        let loopbacks: HashSet<u32> = ifs.iter().filter(|i| i.loopback).map(|i| i.index).collect();
+        let reader = Reader {
+            fd,
+            filter: Filter { remote, local_port },
+            ifindex,
+            loopbacks,
+            limits,
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("rttlens-selfcap".into())
+            .spawn(move || reader.run(&flag, interface))?;
+        Ok(SelfCapture {
+            thread: Some(thread),
+            stop,
+        })
+    }
+
+    /// Stop and return what was captured, in timestamp order. The thread
+    /// sees the request within 50 ms (its poll timeout), then reads the
+    /// packets still queued until the socket is quiet for 20 ms, at most
+    /// 100 ms: so `stop` returns within about 150 ms.
+    ///
+    /// # Errors
+    /// [`CaptureError::Io`] when reading the socket failed or the capture
+    /// thread panicked.
+    pub fn stop(mut self) -> Result<Captured, CaptureError> {
+        self.stop.store(true, Ordering::Relaxed);
+        let thread = self
+            .thread
+            .take()
+            .ok_or_else(|| io::Error::other("the capture thread is gone (stop called twice?)"))?;
+        match thread.join() {
+            Ok(r) => r.map_err(CaptureError::Io),
+            Err(_) => Err(io::Error::other("the capture thread panicked").into()),
+        }
+    }
+}
+
+impl Drop for SelfCapture {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// What `recvmsg` said of one packet.
+#[derive(Debug, Clone, Copy)]
+struct Rx {
+    /// Kernel timestamp, ns since the Unix epoch.
+    ts_ns: u64,
+    /// Length of the packet (the network-layer part) on the wire: may
+    /// exceed the buffer (`MSG_TRUNC`).
+    len: usize,
+    /// Interface it was seen on (`sll_ifindex`).
+    ifindex: u32,
+    /// `sll_pkttype` (`PACKET_HOST`, `PACKET_OUTGOING` …).
+    pkttype: u8,
+}
+
+/// The capture thread's state.
+struct Reader {
+    fd: OwnedFd,
+    filter: Filter,
+    /// The interface bound to (packets from others, queued before the
+    /// bind, are ignored).
+    ifindex: Option<u32>,
+    loopbacks: HashSet<u32>,
+    limits: CaptureLimits,
+}
+
+impl Reader {
+    fn run(self, stop: &AtomicBool, interface: String) -> io::Result<Captured> {
+        let mut out = Captured {
+            interface,
+            ..Captured::default()
+        };
+        let mut stored = 0u64;
+        let mut buf = vec![0u8; RECV_BUF];
+        let mut drain_until: Option<Instant> = None;
+        loop {
+            let draining = match drain_until {
+                Some(t) => Some(t),
+                None if stop.load(Ordering::Relaxed) => {
+                    drain_until = Some(Instant::now() + DRAIN_MAX);
+                    drain_until
+                }
+                None => None,
+            };
+            if draining.is_some_and(|t| Instant::now() >= t) {
+                break;
+            }
+            let wait = if draining.is_some() {
+                DRAIN_QUIET
+            } else {
+                POLL
+            };
+            let mut fds = [PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
+            let ready = match poll(
+                &mut fds,
+                PollTimeout::try_from(wait).unwrap_or(PollTimeout::ZERO),
+            ) {
+                Ok(n) => n,
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            if ready == 0 {
+                if draining.is_some() {
+                    break; // quiet: nothing more queued
+                }
+                continue;
+            }
+            for _ in 0..BATCH {
+                match self.recv(&mut buf)? {
+                    None => break,
+                    Some(rx) => self.keep(&buf, rx, &mut stored, &mut out),
+                }
+            }
+        }
+        out.kernel_drops = rttlens_sys::packet_statistics(&self.fd)
+            .ok()
+            .map(|s| u64::from(s.drops));
+        out.packets.sort_by_key(|p| p.ts_ns);
+        Ok(out)
+    }
+
+    /// Read one packet into `buf`; `None` when nothing is queued.
+    fn recv(&self, buf: &mut [u8]) -> io::Result<Option<Rx>> {
+        let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
+        let mut iov = [IoSliceMut::new(buf)];
+        // MSG_TRUNC: return the packet's real length even when it is longer
+        // than the buffer (packet(7)).
+        let msg = match recvmsg::<LinkAddr>(
+            self.fd.as_raw_fd(),
+            &mut iov,
+            Some(&mut cmsg),
+            MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_TRUNC,
+        ) {
+            Ok(m) => m,
+            Err(Errno::EAGAIN) => return Ok(None),
+            Err(Errno::EINTR) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let mut ts_ns = None;
+        if let Ok(cmsgs) = msg.cmsgs() {
+            for c in cmsgs {
+                if let ControlMessageOwned::ScmTimestampns(t) = c {
+                    let ns = i128::from(t.tv_sec()) * 1_000_000_000 + i128::from(t.tv_nsec());
+                    ts_ns = u64::try_from(ns).ok();
+                }
+            }
+        }
+        let ts_ns = ts_ns.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        });
+        let (ifindex, pkttype) = msg.address.map_or((0, 0), |a| {
+            (u32::try_from(a.ifindex()).unwrap_or(0), a.pkttype())
+        });
+        Ok(Some(Rx {
+            ts_ns,
+            len: msg.bytes,
+            ifindex,
+            pkttype,
+        }))
+    }
+
+    /// Keep the packet `rx` read into `buf` if it matches.
+    fn keep(&self, buf: &[u8], rx: Rx, stored: &mut u64, out: &mut Captured) {
+        let Rx {
+            ts_ns,
+            len,
+            ifindex,
+            pkttype,
+        } = rx;
+        if self.ifindex.is_some_and(|i| i != ifindex) {
+            return;
+        }
+        if pkttype == PACKET_OUTGOING && self.loopbacks.contains(&ifindex) {
+            return; // the same packet comes back as PACKET_HOST
+        }
+        let Some(data) = buf.get(..len.min(buf.len())) else {
+            return;
+        };
+        let wire_len = u32::try_from(len).unwrap_or(u32::MAX);
+        let Ok(Decoded::Tcp(seg)) = decode(LinkType::RAW, data, wire_len) else {
+            return;
+        };
+        let src = SocketAddr::new(seg.src, seg.src_port);
+        let dst = SocketAddr::new(seg.dst, seg.dst_port);
+        if !self.filter.matches(src, dst) {
+            return;
+        }
+        // Without the link padding; the original length is the
+        // datagram's unless the receive buffer cut it.
+        let whole = len <= buf.len();
+        let data = ip_datagram(data);
+        let orig_len = if whole { data.len() as u32 } else { wire_len };
+        let keep = if *stored + data.len() as u64 <= self.limits.max_stored_bytes {
+            data
+        } else {
+            // Headers only: the payload is the datagram's tail.
+            let headers = data.len().saturating_sub(seg.payload.len());
+            data.get(..headers).unwrap_or(data)
+        };
+        if keep.len() < orig_len as usize {
+            out.truncated += 1;
+        }
+        *stored += keep.len() as u64;
+        out.packets.push(CapturedPacket {
+            ts_ns,
+            orig_len,
+            data: keep.to_vec(),
+        });
+    }
+}
+
+/// `data` cut to the IP datagram's own length, without link-layer padding
+/// (an Ethernet frame is at least 60 bytes, so a short packet arrives with
+/// trailing zeros). An IP length of 0 (IPv4 with TSO or BIG TCP) or longer
+/// than `data` leaves it as is.
+fn ip_datagram(data: &[u8]) -> &[u8] {
+    let len = match data.first().map(|b| b >> 4) {
+        Some(4) => data
+            .get(2..4)
+            .map(|b| usize::from(u16::from_be_bytes([b[0], b[1]]))),
+        Some(6) => data
+            .get(4..6)
+            .map(|b| 40 + usize::from(u16::from_be_bytes([b[0], b[1]]))),
+        _ => None,
+    };
+    match len {
+        Some(n) if n > 0 && n < data.len() => &data[..n],
+        _ => data,
+    }
+}
+
+impl Captured {
+    /// Write as pcapng (one `LINKTYPE_RAW` interface, ns timestamps, see
+    /// [`PcapngWriter`]). With `keylog` (NSS key log text, the
+    /// `SSLKEYLOGFILE` format), a Decryption Secrets Block (type
+    /// 0x0000000A, secrets type 0x544c534b "TLSK", draft-ietf-opsawg-pcapng
+    /// §4.7) comes before the packets, so Wireshark/tshark decrypt the TLS
+    /// without a separate key file.
+    ///
+    /// # Errors
+    /// Any I/O error from `out`.
+    pub fn write_pcapng<W: io::Write>(&self, out: W, keylog: Option<&[u8]>) -> io::Result<()> {
+        let mut w = PcapngWriter::new(out)?;
+        if let Some(k) = keylog {
+            w.write_decryption_secrets(SECRETS_TLS_KEY_LOG, k)?;
+        }
+        for p in &self.packets {
+            w.write_packet_cut(p.ts_ns, &p.data, p.orig_len.max(p.data.len() as u32))?;
+        }
+        w.into_inner().map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filter_matches_both_directions_and_the_local_port() {
+        let remote: SocketAddr = "10.0.0.2:443".parse().unwrap();
+        let me: SocketAddr = "10.0.0.1:5000".parse().unwrap();
+        let f = Filter {
+            remote,
+            local_port: None,
+        };
+        assert!(f.matches(me, remote) && f.matches(remote, me));
+        assert!(!f.matches(me, "10.0.0.2:444".parse().unwrap()));
+        assert!(!f.matches(me, "10.0.0.3:443".parse().unwrap()));
+        let f = Filter {
+            remote,
+            local_port: Some(5001),
+        };
+        assert!(!f.matches(me, remote) && !f.matches(remote, me));
+        assert!(f.matches(remote, "10.0.0.1:5001".parse().unwrap()));
+        // An IPv4-mapped remote matches the IPv4 packets.
+        let f = Filter {
+            remote: unmap("[::ffff:10.0.0.2]:443".parse().unwrap()),
+            local_port: None,
+        };
+        assert!(f.matches(me, remote));
+    }
+
+    #[test]
+    fn ip_datagram_strips_link_padding() {
+        let mut v4 = vec![0x45, 0, 0, 40];
+        v4.resize(46, 0);
+        assert_eq!(ip_datagram(&v4).len(), 40);
+        let mut v6 = vec![0x60, 0, 0, 0, 0, 20];
+        v6.resize(64, 0);
+        assert_eq!(ip_datagram(&v6).len(), 60);
+        // Length 0 (TSO) or beyond the data: unchanged.
+        assert_eq!(ip_datagram(&[0x45, 0, 0, 0, 1]).len(), 5);
+        assert_eq!(ip_datagram(&[0x45, 0, 0xff, 0xff]).len(), 4);
+        assert_eq!(ip_datagram(&[]).len(), 0);
+        assert_eq!(ip_datagram(&[0x45]).len(), 1);
+    }
+}

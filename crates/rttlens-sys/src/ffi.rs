@@ -1,0 +1,150 @@
+//! The only module of the workspace that calls the C library directly: the
+//! socket options and the `bind(2)` that neither socket2 0.6 nor nix 0.31
+//! wraps. Each function is one system call on a caller-owned descriptor
+//! with stack buffers whose sizes are passed exactly; each `unsafe` block
+//! says why it is sound.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::AsRawFd;
+
+/// Turn a `0`/`-1` return into a `Result`, reading `errno` on failure.
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Enables TCP Fast Open on a listener with a pending-request queue of
+/// `qlen` (`TCP_FASTOPEN`, RFC 7413 §4.1; kernel `do_tcp_setsockopt` →
+/// `fastopen_queue_tune`). The server side also needs bit 0x2 of the
+/// `net.ipv4.tcp_fastopen` sysctl in the socket's namespace. Neither
+/// socket2 0.6 nor nix 0.31 wraps it (nix only has the client-side
+/// `TCP_FASTOPEN_CONNECT`, `nix::sys::socket::sockopt::TcpFastOpenConnect`).
+///
+/// # Errors
+/// `InvalidInput` when `qlen` exceeds `i32::MAX`; otherwise the `errno` of
+/// `setsockopt(2)` (`EBADF`, `ENOTSOCK`, `EOPNOTSUPP` on a non-TCP socket).
+pub fn set_tcp_fastopen(sock: &impl AsRawFd, qlen: u32) -> io::Result<()> {
+    let val: libc::c_int =
+        libc::c_int::try_from(qlen).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `sock` owns a valid open file descriptor for the duration of
+    // the call; `val` lives on the stack across it and its size is passed
+    // exactly, so the kernel reads `sizeof(int)` initialised bytes.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_FASTOPEN,
+            std::ptr::addr_of!(val).cast::<libc::c_void>(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    check(rc)
+}
+
+/// `getsockopt(fd, IPPROTO_TCP, TCP_INFO, buf, &len)` into `buf` (zeroed
+/// first); returns how many bytes the kernel wrote (`min(buf.len(),
+/// sizeof(struct tcp_info))` in kernel `do_tcp_getsockopt`).
+pub(crate) fn getsockopt_tcp_info(sock: &impl AsRawFd, buf: &mut [u8]) -> io::Result<usize> {
+    buf.fill(0);
+    let mut len = libc::socklen_t::try_from(buf.len())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `sock` owns a valid open descriptor for the call. `buf` is a
+    // live, exclusively borrowed byte buffer of `len` bytes and the kernel
+    // writes at most `len` bytes into it (`copy_to_user(optval, &info,
+    // min(len, sizeof(info)))`); any byte pattern is a valid `u8`. `len` is
+    // a live stack variable the kernel overwrites with the length written.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            buf.as_mut_ptr().cast::<libc::c_void>(),
+            &mut len,
+        )
+    };
+    check(rc)?;
+    Ok((len as usize).min(buf.len()))
+}
+
+/// Binds an `AF_PACKET` socket to interface `ifindex` and link-layer
+/// `protocol` (an `ETH_P_*` value in host byte order, e.g.
+/// `libc::ETH_P_ALL`): afterwards it receives only that interface's
+/// packets (packet(7); kernel `packet_bind` → `packet_do_bind`). socket2
+/// 0.6 and nix 0.31 have no safe constructor for a `sockaddr_ll`.
+///
+/// # Errors
+/// The `errno` of `bind(2)`: `ENODEV` for an unknown interface, `EINVAL`
+/// when `sock` is not an `AF_PACKET` socket.
+pub fn bind_packet(sock: &impl AsRawFd, ifindex: u32, protocol: u16) -> io::Result<()> {
+    let ifindex =
+        libc::c_int::try_from(ifindex).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let addr = libc::sockaddr_ll {
+        sll_family: libc::AF_PACKET as libc::c_ushort,
+        sll_protocol: protocol.to_be(),
+        sll_ifindex: ifindex,
+        sll_hatype: 0,
+        sll_pkttype: 0,
+        sll_halen: 0,
+        sll_addr: [0; 8],
+    };
+    // SAFETY: `sock` owns a valid open descriptor for the call. `addr` is a
+    // fully initialised `sockaddr_ll` on the stack that outlives the call,
+    // and its exact size is passed, so the kernel reads only initialised
+    // bytes of it (`packet_bind` checks `addr_len >= sizeof(sockaddr_ll)`).
+    let rc = unsafe {
+        libc::bind(
+            sock.as_raw_fd(),
+            std::ptr::addr_of!(addr).cast::<libc::sockaddr>(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    check(rc)
+}
+
+/// Counters of an `AF_PACKET` socket since the previous call (reading
+/// resets them): `struct tpacket_stats` of `include/uapi/linux/if_packet.h`,
+/// filled by kernel `packet_getsockopt` for `PACKET_STATISTICS`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PacketStats {
+    /// `tp_packets`: packets the socket received (drops included).
+    pub packets: u32,
+    /// `tp_drops`: packets dropped because the socket's receive buffer was
+    /// full (or a filter/allocation failed).
+    pub drops: u32,
+}
+
+/// Read and reset the counters of an `AF_PACKET` socket
+/// (`getsockopt(SOL_PACKET, PACKET_STATISTICS)`, packet(7)).
+///
+/// # Errors
+/// The `errno` of `getsockopt(2)`: `ENOPROTOOPT` when `sock` is not an
+/// `AF_PACKET` socket.
+pub fn packet_statistics(sock: &impl AsRawFd) -> io::Result<PacketStats> {
+    let mut stats = libc::tpacket_stats {
+        tp_packets: 0,
+        tp_drops: 0,
+    };
+    let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+    // SAFETY: `sock` owns a valid open descriptor for the call. `stats` is
+    // an initialised `tpacket_stats` (two `c_uint`, any bit pattern valid)
+    // on the stack and `len` is exactly its size, so the kernel writes at
+    // most that many bytes into it (`packet_getsockopt` clamps to `len`).
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            std::ptr::addr_of_mut!(stats).cast::<libc::c_void>(),
+            &mut len,
+        )
+    };
+    check(rc)?;
+    Ok(PacketStats {
+        packets: stats.tp_packets,
+        drops: stats.tp_drops,
+    })
+}
