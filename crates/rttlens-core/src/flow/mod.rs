@@ -684,4 +684,42 @@ mod tests {
         assert_eq!(h.drops[0].at.frame, 5);
         assert_eq!(h.retx_count, 0);
     }
+
+    /// Client-side capture, server 10 ms away: the server sends one
+    /// segment, the client's pure ACK of it leaves `ack_after` ms later (or
+    /// the client answers with data), and the server's next segment
+    /// arrives 10 ms after that ACK, as if the ACK released it.
+    fn lone_segment_then_ack(ack_after: f64, ack_len: u32) -> Conn {
+        let mut n = Net::new();
+        handshake(&mut n, 100, 900);
+        let o = TcpOptions::default;
+        n.seg(true, 10.2, ACK, 101, 901, 100, o()); // request
+        n.seg(false, 20.3, ACK, 901, 201, 1000, o()); // y
+        let t = 20.3 + ack_after;
+        n.seg(true, t, ACK, 201, 1901, ack_len, o()); // ACK of y
+        n.seg(false, t + 10.0, ACK, 1901, 201 + ack_len, 1000, o()); // x
+        n.seg(true, t + 10.1, ACK, 201 + ack_len, 2901, 0, o());
+        n.finish().remove(0)
+    }
+
+    #[test]
+    fn a_held_pure_ack_that_releases_the_sender_is_an_ack_stall() {
+        let c = lone_segment_then_ack(45.0, 0);
+        let st = &c.half[Side::Server.index()].ack_stalls;
+        assert_eq!(st.len(), 1, "{st:?}");
+        assert_eq!((st[0].y.frame, st[0].ack.frame, st[0].x.frame), (5, 6, 7));
+        assert_eq!(st[0].flight, 1000);
+        let held = st[0].held.as_millis_f64();
+        assert!((44.5..45.5).contains(&held), "held {held} ms");
+    }
+
+    #[test]
+    fn a_prompt_ack_or_an_answer_is_no_ack_stall() {
+        // acknowledged at once: the pause is the path's, not a timer's
+        let quick = lone_segment_then_ack(0.1, 0);
+        assert!(quick.half[Side::Server.index()].ack_stalls.is_empty());
+        // the client spoke: what the server sends next may answer it
+        let answered = lone_segment_then_ack(45.0, 50);
+        assert!(answered.half[Side::Server.index()].ack_stalls.is_empty());
+    }
 }
