@@ -81,13 +81,19 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(if ok { EXIT_OK } else { EXIT_FAILED }))
 }
 
+/// Width of the scenario-name column: the longest name.
+fn name_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
+    names.map(str::len).max().unwrap_or(0).max("scenario".len())
+}
+
 fn list(all: &[Scenario]) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
+    let w = name_width(all.iter().map(|s| s.name));
     for s in all {
-        writeln!(out, "{:<16} {}", s.name, s.about)?;
+        writeln!(out, "{:<w$} {}", s.name, s.about)?;
         let mut what: Vec<String> = s.expect.iter().map(|e| format!("expect {e}")).collect();
         what.extend(s.forbid.iter().map(|e| format!("forbid {e}")));
-        writeln!(out, "{:<16} {}", "", what.join("; "))?;
+        writeln!(out, "{:<w$} {}", "", what.join("; "))?;
     }
     Ok(())
 }
@@ -119,14 +125,15 @@ fn table(
     rtt: Duration,
     took: Duration,
 ) -> std::io::Result<()> {
+    let w = name_width(results.iter().map(|(s, _)| s.name));
     writeln!(
         out,
-        "{:<16} {:<50} {:<5} {:>18}  key ladder line",
+        "{:<w$} {:<50} {:<5} {:>18}  key ladder line",
         "scenario", "expected finding", "found", "cost"
     )?;
     for (s, r) in results {
         match r {
-            Err(e) => writeln!(out, "{:<16} error: {e}", s.name)?,
+            Err(e) => writeln!(out, "{:<w$} error: {e}", s.name)?,
             Ok(o) => {
                 let mut rows: Vec<(String, String, String)> = o
                     .found
@@ -161,10 +168,10 @@ fn table(
                     } else {
                         ("", "")
                     };
-                    writeln!(out, "{name:<16} {exp:<50} {found:<5} {cost:>18}  {key}")?;
+                    writeln!(out, "{name:<w$} {exp:<50} {found:<5} {cost:>18}  {key}")?;
                 }
                 if !o.passed() {
-                    writeln!(out, "{:<16} findings per connection: {:?}", "", o.findings)?;
+                    writeln!(out, "{:<w$} findings per connection: {:?}", "", o.findings)?;
                 }
             }
         }
