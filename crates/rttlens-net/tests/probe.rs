@@ -226,6 +226,24 @@ fn tfo_data_saves_the_connect_rtt() {
             let r = probe_in(ctx, c).expect("probe");
             let names: Vec<&str> = r.attempts.iter().map(|a| a.step.as_str()).collect();
             assert_eq!(names, ["tfo-cookie", "tfo-data"]);
+            // verified twice, from the probe's own capture and from TCP_INFO
+            assert_eq!(r.capture.status, "captured", "{:?}", r.capture);
+            let cookie = r.attempts[0].check("tfo-cookie").expect("cookie check");
+            assert_eq!(cookie.ok, Some(true), "{cookie:?}");
+            let data = r.attempts[1].check("tfo-data-acked").expect("data check");
+            assert_eq!(data.ok, Some(true), "{data:?}");
+            assert!(
+                data.how.contains("TCP_INFO: SYN data acknowledged")
+                    && data.how.contains("capture: tfo-accepted (agree)"),
+                "{data:?}"
+            );
+            let kernel = r.attempts[1].tcp_info.at_end.expect("TCP_INFO");
+            assert!(kernel.syn_data_acked());
+            assert!(!r.attempts[0]
+                .tcp_info
+                .at_end
+                .expect("TCP_INFO")
+                .syn_data_acked());
             // cookie: SYN → SYN-ACK, then the request: 2 RTT to the first byte;
             // data in the SYN: the response comes 1 RTT after connect() returned
             // (connect(2) returns at once on both, so the lab's RTT is the unit)
@@ -310,21 +328,18 @@ fn connect_timeout_when_the_syn_is_lost() {
     );
 }
 
-/// Probe with the lab's client-side tcpdump running, then attach that
-/// capture to the report as the wire's view.
+/// Probe with its own capture (the default) and check that the capture
+/// saw every connection of the run.
 fn probe_captured(ctx: &Ctx, cfg: ProbeConfig) -> ProbeReport {
-    let file = ctx
-        .dir()
-        .join(format!("client-{}.pcap", std::process::id()));
-    let dump = ctx.lab().tcpdump(Side::Client, &file).expect("tcpdump");
-    let r = probe_in(ctx, cfg);
-    // the FIN/ACK exchange
-    std::thread::sleep(RTT * 2 + Duration::from_millis(50));
-    dump.stop();
-    let mut r = r.expect("probe");
-    let bytes = std::fs::read(&file).expect("capture file");
-    let n = probe::wire::attach_bytes(&mut r, &bytes, "rtl0").expect("analysing the capture");
-    assert_eq!(n, r.attempts.len(), "every connection found in the capture");
+    assert!(cfg.capture);
+    let r = probe_in(ctx, cfg).expect("probe");
+    assert_eq!(r.capture.status, "captured", "{:?}", r.capture);
+    let found = r.attempts.iter().filter(|a| a.connection.is_some()).count();
+    assert_eq!(
+        found,
+        r.attempts.len(),
+        "every connection found in the capture"
+    );
     r
 }
 
@@ -368,6 +383,12 @@ fn app_and_wire_agree_within_1ms() {
             // and the wire's RTT now counts the phases
             assert_eq!(r.attempts[0].rtt_source, Some("capture"));
             assert_rtts("tls (wire RTT)", phase_rtts(&r, 0, "tls"), 1.0);
+            // the capture's start-up is kept out of the timings and said
+            let start = r.capture.start_overhead_ms.expect("start overhead");
+            eprintln!(
+                "capture start {start:.3} ms (cut out), stop {:.1} ms (after the last response)",
+                r.capture.stop_ms.unwrap_or(f64::NAN)
+            );
         },
     );
 }
@@ -401,6 +422,42 @@ fn nagle_response_is_diagnosed_from_the_capture() {
             r.write_text(&mut text).expect("text");
             let text = String::from_utf8_lossy(&text);
             assert!(text.contains("nagle"), "{text}");
+        },
+    );
+}
+
+/// `TCP_INFO` after connect and at the end: the kernel's RTT is the lab's
+/// (±0.25 RTT) and, with `--no-capture`, counts the phases.
+#[test]
+fn tcp_info_snapshots_give_the_rtt_without_capture() {
+    with_lab(
+        |_| {},
+        |ctx| {
+            let port = ctx.builtin(ServerConfig::default()).expect("built-in");
+            let mut c = cfg(builtin_url(port, "/size/50000"));
+            c.capture = false;
+            let r = probe_in(ctx, c).expect("probe");
+            assert_eq!(r.capture.status, "off");
+            let a = &r.attempts[0];
+            assert_eq!(a.rtt_source, Some("tcp_info"));
+            let rtt = RTT.as_secs_f64() * 1e3;
+            assert_rtts("TCP_INFO min_rtt", a.rtt_ms.map(|m| m / rtt), 1.0);
+            let first = a.tcp_info.after_connect.expect("after connect");
+            let end = a.tcp_info.at_end.expect("at end");
+            assert_eq!(first.state, 1, "ESTABLISHED after connect");
+            // the SYN-ACK gave the first RTT sample
+            assert_rtts(
+                "TCP_INFO rtt at connect",
+                Some(f64::from(first.rtt_us) / 1e3 / rtt),
+                1.0,
+            );
+            assert!(end.bytes_received.unwrap_or(0) > 50_000, "{end:?}");
+            assert!(a.connection.is_none() && a.wire_vs_app.is_empty());
+            assert_rtts("tls (TCP_INFO RTT)", phase_rtts(&r, 0, "tls"), 1.0);
+            let mut text = Vec::new();
+            r.write_text(&mut text).expect("text");
+            let text = String::from_utf8_lossy(&text);
+            assert!(text.contains("TCP_INFO: rtt"), "{text}");
         },
     );
 }

@@ -51,7 +51,8 @@ pub struct ProbeArgs {
     /// Only this TLS version.
     #[arg(long, value_name = "1.2|1.3")]
     pub tls: Option<rttlens_net::probe::TlsVersion>,
-    /// ALPN protocols to offer, in order (only HTTP/1.1 is spoken).
+    /// ALPN protocols to offer, in order; only `http/1.1` is accepted (this
+    /// build speaks HTTP/1.1 only: `h2` is refused with exit 2).
     #[arg(long, value_delimiter = ',', default_value = "http/1.1")]
     pub alpn: Vec<String>,
     /// Trust the CA certificates in this PEM file instead of the system's.

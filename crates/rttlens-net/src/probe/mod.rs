@@ -15,8 +15,10 @@
 //!    noting when bytes pass;
 //! 5. [`sequence`]: what each connection of a run sets out to do and how
 //!    its outcome is verified; [`stats`]: `-n N` order statistics;
-//! 6. [`wire`]: the capture of the probe's own packets through the
-//!    analysis engine, matched to the attempts, app set against wire;
+//! 6. [`capture`]: the probe's own packets ([`crate::selfcap`]), captured
+//!    from before the first `connect(2)` to after the last response;
+//!    [`wire`]: that capture through the analysis engine, matched to the
+//!    attempts, app set against wire;
 //! 7. [`report`]: the report (JSON, text waterfall).
 //!
 //! Everything runs on one current-thread tokio runtime built here: the
@@ -24,6 +26,7 @@
 //! threads (the resolver's blocking pool) are spawned from the calling
 //! thread, so they inherit its network namespace.
 
+pub mod capture;
 pub mod connect;
 pub mod error;
 pub mod http;
@@ -35,7 +38,7 @@ pub mod timing;
 pub mod tls;
 pub mod wire;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -44,7 +47,7 @@ use std::time::{Duration, Instant};
 use rustls::pki_types::ServerName;
 
 pub use error::{ErrorKind, Phase, ProbeError};
-pub use report::{Attempt, ProbeReport, TlsFacts};
+pub use report::{Attempt, ProbeReport, TcpInfoSnapshots, TlsFacts};
 pub use resolve::{Family, ResolveOverride, Target};
 pub use sequence::{Check, Step, TfoStep, TlsStep};
 pub use timing::Timings;
@@ -129,13 +132,14 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
     let started = Instant::now();
     let deadline = cfg.max_time.map(|d| started + d);
     let mut target = Target::parse(&cfg.url)?;
-    if let Some(p) = &cfg.pcap {
-        // self-capture (AF_PACKET, `selfcap`) is not in this build yet
+    if let Some(p) = cfg.tls.alpn.iter().find(|p| p.as_str() != "http/1.1") {
+        // offering h2 would let the server pick a protocol hyper's HTTP/1.1
+        // client cannot speak: refused up front, not half-working
         return Err(ProbeError::usage(format!(
-            "--pcap {}: this build cannot capture its own packets yet",
-            p.display()
+            "--alpn {p}: this build speaks HTTP/1.1 only (offer --alpn http/1.1)"
         )));
     }
+    let caps = RefCell::new(capture::Captures::new(cfg.capture, cfg.pcap.is_some()));
     let steps =
         sequence::plan(cfg.sequence, target.tls, cfg.tfo, cfg.count).map_err(ProbeError::usage)?;
     let keylog = tls::KeyLogSink::for_options(&cfg.tls)?;
@@ -151,7 +155,7 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
             tls = fresh(target.tls)?;
         }
         let phase = Cell::new(Phase::Namelookup);
-        let fut = attempt(cfg, &target, step, tls.as_ref(), &phase);
+        let fut = attempt(cfg, &target, step, tls.as_ref(), &phase, &caps);
         let a = match deadline {
             None => fut.await?,
             Some(d) => match tokio::time::timeout_at(d.into(), fut).await {
@@ -185,8 +189,63 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
         }
         i += 1;
     }
+    // after the last response: stopping (≈150 ms) is in no timing
+    let outcome = caps.into_inner().finish();
     let keylog = keylog.map(|k| k.contents());
-    Ok(ProbeReport::build(cfg, attempts, keylog))
+    let mut report = ProbeReport::build(cfg, attempts, keylog);
+    attach_capture(cfg, &mut report, outcome)?;
+    Ok(report)
+}
+
+/// Merge the run's capture into `report` (and write `--pcap`).
+fn attach_capture(
+    cfg: &ProbeConfig,
+    report: &mut ProbeReport,
+    outcome: capture::Outcome,
+) -> Result<(), ProbeError> {
+    match outcome {
+        capture::Outcome::Off => {}
+        capture::Outcome::Unavailable(status, why) => {
+            report.capture.status = status;
+            report.capture.note = Some(format!(
+                "{why}: app-level timings and TCP_INFO only; no wire ladder, no findings, \
+                 no TFO check from the wire"
+            ));
+        }
+        capture::Outcome::Captured {
+            captured,
+            start_overhead_ms,
+            stop_ms,
+        } => {
+            let mut bytes = Vec::new();
+            captured
+                .write_pcapng(&mut bytes, report.keylog.as_deref())
+                .map_err(|e| ProbeError::io(Phase::Setup, "writing the capture", &e))?;
+            if let Some(p) = &cfg.pcap {
+                std::fs::write(p, &bytes).map_err(|e| {
+                    ProbeError::new(
+                        Phase::Setup,
+                        ErrorKind::Usage,
+                        format!("--pcap {}: {e}", p.display()),
+                    )
+                })?;
+            }
+            if let Err(e) = wire::attach_bytes(report, &bytes, &captured.interface) {
+                report.capture.status = "failed";
+                report.capture.note = Some(format!("analysing the capture: {e}"));
+            }
+            report.capture.pcap = cfg.pcap.as_ref().map(|p| p.display().to_string());
+            report.capture.start_overhead_ms = Some(round_us(start_overhead_ms));
+            report.capture.stop_ms = Some(round_us(stop_ms));
+            report.capture.truncated = captured.truncated;
+            report.capture.kernel_drops = captured.kernel_drops;
+        }
+    }
+    Ok(())
+}
+
+fn round_us(ms: f64) -> f64 {
+    (ms * 1e3).round() / 1e3
 }
 
 /// `Location` relative to the current target.
@@ -225,10 +284,11 @@ async fn attempt(
     step: Step,
     tls: Option<&tls::TlsClient>,
     phase: &Cell<Phase>,
+    caps: &RefCell<capture::Captures>,
 ) -> Result<Attempt, ProbeError> {
     let start = Instant::now();
-    let est = establish(cfg, target, step, tls, phase, start);
-    let (stream, marks0, remote, local_port) = match cfg.connect_timeout {
+    let est = establish(cfg, target, step, tls, phase, start, caps);
+    let (stream, marks0, remote, local_port, after_connect) = match cfg.connect_timeout {
         None => est.await?,
         Some(d) => match tokio::time::timeout(d, est).await {
             Ok(r) => r?,
@@ -247,6 +307,7 @@ async fn attempt(
     let (response, stream) =
         http::exchange(Tap::new(stream, Arc::clone(&events)), target, &cfg.request).await?;
     let total = Instant::now();
+    let at_end = rttlens_sys::tcp_info(stream.tcp()).ok();
     let ev = events.lock().map(|e| *e).unwrap_or_default();
     let marks = Marks {
         appconnect: marks0.appconnect.or(ev.handshake_done),
@@ -271,10 +332,16 @@ async fn attempt(
         tls_facts,
         response,
         ev.bytes_out,
-    ))
+    )
+    .with_tcp_info(TcpInfoSnapshots {
+        after_connect,
+        at_end,
+    }))
 }
 
-type Established = (Stream, Marks, SocketAddr, u16);
+/// The stream, its marks so far, the remote, the local port and the
+/// `TCP_INFO` snapshot taken when `connect(2)` returned.
+type Established = (Stream, Marks, SocketAddr, u16, Option<rttlens_sys::TcpInfo>);
 
 async fn establish(
     cfg: &ProbeConfig,
@@ -283,16 +350,23 @@ async fn establish(
     tls: Option<&tls::TlsClient>,
     phase: &Cell<Phase>,
     start: Instant,
+    caps: &RefCell<capture::Captures>,
 ) -> Result<Established, ProbeError> {
     phase.set(Phase::Namelookup);
     let remote = resolve::resolve(target, &cfg.resolve, cfg.family).await?;
     let namelookup = Instant::now();
+    // the capture starts before the SYN; its start-up is cut out of the
+    // attempt's clock (both marks move on by it)
+    let skipped = caps.borrow_mut().ensure(remote)?;
+    let (start, namelookup) = (start + skipped, namelookup + skipped);
     phase.set(Phase::Connect);
     let bound = connect::bind(remote, cfg.tfo)?;
     let local_port = bound.local_port;
     let connect_start = Instant::now();
     let tcp = bound.connect(remote).await?;
     let connect = Instant::now();
+    // a few µs of getsockopt, counted in the TLS phase
+    let after_connect = rttlens_sys::tcp_info(&tcp).ok();
     let mut marks = Marks {
         start,
         namelookup,
@@ -325,7 +399,7 @@ async fn establish(
             Stream::Tls(Box::new(s))
         }
     };
-    Ok((stream, marks, remote, local_port))
+    Ok((stream, marks, remote, local_port, after_connect))
 }
 
 #[cfg(test)]
