@@ -5,8 +5,11 @@
 //!
 //! The physics asserted (issue 4): TLS 1.3 full = 1 RTT, TLS 1.2 = 2 RTT,
 //! resumption and 0-RTT verified, the 0-RTT response one RTT after the
-//! SYN-ACK, TFO data saving the connect RTT; bad targets fail in the
-//! right phase. RTT counts have a tolerance of ±0.25 RTT.
+//! SYN-ACK, TFO data saving the connect RTT (verified by TCP_INFO and by
+//! the probe's own capture, which must agree); the `nagle-response`
+//! diagnosis and the app-vs-wire agreement from the probe's own capture;
+//! TCP_INFO's RTT without capture; bad targets fail in the right phase.
+//! RTT counts have a tolerance of ±0.25 RTT.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
