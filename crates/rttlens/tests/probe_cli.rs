@@ -35,7 +35,10 @@ fn usage_errors_exit_2() {
         vec!["probe", "--sequence", "http://example.com/"],
         vec!["probe", "--max-time", "3h", "https://example.com/"],
         vec!["probe", "-H", "no-colon", "https://example.com/"],
-        vec!["probe", "--alpn", "h2,http/1.1", "https://example.com/"],
+        vec!["probe", "--alpn", "spdy/3", "https://example.com/"],
+        vec!["probe", "--http2", "http://example.com/"],
+        vec!["probe", "--http2", "--sequence", "https://example.com/"],
+        vec!["probe", "--http2", "--http1.1", "https://example.com/"],
         vec![
             "probe",
             "--pcap",
@@ -102,6 +105,14 @@ fn lab_json_text_and_failures() {
         assert_eq!(a["tls"]["handshake"], "full");
         assert!(a["phases"].as_array().is_some_and(|p| p.len() == 5), "{a}");
         assert!(v["probe"]["capture"]["status"].is_string());
+
+        // --http2 against a server that only speaks HTTP/1.1: ALPN falls back
+        let o = probe(&["-k", "--http2", "--format", "json", &url]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        let a = &v["probe"]["attempts"][0];
+        assert_eq!(a["tls"]["alpn"], "http/1.1", "{a}");
+        assert_eq!(a["response"]["version"], "HTTP/1.1");
 
         let o = probe(&["-k", "-n", "3", &url]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

@@ -10,7 +10,8 @@
 //! 3. [`tls`]: rustls with the chosen version, roots, ALPN, a session store
 //!    shared across the run (resumption, 0-RTT) and a key log
 //!    (`appconnect`);
-//! 4. [`http`]: hyper's HTTP/1.1 client connection over that stream
+//! 4. [`http`]: hyper's HTTP/1.1 or (ALPN `h2`) HTTP/2 client connection
+//!    over that stream
 //!    (`pretransfer`, `starttransfer`, `total`), with [`timing::Tap`]
 //!    noting when bytes pass;
 //! 5. [`sequence`]: what each connection of a run sets out to do and how
@@ -40,6 +41,7 @@ pub mod wire;
 
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -132,13 +134,7 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
     let started = Instant::now();
     let deadline = cfg.max_time.map(|d| started + d);
     let mut target = Target::parse(&cfg.url)?;
-    if let Some(p) = cfg.tls.alpn.iter().find(|p| p.as_str() != "http/1.1") {
-        // offering h2 would let the server pick a protocol hyper's HTTP/1.1
-        // client cannot speak: refused up front, not half-working
-        return Err(ProbeError::usage(format!(
-            "--alpn {p}: this build speaks HTTP/1.1 only (offer --alpn http/1.1)"
-        )));
-    }
+    check_alpn(cfg, &target)?;
     let caps = RefCell::new(capture::Captures::new(cfg.capture, cfg.pcap.is_some()));
     let steps =
         sequence::plan(cfg.sequence, target.tls, cfg.tfo, cfg.count).map_err(ProbeError::usage)?;
@@ -248,6 +244,37 @@ fn round_us(ms: f64) -> f64 {
     (ms * 1e3).round() / 1e3
 }
 
+/// The ALPN protocols offered must be ones the probe speaks: `h2` and
+/// `http/1.1`. `h2` is refused where it would be half-working: over
+/// `http://` (h2c, prior knowledge or upgrade, is not spoken) and with
+/// `--sequence` (its 0-RTT step would have to pick the protocol before the
+/// server confirms it).
+fn check_alpn(cfg: &ProbeConfig, target: &Target) -> Result<(), ProbeError> {
+    if let Some(p) = cfg
+        .tls
+        .alpn
+        .iter()
+        .find(|p| !matches!(p.as_str(), "h2" | "http/1.1"))
+    {
+        return Err(ProbeError::usage(format!(
+            "--alpn {p}: the probe speaks h2 and http/1.1 only"
+        )));
+    }
+    if cfg.tls.alpn.iter().any(|p| p == "h2") {
+        if !target.tls {
+            return Err(ProbeError::usage(
+                "--http2 over http:// (h2c) is not spoken: use https:// or --http1.1",
+            ));
+        }
+        if cfg.sequence {
+            return Err(ProbeError::usage(
+                "--sequence speaks HTTP/1.1 (its 0-RTT step cannot wait for ALPN): drop --http2",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `Location` relative to the current target.
 fn join_location(t: &Target, loc: &str) -> String {
     if loc.contains("://") {
@@ -303,26 +330,53 @@ async fn attempt(
     };
     phase.set(Phase::Http);
     let events = Arc::new(Mutex::new(Events::default()));
-    let pretransfer = Instant::now();
-    let (response, stream) =
-        http::exchange(Tap::new(stream, Arc::clone(&events)), target, &cfg.request).await?;
-    let total = Instant::now();
-    let at_end = rttlens_sys::tcp_info(stream.tcp()).ok();
-    let ev = events.lock().map(|e| *e).unwrap_or_default();
-    let marks = Marks {
-        appconnect: marks0.appconnect.or(ev.handshake_done),
-        pretransfer,
-        starttransfer: ev.first_byte,
-        total,
-        ..marks0
-    };
-    let tls_facts = stream.tls().map(|c| TlsFacts::of(c, step.early_data()));
+    let h2 = stream.tls().and_then(|c| c.alpn_protocol()) == Some(b"h2".as_slice());
     let local = stream
         .tcp()
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or_else(|_| format!("?:{local_port}"));
-    drop(stream);
+    // a second descriptor of the socket, for TCP_INFO once hyper's HTTP/2
+    // connection owns the stream
+    let fd = stream.tcp().as_fd().try_clone_to_owned().ok();
+    // HTTP/2 keeps the stream: read the TLS facts now (the handshake is
+    // complete, no early data with h2)
+    let facts_h2 = h2
+        .then(|| stream.tls().map(|c| TlsFacts::of(c, step.early_data())))
+        .flatten();
+    let pretransfer = Instant::now();
+    let done = http::exchange(
+        Tap::new(stream, Arc::clone(&events)),
+        target,
+        &cfg.request,
+        h2,
+    )
+    .await?;
+    let total = Instant::now();
+    let at_end = fd.as_ref().and_then(|f| rttlens_sys::tcp_info(f).ok());
+    let ev = events.lock().map(|e| *e).unwrap_or_default();
+    let marks = Marks {
+        appconnect: marks0.appconnect.or(ev.handshake_done),
+        pretransfer,
+        // HTTP/2: the response's HEADERS, not the server's SETTINGS
+        starttransfer: if h2 {
+            Some(done.headers_at)
+        } else {
+            ev.first_byte
+        },
+        total,
+        ..marks0
+    };
+    let tls_facts = match &done.stream {
+        Some(s) => s.tls().map(|c| TlsFacts::of(c, step.early_data())),
+        None => facts_h2,
+    };
+    if let Some(conn) = done.h2_conn {
+        // GOAWAY, close_notify and FIN, after every timing
+        let _ = conn.await;
+    }
+    drop(done.stream);
+    drop(fd);
     Ok(Attempt::new(
         step,
         local,
@@ -330,7 +384,7 @@ async fn attempt(
         marks,
         target.tls,
         tls_facts,
-        response,
+        done.info,
         ev.bytes_out,
     )
     .with_tcp_info(TcpInfoSnapshots {

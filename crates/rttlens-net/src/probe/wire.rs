@@ -126,13 +126,19 @@ pub fn agree(report: &mut ProbeReport, mut reader: CaptureReader) -> Result<(), 
             push("tls", t, phase("tls"));
         }
         // the app's first byte is the first decrypted byte: the wire's
-        // first response byte plus the time its record took to complete
+        // first response byte plus the time its record took to complete.
+        // HTTP/2: the app's is the response's HEADERS, which may come in an
+        // earlier record than the one the wire counts (or with the SETTINGS
+        // before it): not compared
+        let h2 = a.tls.as_ref().and_then(|t| t.alpn.as_deref()) == Some("h2");
         let fdb = phase("first-decrypted-byte").unwrap_or(0.0);
-        push(
-            "starttransfer",
-            app.request_ms,
-            phase("request").map(|r| r + fdb),
-        );
+        if !h2 {
+            push(
+                "starttransfer",
+                app.request_ms,
+                phase("request").map(|r| r + fdb),
+            );
+        }
         let e = edges.get(&a.local).copied().unwrap_or_default();
         if let (Some(s), Some(l), false) = (e.syn, e.last_payload_in, tfo) {
             push(
