@@ -10,7 +10,8 @@
 //!
 //! Directives (nginx 1.22 docs, `ngx_http_core_module`, `ngx_http_ssl_module`):
 //! `tcp_nodelay`, `ssl_buffer_size`, `ssl_early_data`, `ssl_session_tickets`,
-//! `ssl_session_cache`, `ssl_protocols`, `listen … fastopen= sndbuf= backlog=`.
+//! `ssl_session_cache`, `ssl_protocols`, `listen … http2 fastopen= sndbuf=
+//! backlog=` (`http2`: `ngx_http_v2_module`).
 
 use std::fmt::Write as _;
 use std::net::{SocketAddr, TcpStream};
@@ -59,6 +60,10 @@ pub struct Config {
     pub files: Vec<usize>,
     /// `keepalive_timeout` in seconds. Default `None` (nginx: 75 s).
     pub keepalive_timeout_s: Option<u32>,
+    /// HTTP/2 over TLS (ALPN `h2`): `listen … ssl http2`, the syntax every
+    /// nginx with `ngx_http_v2_module` accepts (1.25.1 deprecates it for
+    /// `http2 on;` with a warning). Ignored without TLS. Default `false`.
+    pub http2: bool,
 }
 
 impl Config {
@@ -79,6 +84,7 @@ impl Config {
             backlog: None,
             files: vec![100_000],
             keepalive_timeout_s: None,
+            http2: false,
         }
     }
 
@@ -106,6 +112,9 @@ impl Config {
         let mut listen = self.listen.to_string();
         if self.tls {
             listen.push_str(" ssl");
+            if self.http2 {
+                listen.push_str(" http2");
+            }
         }
         if let Some(n) = self.fastopen {
             let _ = write!(listen, " fastopen={n}");

@@ -481,6 +481,7 @@ fn nginx_generated_config_passes_nginx_t_with_every_knob() {
         sndbuf: Some(32768),
         backlog: Some(128),
         ssl_protocols: vec![TlsVersion::Tls13],
+        http2: true,
         ..nginx_config(free_port())
     };
     let conf = cfg.write(&dir).unwrap();

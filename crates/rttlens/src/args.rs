@@ -51,9 +51,17 @@ pub struct ProbeArgs {
     /// Only this TLS version.
     #[arg(long, value_name = "1.2|1.3")]
     pub tls: Option<rttlens_net::probe::TlsVersion>,
-    /// ALPN protocols to offer, in order (only HTTP/1.1 is spoken).
+    /// ALPN protocols to offer, in order: `h2` and `http/1.1` (the one the
+    /// server picks is spoken).
     #[arg(long, value_delimiter = ',', default_value = "http/1.1")]
     pub alpn: Vec<String>,
+    /// Offer HTTP/2 (ALPN `h2, http/1.1`, as curl's --http2) and speak it
+    /// when the server agrees; https:// only, not with --sequence.
+    #[arg(long, conflicts_with_all = ["http1_1", "alpn"])]
+    pub http2: bool,
+    /// HTTP/1.1 only (ALPN `http/1.1`; the default).
+    #[arg(long = "http1.1", conflicts_with = "alpn")]
+    pub http1_1: bool,
     /// Trust the CA certificates in this PEM file instead of the system's.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,

@@ -58,7 +58,13 @@ fn config(a: &ProbeArgs) -> Result<ProbeConfig, String> {
     };
     c.tfo = a.tfo;
     c.tls.version = a.tls;
-    c.tls.alpn = a.alpn.clone();
+    c.tls.alpn = if a.http2 {
+        vec!["h2".into(), "http/1.1".into()]
+    } else if a.http1_1 {
+        vec!["http/1.1".into()]
+    } else {
+        a.alpn.clone()
+    };
     c.tls.cacert = a.cacert.clone();
     c.tls.insecure = a.insecure;
     c.tls.keylog = a.keylog.clone();

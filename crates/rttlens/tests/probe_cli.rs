@@ -35,7 +35,17 @@ fn usage_errors_exit_2() {
         vec!["probe", "--sequence", "http://example.com/"],
         vec!["probe", "--max-time", "3h", "https://example.com/"],
         vec!["probe", "-H", "no-colon", "https://example.com/"],
-        vec!["probe", "--pcap", "/tmp/x.pcapng", "https://example.com/"],
+        vec!["probe", "--alpn", "spdy/3", "https://example.com/"],
+        vec!["probe", "--http2", "http://example.com/"],
+        vec!["probe", "--http2", "--sequence", "https://example.com/"],
+        vec!["probe", "--http2", "--http1.1", "https://example.com/"],
+        vec![
+            "probe",
+            "--pcap",
+            "/tmp/x.pcapng",
+            "--no-capture",
+            "https://example.com/",
+        ],
     ] {
         let o = run(bin().args(&args));
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
@@ -96,6 +106,14 @@ fn lab_json_text_and_failures() {
         assert!(a["phases"].as_array().is_some_and(|p| p.len() == 5), "{a}");
         assert!(v["probe"]["capture"]["status"].is_string());
 
+        // --http2 against a server that only speaks HTTP/1.1: ALPN falls back
+        let o = probe(&["-k", "--http2", "--format", "json", &url]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        let a = &v["probe"]["attempts"][0];
+        assert_eq!(a["tls"]["alpn"], "http/1.1", "{a}");
+        assert_eq!(a["response"]["version"], "HTTP/1.1");
+
         let o = probe(&["-k", "-n", "3", &url]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         let text = String::from_utf8_lossy(&o.stdout);
@@ -128,5 +146,143 @@ fn lab_json_text_and_failures() {
             assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
             assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
         }
+    });
+}
+
+/// The finding ids per connection in a JSON document (`analyze` or
+/// `probe`: the same `connections` array).
+fn finding_ids(doc: &serde_json::Value) -> Vec<Vec<String>> {
+    doc["connections"]
+        .as_array()
+        .expect("connections")
+        .iter()
+        .map(|c| {
+            let mut ids: Vec<String> = c["findings"]
+                .as_array()
+                .expect("findings")
+                .iter()
+                .map(|f| f["id"].as_str().unwrap_or_default().to_string())
+                .collect();
+            ids.sort();
+            ids
+        })
+        .collect()
+}
+
+/// `--pcap --keylog` against the lab: the file is the probe's own capture
+/// with the key log embedded (tshark decrypts the HTTP request with no key
+/// file), and `rttlens analyze` on it finds what the probe reported.
+#[test]
+fn pcap_with_keylog_decrypts_in_tshark_and_analyzes_the_same() {
+    if let Err(e) = rttlens_net::lab::require_command("tshark", "tshark") {
+        panic!("this test checks the pcap with tshark: {e}");
+    }
+    with_lab(|ctx, port, probe| {
+        let pcap = ctx.dir().join("probe.pcapng");
+        let keylog = ctx.dir().join("keys.txt");
+        let url = format!("https://{}:{port}/size/3000", Lab::SERVER_V4);
+        let o = probe(&[
+            "-k",
+            "-n",
+            "2",
+            "--format",
+            "json",
+            "--pcap",
+            pcap.to_str().unwrap(),
+            "--keylog",
+            keylog.to_str().unwrap(),
+            &url,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        let cap = &doc["probe"]["capture"];
+        assert_eq!(cap["status"], "captured", "{cap}");
+        assert_eq!(cap["pcap"], pcap.to_str().unwrap());
+        assert!(cap["packets"].as_u64().unwrap_or(0) >= 10, "{cap}");
+        for a in doc["probe"]["attempts"].as_array().expect("attempts") {
+            assert!(
+                a["connection"].is_u64(),
+                "attempt found in the capture: {a}"
+            );
+            assert_eq!(a["rtt_source"], "capture");
+            assert!(a["tcp_info"]["at_end"]["min_rtt_us"].is_u64(), "{a}");
+        }
+        let t = run(Command::new("tshark").args([
+            "-n",
+            "-r",
+            pcap.to_str().unwrap(),
+            "-Y",
+            "http.request",
+            "-T",
+            "fields",
+            "-e",
+            "http.request.uri",
+        ]));
+        assert!(t.status.success(), "tshark: {}", stderr(&t));
+        let uris: Vec<String> = String::from_utf8_lossy(&t.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(
+            uris,
+            ["/size/3000", "/size/3000"],
+            "tshark decrypted both requests"
+        );
+        let a = run(bin().args(["analyze", "--format", "json", pcap.to_str().unwrap()]));
+        assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
+        let analyzed: serde_json::Value = serde_json::from_slice(&a.stdout).expect("JSON");
+        eprintln!("findings per connection: {:?}", finding_ids(&doc));
+        assert_eq!(finding_ids(&analyzed), finding_ids(&doc));
+        assert_eq!(finding_ids(&doc).len(), 2);
+        // the same ladders too (phase names and durations)
+        let ladders = |d: &serde_json::Value| -> Vec<String> {
+            d["connections"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| c["ladder"].to_string())
+                .collect()
+        };
+        assert_eq!(ladders(&analyzed), ladders(&doc));
+        eprintln!("{}", String::from_utf8_lossy(&o.stdout));
+    });
+}
+
+/// Without CAP_NET_RAW (as `nobody`, through util-linux `setpriv`, which
+/// needs root to drop to) the probe still works and says what it could
+/// not see; `--pcap` then is a usage error.
+#[test]
+fn without_the_capture_privilege_the_probe_says_what_it_cannot_see() {
+    with_lab(|ctx, port, _| {
+        let url = format!("https://{}:{port}/size/1000", Lab::SERVER_V4);
+        let nobody = |extra: &[&str]| {
+            let mut cmd = Command::new("setpriv");
+            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(env!("CARGO_BIN_EXE_rttlens"))
+                .args(["probe", "-k", "--max-time", "10"])
+                .args(extra)
+                .arg(&url);
+            run(&mut ctx.lab().netns(Side::Client).command(&cmd))
+        };
+        let o = nobody(&["--format", "json"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        let cap = &doc["probe"]["capture"];
+        assert_eq!(cap["status"], "not-permitted", "{cap}");
+        let note = cap["note"].as_str().unwrap_or_default();
+        assert!(
+            note.contains("CAP_NET_RAW") && note.contains("no wire ladder"),
+            "{note}"
+        );
+        let a = &doc["probe"]["attempts"][0];
+        assert_eq!(a["rtt_source"], "tcp_info", "the kernel's RTT instead: {a}");
+        assert!(a["connection"].is_null());
+        let o = nobody(&[]);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains("capture: not-permitted"), "{text}");
+        assert!(text.contains("TCP_INFO: rtt"), "{text}");
+        let o = nobody(&["--pcap", "/tmp/rttlens-never.pcapng"]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("CAP_NET_RAW"), "{}", stderr(&o));
     });
 }

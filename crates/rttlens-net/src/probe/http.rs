@@ -1,10 +1,12 @@
-//! The HTTP/1.1 exchange through hyper's client connection API
-//! (`hyper::client::conn::http1`) over the probe's own stream, so every
-//! byte hyper writes and reads passes the [`super::timing::Tap`].
+//! The HTTP exchange through hyper's client connection API over the
+//! probe's own stream, so every byte hyper writes and reads passes the
+//! [`super::timing::Tap`]: HTTP/1.1 (`hyper::client::conn::http1`), or
+//! HTTP/2 (`hyper::client::conn::http2`, RFC 9113) when TLS's ALPN agreed
+//! on `h2`.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 
 use super::error::{ErrorKind, Phase, ProbeError};
 use super::resolve::Target;
@@ -35,8 +37,24 @@ pub struct ResponseInfo {
     pub location: Option<String>,
 }
 
-/// Send the request over `tap` and read the whole response; hands the
-/// stream back (for TCP_INFO and the TLS state) without closing it.
+/// The end of an exchange.
+#[derive(Debug)]
+pub struct Done {
+    /// What came back.
+    pub info: ResponseInfo,
+    /// The response head was parsed (HTTP/2: the first HEADERS frame; the
+    /// first bytes read are the server's SETTINGS, not the response).
+    pub headers_at: std::time::Instant,
+    /// HTTP/1.1: the stream, handed back without closing it (for the TLS
+    /// state).
+    pub stream: Option<Stream>,
+    /// HTTP/2: the connection task, still running (it closes the
+    /// connection once awaited: GOAWAY, close_notify, FIN).
+    pub h2_conn: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Send the request over `tap` and read the whole response, in HTTP/2
+/// when `h2` (ALPN agreed on `h2`), else HTTP/1.1.
 ///
 /// # Errors
 /// A [`Phase::Http`] error (or [`Phase::Tls`] when the handshake finishing
@@ -46,7 +64,8 @@ pub async fn exchange(
     tap: Tap,
     target: &Target,
     spec: &RequestSpec,
-) -> Result<(ResponseInfo, Stream), ProbeError> {
+    h2: bool,
+) -> Result<Done, ProbeError> {
     let method = spec.method.clone().unwrap_or_else(|| {
         if spec.body.is_some() {
             "POST".into()
@@ -54,10 +73,17 @@ pub async fn exchange(
             "GET".into()
         }
     });
-    let mut req = hyper::Request::builder()
+    // HTTP/2 carries the authority in `:authority` (RFC 9113 §8.3.1), from
+    // an absolute URI; HTTP/1.1 the origin form and `Host`
+    let mut req = if h2 {
+        hyper::Request::builder().uri(format!("https://{}{}", target.host_header(), target.path))
+    } else {
+        hyper::Request::builder()
+            .uri(target.path.as_str())
+            .header(hyper::header::HOST, target.host_header())
+    };
+    req = req
         .method(method.as_str())
-        .uri(target.path.as_str())
-        .header(hyper::header::HOST, target.host_header())
         .header(
             hyper::header::USER_AGENT,
             concat!("rttlens/", env!("CARGO_PKG_VERSION")),
@@ -70,6 +96,9 @@ pub async fn exchange(
     let req = req
         .body(body)
         .map_err(|e| ProbeError::usage(format!("request (-X/-H): {e}")))?;
+    if h2 {
+        return exchange_h2(tap, req).await;
+    }
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tap))
         .await
         .map_err(|e| http_err(&e))?;
@@ -77,6 +106,48 @@ pub async fn exchange(
     // the sender is dropped (without_shutdown: no close_notify, no FIN yet)
     let conn = tokio::spawn(conn.without_shutdown());
     let resp = sender.send_request(req).await.map_err(|e| http_err(&e))?;
+    let headers_at = std::time::Instant::now();
+    let info = read_response(resp).await?;
+    drop(sender);
+    let parts = conn
+        .await
+        .map_err(|e| ProbeError::new(Phase::Http, ErrorKind::Http, e.to_string()))?
+        .map_err(|e| http_err(&e))?;
+    Ok(Done {
+        info,
+        headers_at,
+        stream: Some(parts.io.into_inner().into_inner()),
+        h2_conn: None,
+    })
+}
+
+/// The HTTP/2 exchange: one stream on a fresh connection. The connection
+/// task is returned still running, so the caller can read `TCP_INFO`
+/// before it closes.
+async fn exchange_h2(tap: Tap, req: hyper::Request<Full<Bytes>>) -> Result<Done, ProbeError> {
+    let (mut sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tap))
+            .await
+            .map_err(|e| http_err(&e))?;
+    let conn = tokio::spawn(async move {
+        // errors after the response (the server's GOAWAY) do not matter
+        let _ = conn.await;
+    });
+    let resp = sender.send_request(req).await.map_err(|e| http_err(&e))?;
+    let headers_at = std::time::Instant::now();
+    let info = read_response(resp).await?;
+    Ok(Done {
+        info,
+        headers_at,
+        stream: None,
+        h2_conn: Some(conn),
+    })
+}
+
+/// Status, version, `Location` and the body's length.
+async fn read_response(
+    resp: hyper::Response<hyper::body::Incoming>,
+) -> Result<ResponseInfo, ProbeError> {
     let mut info = ResponseInfo {
         status: resp.status().as_u16(),
         version: format!("{:?}", resp.version()),
@@ -94,12 +165,7 @@ pub async fn exchange(
             info.body_bytes += d.len() as u64;
         }
     }
-    drop(sender);
-    let parts = conn
-        .await
-        .map_err(|e| ProbeError::new(Phase::Http, ErrorKind::Http, e.to_string()))?
-        .map_err(|e| http_err(&e))?;
-    Ok((info, parts.io.into_inner().into_inner()))
+    Ok(info)
 }
 
 fn http_err(e: &hyper::Error) -> ProbeError {

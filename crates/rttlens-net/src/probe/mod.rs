@@ -10,13 +10,16 @@
 //! 3. [`tls`]: rustls with the chosen version, roots, ALPN, a session store
 //!    shared across the run (resumption, 0-RTT) and a key log
 //!    (`appconnect`);
-//! 4. [`http`]: hyper's HTTP/1.1 client connection over that stream
+//! 4. [`http`]: hyper's HTTP/1.1 or (ALPN `h2`) HTTP/2 client connection
+//!    over that stream
 //!    (`pretransfer`, `starttransfer`, `total`), with [`timing::Tap`]
 //!    noting when bytes pass;
 //! 5. [`sequence`]: what each connection of a run sets out to do and how
 //!    its outcome is verified; [`stats`]: `-n N` order statistics;
-//! 6. [`wire`]: the capture of the probe's own packets through the
-//!    analysis engine, matched to the attempts, app set against wire;
+//! 6. [`capture`]: the probe's own packets ([`crate::selfcap`]), captured
+//!    from before the first `connect(2)` to after the last response;
+//!    [`wire`]: that capture through the analysis engine, matched to the
+//!    attempts, app set against wire;
 //! 7. [`report`]: the report (JSON, text waterfall).
 //!
 //! Everything runs on one current-thread tokio runtime built here: the
@@ -24,6 +27,7 @@
 //! threads (the resolver's blocking pool) are spawned from the calling
 //! thread, so they inherit its network namespace.
 
+pub mod capture;
 pub mod connect;
 pub mod error;
 pub mod http;
@@ -35,8 +39,9 @@ pub mod timing;
 pub mod tls;
 pub mod wire;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -44,7 +49,7 @@ use std::time::{Duration, Instant};
 use rustls::pki_types::ServerName;
 
 pub use error::{ErrorKind, Phase, ProbeError};
-pub use report::{Attempt, ProbeReport, TlsFacts};
+pub use report::{Attempt, ProbeReport, TcpInfoSnapshots, TlsFacts};
 pub use resolve::{Family, ResolveOverride, Target};
 pub use sequence::{Check, Step, TfoStep, TlsStep};
 pub use timing::Timings;
@@ -129,13 +134,8 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
     let started = Instant::now();
     let deadline = cfg.max_time.map(|d| started + d);
     let mut target = Target::parse(&cfg.url)?;
-    if let Some(p) = &cfg.pcap {
-        // self-capture (AF_PACKET, `selfcap`) is not in this build yet
-        return Err(ProbeError::usage(format!(
-            "--pcap {}: this build cannot capture its own packets yet",
-            p.display()
-        )));
-    }
+    check_alpn(cfg, &target)?;
+    let caps = RefCell::new(capture::Captures::new(cfg.capture, cfg.pcap.is_some()));
     let steps =
         sequence::plan(cfg.sequence, target.tls, cfg.tfo, cfg.count).map_err(ProbeError::usage)?;
     let keylog = tls::KeyLogSink::for_options(&cfg.tls)?;
@@ -151,7 +151,7 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
             tls = fresh(target.tls)?;
         }
         let phase = Cell::new(Phase::Namelookup);
-        let fut = attempt(cfg, &target, step, tls.as_ref(), &phase);
+        let fut = attempt(cfg, &target, step, tls.as_ref(), &phase, &caps);
         let a = match deadline {
             None => fut.await?,
             Some(d) => match tokio::time::timeout_at(d.into(), fut).await {
@@ -185,8 +185,94 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
         }
         i += 1;
     }
+    // after the last response: stopping (≈150 ms) is in no timing
+    let outcome = caps.into_inner().finish();
     let keylog = keylog.map(|k| k.contents());
-    Ok(ProbeReport::build(cfg, attempts, keylog))
+    let mut report = ProbeReport::build(cfg, attempts, keylog);
+    attach_capture(cfg, &mut report, outcome)?;
+    Ok(report)
+}
+
+/// Merge the run's capture into `report` (and write `--pcap`).
+fn attach_capture(
+    cfg: &ProbeConfig,
+    report: &mut ProbeReport,
+    outcome: capture::Outcome,
+) -> Result<(), ProbeError> {
+    match outcome {
+        capture::Outcome::Off => {}
+        capture::Outcome::Unavailable(status, why) => {
+            report.capture.status = status;
+            report.capture.note = Some(format!(
+                "{why}: app-level timings and TCP_INFO only; no wire ladder, no findings, \
+                 no TFO check from the wire"
+            ));
+        }
+        capture::Outcome::Captured {
+            captured,
+            start_overhead_ms,
+            stop_ms,
+        } => {
+            let mut bytes = Vec::new();
+            captured
+                .write_pcapng(&mut bytes, report.keylog.as_deref())
+                .map_err(|e| ProbeError::io(Phase::Setup, "writing the capture", &e))?;
+            if let Some(p) = &cfg.pcap {
+                std::fs::write(p, &bytes).map_err(|e| {
+                    ProbeError::new(
+                        Phase::Setup,
+                        ErrorKind::Usage,
+                        format!("--pcap {}: {e}", p.display()),
+                    )
+                })?;
+            }
+            if let Err(e) = wire::attach_bytes(report, &bytes, &captured.interface) {
+                report.capture.status = "failed";
+                report.capture.note = Some(format!("analysing the capture: {e}"));
+            }
+            report.capture.pcap = cfg.pcap.as_ref().map(|p| p.display().to_string());
+            report.capture.start_overhead_ms = Some(round_us(start_overhead_ms));
+            report.capture.stop_ms = Some(round_us(stop_ms));
+            report.capture.truncated = captured.truncated;
+            report.capture.kernel_drops = captured.kernel_drops;
+        }
+    }
+    Ok(())
+}
+
+fn round_us(ms: f64) -> f64 {
+    (ms * 1e3).round() / 1e3
+}
+
+/// The ALPN protocols offered must be ones the probe speaks: `h2` and
+/// `http/1.1`. `h2` is refused where it would be half-working: over
+/// `http://` (h2c, prior knowledge or upgrade, is not spoken) and with
+/// `--sequence` (its 0-RTT step would have to pick the protocol before the
+/// server confirms it).
+fn check_alpn(cfg: &ProbeConfig, target: &Target) -> Result<(), ProbeError> {
+    if let Some(p) = cfg
+        .tls
+        .alpn
+        .iter()
+        .find(|p| !matches!(p.as_str(), "h2" | "http/1.1"))
+    {
+        return Err(ProbeError::usage(format!(
+            "--alpn {p}: the probe speaks h2 and http/1.1 only"
+        )));
+    }
+    if cfg.tls.alpn.iter().any(|p| p == "h2") {
+        if !target.tls {
+            return Err(ProbeError::usage(
+                "--http2 over http:// (h2c) is not spoken: use https:// or --http1.1",
+            ));
+        }
+        if cfg.sequence {
+            return Err(ProbeError::usage(
+                "--sequence speaks HTTP/1.1 (its 0-RTT step cannot wait for ALPN): drop --http2",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `Location` relative to the current target.
@@ -225,10 +311,11 @@ async fn attempt(
     step: Step,
     tls: Option<&tls::TlsClient>,
     phase: &Cell<Phase>,
+    caps: &RefCell<capture::Captures>,
 ) -> Result<Attempt, ProbeError> {
     let start = Instant::now();
-    let est = establish(cfg, target, step, tls, phase, start);
-    let (stream, marks0, remote, local_port) = match cfg.connect_timeout {
+    let est = establish(cfg, target, step, tls, phase, start, caps);
+    let (stream, marks0, remote, local_port, after_connect) = match cfg.connect_timeout {
         None => est.await?,
         Some(d) => match tokio::time::timeout(d, est).await {
             Ok(r) => r?,
@@ -243,25 +330,53 @@ async fn attempt(
     };
     phase.set(Phase::Http);
     let events = Arc::new(Mutex::new(Events::default()));
-    let pretransfer = Instant::now();
-    let (response, stream) =
-        http::exchange(Tap::new(stream, Arc::clone(&events)), target, &cfg.request).await?;
-    let total = Instant::now();
-    let ev = events.lock().map(|e| *e).unwrap_or_default();
-    let marks = Marks {
-        appconnect: marks0.appconnect.or(ev.handshake_done),
-        pretransfer,
-        starttransfer: ev.first_byte,
-        total,
-        ..marks0
-    };
-    let tls_facts = stream.tls().map(|c| TlsFacts::of(c, step.early_data()));
+    let h2 = stream.tls().and_then(|c| c.alpn_protocol()) == Some(b"h2".as_slice());
     let local = stream
         .tcp()
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or_else(|_| format!("?:{local_port}"));
-    drop(stream);
+    // a second descriptor of the socket, for TCP_INFO once hyper's HTTP/2
+    // connection owns the stream
+    let fd = stream.tcp().as_fd().try_clone_to_owned().ok();
+    // HTTP/2 keeps the stream: read the TLS facts now (the handshake is
+    // complete, no early data with h2)
+    let facts_h2 = h2
+        .then(|| stream.tls().map(|c| TlsFacts::of(c, step.early_data())))
+        .flatten();
+    let pretransfer = Instant::now();
+    let done = http::exchange(
+        Tap::new(stream, Arc::clone(&events)),
+        target,
+        &cfg.request,
+        h2,
+    )
+    .await?;
+    let total = Instant::now();
+    let at_end = fd.as_ref().and_then(|f| rttlens_sys::tcp_info(f).ok());
+    let ev = events.lock().map(|e| *e).unwrap_or_default();
+    let marks = Marks {
+        appconnect: marks0.appconnect.or(ev.handshake_done),
+        pretransfer,
+        // HTTP/2: the response's HEADERS, not the server's SETTINGS
+        starttransfer: if h2 {
+            Some(done.headers_at)
+        } else {
+            ev.first_byte
+        },
+        total,
+        ..marks0
+    };
+    let tls_facts = match &done.stream {
+        Some(s) => s.tls().map(|c| TlsFacts::of(c, step.early_data())),
+        None => facts_h2,
+    };
+    if let Some(conn) = done.h2_conn {
+        // GOAWAY, close_notify and FIN, after every timing
+        let _ = conn.await;
+    }
+    drop(done.stream);
+    drop(fd);
     Ok(Attempt::new(
         step,
         local,
@@ -269,12 +384,18 @@ async fn attempt(
         marks,
         target.tls,
         tls_facts,
-        response,
+        done.info,
         ev.bytes_out,
-    ))
+    )
+    .with_tcp_info(TcpInfoSnapshots {
+        after_connect,
+        at_end,
+    }))
 }
 
-type Established = (Stream, Marks, SocketAddr, u16);
+/// The stream, its marks so far, the remote, the local port and the
+/// `TCP_INFO` snapshot taken when `connect(2)` returned.
+type Established = (Stream, Marks, SocketAddr, u16, Option<rttlens_sys::TcpInfo>);
 
 async fn establish(
     cfg: &ProbeConfig,
@@ -283,16 +404,23 @@ async fn establish(
     tls: Option<&tls::TlsClient>,
     phase: &Cell<Phase>,
     start: Instant,
+    caps: &RefCell<capture::Captures>,
 ) -> Result<Established, ProbeError> {
     phase.set(Phase::Namelookup);
     let remote = resolve::resolve(target, &cfg.resolve, cfg.family).await?;
     let namelookup = Instant::now();
+    // the capture starts before the SYN; its start-up is cut out of the
+    // attempt's clock (both marks move on by it)
+    let skipped = caps.borrow_mut().ensure(remote)?;
+    let (start, namelookup) = (start + skipped, namelookup + skipped);
     phase.set(Phase::Connect);
     let bound = connect::bind(remote, cfg.tfo)?;
     let local_port = bound.local_port;
     let connect_start = Instant::now();
     let tcp = bound.connect(remote).await?;
     let connect = Instant::now();
+    // a few µs of getsockopt, counted in the TLS phase
+    let after_connect = rttlens_sys::tcp_info(&tcp).ok();
     let mut marks = Marks {
         start,
         namelookup,
@@ -325,7 +453,7 @@ async fn establish(
             Stream::Tls(Box::new(s))
         }
     };
-    Ok((stream, marks, remote, local_port))
+    Ok((stream, marks, remote, local_port, after_connect))
 }
 
 #[cfg(test)]

@@ -127,6 +127,29 @@ pub struct AppDurations {
     pub total_from_connect_ms: f64,
 }
 
+/// The kernel's view of one connection (`getsockopt(TCP_INFO)`,
+/// [`rttlens_sys::TcpInfo`]: units in the field names, `_us` µs, rates in
+/// bytes/s, `snd_cwnd` in segments), taken twice.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TcpInfoSnapshots {
+    /// When `connect(2)` returned (with TFO that is before the SYN left, so
+    /// the RTT fields are still 0).
+    pub after_connect: Option<rttlens_sys::TcpInfo>,
+    /// When the response was complete, before the probe closed.
+    pub at_end: Option<rttlens_sys::TcpInfo>,
+}
+
+impl TcpInfoSnapshots {
+    /// The connection's RTT as the kernel measured it (ms): the windowed
+    /// minimum (`tcpi_min_rtt`) at the end, else the smoothed RTT
+    /// (`tcpi_rtt`); `None` when neither is known or both are 0.
+    pub fn rtt_ms(&self) -> Option<f64> {
+        let e = self.at_end?;
+        let us = e.min_rtt_us.filter(|v| *v > 0).unwrap_or(e.rtt_us);
+        (us > 0).then(|| f64::from(us) / 1e3)
+    }
+}
+
 /// One connection of the run.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Attempt {
@@ -146,8 +169,12 @@ pub struct Attempt {
     /// The RTT the phases are counted in (ms).
     pub rtt_ms: Option<f64>,
     /// Where `rtt_ms` comes from: `capture` (the wire's minimum RTT),
-    /// `connect` (the smallest `connect` duration of the run without TFO).
+    /// `tcp_info` (the kernel's `tcpi_min_rtt`, else `tcpi_rtt`, at the
+    /// end), `connect` (the smallest `connect` duration of the run without
+    /// TFO).
     pub rtt_source: Option<&'static str>,
+    /// `TCP_INFO` snapshots (after connect, at the end).
+    pub tcp_info: TcpInfoSnapshots,
     /// TLS facts (`null` for `http://`).
     pub tls: Option<TlsFacts>,
     /// The response.
@@ -216,7 +243,7 @@ impl Attempt {
             Some(TfoStep::Data) => checks.push(Check {
                 what: "tfo-data-acked",
                 ok: None,
-                how: "not seen: needs TCP_INFO or the capture".into(),
+                how: "not seen: no TCP_INFO and no capture".into(),
             }),
             Some(TfoStep::Cookie) => checks.push(Check {
                 what: "tfo-cookie",
@@ -235,6 +262,7 @@ impl Attempt {
             phases: Vec::new(),
             rtt_ms: None,
             rtt_source: None,
+            tcp_info: TcpInfoSnapshots::default(),
             tls,
             response,
             request_bytes,
@@ -252,6 +280,34 @@ impl Attempt {
             },
             step_kind: Some(step),
         }
+    }
+
+    /// Attach the `TCP_INFO` snapshots; the end snapshot verifies TFO data
+    /// (`TCPI_OPT_SYN_DATA`: the SYN-ACK acknowledged the SYN's data, kernel
+    /// `tcp_rcv_fastopen_synack`), to be set against the wire's
+    /// `tfo-accepted` by [`super::wire`].
+    pub fn with_tcp_info(mut self, s: TcpInfoSnapshots) -> Attempt {
+        self.tcp_info = s;
+        if let Some(end) = s.at_end {
+            for c in &mut self.checks {
+                if c.what == "tfo-data-acked" {
+                    let acked = end.syn_data_acked();
+                    c.ok = Some(acked);
+                    c.how = if acked {
+                        "TCP_INFO: SYN data acknowledged".into()
+                    } else {
+                        let why = match end.fastopen_client_fail {
+                            Some(1) => " (no cookie sent)",
+                            Some(2) => " (the SYN-ACK did not acknowledge the data)",
+                            Some(3) => " (no cookie in the SYN-ACK)",
+                            _ => "",
+                        };
+                        format!("TCP_INFO: SYN data not acknowledged{why}")
+                    };
+                }
+            }
+        }
+        self
     }
 
     /// The app's durations the wire is compared with.
@@ -310,11 +366,11 @@ pub struct Saved {
 }
 
 /// What the self-capture could see.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct CaptureStatus {
     /// `captured`, `off` (`--no-capture`), `not-permitted` (no
-    /// CAP_NET_RAW), `unavailable` (this build has no self-capture) or
-    /// `failed`.
+    /// CAP_NET_RAW: the probe ran without it) or `failed` (the capture or
+    /// its analysis failed: `note` says why).
     pub status: &'static str,
     /// Packets captured.
     pub packets: u64,
@@ -324,6 +380,32 @@ pub struct CaptureStatus {
     pub note: Option<String>,
     /// `--pcap` file written.
     pub pcap: Option<String>,
+    /// Time spent starting the capture (ms); cut out of every timing.
+    pub start_overhead_ms: Option<f64>,
+    /// Time spent stopping it after the last response (ms); in no timing.
+    pub stop_ms: Option<f64>,
+    /// Packets stored shorter than they were (headers only past the
+    /// memory limit).
+    pub truncated: u64,
+    /// Packets the kernel dropped before the capture read them (`null`
+    /// when it would not say).
+    pub kernel_drops: Option<u64>,
+}
+
+impl CaptureStatus {
+    fn new(status: &'static str, note: Option<String>) -> CaptureStatus {
+        CaptureStatus {
+            status,
+            packets: 0,
+            interface: None,
+            note,
+            pcap: None,
+            start_overhead_ms: None,
+            stop_ms: None,
+            truncated: 0,
+            kernel_drops: None,
+        }
+    }
 }
 
 /// The whole probe report.
@@ -366,29 +448,17 @@ impl ProbeReport {
             stats: None,
             saved: Vec::new(),
             capture: if cfg.capture {
-                CaptureStatus {
-                    status: "unavailable",
-                    packets: 0,
-                    interface: None,
-                    note: Some(
-                        "this build cannot capture its own packets: app-level timings only; \
-                         the wire ladder, findings and TFO outcomes are not seen"
-                            .into(),
-                    ),
-                    pcap: None,
-                }
+                // replaced once the capture is attached
+                CaptureStatus::new("failed", Some("the capture was not attached".into()))
             } else {
-                CaptureStatus {
-                    status: "off",
-                    packets: 0,
-                    interface: None,
-                    note: Some(
-                        "--no-capture: app-level timings only; the wire ladder, findings and \
-                         TFO outcomes are not seen"
+                CaptureStatus::new(
+                    "off",
+                    Some(
+                        "--no-capture: app-level timings and TCP_INFO only; no wire ladder, \
+                         no findings, no TFO check from the wire"
                             .into(),
                     ),
-                    pcap: None,
-                }
+                )
             },
             connections: Vec::new(),
             capture_summary: None,
@@ -403,8 +473,8 @@ impl ProbeReport {
     }
 
     /// Count phases in RTTs (the wire's RTT where the capture gave one,
-    /// otherwise the run's smallest connect without TFO) and, for a
-    /// sequence, what each step saved.
+    /// else the kernel's from `TCP_INFO`, else the run's smallest connect
+    /// without TFO) and, for a sequence, what each step saved.
     pub fn finish(&mut self, sequence: bool) {
         let tfo_connect = |a: &Attempt| a.step_kind.is_some_and(|s| s.tfo.is_some());
         let connect_rtt = self
@@ -420,10 +490,11 @@ impl ProbeReport {
                 .and_then(|i| self.connections.get(i))
                 .and_then(|c| c.rtt.as_ref())
                 .map(|r| r.min_ms);
-            (a.rtt_ms, a.rtt_source) = match (wire, connect_rtt) {
-                (Some(w), _) => (Some(w), Some("capture")),
-                (None, Some(c)) => (Some(c), Some("connect")),
-                (None, None) => (None, None),
+            (a.rtt_ms, a.rtt_source) = match (wire, a.tcp_info.rtt_ms(), connect_rtt) {
+                (Some(w), _, _) => (Some(w), Some("capture")),
+                (None, Some(k), _) => (Some(k), Some("tcp_info")),
+                (None, None, Some(c)) => (Some(c), Some("connect")),
+                (None, None, None) => (None, None),
             };
             a.fill_phases();
         }
@@ -551,6 +622,9 @@ impl ProbeReport {
                     t.early_data
                 )?;
             }
+            if let Some(t) = &a.tcp_info.at_end {
+                writeln!(w, "  {}", tcp_info_line(t))?;
+            }
             for c in &a.checks {
                 let ok = match c.ok {
                     Some(true) => "verified",
@@ -617,4 +691,33 @@ impl ProbeReport {
         }
         writeln!(w, "{line}")
     }
+}
+
+/// `TCP_INFO` in one line: RTTs in ms, cwnd in segments, delivery rate in
+/// Mbit/s, the chrono times in ms.
+fn tcp_info_line(t: &rttlens_sys::TcpInfo) -> String {
+    let ms = |us: u64| us as f64 / 1e3;
+    let mut s = format!(
+        "TCP_INFO: rtt {:.2} ms (min {}) · cwnd {} · retrans {}",
+        ms(u64::from(t.rtt_us)),
+        t.min_rtt_us
+            .map_or("-".into(), |m| format!("{:.2}", ms(u64::from(m)))),
+        t.snd_cwnd,
+        t.total_retrans
+    );
+    if let Some(r) = t.delivery_rate {
+        s.push_str(&format!(" · delivery {:.1} Mbit/s", r as f64 * 8.0 / 1e6));
+    }
+    if let (Some(b), Some(r), Some(sb)) = (t.busy_time_us, t.rwnd_limited_us, t.sndbuf_limited_us) {
+        s.push_str(&format!(
+            " · busy {:.1} ms, rwnd-limited {:.1} ms, sndbuf-limited {:.1} ms",
+            ms(b),
+            ms(r),
+            ms(sb)
+        ));
+    }
+    if t.syn_data_acked() {
+        s.push_str(" · SYN data acked");
+    }
+    s
 }

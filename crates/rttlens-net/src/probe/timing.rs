@@ -215,7 +215,8 @@ pub struct Timings {
     /// About to send the request (`time_pretransfer`).
     pub pretransfer_ms: f64,
     /// First response byte read (`time_starttransfer`, TTFB); with TLS this
-    /// is the first *decrypted* byte, as in curl.
+    /// is the first *decrypted* byte, as in curl; with HTTP/2 the moment the
+    /// response's HEADERS were parsed.
     pub starttransfer_ms: f64,
     /// Same instant as `starttransfer_ms` with TLS (the first plaintext
     /// byte rustls returned); `null` without TLS.

@@ -126,13 +126,19 @@ pub fn agree(report: &mut ProbeReport, mut reader: CaptureReader) -> Result<(), 
             push("tls", t, phase("tls"));
         }
         // the app's first byte is the first decrypted byte: the wire's
-        // first response byte plus the time its record took to complete
+        // first response byte plus the time its record took to complete.
+        // HTTP/2: the app's is the response's HEADERS, which may come in an
+        // earlier record than the one the wire counts (or with the SETTINGS
+        // before it): not compared
+        let h2 = a.tls.as_ref().and_then(|t| t.alpn.as_deref()) == Some("h2");
         let fdb = phase("first-decrypted-byte").unwrap_or(0.0);
-        push(
-            "starttransfer",
-            app.request_ms,
-            phase("request").map(|r| r + fdb),
-        );
+        if !h2 {
+            push(
+                "starttransfer",
+                app.request_ms,
+                phase("request").map(|r| r + fdb),
+            );
+        }
         let e = edges.get(&a.local).copied().unwrap_or_default();
         if let (Some(s), Some(l), false) = (e.syn, e.last_payload_in, tfo) {
             push(
@@ -181,6 +187,8 @@ pub fn attach_bytes(
 /// The TFO checks from the wire's findings (`detect/tfo.rs`): data in the
 /// SYN acknowledged by the SYN-ACK is `tfo-accepted`; `tfo-refused` and
 /// `tfo-fallback` say it was not; `tfo-cookie` that a cookie came back.
+/// Where `TCP_INFO` already answered (`TCPI_OPT_SYN_DATA`), the two must
+/// agree: a disagreement fails the check and says so.
 fn verify_tfo(checks: &mut [super::sequence::Check], ids: &[&'static str]) {
     for c in checks.iter_mut() {
         match c.what {
@@ -188,10 +196,19 @@ fn verify_tfo(checks: &mut [super::sequence::Check], ids: &[&'static str]) {
                 let seen = ["tfo-accepted", "tfo-refused", "tfo-fallback"]
                     .into_iter()
                     .find(|id| ids.contains(id));
-                c.ok = Some(seen == Some("tfo-accepted"));
-                c.how = match seen {
+                let wire_ok = seen == Some("tfo-accepted");
+                let wire_how = match seen {
                     Some(id) => format!("capture: {id}"),
                     None => "capture: no data in the SYN".into(),
+                };
+                let kernel = c.how.starts_with("TCP_INFO").then_some(c.ok).flatten();
+                (c.ok, c.how) = match kernel {
+                    None => (Some(wire_ok), wire_how),
+                    Some(k) if k == wire_ok => (Some(k), format!("{}; {wire_how} (agree)", c.how)),
+                    Some(_) => (
+                        Some(false),
+                        format!("{}; {wire_how}: TCP_INFO and the capture DISAGREE", c.how),
+                    ),
                 };
             }
             "tfo-cookie" => {
@@ -205,5 +222,35 @@ fn verify_tfo(checks: &mut [super::sequence::Check], ids: &[&'static str]) {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sequence::Check;
+    use super::verify_tfo;
+
+    fn check(ok: Option<bool>, how: &str) -> Check {
+        Check {
+            what: "tfo-data-acked",
+            ok,
+            how: how.into(),
+        }
+    }
+
+    #[test]
+    fn tfo_kernel_and_wire_must_agree() {
+        let mut c = [check(Some(true), "TCP_INFO: SYN data acknowledged")];
+        verify_tfo(&mut c, &["tfo-accepted"]);
+        assert_eq!(c[0].ok, Some(true));
+        assert!(c[0].how.contains("(agree)"), "{}", c[0].how);
+        let mut c = [check(Some(true), "TCP_INFO: SYN data acknowledged")];
+        verify_tfo(&mut c, &["tfo-refused"]);
+        assert_eq!(c[0].ok, Some(false));
+        assert!(c[0].how.contains("DISAGREE"), "{}", c[0].how);
+        let mut c = [check(None, "not seen: no TCP_INFO and no capture")];
+        verify_tfo(&mut c, &["tfo-accepted"]);
+        assert_eq!(c[0].ok, Some(true));
+        assert_eq!(c[0].how, "capture: tfo-accepted");
     }
 }
