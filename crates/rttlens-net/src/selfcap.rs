@@ -36,7 +36,7 @@ use nix::net::if_::{if_nametoindex, InterfaceFlags};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::socket::{
     recvmsg, setsockopt, socket, sockopt, AddressFamily, ControlMessageOwned, LinkAddr, MsgFlags,
-    SockFlag, SockProtocol, SockType,
+    SockFlag, SockType,
 };
 use rttlens_core::capture::LinkType;
 use rttlens_core::wire::{decode, Decoded};
@@ -245,11 +245,15 @@ impl SelfCapture {
         limits: CaptureLimits,
     ) -> Result<SelfCapture, CaptureError> {
         let remote = unmap(remote);
+        // Protocol 0: no packets until `bind` names one. Opening with
+        // ETH_P_ALL and then binding to an interface would hook every
+        // interface first and unhook it on the re-bind, and the kernel's
+        // `synchronize_net()` in that unhook costs ~10 ms (packet_do_bind).
         let fd = socket(
             AddressFamily::Packet,
             SockType::Datagram,
             SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
-            SockProtocol::EthAll,
+            None,
         )
         .map_err(|e| match e {
             Errno::EPERM | Errno::EACCES => CaptureError::NotPermitted(e.into()),
@@ -262,14 +266,19 @@ impl SelfCapture {
         let ifs = interfaces();
         // Bound to the route's interface when it can be told and bound to;
         // else every interface (the filter still picks the packets).
+        let all = libc::ETH_P_ALL as u16;
         let bound = route_interface(remote.ip(), &ifs).and_then(|i| {
-            rttlens_sys::bind_packet(&fd, i.index, libc::ETH_P_ALL as u16)
+            rttlens_sys::bind_packet(&fd, i.index, all)
                 .ok()
                 .map(|()| (i.name.clone(), i.index))
         });
         let (interface, ifindex) = match bound {
             Some((name, index)) => (name, Some(index)),
-            None => ("any".to_string(), None),
+            None => {
+                // ifindex 0: every interface
+                rttlens_sys::bind_packet(&fd, 0, all).map_err(CaptureError::Io)?;
+                ("any".to_string(), None)
+            }
         };
         let loopbacks: HashSet<u32> = ifs.iter().filter(|i| i.loopback).map(|i| i.index).collect();
         let reader = Reader {

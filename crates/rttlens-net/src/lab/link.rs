@@ -479,22 +479,36 @@ impl Link {
             }),
             devs: [Arc::new(client), Arc::new(server)],
         });
-        let mut threads = Vec::new();
+        // Each thread reports once it has its real-time priority; `start`
+        // returns only then, so the first packets of a fresh lab do not wait
+        // for `chrt` to run (that cost the first SYN 1–4 ms).
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+        let mut link = Link {
+            shared,
+            threads: Vec::new(),
+        };
         for dir in [Dir::ClientToServer, Dir::ServerToClient] {
-            let s = Arc::clone(&shared);
-            threads.push(
+            let s = Arc::clone(&link.shared);
+            let ready = ready_tx.clone();
+            link.threads.push(
                 std::thread::Builder::new()
                     .name(format!("link-read-{}", dir.idx()))
-                    .spawn(move || reader(&s, dir))?,
+                    .spawn(move || reader(&s, dir, &ready))?,
             );
         }
-        let s = Arc::clone(&shared);
-        threads.push(
+        let s = Arc::clone(&link.shared);
+        link.threads.push(
             std::thread::Builder::new()
                 .name("link-sched".into())
-                .spawn(move || scheduler(&s))?,
+                .spawn(move || scheduler(&s, &ready_tx))?,
         );
-        Ok(Link { shared, threads })
+        for _ in 0..link.threads.len() {
+            // bounded: a thread that cannot get its priority still reports
+            if ready_rx.recv_timeout(READY_TIMEOUT).is_err() {
+                break;
+            }
+        }
+        Ok(link)
     }
 
     /// The configuration in use.
@@ -557,13 +571,23 @@ struct DirState {
     held: Option<(Instant, Vec<u8>)>,
 }
 
-fn reader(s: &Shared, dir: Dir) {
+/// How long [`Link::start`] waits for its threads to report ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Raise the calling link thread to real-time priority (counted in the
+/// stats), then tell [`Link::start`] it is ready.
+fn get_ready(s: &Shared, ready: &std::sync::mpsc::Sender<()>) {
     if realtime() {
         s.stats
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .realtime_threads += 1;
     }
+    let _ = ready.send(());
+}
+
+fn reader(s: &Shared, dir: Dir, ready: &std::sync::mpsc::Sender<()>) {
+    get_ready(s, ready);
     let src = &s.devs[dir.idx()];
     let (entry_point, _) = match dir {
         Dir::ClientToServer => (Capture::Ingress, Capture::Egress),
@@ -683,13 +707,8 @@ fn schedule(s: &Shared, dir: Dir, st: &mut DirState, arrival: Instant, data: Vec
     true
 }
 
-fn scheduler(s: &Shared) {
-    if realtime() {
-        s.stats
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .realtime_threads += 1;
-    }
+fn scheduler(s: &Shared, ready: &std::sync::mpsc::Sender<()>) {
+    get_ready(s, ready);
     loop {
         let ev = {
             let mut q = s.queue.lock().unwrap_or_else(|e| e.into_inner());
