@@ -92,6 +92,9 @@ pub struct Round {
     /// round's first segment: ≈ 0 when ACK-clocked, longer when the sender
     /// waited for its application. `None` for a round no ACK started.
     pub release_delay: Option<Duration>,
+    /// The round's first segment followed data or a FIN from the peer: it
+    /// may answer it, so the previous round's end was the application's.
+    pub answers_peer: bool,
     /// What limited the round (set by [`classify`]).
     pub limit: Limit,
 }
@@ -120,6 +123,9 @@ pub struct RoundSegment {
     /// Time since the latest eligible ACK that advanced the cumulative ACK
     /// reached the sender (None before any).
     pub since_ack: Option<Duration>,
+    /// The peer sent data or its FIN since this sender's previous new data:
+    /// this segment may answer it rather than be released by an ACK.
+    pub answers_peer: bool,
 }
 
 /// Online round tracker of one sender.
@@ -158,6 +164,7 @@ impl RoundTracker {
                 loss: false,
                 last_len: 0,
                 release_delay: s.since_ack,
+                answers_peer: s.answers_peer,
                 limit: Limit::Unknown,
             });
             self.next_index += 1;
@@ -227,8 +234,9 @@ pub const SLOW_START_GROWTH: f64 = 1.3;
 /// (±1 MSS, and at least 4 MSS) below rwnd for ≥ 3 loss-free rounds; `app` if the round ends on
 /// a sub-MSS segment (< 90 % of the MSS) with room left in the window and
 /// the next round is not ACK-timed (its first segment left more than
-/// max(1 ms, RTT/4) after the releasing ACK reached the sender, or there is
-/// no next round; a window cap that cuts its last segment short is followed
+/// max(1 ms, RTT/4) after the releasing ACK reached the sender, or it
+/// follows data or a FIN from the peer and may answer it, or there is no
+/// next round; a window cap that cuts its last segment short is followed
 /// at once by ACK-clocked sends), or it is the last round and smaller than
 /// the one before (the data ran out); else
 /// cwnd, slow start when the flight grew ≥ 1.3× over the previous round.
@@ -248,11 +256,11 @@ pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration) {
             let sub_mss = (r.last_len as f64) < SUB_MSS * mss as f64;
             // the last round, smaller than the one before: the data ran out
             let shrank = next.is_none() && i > 0 && r.max_flight + mss < rounds[i - 1].max_flight;
-            shrank
-                || (sub_mss
-                    && next
-                        .and_then(|nx| nx.release_delay)
-                        .is_none_or(|d| d > ack_timed))
+            // the next round is no ACK-clocked continuation: none, late
+            // after its ACK, or an answer to the peer
+            let not_clocked = next
+                .is_none_or(|nx| nx.answers_peer || nx.release_delay.is_none_or(|d| d > ack_timed));
+            shrank || (sub_mss && not_clocked)
         } {
             Limit::App
         } else if r.loss {
@@ -348,6 +356,7 @@ mod tests {
             loss: false,
             last_len,
             release_delay: Some(Duration::ZERO),
+            answers_peer: false,
             limit: Limit::Unknown,
         }
     }
@@ -388,6 +397,22 @@ mod tests {
         let mut app = vec![round(0, 3000, 1 << 20, 200)];
         classify(&mut app, 1428, rtt);
         assert_eq!(app[0].limit, Limit::App);
+    }
+
+    #[test]
+    fn a_round_ending_short_before_an_answer_to_the_peer_is_app() {
+        let rtt = Duration::from_millis(40);
+        // 3508 B ending on a 244 B segment; the next round leaves right as
+        // an ACK arrives: ACK-clocked, so the window, not the application
+        let mut clocked = vec![round(0, 3508, 1 << 20, 244), round(1, 24, 1 << 20, 24)];
+        classify(&mut clocked, 1448, rtt);
+        assert_ne!(clocked[0].limit, Limit::App);
+        // the same, but the next round follows the peer's FIN (a TLS
+        // close_notify answering it): the data had run out
+        let mut answered = clocked.clone();
+        answered[1].answers_peer = true;
+        classify(&mut answered, 1448, rtt);
+        assert_eq!(answered[0].limit, Limit::App);
     }
 
     #[test]

@@ -694,6 +694,7 @@ impl Half {
         if self.elig.seen && self.elig.window > 0 && flight >= self.elig.window {
             self.window_full += 1;
         }
+        let answers_peer = self.peer_spoke_since_data;
         if new_bytes > 0 && !retx {
             self.last_data = Some((self.snd_nxt, at, len, flight));
             self.last_data_ack = None;
@@ -711,6 +712,7 @@ impl Half {
                 rwnd: self.elig.window,
                 snd_nxt_before,
                 since_ack: self.elig.seen.then(|| (at.ts - h_x) - self.elig.ack_ts),
+                answers_peer,
             });
         }
         if let Some(sink) = sink {

@@ -240,8 +240,10 @@ impl Conn {
                 sink,
             );
         }
-        if seg.payload_len > 0 {
-            // what the other side sends next may answer this (not Nagle)
+        if seg.payload_len > 0 || flags.contains(TcpFlags::FIN) {
+            // what the other side sends next may answer this (not Nagle,
+            // not ACK-clocked): data, or the end of the stream (a TLS
+            // close_notify answers a FIN)
             self.half[p].peer_spoke = true;
             self.half[p].peer_spoke_since_data = true;
         }
@@ -721,5 +723,26 @@ mod tests {
         // the client spoke: what the server sends next may answer it
         let answered = lone_segment_then_ack(45.0, 50);
         assert!(answered.half[Side::Server.index()].ack_stalls.is_empty());
+    }
+
+    /// The server's small last segment is ACKed at once, the client closes,
+    /// and the server's TLS close_notify (small) follows the FIN: an
+    /// answer to the FIN, not a segment Nagle held for the ACK.
+    #[test]
+    fn a_segment_answering_the_peers_fin_is_not_nagle() {
+        let mut n = Net::new();
+        handshake(&mut n, 100, 900);
+        let o = TcpOptions::default;
+        n.seg(true, 10.2, ACK, 101, 901, 100, o()); // request
+        n.seg(false, 20.3, ACK, 901, 201, 1448, o());
+        n.seg(false, 20.3, ACK, 2349, 201, 244, o()); // small y
+        n.seg(true, 20.4, ACK, 201, 2593, 0, o()); // pure ACK of y
+        n.seg(true, 20.5, FINACK, 201, 2593, 0, o());
+        n.seg(false, 30.5, ACK, 2593, 202, 24, o()); // close_notify
+        let mut c = n.finish().remove(0);
+        let h = &mut c.half[Side::Server.index()];
+        h.finish_nagle(); // as the analysis does: a pending stall is confirmed
+        assert!(h.nagle.is_empty(), "{:?}", h.nagle);
+        assert!(h.ack_stalls.is_empty(), "{:?}", h.ack_stalls);
     }
 }
