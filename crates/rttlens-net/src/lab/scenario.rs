@@ -224,6 +224,43 @@ impl<'a> Ctx<'a> {
         self.client_output(cmd, &format!("curl {}", args.join(" ")), true)
     }
 
+    /// Run the project's probe (`rttlens probe`) in the client namespace.
+    ///
+    /// # Errors
+    /// [`LabError::Client`] when the probe fails (naming the phase) or one
+    /// of its checks (resumed, early data accepted, TFO) did not hold.
+    pub fn probe(
+        &self,
+        cfg: crate::probe::ProbeConfig,
+    ) -> Result<crate::probe::ProbeReport, LabError> {
+        let what = format!("rttlens probe {}", cfg.url);
+        let report = self
+            .lab
+            .run_in(Side::Client, move || crate::probe::run(&cfg))
+            .map_err(|e| LabError::Client {
+                command: what.clone(),
+                stderr: e.to_string(),
+            })?
+            .map_err(|e| LabError::Client {
+                command: what.clone(),
+                stderr: e.to_string(),
+            })?;
+        let failed: Vec<String> = report
+            .attempts
+            .iter()
+            .flat_map(|a| a.checks.iter().map(move |c| (a.index, c)))
+            .filter(|(_, c)| c.ok != Some(true))
+            .map(|(i, c)| format!("attempt {i}: {} {:?} ({})", c.what, c.ok, c.how))
+            .collect();
+        if !failed.is_empty() {
+            return Err(LabError::Client {
+                command: what,
+                stderr: format!("checks did not hold: {}", failed.join("; ")),
+            });
+        }
+        Ok(report)
+    }
+
     /// Run `sh -c SCRIPT` in the client namespace (bounded by `timeout`)
     /// and return its stdout; the exit status is not checked (openssl
     /// s_client exits non-zero on benign closes).

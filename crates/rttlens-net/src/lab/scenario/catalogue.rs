@@ -19,7 +19,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 24] = [
+static CATALOGUE: [Scenario; 25] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -99,6 +99,16 @@ static CATALOGUE: [Scenario; 24] = [
         vantage: Side::Client,
         link: plain_link,
         run: zero_rtt_rejected,
+    },
+    Scenario {
+        name: "probe-sequence",
+        about: "rttlens probe --sequence against nginx with early data: full, resumed, then 0-RTT, each verified by the probe",
+        expect: &["1:tls-resumption", "2:zero-rtt"],
+        forbid: &["0:tls-resumption"],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: probe_sequence,
     },
     Scenario {
         name: "tfo",
@@ -486,6 +496,18 @@ fn early_data_sequence(
         });
     }
     Ok(())
+}
+
+/// The project's probe as the client: `--sequence` makes a full
+/// handshake, a resumed one and a 0-RTT one, and checks each itself.
+fn probe_sequence(c: &mut Ctx) -> Result<(), LabError> {
+    nginx_tls13(c, true)?;
+    let mut cfg = crate::probe::ProbeConfig::new(format!("https://{}/size/2000", Lab::SERVER_V4));
+    cfg.sequence = true;
+    cfg.tls.insecure = true;
+    // the scenario's own tcpdump is the vantage analysed
+    cfg.capture = false;
+    c.probe(cfg).map(|_| ())
 }
 
 /// TFO on in both namespaces (`net.ipv4.tcp_fastopen=3`) and nginx with a
