@@ -528,8 +528,14 @@ fn clean_download_has_no_loss_findings() {
     let kernel = Kernel::read(&lab);
     assert_eq!(kernel.retrans, 0, "fixture: a clean link: {kernel:?}");
     for a in analyze_both(&paths) {
+        // tcpdump on a veth stamps packets on the CPU that handles them, so
+        // on a loaded machine one can be a few µs older than the one before
+        // it in the file: a real capture artifact the reader notes, allowed
+        // here a handful of times; anything else must be clean
+        let mut q = a.summary.quality.clone();
+        let backwards = q.reader_notes.remove("timestamps going backwards");
         assert!(
-            a.summary.quality.is_clean(),
+            q.is_clean() && backwards.unwrap_or(0) <= 3,
             "{}: {:?}",
             a.name(),
             a.summary.quality
