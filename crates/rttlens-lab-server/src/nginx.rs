@@ -155,8 +155,9 @@ impl Config {
         c
     }
 
-    /// Writes `nginx.conf`, a fresh self-signed `cert.pem`/`key.pem`, the
-    /// docroot and the temp directories into `dir` (created if missing).
+    /// Writes `nginx.conf`, a self-signed `cert.pem`/`key.pem` (fresh
+    /// unless `dir` already holds both), the docroot and the temp
+    /// directories into `dir` (created if missing).
     /// Returns the path of `nginx.conf`.
     ///
     /// # Errors
@@ -175,7 +176,12 @@ impl Config {
         for t in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"] {
             mkdir(&dir.join(format!("{t}_temp")))?;
         }
-        if self.tls {
+        // a restart in the same directory keeps its certificate: nginx
+        // derives the TLS session id context from it
+        // (`ngx_ssl_session_id_context`), so a new one would make every
+        // ticket unusable
+        let keep = dir.join("cert.pem").is_file() && dir.join("key.pem").is_file();
+        if self.tls && !keep {
             let cert = SelfSigned::generate()?;
             write(&dir.join("cert.pem"), cert.cert_pem.as_bytes())?;
             write(&dir.join("key.pem"), cert.key_pem.as_bytes())?;

@@ -363,11 +363,14 @@ fn tls12_vs_tls13(c: &mut Ctx) -> Result<(), LabError> {
     Ok(())
 }
 
+/// Writes the request the `openssl s_client` scenarios send, to a pipe.
+const REQUEST: &str =
+    "printf 'GET /size/2000 HTTP/1.1\\r\\nHost: lab\\r\\nConnection: close\\r\\n\\r\\n'";
+
 /// `printf REQ | openssl s_client …` for nginx on 443.
 fn s_client(extra: &str) -> String {
     format!(
-        "printf 'GET /size/2000 HTTP/1.1\\r\\nHost: lab\\r\\nConnection: close\\r\\n\\r\\n' | \
-         openssl s_client -connect {}:443 -tls1_3 -ign_eof {extra} 2>&1",
+        "{REQUEST} | openssl s_client -connect {}:443 -tls1_3 -ign_eof {extra} 2>&1",
         Lab::SERVER_V4
     )
 }
@@ -421,7 +424,7 @@ fn resumption_declined(c: &mut Ctx) -> Result<(), LabError> {
 
 fn zero_rtt(c: &mut Ctx) -> Result<(), LabError> {
     nginx_tls13(c, true)?;
-    early_data_sequence(c, None, "Early data was accepted")
+    early_data_sequence(c, None, "Early data was accepted", false)
 }
 
 /// nginx with early data on hands out the tickets; then nginx restarts with
@@ -454,6 +457,7 @@ fn zero_rtt_rejected(c: &mut Ctx) -> Result<(), LabError> {
             c.nginx(443, with_key(false))
         })),
         "Early data was rejected",
+        true,
     )
 }
 
@@ -462,11 +466,14 @@ type Between = Box<dyn FnOnce(&mut Ctx) -> Result<(), LabError>>;
 
 /// Three `openssl s_client` connections to nginx on 443: full handshake,
 /// resumed, then resumed with the request as early data; openssl must say
-/// `verdict` about the early data.
+/// `verdict` about the early data. With `resend` the third connection also
+/// writes the request after the handshake (what a client does when its
+/// early data was rejected).
 fn early_data_sequence(
     c: &mut Ctx,
     between: Option<Between>,
     verdict: &str,
+    resend: bool,
 ) -> Result<(), LabError> {
     let d = c.dir().display().to_string();
     std::fs::write(
@@ -484,11 +491,25 @@ fn early_data_sequence(
     if let Some(f) = between {
         f(c)?;
     }
+    // rejected early data is gone: the client must send the request again
+    // after the handshake (openssl does not; it sends its stdin then)
+    let stdin = if resend {
+        format!("{REQUEST} |")
+    } else {
+        String::new()
+    };
     let third = c.sh(&format!(
-        "openssl s_client -connect {}:443 -tls1_3 -ign_eof -sess_in {d}/s2.pem \
-         -early_data {d}/early.txt < /dev/null 2>&1",
-        Lab::SERVER_V4
+        "{stdin} openssl s_client -connect {}:443 -tls1_3 -ign_eof -sess_in {d}/s2.pem \
+         -early_data {d}/early.txt {} 2>&1",
+        Lab::SERVER_V4,
+        if resend { "" } else { "< /dev/null" }
     ))?;
+    if !third.contains("Reused, TLSv1.3") {
+        return Err(LabError::Client {
+            command: "openssl s_client -sess_in -early_data".into(),
+            stderr: "the early-data connection did not resume its session".into(),
+        });
+    }
     if !third.contains(verdict) {
         return Err(LabError::Client {
             command: "openssl s_client -early_data".into(),
