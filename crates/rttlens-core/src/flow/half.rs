@@ -106,8 +106,9 @@ pub struct NagleStall {
 }
 
 /// The sender went quiet until the peer's pure ACK of its last segment
-/// arrived, and the peer had held that ACK for at least
-/// [`DELAYED_ACK_MIN`] beyond the path: the signature of a delayed ACK
+/// arrived, that ACK covered at most one segment of new data, and the peer
+/// had held it for at least [`DELAYED_ACK_MIN`] beyond the path: the
+/// signature of a delayed ACK
 /// (RFC 1122 §4.2.3.2; Linux `tcp_send_delayed_ack()`) stalling a sender
 /// that could not send more until it was acknowledged (congestion window,
 /// peer window or send buffer), whatever the segment sizes.
@@ -282,8 +283,9 @@ pub struct Half {
     /// The last new-data segment, any size: (end offset, mark, length,
     /// bytes in flight after it).
     last_data: Option<(u64, Mark, u32, u64)>,
-    /// The first ACK from the peer covering `last_data`, and whether it was pure.
-    last_data_ack: Option<(Mark, bool)>,
+    /// The first ACK from the peer covering `last_data`, whether it was
+    /// pure, and how many bytes it newly acknowledged.
+    last_data_ack: Option<(Mark, bool, u64)>,
     /// The peer sent data since `last_data`.
     pub peer_spoke_since_data: bool,
     /// Stalls on a delayed ACK (first [`MAX_EVENTS_KEPT`]).
@@ -383,6 +385,7 @@ impl Half {
             self.snd_nxt = off - fin_extra.min(off);
         }
         let advanced = !self.ack_seen || off > self.acked;
+        let acked_before = self.acked;
         let dup = pure
             && self.ack_seen
             && off == self.acked
@@ -477,7 +480,7 @@ impl Half {
         }
         if let Some((y_end, _, _, _)) = self.last_data {
             if self.last_data_ack.is_none() && off >= y_end {
-                self.last_data_ack = Some((at, pure));
+                self.last_data_ack = Some((at, pure, off.saturating_sub(acked_before)));
             }
         }
         if pure && self.awaiting_full_ack && off >= self.snd_nxt {
@@ -804,13 +807,21 @@ impl Half {
         h_peer: Duration,
         rtt_min: Duration,
     ) {
-        let (Some((y_end, y, y_len, flight)), Some((a, true)), false) = (
+        let (Some((y_end, y, y_len, flight)), Some((a, true, newly_acked)), false) = (
             self.last_data,
             self.last_data_ack,
             self.peer_spoke_since_data,
         ) else {
             return;
         };
+        // a receiver ACKs a second full-sized segment at once (RFC 1122
+        // §4.2.3.2; Linux `__tcp_ack_snd_check()`): a delayed ACK covers at
+        // most one segment's worth of new data. An ACK of many segments at
+        // once was held for another reason (a receiver that stopped
+        // reading, ACK coalescing), which the window findings cover.
+        if self.mss > 0 && newly_acked > self.mss {
+            return;
+        }
         let released = at.ts - (a.ts + h_x);
         let early = Duration::from_micros(300).max(rtt_min / 20);
         let late = Duration::from_millis(1).max(rtt_min / 4);

@@ -715,6 +715,23 @@ mod tests {
         assert!((44.5..45.5).contains(&held), "held {held} ms");
     }
 
+    /// An ACK held 45 ms that covers three segments at once was not held
+    /// by the delayed-ACK rule (which ACKs every second full segment).
+    #[test]
+    fn a_late_ack_of_many_segments_is_no_ack_stall() {
+        let mut n = Net::new();
+        handshake(&mut n, 100, 900);
+        let o = TcpOptions::default;
+        n.seg(true, 10.2, ACK, 101, 901, 100, o());
+        for i in 0..3u32 {
+            n.seg(false, 20.3, ACK, 901 + i * 1400, 201, 1400, o());
+        }
+        n.seg(true, 65.3, ACK, 201, 901 + 4200, 0, o());
+        n.seg(false, 75.3, ACK, 901 + 4200, 201, 1400, o());
+        let c = n.finish().remove(0);
+        assert!(c.half[Side::Server.index()].ack_stalls.is_empty());
+    }
+
     #[test]
     fn a_prompt_ack_or_an_answer_is_no_ack_stall() {
         // acknowledged at once: the pause is the path's, not a timer's
