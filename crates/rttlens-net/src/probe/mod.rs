@@ -114,6 +114,29 @@ impl ProbeConfig {
     }
 }
 
+/// Await `fut`, or give up at `deadline` with a timeout naming the phase
+/// the attempt was in, the option that set the limit and the time since
+/// `since`.
+async fn within<T>(
+    fut: impl std::future::Future<Output = Result<T, ProbeError>>,
+    deadline: Option<Instant>,
+    phase: &Cell<Phase>,
+    option: &'static str,
+    since: Instant,
+) -> Result<T, ProbeError> {
+    match deadline {
+        None => fut.await,
+        Some(d) => match tokio::time::timeout_at(d.into(), fut).await {
+            Ok(r) => r,
+            Err(_) => Err(ProbeError::timeout(
+                phase.get(),
+                option,
+                timing::between_ms(since, Instant::now()),
+            )),
+        },
+    }
+}
+
 /// Most redirects `-L` follows.
 pub const MAX_REDIRECTS: usize = 10;
 
@@ -152,19 +175,7 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
         }
         let phase = Cell::new(Phase::Namelookup);
         let fut = attempt(cfg, &target, step, tls.as_ref(), &phase, &caps);
-        let a = match deadline {
-            None => fut.await?,
-            Some(d) => match tokio::time::timeout_at(d.into(), fut).await {
-                Ok(r) => r?,
-                Err(_) => {
-                    return Err(ProbeError::timeout(
-                        phase.get(),
-                        "--max-time",
-                        timing::between_ms(started, Instant::now()),
-                    ))
-                }
-            },
-        };
+        let a = within(fut, deadline, &phase, "--max-time", started).await?;
         let location = a.response.location.clone();
         let status = a.response.status;
         attempts.push(a);
@@ -315,19 +326,9 @@ async fn attempt(
 ) -> Result<Attempt, ProbeError> {
     let start = Instant::now();
     let est = establish(cfg, target, step, tls, phase, start, caps);
-    let (stream, marks0, remote, local_port, after_connect) = match cfg.connect_timeout {
-        None => est.await?,
-        Some(d) => match tokio::time::timeout(d, est).await {
-            Ok(r) => r?,
-            Err(_) => {
-                return Err(ProbeError::timeout(
-                    phase.get(),
-                    "--connect-timeout",
-                    timing::between_ms(start, Instant::now()),
-                ))
-            }
-        },
-    };
+    let limit = cfg.connect_timeout.map(|d| start + d);
+    let (stream, marks0, remote, local_port, after_connect) =
+        within(est, limit, phase, "--connect-timeout", start).await?;
     phase.set(Phase::Http);
     let events = Arc::new(Mutex::new(Events::default()));
     let h2 = stream.tls().and_then(|c| c.alpn_protocol()) == Some(b"h2".as_slice());
