@@ -128,6 +128,16 @@ fn one_conn(path: &Path) -> ConnReport {
     conns.pop().unwrap()
 }
 
+/// Handshakes each accuracy test makes; it judges their median, so one
+/// late wake-up of a 2-core machine (the bench reports those as jitter)
+/// does not decide it.
+const HANDSHAKES: usize = 5;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 fn assert_near(what: &str, got: f64, want: f64) {
     assert!(
         (got - want).abs() <= 1.0,
@@ -147,28 +157,44 @@ fn accuracy(rtt_ms: u64) {
     })
     .expect("lab");
     let dump = lab.tcpdump(Side::Client, &dump_file).expect("tcpdump");
-    exchange(&lab, 3, 100);
+    for _ in 0..HANDSHAKES {
+        exchange(&lab, 3, 100);
+    }
     std::thread::sleep(Duration::from_millis(50));
     dump.stop();
     let stats = lab.stop_link();
     drop(lab);
     let want = rtt_ms as f64;
     for file in [&link_file, &dump_file] {
-        let c = one_conn(file);
-        let rtt = c.rtt.as_ref().expect("rtt");
-        assert_near(&format!("{} rtt.min", file.display()), rtt.min_ms, want);
-        let connect = c
-            .ladder
+        let conns = analyse(file);
+        assert_eq!(conns.len(), HANDSHAKES, "{}", file.display());
+        let mins: Vec<f64> = conns
             .iter()
-            .find(|p| p.name == "connect")
-            .expect("connect phase");
-        assert_near(&format!("{} connect", file.display()), connect.ms, want);
+            .map(|c| c.rtt.as_ref().expect("rtt").min_ms)
+            .collect();
+        let connects: Vec<f64> = conns
+            .iter()
+            .map(|c| {
+                c.ladder
+                    .iter()
+                    .find(|p| p.name == "connect")
+                    .expect("connect phase")
+                    .ms
+            })
+            .collect();
         eprintln!(
-            "rtt {rtt_ms} ms, {}: min {:.3} ms, connect {:.3} ms, vantage {:?}",
-            file.display(),
-            rtt.min_ms,
-            connect.ms,
-            c.vantage
+            "rtt {rtt_ms} ms, {}: min {mins:.3?} ms, connect {connects:.3?} ms",
+            file.display()
+        );
+        assert_near(
+            &format!("{} rtt.min (median)", file.display()),
+            median(mins),
+            want,
+        );
+        assert_near(
+            &format!("{} connect (median)", file.display()),
+            median(connects),
+            want,
         );
     }
     assert_eq!(
@@ -223,14 +249,29 @@ fn middle_split_25_75() {
         ..LinkConfig::with_rtt(Duration::from_millis(40))
     })
     .expect("lab");
-    exchange(&lab, 3, 100);
+    for _ in 0..HANDSHAKES {
+        exchange(&lab, 3, 100);
+    }
     drop(lab);
-    let c = one_conn(&file);
-    let rtt = c.rtt.as_ref().expect("rtt");
-    eprintln!("middle: {rtt:?} vantage {:?}", c.vantage);
-    assert_near("rtt.min", rtt.min_ms, 40.0);
-    assert_near("h_c", rtt.h_c_ms, 10.0);
-    assert_near("h_s", rtt.h_s_ms, 30.0);
+    let conns = analyse(&file);
+    assert_eq!(conns.len(), HANDSHAKES);
+    let rtts: Vec<_> = conns.iter().map(|c| c.rtt.clone().expect("rtt")).collect();
+    eprintln!("middle: {rtts:?}");
+    assert_near(
+        "rtt.min (median)",
+        median(rtts.iter().map(|r| r.min_ms).collect()),
+        40.0,
+    );
+    assert_near(
+        "h_c (median)",
+        median(rtts.iter().map(|r| r.h_c_ms).collect()),
+        10.0,
+    );
+    assert_near(
+        "h_s (median)",
+        median(rtts.iter().map(|r| r.h_s_ms).collect()),
+        30.0,
+    );
     done(&[&file]);
 }
 
