@@ -292,6 +292,25 @@ pub struct Half {
     pub ack_stalls: Vec<AckStall>,
 }
 
+/// The shortest pause before a segment that counts as a stall: max(1 ms,
+/// RTT/2).
+fn min_stall(rtt_min: Duration) -> Duration {
+    Duration::from_millis(1).max(rtt_min / 2)
+}
+
+/// Whether segment x (seen at `x`) was held back until the peer's ACK `a`
+/// of the sender's earlier segment y reached the sender: x left when the
+/// ACK arrived there (seen `h_x` after `a` at the capture point; queueing
+/// only makes it later, so the window is from max(0.3 ms, RTT/20) before to
+/// max(1 ms, RTT/4) after), at least [`min_stall`] after y. Shared by the
+/// Nagle and delayed-ACK stalls.
+fn released_by_ack(x: Mark, y: Mark, a: Mark, h_x: Duration, rtt_min: Duration) -> bool {
+    let released = x.ts - (a.ts + h_x);
+    let early = Duration::from_micros(300).max(rtt_min / 20);
+    let late = Duration::from_millis(1).max(rtt_min / 4);
+    released.nanos >= -early.nanos && released <= late && x.ts - y.ts >= min_stall(rtt_min)
+}
+
 impl Half {
     /// A direction with nothing seen yet.
     pub fn new(side: Side) -> Half {
@@ -764,33 +783,23 @@ impl Half {
         }
         let last = self.last_small.take();
         let ack = self.last_small_ack.take();
-        {
-            if let (Some((y_end, y, y_len)), Some((a, true)), false) = (last, ack, self.peer_spoke)
-            {
-                // x leaves when the ACK reaches the sender: at M, h_x after
-                // the ACK. Queueing on the path only makes it later, so the
-                // window is narrow before and wider after.
-                let released = at.ts - (a.ts + h_x);
-                let early = Duration::from_micros(300).max(rtt_min / 20);
-                let late = Duration::from_millis(1).max(rtt_min / 4);
-                let pause = at.ts - y.ts;
-                let stall = Duration::from_millis(1).max(rtt_min / 2);
-                // silent right up to x: nothing new left during the stall
-                let silent = self.last_new_data.is_none_or(|l| at.ts - l.ts >= stall);
-                let on_ack = released.nanos >= -early.nanos && released <= late;
-                if y_end <= off && on_ack && pause >= stall && silent {
-                    self.pending_nagle = Some(NagleStall {
-                        y,
-                        y_len,
-                        ack: a,
-                        x: at,
-                        x_len: len,
-                    });
-                }
+        if let (Some((y_end, y, y_len)), Some((a, true)), false) = (last, ack, self.peer_spoke) {
+            // silent right up to x: nothing new left during the stall
+            let silent = self
+                .last_new_data
+                .is_none_or(|l| at.ts - l.ts >= min_stall(rtt_min));
+            if y_end <= off && released_by_ack(at, y, a, h_x, rtt_min) && silent {
+                self.pending_nagle = Some(NagleStall {
+                    y,
+                    y_len,
+                    ack: a,
+                    x: at,
+                    x_len: len,
+                });
             }
-            self.last_small = Some((off + len as u64, at, len));
-            self.peer_spoke = false;
         }
+        self.last_small = Some((off + len as u64, at, len));
+        self.peer_spoke = false;
     }
 
     /// Delayed ACK (see [`AckStall`]): the new segment x at `off` left when
@@ -822,16 +831,9 @@ impl Half {
         if self.mss > 0 && newly_acked > self.mss {
             return;
         }
-        let released = at.ts - (a.ts + h_x);
-        let early = Duration::from_micros(300).max(rtt_min / 20);
-        let late = Duration::from_millis(1).max(rtt_min / 4);
-        let pause = at.ts - y.ts;
-        let stall = Duration::from_millis(1).max(rtt_min / 2);
         let held = (a.ts - y.ts) - h_peer;
-        let on_ack = released.nanos >= -early.nanos && released <= late;
         if y_end <= off
-            && on_ack
-            && pause >= stall
+            && released_by_ack(at, y, a, h_x, rtt_min)
             && held >= DELAYED_ACK_MIN
             && self.ack_stalls.len() < MAX_EVENTS_KEPT
         {
