@@ -46,6 +46,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rttlens_core::detect::finding::round3;
 use rustls::pki_types::ServerName;
 
 pub use error::{ErrorKind, Phase, ProbeError};
@@ -242,17 +243,13 @@ fn attach_capture(
                 report.capture.note = Some(format!("analysing the capture: {e}"));
             }
             report.capture.pcap = cfg.pcap.as_ref().map(|p| p.display().to_string());
-            report.capture.start_overhead_ms = Some(round_us(start_overhead_ms));
-            report.capture.stop_ms = Some(round_us(stop_ms));
+            report.capture.start_overhead_ms = Some(round3(start_overhead_ms));
+            report.capture.stop_ms = Some(round3(stop_ms));
             report.capture.truncated = captured.truncated;
             report.capture.kernel_drops = captured.kernel_drops;
         }
     }
     Ok(())
-}
-
-fn round_us(ms: f64) -> f64 {
-    (ms * 1e3).round() / 1e3
 }
 
 /// The ALPN protocols offered must be ones the probe speaks: `h2` and

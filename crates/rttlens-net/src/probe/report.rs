@@ -8,6 +8,7 @@
 
 use std::io::{self, Write};
 
+use rttlens_core::detect::finding::round3;
 use rttlens_core::pipeline::CaptureSummary;
 use rttlens_core::report::ConnReport;
 
@@ -104,7 +105,7 @@ pub struct Agreement {
 impl Agreement {
     /// A comparison, rounded to µs.
     pub fn new(phase: &'static str, app_ms: f64, wire_ms: f64) -> Agreement {
-        let r = |x: f64| (x * 1e3).round() / 1e3;
+        let r = round3;
         Agreement {
             phase,
             app_ms: r(app_ms),
@@ -335,7 +336,7 @@ impl Attempt {
         let rtt = self.rtt_ms.filter(|r| *r > 0.0);
         let mut v = Vec::new();
         let mut push = |name, from: f64, to: f64| {
-            let ms = ((to - from).max(0.0) * 1e3).round() / 1e3;
+            let ms = round3((to - from).max(0.0));
             v.push(AppPhase {
                 name,
                 start_ms: from,
@@ -503,7 +504,7 @@ impl ProbeReport {
             if let Some(first) = self.attempts.first() {
                 let base = first.timings.starttransfer_ms;
                 for a in self.attempts.iter().skip(1) {
-                    let ms = ((base - a.timings.starttransfer_ms) * 1e3).round() / 1e3;
+                    let ms = round3(base - a.timings.starttransfer_ms);
                     self.saved.push(Saved {
                         step: a.step.clone(),
                         starttransfer_ms: ms,

@@ -1,5 +1,7 @@
 //! `-n N`: min / median / p90 / max of each curl time over the attempts.
 
+use rttlens_core::detect::finding::round3;
+
 use super::timing::Timings;
 
 /// Order statistics of one time, in ms.
@@ -30,7 +32,7 @@ pub fn summarize(xs: &[f64]) -> Option<Summary> {
     };
     // nearest rank: ceil(0.9 n), 1-based
     let rank = ((0.9 * n as f64).ceil() as usize).clamp(1, n);
-    let r = |x: f64| (x * 1e3).round() / 1e3;
+    let r = round3;
     Some(Summary {
         min_ms: r(v[0]),
         median_ms: r(median),

@@ -6,6 +6,7 @@
 //! response byte came out (after decryption), and when the TLS handshake
 //! completed (for 0-RTT that is after the request went out).
 
+use rttlens_core::detect::finding::round3;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -226,7 +227,8 @@ pub struct Timings {
 }
 
 fn ms(from: Instant, to: Instant) -> f64 {
-    (to.saturating_duration_since(from).as_nanos() as f64 / 1e3).round() / 1e3
+    // ms rounded to µs
+    round3(to.saturating_duration_since(from).as_nanos() as f64 / 1e6)
 }
 
 impl Marks {
