@@ -234,17 +234,15 @@ impl<'a> Ctx<'a> {
         cfg: crate::probe::ProbeConfig,
     ) -> Result<crate::probe::ProbeReport, LabError> {
         let what = format!("rttlens probe {}", cfg.url);
+        let failed_with = |stderr: String| LabError::Client {
+            command: what.clone(),
+            stderr,
+        };
         let report = self
             .lab
             .run_in(Side::Client, move || crate::probe::run(&cfg))
-            .map_err(|e| LabError::Client {
-                command: what.clone(),
-                stderr: e.to_string(),
-            })?
-            .map_err(|e| LabError::Client {
-                command: what.clone(),
-                stderr: e.to_string(),
-            })?;
+            .map_err(|e| failed_with(e.to_string()))?
+            .map_err(|e| failed_with(e.to_string()))?;
         let failed: Vec<String> = report
             .attempts
             .iter()
