@@ -2,7 +2,7 @@
 //! say, owned and serializable. The renderers (text, JSON) live in the
 //! `rttlens-report` crate; the JSON schema is documented in `docs/json.md`.
 
-use crate::analysis::connection::TcpFacts;
+use crate::analysis::connection::{Coverage, TcpFacts};
 use crate::analysis::ladder::Phase;
 use crate::analysis::rounds::Limit;
 use crate::analysis::rtt::{RttMethod, Vantage};
@@ -113,6 +113,9 @@ pub struct ConnReport {
     pub transfer: Option<TransferReport>,
     /// Findings, highest cost first.
     pub findings: Vec<Finding>,
+    /// What part of the connection the capture holds (mid-stream start,
+    /// one direction only).
+    pub coverage: Coverage,
     /// Quality notes.
     pub notes: Vec<String>,
 }
@@ -202,6 +205,7 @@ impl ConnReport {
             ladder: a.ladder.clone(),
             transfer,
             findings,
+            coverage: a.coverage,
             notes: a.notes.clone(),
         }
     }

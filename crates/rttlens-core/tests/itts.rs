@@ -102,7 +102,11 @@ fn pku_sender_window_cap() {
         "bound {} B/s",
         bound.bytes_per_sec
     );
-    assert!(f.cost.rtts >= 1.0, "a material cost: {:?}", f.cost);
+    assert!(
+        f.cost.rtts.is_some_and(|r| r >= 1.0),
+        "a material cost: {:?}",
+        f.cost
+    );
     let ids = ids(&c);
     assert!(ids.contains(&"tls12-full-handshake"), "{ids:?}");
     assert!(!ids.contains(&"receive-window-limit"), "{ids:?}");
@@ -205,7 +209,7 @@ fn thu2_iw10_slow_start() {
             first_rwnd >= 5,
             "window limit only after slow start: round {first_rwnd}"
         );
-        assert!(f.cost.rtts <= 1.0, "{:?}", f.cost);
+        assert!(f.cost.rtts.is_some_and(|r| r <= 1.0), "{:?}", f.cost);
     }
 }
 
@@ -228,7 +232,7 @@ fn every_finding_keeps_the_contract() {
                     "{name} {}: fix and references",
                     f.id
                 );
-                assert!(f.cost.ms >= 0.0 && f.cost.rtts >= 0.0);
+                assert!(f.cost.ms >= 0.0 && f.cost.rtts.is_none_or(|r| r >= 0.0));
             }
         }
     }

@@ -1,7 +1,7 @@
 //! JSON output: one document, streamed.
 //!
 //! ```text
-//! {"schema_version": 1, "tool": "rttlens 0.1.0", "source": "capture.pcap",
+//! {"schema_version": 2, "tool": "rttlens 0.1.0", "source": "capture.pcap",
 //!  "connections": [ <connection>, … ],
 //!  "capture": <summary>}
 //! ```
@@ -18,7 +18,7 @@ use rttlens_core::report::ConnReport;
 use crate::{Renderer, Source};
 
 /// Version of the JSON schema documented in `docs/json.md`.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Streams the JSON document.
 #[derive(Debug, Default)]

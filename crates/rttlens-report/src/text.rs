@@ -74,6 +74,16 @@ pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::
         ms(c.duration_ms)
     );
     line.push_str(&format!(" · vantage {}", c.vantage.as_str()));
+    if c.coverage.mid_stream {
+        line.push_str(" · started mid-connection");
+    }
+    if let Some(side) = c.coverage.only {
+        line.push_str(&format!(
+            " · {} → {} only",
+            side.as_str(),
+            side.peer().as_str()
+        ));
+    }
     match &c.rtt {
         Some(r) => line.push_str(&format!(
             " · RTT {} ms min, {} ms median ({}; h_c {} ms, h_s {} ms)",
@@ -207,10 +217,13 @@ pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::
         for f in &c.findings {
             writeln!(
                 w,
-                "  * {}  {} ms ({:.2} RTT)  confidence {}",
+                "  * {}  {} ms ({})  confidence {}",
                 f.id,
                 ms(f.cost.ms),
-                f.cost.rtts,
+                match f.cost.rtts {
+                    Some(r) => format!("{r:.2} RTT"),
+                    None => "RTT unknown".to_string(),
+                },
                 f.confidence.level.as_str()
             )?;
             writeln!(w, "    {}", f.title)?;

@@ -59,7 +59,7 @@ fn json_document_follows_the_schema() {
         .expect("run");
     assert!(out.status.success());
     let v = json_of(&out.stdout);
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["capture"]["frames"], 715);
     let conns = v["connections"].as_array().expect("connections");
     assert_eq!(conns.len(), 1);

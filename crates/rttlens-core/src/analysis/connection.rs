@@ -2,11 +2,12 @@
 //! detectors and of the report.
 
 use crate::analysis::ladder::{ClientClock, Dir, Phase};
-use crate::analysis::rounds::{classify, Round};
+use crate::analysis::rounds::{classify, Limit, Round};
 use crate::analysis::rtt::{RttEstimate, Vantage};
 use crate::analysis::tls::TlsKind;
 use crate::analysis::transfer::Transfer;
 use crate::detect::finding::round3;
+use crate::flow::half::WscaleEvidence;
 use crate::flow::{Conn, SynInfo};
 use crate::side::{Mark, Side};
 use crate::time::Duration;
@@ -76,10 +77,30 @@ pub struct TcpFacts {
     /// Segments each side sent with its flight at or above the peer's window
     /// (Wireshark's "window full").
     pub window_full: [u64; 2],
+    /// Window scale of each side's window when the SYNs are not in the
+    /// capture: the smallest shift the peer's flight allows (a lower bound,
+    /// with the segment that proves it); `None` with the SYNs (see
+    /// `window_scale`) or when nothing exceeded the raw window.
+    pub window_scale_inferred: [Option<WscaleEvidence>; 2],
     /// Zero-window episodes each side imposed on its peer.
     pub zero_windows: [u64; 2],
     /// Bytes each side sent that the peer acknowledged but the capture never saw.
     pub unseen_bytes: [u64; 2],
+}
+
+/// What part of a connection the capture holds (DESIGN.md §4 "Without the
+/// handshake"; issue: captures from the wild).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Coverage {
+    /// The capture began after the connection was set up: neither its SYN
+    /// nor its SYN-ACK is there. Phases before the first packet are absent,
+    /// there is no initial window, and windows are lower bounds unless the
+    /// scale could be told.
+    pub mid_stream: bool,
+    /// Only this side's packets are in the capture (asymmetric routing, a
+    /// `src host` filter, a one-way SPAN port): what needs the other
+    /// direction (ACK-clocked rounds, flight, RTT) is not reported.
+    pub only: Option<Side>,
 }
 
 /// All that is known of one finished connection.
@@ -103,6 +124,8 @@ pub struct Analysis {
     pub transfer: Option<Transfer>,
     /// The ladder of phases.
     pub ladder: Vec<Phase>,
+    /// What part of the connection the capture holds.
+    pub coverage: Coverage,
     /// Quality notes on this connection.
     pub notes: Vec<String>,
 }
@@ -213,9 +236,14 @@ pub fn analyze(mut conn: Box<Conn>) -> Analysis {
         retransmissions: [conn.half[0].retx_count, conn.half[1].retx_count],
         syn_count: syn.map(|s| s.count).unwrap_or(0),
         // half[x].max_window is the window the *peer* of x advertised
-        max_window: [conn.half[1].max_window, conn.half[0].max_window],
+        max_window: [
+            conn.half[1].scaled(conn.half[1].max_window),
+            conn.half[0].scaled(conn.half[0].max_window),
+        ],
         out_of_order: [conn.half[0].out_of_order, conn.half[1].out_of_order],
         window_full: [conn.half[0].window_full, conn.half[1].window_full],
+        // half[x] scales the window its peer advertised
+        window_scale_inferred: [conn.half[1].wscale_evidence, conn.half[0].wscale_evidence],
         zero_windows: [
             conn.half[1].zero_windows.len() as u64,
             conn.half[0].zero_windows.len() as u64,
@@ -225,11 +253,33 @@ pub fn analyze(mut conn: Box<Conn>) -> Analysis {
     let mut rounds: [Vec<Round>; 2] = [Vec::new(), Vec::new()];
     let mut dropped = [0u64; 2];
     for side in [Side::Client, Side::Server] {
-        let tracker = std::mem::take(&mut conn.half[side.index()].rounds);
-        let (mut r, d) = tracker.finish();
-        classify(&mut r, mss[side.index()], rtt_min);
+        let h = &mut conn.half[side.index()];
+        let tracker = std::mem::take(&mut h.rounds);
+        let (mut r, d) = tracker.finish(h.peer_wscale);
+        classify(&mut r, mss[side.index()], rtt_min, h.wscale_known);
         rounds[side.index()] = r;
         dropped[side.index()] = d;
+    }
+    let coverage = Coverage {
+        mid_stream: syn.is_none() && sa.is_none(),
+        only: match conn.segments {
+            [_, 0] => Some(Side::Client),
+            [0, _] => Some(Side::Server),
+            _ => None,
+        },
+    };
+    for r in &mut rounds {
+        if coverage.only.is_some() {
+            // no ACKs: a round is whatever was sent, nothing limited it
+            // that the capture can tell
+            r.iter_mut().for_each(|r| r.limit = Limit::Unknown);
+        } else if coverage.mid_stream {
+            // data sent before the first ACK the capture saw: its flight
+            // counts from the capture's start, not the sender's snd_una
+            if let Some(first) = r.first_mut().filter(|r| r.release_delay.is_none()) {
+                first.limit = Limit::Unknown;
+            }
+        }
     }
     let app = app.unwrap_or_else(|| tcp_timeline(&conn));
     let sender = if conn.half[0].snd_nxt > conn.half[1].snd_nxt * 4 {
@@ -242,7 +292,7 @@ pub fn analyze(mut conn: Box<Conn>) -> Analysis {
     } else {
         0
     };
-    let transfer = Transfer::new(
+    let mut transfer = Transfer::new(
         sender,
         &rounds[sender.index()],
         dropped[sender.index()],
@@ -250,19 +300,13 @@ pub fn analyze(mut conn: Box<Conn>) -> Analysis {
         mss[sender.index()],
         rtt_min,
     );
-    let mut notes = Vec::new();
-    if rtt.is_none() {
-        notes.push(
-            "RTT unknown: too few packets in one of the directions; costs in round trips are 0"
-                .to_string(),
-        );
+    if coverage.mid_stream || coverage.only.is_some() {
+        // the first round seen is not the sender's first
+        if let Some(t) = &mut transfer {
+            t.initial_window = None;
+        }
     }
-    if syn.is_none() || sa.is_none() {
-        notes.push(
-            "handshake not in the capture: window scaling unknown, windows shown unscaled"
-                .to_string(),
-        );
-    }
+    let notes = coverage_notes(&conn, coverage, rtt.is_some());
     let mut a = Analysis {
         conn,
         rtt,
@@ -273,10 +317,66 @@ pub fn analyze(mut conn: Box<Conn>) -> Analysis {
         tls,
         transfer,
         ladder: Vec::new(),
+        coverage,
         notes,
     };
     a.ladder = build_ladder(&a);
     a
+}
+
+/// What a person must know about what the capture holds of `conn`: one
+/// direction only, no handshake (and what that leaves unknown), no RTT.
+fn coverage_notes(conn: &Conn, coverage: Coverage, rtt_known: bool) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(side) = coverage.only {
+        notes.push(format!(
+            "one direction only: the capture holds the {}'s packets and none of the {}'s; \
+             flight, rounds and RTT need both and are not judged",
+            side.as_str(),
+            side.peer().as_str()
+        ));
+    }
+    if !rtt_known {
+        notes.push(
+            "RTT unknown (no handshake, and no data/ACK pair or timestamp echo in both \
+             directions): costs are in ms only"
+                .to_string(),
+        );
+    }
+    if coverage.mid_stream {
+        notes.push(
+            "capture started mid-connection (no SYN): connect, TLS and the first request \
+             are not timed; the first round seen is not the initial window"
+                .to_string(),
+        );
+    }
+    if conn.syn.is_none() || conn.syn_ack.is_none() {
+        for side in [Side::Client, Side::Server] {
+            // the half of the peer scales this side's window
+            let h = &conn.half[side.peer().index()];
+            if h.window.max(h.max_window) == 0 {
+                continue;
+            }
+            notes.push(match h.wscale_evidence {
+                Some(e) => format!(
+                    "{}'s window scale not in the capture: at least {} (×{}), since frame {} \
+                     had {} B in flight under a window field of {}; its windows are lower bounds",
+                    side.as_str(),
+                    e.shift,
+                    1u64 << e.shift,
+                    e.at.frame,
+                    e.flight,
+                    e.raw
+                ),
+                None => format!(
+                    "{}'s window scale not in the capture and not inferable (the flight never \
+                     exceeded the window field): its windows are shown unscaled, as lower bounds",
+                    side.as_str()
+                ),
+            });
+        }
+    }
+    notes
 }
 
 /// Timeline for TCP that is neither TLS nor HTTP: the first data of each side.

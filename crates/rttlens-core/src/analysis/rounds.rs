@@ -116,7 +116,9 @@ pub struct RoundSegment {
     pub flight: u64,
     /// Eligible cumulative ACK (stream offset).
     pub eligible_ack: u64,
-    /// Eligible advertised window of the peer (bytes).
+    /// Eligible advertised window field of the peer (raw, unscaled: the
+    /// shift is applied by [`RoundTracker::finish`], since without the SYNs
+    /// it is only known at the end).
     pub rwnd: u64,
     /// Highest stream offset sent before this segment.
     pub snd_nxt_before: u64,
@@ -198,9 +200,15 @@ impl RoundTracker {
         }
     }
 
-    /// Close the open round and return all kept rounds.
-    pub fn finish(mut self) -> (Vec<Round>, u64) {
+    /// Close the open round and return all kept rounds, their windows
+    /// scaled by the peer's window-scale `shift` (RFC 7323 §2.3).
+    pub fn finish(mut self, shift: u8) -> (Vec<Round>, u64) {
         self.close();
+        let shift = shift.min(14);
+        for r in &mut self.rounds {
+            r.rwnd <<= shift;
+            r.max_rwnd <<= shift;
+        }
         (self.rounds, self.rounds_dropped)
     }
 }
@@ -240,7 +248,15 @@ pub const SLOW_START_GROWTH: f64 = 1.3;
 /// at once by ACK-clocked sends), or it is the last round and smaller than
 /// the one before (the data ran out); else
 /// cwnd, slow start when the flight grew ≥ 1.3× over the previous round.
-pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration) {
+///
+/// `rwnd_exact` is false when the window scale was inferred (no SYNs in the
+/// capture) and the rounds' `rwnd` are lower bounds. A flight at a lower
+/// bound proves nothing by itself (the true window may be 2× or more), so
+/// `rwnd` rounds are kept only when the flight *followed* the window: at
+/// least [`FLAT_ROUNDS`] of them, with windows spread over more than
+/// [`RWND_SLACK_MSS`] MSS (a sender capped elsewhere does not track the
+/// receiver's window as it changes); otherwise they are `unknown`.
+pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration, rwnd_exact: bool) {
     let mss = mss.max(1);
     let ack_timed = Duration::from_millis(1).max(rtt / 4);
     let n = rounds.len();
@@ -279,6 +295,17 @@ pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration) {
             }
         };
         rounds[i].limit = limit;
+    }
+    if !rwnd_exact {
+        let at_window = || rounds.iter().filter(|r| r.limit == Limit::Rwnd);
+        let lo = at_window().map(|r| r.rwnd).min().unwrap_or(0);
+        let hi = at_window().map(|r| r.rwnd).max().unwrap_or(0);
+        let followed = at_window().count() >= FLAT_ROUNDS && hi - lo > RWND_SLACK_MSS * mss;
+        if !followed {
+            for r in rounds.iter_mut().filter(|r| r.limit == Limit::Rwnd) {
+                r.limit = Limit::Unknown;
+            }
+        }
     }
     // Flat runs below rwnd: sndbuf. Scan maximal runs of loss-free, non-app,
     // non-rwnd rounds whose flights stay within one MSS of each other.
@@ -369,13 +396,13 @@ mod tests {
             .enumerate()
             .map(|(i, f)| round(i as u32, *f, 1 << 20, 1428))
             .collect();
-        classify(&mut ss, 1428, rtt);
+        classify(&mut ss, 1428, rtt, true);
         assert!(ss.iter().all(|r| r.limit == Limit::SlowStart));
 
         let mut flat: Vec<Round> = (0..6)
             .map(|i| round(i, 65535 - (i as u64 % 2) * 500, 131072, 1413))
             .collect();
-        classify(&mut flat, 1428, rtt);
+        classify(&mut flat, 1428, rtt, true);
         assert!(
             flat.iter().all(|r| r.limit == Limit::Sndbuf),
             "{:?}",
@@ -385,17 +412,17 @@ mod tests {
         let mut rw: Vec<Round> = (0..4)
             .map(|i| round(i, 131072 - 100, 131072, 1428))
             .collect();
-        classify(&mut rw, 1428, rtt);
+        classify(&mut rw, 1428, rtt, true);
         assert!(rw.iter().all(|r| r.limit == Limit::Rwnd));
 
         // one segment in flight per round, ACKed before the next leaves: the
         // sender's own pace on a µs path, not a send buffer
         let mut paced: Vec<Round> = (0..6).map(|i| round(i, 1428, 1 << 20, 1428)).collect();
-        classify(&mut paced, 1428, rtt);
+        classify(&mut paced, 1428, rtt, true);
         assert!(paced.iter().all(|r| r.limit != Limit::Sndbuf));
 
         let mut app = vec![round(0, 3000, 1 << 20, 200)];
-        classify(&mut app, 1428, rtt);
+        classify(&mut app, 1428, rtt, true);
         assert_eq!(app[0].limit, Limit::App);
     }
 
@@ -405,13 +432,13 @@ mod tests {
         // 3508 B ending on a 244 B segment; the next round leaves right as
         // an ACK arrives: ACK-clocked, so the window, not the application
         let mut clocked = vec![round(0, 3508, 1 << 20, 244), round(1, 24, 1 << 20, 24)];
-        classify(&mut clocked, 1448, rtt);
+        classify(&mut clocked, 1448, rtt, true);
         assert_ne!(clocked[0].limit, Limit::App);
         // the same, but the next round follows the peer's FIN (a TLS
         // close_notify answering it): the data had run out
         let mut answered = clocked.clone();
         answered[1].answers_peer = true;
-        classify(&mut answered, 1448, rtt);
+        classify(&mut answered, 1448, rtt, true);
         assert_eq!(answered[0].limit, Limit::App);
     }
 

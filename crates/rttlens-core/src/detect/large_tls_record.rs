@@ -60,10 +60,9 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         id: ID,
         connection: a.conn.index,
         title: format!(
-            "first TLS record of the response is {} B: the first decrypted byte waited {:.1} ms ({:.2} RTT) for it to complete",
+            "first TLS record of the response is {} B: the first decrypted byte waited {} for it to complete",
             fr.len,
-            wait.as_millis_f64(),
-            cost.rtts
+            cost.describe()
         ),
         cost,
         evidence,

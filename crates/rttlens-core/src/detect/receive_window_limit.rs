@@ -67,6 +67,28 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     if no_wscale {
         fix.push_str(" Its SYN had no window-scale option: enable `net.ipv4.tcp_window_scaling=1` (or fix the middlebox stripping the option).");
     }
+    // without the SYNs: the scale is inferred, and the rounds were kept
+    // as `rwnd` only because the flight followed the window as it moved
+    let mut confidence = conf(
+        Level::High,
+        format!(
+            "flight within one MSS of the advertised window in {} rounds",
+            limited.len()
+        ),
+    );
+    if let Some(w) = a.tcp.window_scale_inferred[receiver.index()] {
+        evidence.push(ev(
+            w.at.frame,
+            format!(
+                "{} B in flight under a window field of {}: window scale at least {} (no SYN in the capture)",
+                w.flight, w.raw, w.shift
+            ),
+        ));
+        confidence.level = Level::Medium;
+        confidence.why.push_str(
+            "; window scale inferred (no SYN), the flight followed the window as it changed",
+        );
+    }
     vec![Finding {
         id: ID,
         connection: a.conn.index,
@@ -83,13 +105,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         ),
         cost,
         evidence,
-        confidence: conf(
-            Level::High,
-            format!(
-                "flight within one MSS of the advertised window in {} rounds",
-                limited.len()
-            ),
-        ),
+        confidence,
         fix,
         references: vec![
             "DESIGN.md §4 (round limits)",

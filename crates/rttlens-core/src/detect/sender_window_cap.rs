@@ -24,6 +24,14 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     let rwnd = median(capped.iter().map(|r| r.rwnd));
     let cost = capped_cost(a, &t.rounds, capped[0].index, flight, rwnd.max(flight));
     let sender = t.sender.as_str();
+    // without the SYNs the windows are lower bounds (inferred scale): the
+    // true window is at least this, so "below the window" still holds
+    let inferred = a.tcp.window_scale_inferred[t.sender.peer().index()];
+    let at_least = if a.conn.half[t.sender.index()].wscale_known {
+        ""
+    } else {
+        "at least "
+    };
     let rate = if a.rtt_min.nanos > 0 {
         flight as f64 / a.rtt_min.as_secs_f64() / 1e6
     } else {
@@ -34,7 +42,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         evidence.push(ev(
             r.max_flight_frame,
             format!(
-                "round {}: {} B in flight, receiver window {} B",
+                "round {}: {} B in flight, receiver window {at_least}{} B",
                 r.index, r.max_flight, r.rwnd
             ),
         ));
@@ -64,11 +72,20 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     } else {
         Level::Medium
     };
+    if let Some(w) = inferred {
+        evidence.push(ev(
+            w.at.frame,
+            format!(
+                "{} B in flight under a window field of {}: the receiver's window scale is at least {} (no SYN in the capture)",
+                w.flight, w.raw, w.shift
+            ),
+        ));
+    }
     vec![Finding {
         id: ID,
         connection: a.conn.index,
         title: format!(
-            "{sender}'s bytes in flight flat at {flight} B for {} rounds while the receiver offered {rwnd} B: throughput bound {rate:.2} MB/s",
+            "{sender}'s bytes in flight flat at {flight} B for {} rounds while the receiver offered {at_least}{rwnd} B: throughput bound {rate:.2} MB/s",
             capped.len()
         ),
         cost,

@@ -135,6 +135,24 @@ pub struct AckStall {
 /// jitter).
 pub const DELAYED_ACK_MIN: Duration = Duration::from_millis(30);
 
+/// Why the peer's window-scale shift is at least what it is, when the SYNs
+/// that negotiated it are not in the capture: a sender never sends past the
+/// right edge of the offered window (RFC 9293 §3.8.6, snd_una + snd_wnd),
+/// so data reaching `flight` bytes beyond the eligible ACK under a raw
+/// window field `raw` proves `raw << shift ≥ flight`. Nothing bounds the
+/// shift from above: scaled windows are lower bounds.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct WscaleEvidence {
+    /// The data segment that reached past `raw << (shift − 1)`.
+    pub at: Mark,
+    /// Its end − the eligible cumulative ACK (bytes).
+    pub flight: u64,
+    /// The window field the sender had last heard (unscaled).
+    pub raw: u64,
+    /// The smallest shift with `raw << shift ≥ flight` (≤ 14).
+    pub shift: u8,
+}
+
 /// Data the capture never saw although the receiver acknowledged it.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct CaptureDrop {
@@ -210,12 +228,20 @@ pub struct Half {
     /// Highest cumulative ACK from the peer (stream offset).
     pub acked: u64,
     ack_seen: bool,
-    /// Latest window advertised by the peer (bytes, scaled).
+    /// Latest window field the peer advertised (raw, unscaled; see
+    /// [`Half::scaled`]).
     pub window: u64,
-    /// Largest window the peer advertised (bytes).
+    /// Largest window field the peer advertised (raw, unscaled).
     pub max_window: u64,
-    /// The peer's window-scale shift applied to its window field.
+    /// The peer's window-scale shift applied to its window field: from the
+    /// SYNs when [`Half::wscale_known`], else the smallest shift the
+    /// sender's flight allows (a lower bound, see [`WscaleEvidence`]).
     pub peer_wscale: u8,
+    /// Both SYNs were seen, so [`Half::peer_wscale`] is the negotiated shift
+    /// (RFC 7323 §2.2), not an inferred lower bound.
+    pub wscale_known: bool,
+    /// Without the SYNs: the segment that raised the inferred shift last.
+    pub wscale_evidence: Option<WscaleEvidence>,
     hist: VecDeque<AckEv>,
     elig: Eligible,
     unacked: VecDeque<SentSeg>,
@@ -324,6 +350,8 @@ impl Half {
             window: 0,
             max_window: 0,
             peer_wscale: 0,
+            wscale_known: false,
+            wscale_evidence: None,
             hist: VecDeque::new(),
             elig: Eligible::default(),
             unacked: VecDeque::new(),
@@ -364,6 +392,34 @@ impl Half {
         }
     }
 
+    /// A window field of the peer in bytes: `raw << peer_wscale` (a lower
+    /// bound unless [`Half::wscale_known`]).
+    pub fn scaled(&self, raw: u64) -> u64 {
+        raw << self.peer_wscale.min(14)
+    }
+
+    /// Raise the inferred window-scale shift until the peer's window (as
+    /// last heard by the sender) covers data ending at `end` (see
+    /// [`WscaleEvidence`]). Only without the SYNs.
+    fn infer_wscale(&mut self, end: u64, at: Mark) {
+        if self.wscale_known || !self.elig.seen || self.elig.window == 0 {
+            return;
+        }
+        let flight = end.saturating_sub(self.elig.ack);
+        if self.scaled(self.elig.window) >= flight {
+            return;
+        }
+        while self.peer_wscale < 14 && self.scaled(self.elig.window) < flight {
+            self.peer_wscale += 1;
+        }
+        self.wscale_evidence = Some(WscaleEvidence {
+            at,
+            flight,
+            raw: self.elig.window,
+            shift: self.peer_wscale,
+        });
+    }
+
     /// Set the sequence number of stream offset 0 (ISN + 1) from a SYN.
     pub fn set_isn(&mut self, isn: SeqNumber) {
         self.isn = Some(isn);
@@ -382,7 +438,7 @@ impl Half {
         (off >= 0).then_some(off as u64)
     }
 
-    /// Process an ACK (and window in bytes, already scaled, and SACK blocks)
+    /// Process an ACK (and its raw window field, and SACK blocks)
     /// that the peer sent at `at`. `pure` is true for a segment without payload, SYN or FIN.
     #[allow(clippy::too_many_arguments)]
     pub fn on_peer_ack(
@@ -713,7 +769,10 @@ impl Half {
             .snd_nxt
             .saturating_sub(self.elig.ack)
             .saturating_sub(self.elig.sacked);
-        if self.elig.seen && self.elig.window > 0 && flight >= self.elig.window {
+        if !probe && !retx {
+            self.infer_wscale(end, at);
+        }
+        if self.elig.seen && self.elig.window > 0 && flight >= self.scaled(self.elig.window) {
             self.window_full += 1;
         }
         let answers_peer = self.peer_spoke_since_data;

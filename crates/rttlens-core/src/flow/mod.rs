@@ -96,6 +96,9 @@ pub struct Conn {
     pub last: Mark,
     /// Packets of this connection.
     pub frames: u64,
+    /// Packets each side sent, indexed by [`Side::index`] (one of them 0:
+    /// the capture saw one direction only).
+    pub segments: [u64; 2],
     /// Per direction, indexed by [`Side::index`] of the sender.
     pub half: [Half; 2],
     /// The client's SYN.
@@ -136,6 +139,7 @@ impl Conn {
             first: at,
             last: at,
             frames: 0,
+            segments: [0; 2],
             half: [Half::new(Side::Client), Half::new(Side::Server)],
             syn: None,
             syn_ack: None,
@@ -167,6 +171,7 @@ impl Conn {
         };
         let s = side.index();
         let p = side.peer().index();
+        self.segments[s] += 1;
         let flags = seg.flags;
         let is_syn = flags.contains(TcpFlags::SYN);
         let is_ack = flags.contains(TcpFlags::ACK);
@@ -188,9 +193,14 @@ impl Conn {
         }
         let wants = self.protocols.wants_bytes();
         if is_ack {
-            // the window field of a SYN is never scaled (RFC 7323 §2.2)
-            let shift = if is_syn { 0 } else { self.half[p].peer_wscale };
-            let window = (seg.window as u64) << shift;
+            // the half scales the window field it is given; a SYN's is never
+            // scaled (RFC 7323 §2.2), so hand it over as the field that
+            // scales back to (about) its value
+            let window = if is_syn {
+                (seg.window as u64) >> self.half[p].peer_wscale.min(14)
+            } else {
+                seg.window as u64
+            };
             let pure = seg.payload_len == 0 && !is_syn && !flags.contains(TcpFlags::FIN);
             let n = seg.options.sack_count.min(4) as usize;
             let sack = &seg.options.sack_blocks[..n];
@@ -328,6 +338,8 @@ impl Conn {
             };
             self.half[Side::Client.index()].peer_wscale = s;
             self.half[Side::Server.index()].peer_wscale = c;
+            self.half[Side::Client.index()].wscale_known = true;
+            self.half[Side::Server.index()].wscale_known = true;
         }
     }
 }

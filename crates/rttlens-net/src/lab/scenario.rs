@@ -465,7 +465,7 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
                 id: Some(f.id),
                 title: f.title.clone(),
                 cost_ms: f.cost.ms,
-                cost_rtts: f.cost.rtts,
+                cost_rtts: f.cost.rtts_or_zero(),
             },
             None => Found {
                 expect: e,

@@ -1,0 +1,207 @@
+//! Captures from the wild (issue 9): the PKU/THU captures cut so that they
+//! start after the handshake (tcpdump started late), or hold one direction
+//! only (asymmetric routing, a `src host` filter). The engine must say less
+//! than on the full capture, never something the full capture contradicts,
+//! and still say what the packets prove.
+
+use std::path::PathBuf;
+
+use rttlens_core::capture::CaptureReader;
+use rttlens_core::pipeline;
+use rttlens_core::report::ConnReport;
+use rttlens_core::side::Side;
+
+fn capture(name: &str) -> Vec<u8> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/captures/itts")
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}: the tests need ../shared/captures beside the repository",
+            p.display()
+        )
+    })
+}
+
+/// Classic pcap records of `file` (header, then (record header, data)).
+fn records(file: &[u8]) -> (&[u8], Vec<&[u8]>) {
+    assert_eq!(
+        &file[..4],
+        &[0xd4, 0xc3, 0xb2, 0xa1],
+        "little-endian µs pcap"
+    );
+    let mut out = Vec::new();
+    let mut i = 24;
+    while i + 16 <= file.len() {
+        let incl = u32::from_le_bytes(file[i + 8..i + 12].try_into().unwrap()) as usize;
+        out.push(&file[i..i + 16 + incl]);
+        i += 16 + incl;
+    }
+    (&file[..24], out)
+}
+
+/// The capture with only the records `keep` says yes to (1-based frame numbers).
+fn cut(file: &[u8], keep: impl Fn(u64, &[u8]) -> bool) -> Vec<u8> {
+    let (hdr, recs) = records(file);
+    let mut out = hdr.to_vec();
+    for (i, r) in recs.iter().enumerate() {
+        if keep(i as u64 + 1, r) {
+            out.extend_from_slice(r);
+        }
+    }
+    out
+}
+
+fn analyze(bytes: Vec<u8>) -> ConnReport {
+    let mut reader =
+        CaptureReader::new(Box::new(std::io::Cursor::new(bytes))).expect("open capture");
+    let mut conns = Vec::new();
+    pipeline::run(&mut reader, &mut |c| conns.push(c), &mut |_| {}).expect("analyse");
+    assert_eq!(conns.len(), 1, "one connection");
+    conns.remove(0)
+}
+
+fn ids(c: &ConnReport) -> Vec<&'static str> {
+    c.findings.iter().map(|f| f.id).collect()
+}
+
+const ALL: [&str; 4] = ["pku.cap", "thu.cap", "pku-2.cap", "thu-2.cap"];
+
+/// Starting at the first response byte (the handshake and request cut off):
+/// RTT from timestamps, the client's window scale inferred, no phase that
+/// needs the start, and no finding the full capture does not have.
+#[test]
+fn after_the_handshake_says_less_never_other() {
+    for name in ALL {
+        let file = capture(name);
+        let full = analyze(file.clone());
+        let start = full
+            .ladder
+            .iter()
+            .find(|p| p.name == "request")
+            .map(|p| p.end_frame)
+            .expect("full capture has a request phase");
+        let mid = analyze(cut(&file, |n, _| n >= start));
+        assert!(mid.coverage.mid_stream, "{name}: mid-stream");
+        assert_eq!(mid.coverage.only, None, "{name}: both directions");
+        // RTT from the timestamp echoes, within 5 % of the handshake's
+        let (rf, rm) = (full.rtt.as_ref().unwrap(), mid.rtt.as_ref().expect("RTT"));
+        assert!(
+            (rm.min_ms - rf.min_ms).abs() <= 0.05 * rf.min_ms,
+            "{name}: RTT {} vs {}",
+            rm.min_ms,
+            rf.min_ms
+        );
+        assert_eq!(mid.vantage, full.vantage, "{name}: vantage");
+        for p in ["connect", "tls", "request"] {
+            assert!(
+                mid.ladder.iter().all(|x| x.name != p),
+                "{name}: no {p} phase mid-stream"
+            );
+        }
+        // the client's window scale (6 in all four, from their SYNs) is
+        // inferred from the server's flight: a lower bound, here exact
+        let shift = full.tcp.window_scale[Side::Client.index()].expect("SYN option");
+        let inferred = mid.tcp.window_scale_inferred[Side::Client.index()]
+            .unwrap_or_else(|| panic!("{name}: client window scale inferred"));
+        assert!(inferred.shift <= shift, "{name}: {inferred:?} ≤ {shift}");
+        assert_eq!(inferred.shift, shift, "{name}: the flight proves it");
+        // nothing the full capture does not say
+        let full_ids = ids(&full);
+        for id in ids(&mid) {
+            assert!(
+                full_ids.contains(&id),
+                "{name}: mid-stream says {id}, the full capture does not: {:?}",
+                mid.findings
+            );
+        }
+        assert!(
+            !ids(&mid).contains(&"initial-window"),
+            "{name}: no initial window mid-stream"
+        );
+        assert!(
+            mid.notes.iter().any(|n| n.contains("mid-connection")),
+            "{name}: the note says so: {:?}",
+            mid.notes
+        );
+    }
+}
+
+/// PKU's cap at 65535 B in flight shows from any point of the transfer:
+/// the same finding, its frames shifted by the cut.
+#[test]
+fn pku_sender_window_cap_mid_stream() {
+    let file = capture("pku.cap");
+    let full = analyze(file.clone());
+    let start = full
+        .ladder
+        .iter()
+        .find(|p| p.name == "request")
+        .map(|p| p.end_frame)
+        .unwrap();
+    let mid = analyze(cut(&file, |n, _| n >= start));
+    let f = full.findings.iter().find(|f| f.id == "sender-window-cap");
+    let m = mid.findings.iter().find(|f| f.id == "sender-window-cap");
+    let (f, m) = (
+        f.expect("full: sender-window-cap"),
+        m.unwrap_or_else(|| panic!("mid-stream: sender-window-cap, got {:?}", mid.findings)),
+    );
+    assert_eq!(
+        m.confidence.level, f.confidence.level,
+        "as sure as with the SYNs"
+    );
+    let shifted: Vec<u64> = m.evidence.iter().map(|e| e.frame + start - 1).collect();
+    let full_frames: Vec<u64> = f.evidence.iter().map(|e| e.frame).collect();
+    assert!(
+        shifted.iter().filter(|x| full_frames.contains(x)).count() >= 2,
+        "evidence frames shifted by the cut: {shifted:?} vs {full_frames:?}"
+    );
+    assert!(
+        !ids(&mid).contains(&"receive-window-limit"),
+        "the client offered twice the flight: {:?}",
+        mid.findings
+    );
+}
+
+/// Only the server's packets (a `src host` filter): no RTT, no rounds
+/// judged, no window finding, and the header says why.
+#[test]
+fn one_direction_says_what_it_cannot_see() {
+    for name in ALL {
+        let file = capture(name);
+        let full = analyze(file.clone());
+        let server_port = full
+            .server
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse::<u16>().ok())
+            .expect("server port");
+        // Ethernet (link type 1, checked) + IPv6 (40 bytes): the TCP
+        // source port at byte 54 of the packet
+        assert_eq!(&file[20..24], &[1, 0, 0, 0], "{name}: Ethernet");
+        let one = analyze(cut(&file, |_, rec| {
+            let data = &rec[16..];
+            data.len() >= 56 && u16::from_be_bytes([data[54], data[55]]) == server_port
+        }));
+        assert_eq!(one.coverage.only, Some(Side::Server), "{name}");
+        assert!(one.rtt.is_none(), "{name}: no RTT from one direction");
+        for id in ids(&one) {
+            assert!(
+                ![
+                    "sender-window-cap",
+                    "receive-window-limit",
+                    "initial-window",
+                    "slow-start",
+                    "capture-drops"
+                ]
+                .contains(&id),
+                "{name}: {id} needs the other direction"
+            );
+        }
+        assert!(
+            one.notes.iter().any(|n| n.contains("one direction only")),
+            "{name}: {:?}",
+            one.notes
+        );
+    }
+}
