@@ -13,7 +13,7 @@
 //! Data/ACK and timestamp samples include the receiver's delayed-ACK wait, so
 //! the minimum is the estimate of the path and the median shows the spread.
 
-use crate::side::Side;
+use crate::side::{Mark, Side};
 use crate::time::Duration;
 
 /// How many samples per half are kept for the median (the first ones; the
@@ -43,18 +43,30 @@ impl RttMethod {
     }
 }
 
+/// One sample of a half: the packet that closed it (the ACK or the echo)
+/// and the time M→host→M it measured.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct RttSample {
+    /// The ACK or timestamp echo that gave the sample.
+    pub at: Mark,
+    /// M→host→M.
+    pub d: Duration,
+}
+
 /// Samples of one half (M→side→M).
 #[derive(Debug, Default, Clone)]
 pub struct HalfSamples {
     /// Minimum over all samples, with the method that gave it.
     pub min: Option<(Duration, RttMethod)>,
-    /// The first [`MAX_SAMPLES`] data/ACK and timestamp samples.
-    pub samples: Vec<Duration>,
+    /// The first [`MAX_SAMPLES`] data/ACK and timestamp samples, in capture
+    /// order (queueing shows as a rise over time).
+    pub samples: Vec<RttSample>,
 }
 
 impl HalfSamples {
-    /// Record one sample; negative samples (clock steps) are ignored.
-    pub fn add(&mut self, d: Duration, method: RttMethod) {
+    /// Record one sample taken at `at`; negative samples (clock steps) are
+    /// ignored.
+    pub fn add(&mut self, at: Mark, d: Duration, method: RttMethod) {
         if d.nanos < 0 {
             return;
         }
@@ -62,18 +74,23 @@ impl HalfSamples {
             self.min = Some((d, method));
         }
         if method != RttMethod::Handshake && self.samples.len() < MAX_SAMPLES {
-            self.samples.push(d);
+            self.samples.push(RttSample { at, d });
         }
     }
 
-    fn median(&self) -> Option<Duration> {
+    /// The `q`-quantile (0.0–1.0) of the data/ACK and timestamp samples.
+    pub fn quantile(&self, q: f64) -> Option<Duration> {
         if self.samples.is_empty() {
             return None;
         }
-        let mut v = self.samples.clone();
-        let mid = v.len() / 2;
-        let (_, m, _) = v.select_nth_unstable(mid);
+        let mut v: Vec<Duration> = self.samples.iter().map(|s| s.d).collect();
+        let k = ((v.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
+        let (_, m, _) = v.select_nth_unstable(k);
         Some(*m)
+    }
+
+    fn median(&self) -> Option<Duration> {
+        self.quantile(0.5)
     }
 }
 
@@ -134,9 +151,9 @@ pub const NEAR_SHARE: f64 = 0.15;
 pub const MIN_RTT_FOR_VANTAGE: Duration = Duration::from_micros(50);
 
 impl RttSamples {
-    /// Add a sample of the half on `side`.
-    pub fn add(&mut self, side: Side, d: Duration, method: RttMethod) {
-        self.half[side.index()].add(d, method);
+    /// Add a sample of the half on `side`, taken at `at`.
+    pub fn add(&mut self, side: Side, at: Mark, d: Duration, method: RttMethod) {
+        self.half[side.index()].add(at, d, method);
     }
 
     /// Current estimate of the half on `side` (its minimum), if any.
@@ -184,11 +201,13 @@ mod tests {
         assert!(s.estimate().is_none());
         s.add(
             Side::Server,
+            Mark::default(),
             Duration::from_micros(25_663),
             RttMethod::Handshake,
         );
         s.add(
             Side::Client,
+            Mark::default(),
             Duration::from_micros(76),
             RttMethod::Handshake,
         );
@@ -198,9 +217,24 @@ mod tests {
         assert_eq!(e.method, RttMethod::Handshake);
 
         let mut m = RttSamples::default();
-        m.add(Side::Server, Duration::from_millis(10), RttMethod::DataAck);
-        m.add(Side::Client, Duration::from_millis(15), RttMethod::DataAck);
-        m.add(Side::Client, Duration::from_millis(55), RttMethod::DataAck);
+        m.add(
+            Side::Server,
+            Mark::default(),
+            Duration::from_millis(10),
+            RttMethod::DataAck,
+        );
+        m.add(
+            Side::Client,
+            Mark::default(),
+            Duration::from_millis(15),
+            RttMethod::DataAck,
+        );
+        m.add(
+            Side::Client,
+            Mark::default(),
+            Duration::from_millis(55),
+            RttMethod::DataAck,
+        );
         let e = m.estimate().unwrap();
         assert_eq!(e.vantage, Vantage::Middle);
         assert_eq!(e.median, Duration::from_millis(65));

@@ -136,6 +136,12 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for side in [Side::Client, Side::Server] {
         let h = &a.conn.half[side.index()];
+        // a timer backing off towards a dead peer is `rto-backoff`, not a
+        // loss that recovery repaired
+        let dark: Vec<u64> = super::rto_backoff::episodes(h)
+            .iter()
+            .map(|b| b.offset)
+            .collect();
         for (id, kind) in [
             (ID_FAST, RetxKind::FastRetransmit),
             (ID_TLP, RetxKind::TailLossProbe),
@@ -144,7 +150,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             let list: Vec<&Retransmission> = h
                 .retx
                 .iter()
-                .filter(|r| r.kind == kind && !r.spurious)
+                .filter(|r| r.kind == kind && !r.spurious && !dark.contains(&r.offset))
                 .collect();
             out.extend(finding(a, id, side, &list));
         }

@@ -12,7 +12,9 @@ pub mod hello_retry_request;
 pub mod large_tls_record;
 pub mod loss;
 pub mod nagle;
+pub mod queueing_delay;
 pub mod receive_window_limit;
+pub mod rto_backoff;
 pub mod sender_window_cap;
 pub mod slow_start;
 pub mod syn_retransmission;
@@ -20,6 +22,7 @@ pub mod tfo;
 pub mod think_time;
 pub mod tls12_full_handshake;
 pub mod tls_resumption;
+pub mod transfer_stall;
 pub(crate) mod util;
 pub mod zero_rtt;
 pub mod zero_window;
@@ -49,6 +52,9 @@ pub const DETECTORS: &[(&[&str], Detector)] = &[
         &[loss::ID_FAST, loss::ID_TLP, loss::ID_RTO, loss::ID_SPURIOUS],
         loss::detect,
     ),
+    (&[rto_backoff::ID], rto_backoff::detect),
+    (&[transfer_stall::ID], transfer_stall::detect),
+    (&[queueing_delay::ID], queueing_delay::detect),
     (&[zero_window::ID], zero_window::detect),
     (&[syn_retransmission::ID], syn_retransmission::detect),
     (&[capture_drops::ID], capture_drops::detect),

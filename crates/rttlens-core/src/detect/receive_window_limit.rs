@@ -21,6 +21,11 @@ const MIN_ROUNDS: usize = 2;
 /// See the module docs.
 pub fn detect(a: &Analysis) -> Vec<Finding> {
     let Some(t) = &a.transfer else { return vec![] };
+    // an RTT that rose under the transfer: the flight sits in a queue at
+    // the bottleneck, and no bigger window could help (queueing-delay says so)
+    if super::queueing_delay::queue(a).is_some() {
+        return vec![];
+    }
     let limited: Vec<_> = t.rounds_with(Limit::Rwnd).collect();
     if limited.len() < MIN_ROUNDS || !back_to_back(a, &t.rounds, &limited) {
         return vec![];

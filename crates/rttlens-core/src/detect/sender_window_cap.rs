@@ -16,6 +16,11 @@ pub const ID: &str = "sender-window-cap";
 /// See the module docs.
 pub fn detect(a: &Analysis) -> Vec<Finding> {
     let Some(t) = &a.transfer else { return vec![] };
+    // an RTT that rose under the transfer: the flight sits in a queue at
+    // the bottleneck, and no bigger window could help (queueing-delay says so)
+    if super::queueing_delay::queue(a).is_some() {
+        return vec![];
+    }
     let capped: Vec<_> = t.rounds_with(Limit::Sndbuf).collect();
     if capped.is_empty() || !back_to_back(a, &t.rounds, &capped) {
         return vec![];

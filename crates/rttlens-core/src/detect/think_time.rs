@@ -8,11 +8,22 @@
 //!   it (connection or TLS handshake done) − h_c.
 //!
 //! Neither is a network cost; both are reported so the network is not
-//! blamed for the application's time.
+//! blamed for the application's time. Neither is claimed against its own
+//! evidence (DESIGN.md §4 "Think time"):
+//!
+//! - if the server's pure ACK of the request came back as late as the
+//!   response (within a quarter of the think time, and delayed by at least
+//!   three quarters of it), the time went to the path or the server's
+//!   kernel, not the application: no `server-think-time`;
+//! - if the RTT samples of the same half vary by as much as the think time
+//!   (p90 − minimum, without the sample the response itself gave), the path's
+//!   swing explains it: not claimed.
 
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::rtt::Vantage;
 use crate::analysis::Analysis;
+use crate::side::Side;
+use crate::time::Duration;
 
 /// Finding id of server think time.
 pub const ID_SERVER: &str = "server-think-time";
@@ -36,6 +47,29 @@ fn confidence(a: &Analysis, think: crate::time::Duration) -> (Level, &'static st
     }
 }
 
+/// How much the path's half on `side` swung: the 90th percentile of its
+/// RTT samples less their minimum, leaving out the sample the response
+/// frame `exclude` gave (it holds the think time itself). Zero with fewer
+/// than [`SWING_MIN_SAMPLES`] samples.
+fn swing(a: &Analysis, side: Side, exclude: u64) -> Duration {
+    let h = &a.conn.rtt.half[side.index()];
+    let mut v: Vec<Duration> = h
+        .samples
+        .iter()
+        .filter(|s| s.at.frame != exclude)
+        .map(|s| s.d)
+        .collect();
+    if v.len() < SWING_MIN_SAMPLES {
+        return Duration::ZERO;
+    }
+    v.sort();
+    let p90 = v[(v.len() - 1) * 9 / 10];
+    p90 - v[0]
+}
+
+/// RTT samples of a half needed to judge its swing.
+pub const SWING_MIN_SAMPLES: usize = 5;
+
 /// See the module docs.
 pub fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -44,9 +78,27 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         // time the server's kernel held the answer (Nagle) is not think time
         let think =
             (r.ts - q.ts) - a.h_s() - a.held_by_nagle(crate::side::Side::Server, q.ts, r.ts);
-        let (level, why) = confidence(a, think);
+        let (mut level, mut why) = confidence(a, think);
+        let h_s = a.h_s();
+        let path_swing = swing(a, crate::side::Side::Server, r.frame);
+        // the server's TCP acknowledged the request before the response
+        let quick = a.conn.half[crate::side::Side::Client.index()]
+            .full_acks
+            .iter()
+            .find(|m| m.frame > q.frame && m.frame < r.frame)
+            .copied();
+        let ack_late = quick.map(|k| (k, (k.ts - q.ts) - h_s));
+        let ack_with_answer = ack_late.is_some_and(|(k, late)| {
+            late.nanos * 4 >= think.nanos * 3 && (r.ts - k.ts).nanos * 4 <= think.nanos
+        });
+        let quick_ack = Duration::from_millis(1).max(a.rtt_min / 4);
+        if ack_late.is_some_and(|(_, late)| late > quick_ack) {
+            level = level.min(Level::Medium);
+            why =
+                "the server's ACK of the request was late too: part of the time may be the path's";
+        }
         // runs on every connection: skip the strings when it will be dropped
-        let material = a.cost(think).is_material();
+        let material = a.cost(think).is_material() && think > path_swing && !ack_with_answer;
         if material {
             out.push(Finding {
             id: ID_SERVER,
@@ -55,12 +107,13 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             cost: a.cost(think),
             evidence: {
                 let mut e = vec![ev(q.frame, "last byte of the request")];
-                let quick = a.conn.half[crate::side::Side::Client.index()]
-                    .full_acks
-                    .iter()
-                    .find(|m| m.frame > q.frame && m.frame < r.frame);
-                if let Some(k) = quick {
-                    e.push(ev(k.frame, format!("the server's TCP acknowledged it {:.2} ms later: network and kernel were quick", (k.ts - q.ts).as_millis_f64())));
+                if let Some((k, late)) = ack_late {
+                    let what = if late <= quick_ack {
+                        format!("the server's TCP acknowledged it {:.2} ms later (h_s = {:.2} ms): network and kernel were quick", (k.ts - q.ts).as_millis_f64(), h_s.as_millis_f64())
+                    } else {
+                        format!("the server's TCP acknowledged it {:.2} ms later, {:.2} ms more than h_s: the path or the server's kernel was slow as well", (k.ts - q.ts).as_millis_f64(), late.as_millis_f64())
+                    };
+                    e.push(ev(k.frame, what));
                 }
                 e.push(
                 ev(r.frame, format!("first byte of the response, {:.1} ms later (h_s = {:.1} ms)", (r.ts - q.ts).as_millis_f64(), a.h_s().as_millis_f64())));

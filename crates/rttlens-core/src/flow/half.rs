@@ -420,6 +420,11 @@ impl Half {
         });
     }
 
+    /// Payload of the last segment that carried new data (bytes; 0 before any).
+    pub fn last_data_len(&self) -> u32 {
+        self.last_data.map_or(0, |d| d.2)
+    }
+
     /// Set the sequence number of stream offset 0 (ISN + 1) from a SYN.
     pub fn set_isn(&mut self, isn: SeqNumber) {
         self.isn = Some(isn);
@@ -542,7 +547,7 @@ impl Half {
                 self.unacked.pop_front();
             }
             if let Some(t) = sample {
-                rtt.add(self.side.peer(), at.ts - t, RttMethod::DataAck);
+                rtt.add(self.side.peer(), at, at.ts - t, RttMethod::DataAck);
             }
         }
         if advanced {
@@ -626,8 +631,8 @@ impl Half {
         self.ts_pos = (self.ts_pos + 1) % self.ts_ring.len();
     }
 
-    /// The peer echoed `tsecr` at `ts`: a sample of h_peer.
-    pub fn on_tsecr(&mut self, tsecr: u32, ts: Timestamp, rtt: &mut RttSamples) {
+    /// The peer echoed `tsecr` in the segment `at`: a sample of h_peer.
+    pub fn on_tsecr(&mut self, tsecr: u32, at: Mark, rtt: &mut RttSamples) {
         if self.last_tsecr == Some(tsecr) {
             return; // looked up already: only the first echo is a sample
         }
@@ -638,7 +643,7 @@ impl Half {
             .find(|(v, _, used)| *v == tsecr && !*used)
         {
             e.2 = true;
-            rtt.add(self.side.peer(), ts - e.1, RttMethod::Timestamps);
+            rtt.add(self.side.peer(), at, at.ts - e.1, RttMethod::Timestamps);
         }
     }
 

@@ -99,6 +99,8 @@ pub struct Conn {
     /// Packets each side sent, indexed by [`Side::index`] (one of them 0:
     /// the capture saw one direction only).
     pub segments: [u64; 2],
+    /// Each side's latest packet, indexed by [`Side::index`].
+    pub last_seen: [Option<Mark>; 2],
     /// Per direction, indexed by [`Side::index`] of the sender.
     pub half: [Half; 2],
     /// The client's SYN.
@@ -140,6 +142,7 @@ impl Conn {
             last: at,
             frames: 0,
             segments: [0; 2],
+            last_seen: [None; 2],
             half: [Half::new(Side::Client), Half::new(Side::Server)],
             syn: None,
             syn_ack: None,
@@ -172,6 +175,7 @@ impl Conn {
         let s = side.index();
         let p = side.peer().index();
         self.segments[s] += 1;
+        self.last_seen[s] = Some(at);
         let flags = seg.flags;
         let is_syn = flags.contains(TcpFlags::SYN);
         let is_ack = flags.contains(TcpFlags::ACK);
@@ -183,7 +187,7 @@ impl Conn {
                     self.handshake_ack = Some(at);
                     if sa.count == 1 {
                         self.rtt
-                            .add(Side::Client, at.ts - sa.last.ts, RttMethod::Handshake);
+                            .add(Side::Client, at, at.ts - sa.last.ts, RttMethod::Handshake);
                     }
                 }
             }
@@ -215,7 +219,7 @@ impl Conn {
         if let Some((tsval, tsecr)) = seg.options.timestamps {
             self.half[s].note_tsval(tsval, at.ts);
             if is_ack && tsecr != 0 {
-                self.half[p].on_tsecr(tsecr, at.ts, &mut self.rtt);
+                self.half[p].on_tsecr(tsecr, at, &mut self.rtt);
             }
         }
         if seg.payload_len > 0 && is_syn && side == Side::Client {
@@ -294,7 +298,7 @@ impl Conn {
         if side == Side::Server {
             if let Some(syn) = self.syn {
                 self.rtt
-                    .add(Side::Server, at.ts - syn.last.ts, RttMethod::Handshake);
+                    .add(Side::Server, at, at.ts - syn.last.ts, RttMethod::Handshake);
             }
             // TFO: the SYN-ACK acknowledges the SYN's data only if the server took it
             if let Some(d) = self.syn_data.take() {

@@ -1,0 +1,168 @@
+//! `queueing-delay`: the connection's RTT samples rise well above their
+//! early level while data is in flight, and stay up: packets wait in a
+//! queue at a bottleneck (bufferbloat, a congested or shaped hop).
+//!
+//! The test is a rise *over time*, not a spread: random jitter spreads the
+//! samples around the same level from first to last, queueing that the
+//! transfer builds (or meets) lifts the later samples above the early ones
+//! (Sundaresan et al., "TCP Congestion Signatures", IMC 2017: a flow that
+//! fills its own bottleneck queue shows its RTT growing with its flight).
+//! Samples are the far half's (h_s from a client capture, h_c from a server
+//! capture: data/ACK pairs and timestamp echoes) plus the near half's
+//! minimum.
+//!
+//! When the RTT rises like this, a flat flight is the bottleneck's rate
+//! times the inflated RTT: a bigger window would only queue more, so the
+//! window findings (`sender-window-cap`, `receive-window-limit`) are not
+//! reported alongside it (see [`queue`]).
+
+use super::finding::{conf, ev, Finding, Level};
+use crate::analysis::rtt::RttSample;
+use crate::analysis::Analysis;
+use crate::side::Side;
+use crate::time::Duration;
+
+/// Finding id.
+pub const ID: &str = "queueing-delay";
+
+/// Samples needed to judge a trend.
+pub const MIN_SAMPLES: usize = 12;
+
+/// The later samples' median must exceed the early ones' by this share of
+/// the baseline RTT …
+pub const RISE_SHARE: f64 = 0.5;
+
+/// … and by at least this much (timer and scheduling noise).
+pub const RISE_MIN: Duration = Duration::from_millis(5);
+
+/// What the samples show: the early and late RTT levels.
+#[derive(Debug, Clone, Copy)]
+pub struct Queue {
+    /// Median RTT of the first quarter of the samples (at least 3).
+    pub early: Duration,
+    /// Median RTT of the second half of the samples.
+    pub late: Duration,
+    /// The sample with the highest RTT.
+    pub peak: RttSample,
+    /// The first sample.
+    pub first: RttSample,
+    /// The median sample of the second half.
+    pub late_sample: RttSample,
+    /// Samples judged.
+    pub samples: usize,
+    /// The near half's minimum, added to each far sample.
+    pub near: Duration,
+}
+
+fn median(v: &[RttSample]) -> Option<RttSample> {
+    let mut s = v.to_vec();
+    if s.is_empty() {
+        return None;
+    }
+    let mid = s.len() / 2;
+    s.select_nth_unstable_by_key(mid, |x| x.d);
+    Some(s[mid])
+}
+
+/// The rise of the connection's RTT, if it is one (see the module docs).
+pub fn queue(a: &Analysis) -> Option<Queue> {
+    let r = a.rtt?;
+    let (far, near) = if r.h_s >= r.h_c {
+        (Side::Server, r.h_c)
+    } else {
+        (Side::Client, r.h_s)
+    };
+    let s = &a.conn.rtt.half[far.index()].samples;
+    if s.len() < MIN_SAMPLES {
+        return None;
+    }
+    let early = median(&s[..(s.len() / 4).max(3)])?;
+    let late = median(&s[s.len() / 2..])?;
+    let peak = *s.iter().max_by_key(|x| x.d)?;
+    let q = Queue {
+        early: early.d + near,
+        late: late.d + near,
+        peak,
+        first: s[0],
+        late_sample: late,
+        samples: s.len(),
+        near,
+    };
+    let base = a.rtt_min;
+    let rise = RISE_MIN.max(Duration::from_nanos(
+        (base.nanos as f64 * RISE_SHARE) as i64,
+    ));
+    let risen =
+        q.late >= q.early + rise && q.late.nanos as f64 >= (1.0 + RISE_SHARE) * base.nanos as f64;
+    risen.then_some(q)
+}
+
+/// See the module docs.
+pub fn detect(a: &Analysis) -> Vec<Finding> {
+    let Some(q) = queue(a) else { return vec![] };
+    let base = a.rtt_min;
+    let extra = q.late - base;
+    let ms = |d: Duration| d.as_millis_f64();
+    let mut evidence = vec![
+        ev(
+            q.first.at.frame,
+            format!("first RTT sample: {:.1} ms (minimum {:.1} ms)", ms(q.first.d + q.near), ms(base)),
+        ),
+        ev(
+            q.late_sample.at.frame,
+            format!(
+                "later in the transfer: {:.1} ms, {:.1} ms above the minimum (median of the later samples)",
+                ms(q.late),
+                ms(extra)
+            ),
+        ),
+        ev(
+            q.peak.at.frame,
+            format!("highest: {:.1} ms", ms(q.peak.d + q.near)),
+        ),
+    ];
+    evidence.sort_by_key(|e| e.frame);
+    evidence.dedup_by_key(|e| e.frame);
+    let mut title = format!(
+        "RTT rose from {:.1} ms to {:.1} ms while data was in flight: packets waited {:.1} ms in a queue on the path",
+        ms(q.early),
+        ms(q.late),
+        ms(extra)
+    );
+    if let Some(t) = a.transfer.as_ref().filter(|t| t.bytes_per_sec > 0.0) {
+        let queued = t.bytes_per_sec * extra.as_secs_f64();
+        title.push_str(&format!(
+            "; the bottleneck delivered {:.2} Mbit/s with about {:.0} kB queued in front of it",
+            t.bytes_per_sec * 8.0 / 1e6,
+            queued / 1e3
+        ));
+    }
+    let level = if q.samples >= 4 * MIN_SAMPLES && q.late.nanos >= 2 * base.nanos {
+        Level::High
+    } else {
+        Level::Medium
+    };
+    vec![Finding {
+        id: ID,
+        connection: a.conn.index,
+        title,
+        cost: a.cost(extra),
+        evidence,
+        confidence: conf(
+            level,
+            format!(
+                "{} RTT samples: the later half's median {:.1} ms against {:.1} ms early on; random jitter does not rise over time",
+                q.samples,
+                ms(q.late),
+                ms(q.early)
+            ),
+        ),
+        fix: "Queueing at the bottleneck (bufferbloat): a bigger window or buffer cannot help, the link is full. Give the bottleneck an AQM (`tc qdisc replace dev <dev> root fq_codel`, or `cake bandwidth <rate>` on a shaped link), pace and use a delay-based congestion control on the sender (`net.core.default_qdisc=fq`, `net.ipv4.tcp_congestion_control=bbr`), shrink oversized device queues (`txqueuelen`, BQL), and keep unsent data out of the socket (`net.ipv4.tcp_notsent_lowat=131072`).".to_string(),
+        references: vec![
+            "RFC 8289 (CoDel)",
+            "RFC 8290 (fq_codel)",
+            "Sundaresan et al., TCP Congestion Signatures, IMC 2017",
+            "Linux sch_fq_codel, sch_cake, tcp_bbr.c",
+        ],
+    }]
+}

@@ -1,0 +1,183 @@
+//! `rto-backoff`: the same bytes sent again and again with growing gaps and
+//! no ACK ever coming back for them: a retransmission timer backing off
+//! towards a dead, unreachable or black-holed peer (RFC 6298 §5.5: the RTO
+//! doubles after each expiry; Linux `tcp_retransmit_timer()` gives up after
+//! `net.ipv4.tcp_retries2` tries, ~15 by default, or `TCP_USER_TIMEOUT`).
+//!
+//! Unlike `rto` (a timeout that repaired a loss, after which ACKs resumed),
+//! nothing here was repaired within the capture: the whole time from the
+//! first transmission to the last attempt (and on to the give-up, when the
+//! sender reset the connection) is lost. Needs no RTT: the timer gaps and
+//! the missing ACKs are the proof, so it works on captures without the
+//! handshake or with one direction only.
+
+use super::finding::{conf, ev, Finding, Level};
+use crate::analysis::Analysis;
+use crate::flow::half::{Half, Retransmission};
+use crate::side::{Mark, Side};
+use crate::time::Duration;
+
+/// Finding id.
+pub const ID: &str = "rto-backoff";
+
+/// Retransmissions of the same bytes needed (3 transmissions in all).
+pub const MIN_RETRANSMISSIONS: usize = 2;
+
+/// Smallest gap between attempts that a retransmission timer leaves: Linux's
+/// `TCP_RTO_MIN` (200 ms, include/net/tcp.h) less timing noise.
+pub const MIN_GAP: Duration = Duration::from_millis(150);
+
+/// One backoff episode: the attempts at one stream offset.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    /// Stream offset of the bytes retried.
+    pub offset: u64,
+    /// Every transmission: the original (when the capture saw it) then each
+    /// retransmission.
+    pub attempts: Vec<Mark>,
+    /// The capture saw the original transmission (`attempts[0]`).
+    pub original: bool,
+}
+
+impl Backoff {
+    /// Gaps between successive attempts.
+    pub fn gaps(&self) -> Vec<Duration> {
+        self.attempts
+            .windows(2)
+            .map(|w| w[1].ts - w[0].ts)
+            .collect()
+    }
+
+    /// Median ratio of successive gaps (2.0 for RFC 6298 doubling).
+    pub fn factor(&self) -> f64 {
+        let g = self.gaps();
+        let mut r: Vec<f64> = g
+            .windows(2)
+            .filter(|w| w[0].nanos > 0)
+            .map(|w| w[1].nanos as f64 / w[0].nanos as f64)
+            .collect();
+        if r.is_empty() {
+            return 1.0;
+        }
+        r.sort_by(f64::total_cmp);
+        r[r.len() / 2]
+    }
+}
+
+/// The backoff episodes of `half`: an offset retransmitted at least
+/// [`MIN_RETRANSMISSIONS`] times, every gap at least [`MIN_GAP`] and none
+/// shorter than the one before (a timer backing off, not fast recovery),
+/// and never acknowledged within the capture.
+pub fn episodes(half: &Half) -> Vec<Backoff> {
+    let mut by_offset: Vec<(u64, Vec<&Retransmission>)> = Vec::new();
+    for r in &half.retx {
+        // acknowledged later: the loss was repaired (an `rto`, not this)
+        if half.acked > r.offset {
+            continue;
+        }
+        match by_offset.iter_mut().find(|(o, _)| *o == r.offset) {
+            Some((_, v)) => v.push(r),
+            None => by_offset.push((r.offset, vec![r])),
+        }
+    }
+    let mut out = Vec::new();
+    for (offset, list) in by_offset {
+        if list.len() < MIN_RETRANSMISSIONS {
+            continue;
+        }
+        let mut attempts: Vec<Mark> = list[0].original.into_iter().collect();
+        attempts.extend(list.iter().map(|r| r.at));
+        let b = Backoff {
+            offset,
+            attempts,
+            original: list[0].original.is_some(),
+        };
+        let gaps = b.gaps();
+        let timer = gaps.iter().all(|g| *g >= MIN_GAP);
+        // a timer never fires sooner than the time before (RFC 6298 §5.5);
+        // allow 10 % of jitter on the wake-ups
+        let backing_off = gaps.windows(2).all(|w| w[1].nanos * 10 >= w[0].nanos * 9);
+        if timer && backing_off {
+            out.push(b);
+        }
+    }
+    out
+}
+
+/// See the module docs.
+pub fn detect(a: &Analysis) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for side in [Side::Client, Side::Server] {
+        let h = &a.conn.half[side.index()];
+        let Some(b) = episodes(h).into_iter().next() else {
+            continue;
+        };
+        let (first, last) = (b.attempts[0], b.attempts[b.attempts.len() - 1]);
+        // what ended it: the sender giving up (its RST), the peer's reset,
+        // or the end of the capture
+        let (end, ended) = match a.conn.rst {
+            Some((who, m)) if m.ts >= last.ts => (
+                m,
+                if who == side {
+                    format!("the {} gave up and reset the connection", side.as_str())
+                } else {
+                    format!("the {} reset the connection", who.as_str())
+                },
+            ),
+            _ => (last, "the capture ends with no ACK for them".to_string()),
+        };
+        let lost = end.ts - first.ts;
+        let retries = b.attempts.len() - usize::from(b.original);
+        let mut evidence: Vec<_> = Vec::new();
+        let mut prev: Option<Mark> = None;
+        for (i, m) in b.attempts.iter().enumerate() {
+            let what = match (i, prev) {
+                (0, _) if b.original => {
+                    format!("first transmission of the bytes at offset {}", b.offset)
+                }
+                (_, Some(p)) => format!(
+                    "attempt {}: {:.0} ms after the previous one",
+                    i + 1,
+                    (m.ts - p.ts).as_millis_f64()
+                ),
+                (_, None) => format!("attempt {} (the original was not captured)", i + 1),
+            };
+            evidence.push(ev(m.frame, what));
+            prev = Some(*m);
+        }
+        if end.frame != last.frame {
+            evidence.push(ev(end.frame, ended.clone()));
+        }
+        let factor = b.factor();
+        let peer = side.peer().as_str();
+        out.push(Finding {
+            id: ID,
+            connection: a.conn.index,
+            title: format!(
+                "the {} sent the same bytes {} times over {:.1} s with the timer backing off ×{factor:.1}, and no ACK came back: the {peer} or the path went dark; {ended}",
+                side.as_str(),
+                b.attempts.len(),
+                lost.as_secs_f64(),
+            ),
+            cost: a.cost(lost),
+            evidence,
+            confidence: conf(
+                Level::High,
+                format!(
+                    "{retries} retransmissions of offset {}, gaps ≥ {} ms and growing, never acknowledged",
+                    b.offset,
+                    MIN_GAP.as_millis_f64()
+                ),
+            ),
+            fix: format!(
+                "Find out why the {peer} stopped answering: a host down or restarted without a RST, a firewall/NAT/load balancer that dropped the flow's state (idle timeouts), a route or MTU black hole (try `ping -M do -s 1472`; enable `net.ipv4.tcp_mtu_probing=1`). To fail faster, bound the wait: `TCP_USER_TIMEOUT` on the socket, a lower `net.ipv4.tcp_retries2`, or application timeouts (nginx `proxy_read_timeout`, `send_timeout`)."
+            ),
+            references: vec![
+                "RFC 6298 §5.5 (backoff)",
+                "RFC 5482 (TCP_USER_TIMEOUT)",
+                "Linux tcp_retransmit_timer(), tcp_write_timeout(), net.ipv4.tcp_retries2",
+            ],
+        });
+    }
+    out
+}
