@@ -27,6 +27,10 @@ pub struct Quality {
     pub reader_notes: BTreeMap<String, u64>,
     /// Segments of connections already closed and handed on (ignored).
     pub late_segments: u64,
+    /// Data segments larger than their sender's MSS: the capture was taken
+    /// on an end host with TSO/GSO/GRO offload (not an error: the analysis
+    /// counts bytes, so rounds and flight stay right).
+    pub oversized_segments: u64,
 }
 
 impl Quality {
@@ -38,6 +42,7 @@ impl Quality {
             && self.truncated.is_none()
             && self.reader_notes.values().all(|n| *n == 0)
             && self.late_segments == 0
+            && self.oversized_segments == 0
     }
 }
 
@@ -88,8 +93,10 @@ pub fn run(
     let mut last = Timestamp::default();
     let mut connections = 0u64;
     let mut findings_by_id: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut oversized = 0u64;
     let mut finish = |conn: Box<Conn>, start: Timestamp| {
         connections += 1;
+        oversized += conn.half[0].oversized + conn.half[1].oversized;
         let a = analysis::analyze(conn);
         let findings = detect::run_all(&a);
         for f in &findings {
@@ -146,6 +153,7 @@ pub fn run(
     sum.duration_s = (last - start).as_secs_f64();
     sum.connections = connections;
     sum.findings_by_id = findings_by_id;
+    sum.quality.oversized_segments = oversized;
     let n = reader.notes();
     let notes = [
         // frames cut by snaplen: counted above per TCP segment (`snaplen_cut`)

@@ -205,3 +205,57 @@ fn one_direction_says_what_it_cannot_see() {
         );
     }
 }
+
+/// `tcpdump -s 96`: every record cut to 96 bytes (IPv6 SYNs lose the end
+/// of their options). The TCP analysis is complete — handshake, window
+/// scale, RTT, rounds — and TLS is said to be unknown, not guessed.
+#[test]
+fn snaplen_cut_keeps_tcp_and_guesses_no_tls() {
+    const SNAPLEN: usize = 96;
+    for name in ALL {
+        let file = capture(name);
+        let full = analyze(file.clone());
+        let (hdr, recs) = records(&file);
+        let mut out = hdr.to_vec();
+        for r in recs {
+            let data = &r[16..];
+            let keep = data.len().min(SNAPLEN);
+            out.extend_from_slice(&r[..8]);
+            out.extend_from_slice(&(keep as u32).to_le_bytes());
+            out.extend_from_slice(&r[12..16]);
+            out.extend_from_slice(&data[..keep]);
+        }
+        let cut = analyze(out);
+        assert_eq!(cut.frames, full.frames, "{name}: every segment decoded");
+        assert!(cut.tls.is_none(), "{name}: no TLS guessed");
+        assert!(
+            cut.ladder.iter().any(|p| p.name == "connect"),
+            "{name}: the handshake is still timed"
+        );
+        assert!(
+            cut.ladder
+                .iter()
+                .all(|p| p.name != "request" && p.name != "tls"),
+            "{name}: no request or TLS phase from cut payloads: {:?}",
+            cut.ladder.iter().map(|p| p.name).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            cut.tcp.mss_option, full.tcp.mss_option,
+            "{name}: SYN options read from the cut header"
+        );
+        let (rf, rc) = (full.rtt.as_ref().unwrap(), cut.rtt.as_ref().unwrap());
+        assert!(
+            (rc.min_ms - rf.min_ms).abs() <= 0.05 * rf.min_ms,
+            "{name}: RTT"
+        );
+        assert!(
+            cut.notes.iter().any(|n| n.contains("snapshot length")),
+            "{name}: {:?}",
+            cut.notes
+        );
+        let full_ids = ids(&full);
+        for id in ids(&cut) {
+            assert!(full_ids.contains(&id), "{name}: {id} only when cut");
+        }
+    }
+}

@@ -304,6 +304,12 @@ impl Renderer for TextRenderer {
                     q.late_segments
                 ));
             }
+            if q.oversized_segments > 0 {
+                parts.push(format!(
+                    "{} segments larger than the MSS (TSO/GSO/GRO offload at the capture point)",
+                    q.oversized_segments
+                ));
+            }
             if let Some(t) = &q.truncated {
                 parts.push(format!("file breaks off: {t}"));
             }

@@ -300,8 +300,9 @@ pub fn analyze(mut conn: Box<Conn>) -> Analysis {
         mss[sender.index()],
         rtt_min,
     );
-    if coverage.mid_stream || coverage.only.is_some() {
-        // the first round seen is not the sender's first
+    if coverage.mid_stream || coverage.only.is_some() || conn.payload_cut > 0 {
+        // the first round seen is not the sender's first (or, with the
+        // payloads cut, may be a TLS handshake flight rather than data)
         if let Some(t) = &mut transfer {
             t.initial_window = None;
         }
@@ -343,6 +344,21 @@ fn coverage_notes(conn: &Conn, coverage: Coverage, rtt_known: bool) -> Vec<Strin
                 .to_string(),
         );
     }
+    let oversized = conn.half[0].oversized + conn.half[1].oversized;
+    if oversized > 0 {
+        notes.push(format!(
+            "{oversized} segments larger than the MSS: captured on an end host with \
+             segmentation/receive offload (TSO/GSO/GRO); they are counted by bytes, as the \
+             segments they stand for"
+        ));
+    }
+    if conn.payload_cut > 0 {
+        notes.push(format!(
+            "{} data segments cut by the snapshot length: TLS and HTTP unknown (not guessed), \
+             the TCP analysis is complete",
+            conn.payload_cut
+        ));
+    }
     if coverage.mid_stream {
         notes.push(
             "capture started mid-connection (no SYN): connect, TLS and the first request \
@@ -383,7 +399,9 @@ fn coverage_notes(conn: &Conn, coverage: Coverage, rtt_known: bool) -> Vec<Strin
 fn tcp_timeline(conn: &Conn) -> AppTimeline {
     let c = &conn.half[0];
     let s = &conn.half[1];
-    let request_first = c.first_data;
+    // payloads cut by the snapshot length: the first data may be a TLS
+    // handshake or anything else, so no request is named
+    let request_first = c.first_data.filter(|_| conn.payload_cut == 0);
     let response_first = match (request_first, s.first_data) {
         (Some(q), Some(r)) if r.frame > q.frame => Some(r),
         (None, r) => r,

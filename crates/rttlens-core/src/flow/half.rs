@@ -258,6 +258,11 @@ pub struct Half {
     pub data_segments: u64,
     /// Largest payload seen (bytes).
     pub max_payload: u32,
+    /// Data segments larger than the MSS: the capture was taken on an end
+    /// host with TSO/GSO (sent) or GRO (received) offload, which hands the
+    /// capture one large segment for several on the wire. Counted only when
+    /// the MSS is known from the SYNs.
+    pub oversized: u64,
     /// Retransmissions (first [`MAX_RETX_KEPT`]).
     pub retx: Vec<Retransmission>,
     /// Retransmissions in total.
@@ -362,6 +367,7 @@ impl Half {
             bytes_sent: 0,
             data_segments: 0,
             max_payload: 0,
+            oversized: 0,
             retx: Vec::new(),
             retx_count: 0,
             out_of_order: 0,
@@ -670,6 +676,9 @@ impl Half {
         self.bytes_sent += len as u64;
         self.data_segments += 1;
         self.max_payload = self.max_payload.max(len);
+        if self.mss > 0 && u64::from(len) > self.mss {
+            self.oversized += 1;
+        }
         self.first_data.get_or_insert(at);
         let silence = self
             .last_send

@@ -101,6 +101,9 @@ pub struct Conn {
     pub segments: [u64; 2],
     /// Each side's latest packet, indexed by [`Side::index`].
     pub last_seen: [Option<Mark>; 2],
+    /// Data segments whose payload the snapshot length cut: the byte
+    /// stream has holes, TLS and HTTP cannot be read.
+    pub payload_cut: u64,
     /// Per direction, indexed by [`Side::index`] of the sender.
     pub half: [Half; 2],
     /// The client's SYN.
@@ -143,6 +146,7 @@ impl Conn {
             frames: 0,
             segments: [0; 2],
             last_seen: [None; 2],
+            payload_cut: 0,
             half: [Half::new(Side::Client), Half::new(Side::Server)],
             syn: None,
             syn_ack: None,
@@ -176,6 +180,9 @@ impl Conn {
         let p = side.peer().index();
         self.segments[s] += 1;
         self.last_seen[s] = Some(at);
+        if (seg.payload.len() as u64) < u64::from(seg.payload_len) {
+            self.payload_cut += 1;
+        }
         let flags = seg.flags;
         let is_syn = flags.contains(TcpFlags::SYN);
         let is_ack = flags.contains(TcpFlags::ACK);

@@ -255,6 +255,40 @@ impl TcpOptions {
     }
 }
 
+/// The fixed header of a segment whose options the snapshot length cut:
+/// etherparse's `TcpHeaderSlice` needs the whole header, so the 20 fixed
+/// bytes (RFC 9293 §3.1) are read here. `None` when the header is not cut
+/// inside its options (the common paths go through etherparse).
+fn parse_cut_header<'a>(datagram: &Datagram<'a>) -> Option<TcpSegment<'a>> {
+    let b = datagram.payload;
+    let fixed: &[u8; 20] = b.get(..20)?.try_into().ok()?;
+    let header_len = usize::from(fixed[12] >> 4) * 4;
+    if header_len < 20 || b.len() >= header_len || header_len > datagram.payload_len {
+        return None;
+    }
+    let u16_at = |i: usize| u16::from_be_bytes([fixed[i], fixed[i + 1]]);
+    let u32_at =
+        |i: usize| u32::from_be_bytes([fixed[i], fixed[i + 1], fixed[i + 2], fixed[i + 3]]);
+    let flags = TcpFlags((u16::from(fixed[12] & 0x01) << 8) | u16::from(fixed[13]));
+    if flags.contains(TcpFlags::SYN | TcpFlags::FIN) {
+        return None;
+    }
+    Some(TcpSegment {
+        src: datagram.src,
+        dst: datagram.dst,
+        src_port: u16_at(0),
+        dst_port: u16_at(2),
+        seq: SeqNumber(u32_at(4)),
+        ack: SeqNumber(u32_at(8)),
+        flags,
+        window: u16_at(14),
+        // the options that fit; one cut in the middle is left out
+        options: TcpOptions::parse(&b[20..]),
+        payload: &[],
+        payload_len: u32::try_from(datagram.payload_len - header_len).unwrap_or(u32::MAX),
+    })
+}
+
 /// A Fast Open option whose cookie is `cookie`: empty is a cookie request
 /// (DESIGN.md §4: "length 2 = cookie request, longer = cookie").
 fn fast_open(cookie: &[u8], experimental: bool) -> FastOpen {
@@ -272,10 +306,18 @@ fn fast_open(cookie: &[u8], experimental: bool) -> FastOpen {
 ///
 /// # Errors
 ///
-/// [`DecodeError::Truncated`] when the captured bytes end inside the TCP
-/// header; [`DecodeError::Malformed`] when the data offset is below 5, the
-/// header runs past the IP length, or SYN and FIN are both set.
+/// [`DecodeError::Truncated`] when the captured bytes end inside the fixed
+/// 20-byte TCP header; [`DecodeError::Malformed`] when the data offset is
+/// below 5, the header runs past the IP length, or SYN and FIN are both set.
+/// A header cut inside its options by the snapshot length (`tcpdump -s 96`
+/// and an IPv6 SYN with its options) is read as far as it goes: the fixed
+/// fields in full, the options that fit, no payload.
 pub fn parse_segment<'a>(datagram: &Datagram<'a>) -> Result<TcpSegment<'a>, DecodeError> {
+    if !datagram.is_complete() {
+        if let Some(seg) = parse_cut_header(datagram) {
+            return Ok(seg);
+        }
+    }
     let header = TcpHeaderSlice::from_slice(datagram.payload).map_err(|e| match e {
         tcp_err::HeaderSliceError::Len(_) if datagram.is_complete() => DecodeError::Malformed {
             layer: "TCP",
