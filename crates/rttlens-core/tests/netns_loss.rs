@@ -17,6 +17,7 @@
 mod support;
 
 use std::ops::{Range, RangeInclusive};
+use std::path::PathBuf;
 
 use rttlens_core::detect::Finding;
 use support::{
@@ -634,4 +635,135 @@ fn capture_drops_from_a_deleted_segment() {
             h.conn().findings
         );
     }
+}
+
+/// Download `file` from nginx with the client giving up after `max_time_s`
+/// and return the client's and the server's captures (the transfer is
+/// meant to die: curl must fail).
+fn doomed_download(lab: &mut Lab, max_time_s: u32) -> [PathBuf; 2] {
+    let caps = lab.capture_both();
+    let url = format!("http://{SERVER_IP}/data.bin");
+    let max = max_time_s.to_string();
+    let out = lab.run_in(
+        Host::Client,
+        "curl",
+        &["-sS", "-o", "/dev/null", "--max-time", &max, &url],
+    );
+    assert!(!out.status.success(), "the download must not complete");
+    lab.stop_both(caps)
+}
+
+/// A black hole for one segment: every transmission of the marked segment
+/// is dropped at the client (after its capture point), so the server
+/// retransmits it with its timer backing off until curl gives up after 5 s
+/// and resets. Both captures see every attempt; none is ever acknowledged:
+/// `rto-backoff`, citing each attempt, and not `rto`/`tail-loss-probe`.
+#[test]
+fn black_holed_segment_is_an_rto_backoff() {
+    let mut lab = Lab::new("black_hole");
+    let mut file = body(2 << 20);
+    file[256 << 10..(256 << 10) + MSS + 8].fill(MARK);
+    lab.nginx(&[("data.bin", file)]);
+    let mark = format!("0x{}", format!("{MARK:02x}").repeat(8));
+    lab.nft(
+        Host::Client,
+        &format!(
+            "table inet lab {{\n  chain input {{\n    type filter hook input priority 0; policy accept;\n    \
+             tcp sport {NGINX_PORT} @ih,0,64 {mark} counter drop\n  }}\n}}\n"
+        ),
+    );
+    for a in analyze_both(&doomed_download(&mut lab, 5)) {
+        let marked = marked_transmissions(&a.packets, NGINX_PORT);
+        let attempts = marked
+            .iter()
+            .max_by_key(|t| t.len())
+            .expect("the marked segment was sent");
+        assert!(
+            attempts.len() >= 5,
+            "{}: fixture: the server should have retried the marked segment (0.2, 0.4, 0.8, 1.6 s …): {} transmissions",
+            a.name(),
+            attempts.len()
+        );
+        let f = a.finding("rto-backoff");
+        println!("{}: {} ({:?})", a.name(), f.title, f.cost);
+        // every retransmission is cited, in order
+        for t in &attempts[1..] {
+            assert!(
+                has_frame(f, t.frame),
+                "{}: rto-backoff cites attempt at frame {}: {:#?}",
+                a.name(),
+                t.frame,
+                f.evidence
+            );
+        }
+        let lost = (attempts[attempts.len() - 1].ts - attempts[0].ts) * 1000.0;
+        assert!(
+            f.cost.ms >= lost - 1.0,
+            "{}: cost {:?} covers first → last attempt ({lost:.1} ms)",
+            a.name(),
+            f.cost
+        );
+        assert!(
+            f.title.contains("×2.0") || f.title.contains("×1.9") || f.title.contains("×2.1"),
+            "{}: the timer doubles: {}",
+            a.name(),
+            f.title
+        );
+        for id in ["rto", "tail-loss-probe"] {
+            assert!(
+                !a.ids().contains(&id),
+                "{}: the backoff is not also {id}: {:?}",
+                a.name(),
+                a.ids()
+            );
+        }
+    }
+}
+
+/// The receiver's view of a dead path: the server's packets stop reaching
+/// the client mid-transfer (dropped at the server's egress, before either
+/// capture sees them) from the marked segment on. The client has
+/// acknowledged everything it got and its window is open; after 3 s curl
+/// gives up. The client's capture: `transfer-stall`, ended by the client.
+#[test]
+fn dead_path_is_a_transfer_stall_at_the_receiver() {
+    let mut lab = Lab::new("dead_path");
+    let mut file = body(2 << 20);
+    // a wide mark: the server's output hook sees GSO super-segments, one
+    // of which must start inside it
+    file[256 << 10..512 << 10].fill(MARK);
+    lab.nginx(&[("data.bin", file)]);
+    let mark = format!("0x{}", format!("{MARK:02x}").repeat(8));
+    lab.nft(
+        Host::Server,
+        &format!(
+            "table inet lab {{\n  set dead {{ typeof tcp dport; flags dynamic; size 16; }}\n  \
+             chain output {{\n    type filter hook output priority 0; policy accept;\n    \
+             tcp sport {NGINX_PORT} @ih,0,64 {mark} add @dead {{ tcp dport }} counter drop\n    \
+             tcp sport {NGINX_PORT} tcp dport @dead counter drop\n  }}\n}}\n"
+        ),
+    );
+    // the server's capture holds what the client's never saw
+    let [client, _] = doomed_download(&mut lab, 3);
+    let client = analyze(&client);
+    let f = client.finding("transfer-stall");
+    println!("{}: {} ({:?})", client.name(), f.title, f.cost);
+    assert!(
+        f.cost.ms >= 2_000.0,
+        "{}: the stall lasts until curl gives up (~3 s): {:?}",
+        client.name(),
+        f.cost
+    );
+    assert!(
+        f.title.contains("client"),
+        "{}: names who gave up: {}",
+        client.name(),
+        f.title
+    );
+    assert!(
+        !client.ids().iter().any(|id| LOSS.contains(id)),
+        "{}: nothing was seen retransmitted: {:?}",
+        client.name(),
+        client.ids()
+    );
 }

@@ -20,8 +20,9 @@ use crate::time::Duration;
 /// Finding id.
 pub const ID: &str = "rto-backoff";
 
-/// Retransmissions of the same bytes needed (3 transmissions in all).
-pub const MIN_RETRANSMISSIONS: usize = 2;
+/// Retransmissions of the same bytes needed: the first may come from fast
+/// recovery or a probe, the two timer gaps after it show the backoff.
+pub const MIN_RETRANSMISSIONS: usize = 3;
 
 /// Smallest gap between attempts that a retransmission timer leaves: Linux's
 /// `TCP_RTO_MIN` (200 ms, include/net/tcp.h) less timing noise.
@@ -37,6 +38,10 @@ pub struct Backoff {
     pub attempts: Vec<Mark>,
     /// The capture saw the original transmission (`attempts[0]`).
     pub original: bool,
+    /// Index in `attempts` of the first timer-driven retransmission: the
+    /// backoff runs from there to the last attempt (earlier ones may be
+    /// fast retransmissions or a probe).
+    pub timer_from: usize,
 }
 
 impl Backoff {
@@ -48,9 +53,16 @@ impl Backoff {
             .collect()
     }
 
-    /// Median ratio of successive gaps (2.0 for RFC 6298 doubling).
+    /// Gaps between the timer-driven retransmissions.
+    pub fn timer_gaps(&self) -> Vec<Duration> {
+        let mut g = self.gaps();
+        g.drain(..self.timer_from.min(g.len()));
+        g
+    }
+
+    /// Median ratio of successive timer gaps (2.0 for RFC 6298 doubling).
     pub fn factor(&self) -> f64 {
-        let g = self.gaps();
+        let g = self.timer_gaps();
         let mut r: Vec<f64> = g
             .windows(2)
             .filter(|w| w[0].nanos > 0)
@@ -65,9 +77,10 @@ impl Backoff {
 }
 
 /// The backoff episodes of `half`: an offset retransmitted at least
-/// [`MIN_RETRANSMISSIONS`] times, every gap at least [`MIN_GAP`] and none
-/// shorter than the one before (a timer backing off, not fast recovery),
-/// and never acknowledged within the capture.
+/// [`MIN_RETRANSMISSIONS`] times, every gap between retransmissions at
+/// least [`MIN_GAP`] and none shorter than the one before (a timer backing
+/// off; the first retransmission may have been fast), and never
+/// acknowledged within the capture.
 pub fn episodes(half: &Half) -> Vec<Backoff> {
     let mut by_offset: Vec<(u64, Vec<&Retransmission>)> = Vec::new();
     for r in &half.retx {
@@ -87,18 +100,29 @@ pub fn episodes(half: &Half) -> Vec<Backoff> {
         }
         let mut attempts: Vec<Mark> = list[0].original.into_iter().collect();
         attempts.extend(list.iter().map(|r| r.at));
-        let b = Backoff {
-            offset,
-            attempts,
-            original: list[0].original.is_some(),
-        };
-        let gaps = b.gaps();
-        let timer = gaps.iter().all(|g| *g >= MIN_GAP);
-        // a timer never fires sooner than the time before (RFC 6298 §5.5);
-        // allow 10 % of jitter on the wake-ups
-        let backing_off = gaps.windows(2).all(|w| w[1].nanos * 10 >= w[0].nanos * 9);
-        if timer && backing_off {
-            out.push(b);
+        let original = list[0].original.is_some();
+        // the timer's run: the longest tail of gaps each at least MIN_GAP
+        // and none shorter than the one before (RFC 6298 §5.5: the timer
+        // never fires sooner than the time before; allow 10 % of jitter)
+        let gaps: Vec<Duration> = attempts.windows(2).map(|w| w[1].ts - w[0].ts).collect();
+        let first_retx = usize::from(original);
+        let mut from = gaps.len();
+        while from > first_retx
+            && gaps[from - 1] >= MIN_GAP
+            && gaps
+                .get(from)
+                .is_none_or(|next| next.nanos * 10 >= gaps[from - 1].nanos * 9)
+        {
+            from -= 1;
+        }
+        // gaps[from..] are timer gaps; attempts[from] is where the run starts
+        if gaps.len() - from + 1 >= MIN_RETRANSMISSIONS {
+            out.push(Backoff {
+                offset,
+                attempts,
+                original,
+                timer_from: from,
+            });
         }
     }
     out
@@ -124,7 +148,20 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
                     format!("the {} reset the connection", who.as_str())
                 },
             ),
-            _ => (last, "the capture ends with no ACK for them".to_string()),
+            _ => match a.conn.half[side.peer().index()]
+                .fin
+                .filter(|f| f.ts > first.ts)
+            {
+                Some(f) => (
+                    last,
+                    format!(
+                        "the {} closed its side meanwhile (FIN, frame {})",
+                        side.peer().as_str(),
+                        f.frame
+                    ),
+                ),
+                None => (last, "the capture ends with no ACK for them".to_string()),
+            },
         };
         let lost = end.ts - first.ts;
         let retries = b.attempts.len() - usize::from(b.original);
@@ -154,7 +191,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             id: ID,
             connection: a.conn.index,
             title: format!(
-                "the {} sent the same bytes {} times over {:.1} s with the timer backing off ×{factor:.1}, and no ACK came back: the {peer} or the path went dark; {ended}",
+                "the {} sent the same bytes {} times over {:.1} s with the timer backing off ×{factor:.1}, never acknowledged: the {peer} or the path went dark; {ended}",
                 side.as_str(),
                 b.attempts.len(),
                 lost.as_secs_f64(),
