@@ -19,6 +19,7 @@ mod support;
 use std::ops::{Range, RangeInclusive};
 use std::path::PathBuf;
 
+use rttlens_core::analysis::rounds::Limit;
 use rttlens_core::detect::Finding;
 use support::{
     analyze, analyze_both, body, marked_transmissions, seq_after, Analyzed, Host, Lab, Packet,
@@ -548,7 +549,15 @@ fn clean_download_has_no_loss_findings() {
             .into_iter()
             .filter(|id| {
                 LOSS.contains(id)
-                    || ["zero-window", "syn-retransmission", "capture-drops"].contains(id)
+                    || [
+                        "zero-window",
+                        "syn-retransmission",
+                        "capture-drops",
+                        "rto-backoff",
+                        "transfer-stall",
+                        "queueing-delay",
+                    ]
+                    .contains(id)
             })
             .collect();
         assert!(
@@ -766,4 +775,71 @@ fn dead_path_is_a_transfer_stall_at_the_receiver() {
         client.name(),
         client.ids()
     );
+}
+
+/// A 20 Mbit/s bottleneck on the path (tbf on the delay line's link
+/// towards the client) under a 4 MiB download. The server's flight goes
+/// flat at the path's rate × RTT and the link is busy end to end: that is
+/// the bottleneck (`bottleneck` rounds, the transfer bound at ~20 Mbit/s),
+/// not a send-buffer or receive-window cap that a bigger buffer would lift
+/// (this used to read as `sender-window-cap`). If the RTT rose as the
+/// queue filled, it is `queueing-delay`.
+#[test]
+fn bottleneck_link_is_not_a_window_cap() {
+    let mut lab = Lab::new("bottleneck");
+    lab.nginx(&[("data.bin", body(4 << 20))]);
+    let tc = lab.run_in(
+        Host::Middle,
+        "tc",
+        &[
+            "qdisc", "add", "dev", "mc", "root", "tbf", "rate", "20mbit", "burst", "32kb",
+            "latency", "1s",
+        ],
+    );
+    assert!(
+        tc.status.success(),
+        "tc tbf (iproute2, kernel sch_tbf): {}",
+        String::from_utf8_lossy(&tc.stderr)
+    );
+    let caps = lab.capture_both();
+    assert_eq!(
+        lab.curl(&format!("http://{SERVER_IP}/data.bin")),
+        4 << 20,
+        "download size"
+    );
+    for path in lab.stop_both(caps) {
+        let a = analyze(&path);
+        let t = a.conn().transfer.as_ref().expect("transfer");
+        let mbit = t.bytes_per_sec * 8.0 / 1e6;
+        let limits: Vec<_> = t.limits.iter().map(|l| (l.limit, l.rounds)).collect();
+        println!(
+            "{}: {mbit:.1} Mbit/s, limits {limits:?}, findings {:?}",
+            a.name(),
+            a.ids()
+        );
+        assert!(
+            (14.0..=21.0).contains(&mbit),
+            "{}: the transfer runs at the 20 Mbit/s bottleneck: {mbit:.1}",
+            a.name()
+        );
+        for id in [
+            "sender-window-cap",
+            "receive-window-limit",
+            "server-think-time",
+        ] {
+            assert!(
+                !a.ids().contains(&id),
+                "{}: a busy bottleneck is not {id}: {:#?}",
+                a.name(),
+                a.conn().findings
+            );
+        }
+        if let Some(b) = &t.bound {
+            assert_eq!(b.limit, Limit::Bottleneck, "{}: bound {b:?}", a.name());
+        }
+        if a.ids().contains(&"queueing-delay") {
+            let f = a.finding("queueing-delay");
+            assert!(f.title.contains("Mbit/s"), "{}: {}", a.name(), f.title);
+        }
+    }
 }

@@ -33,6 +33,12 @@ pub enum Limit {
     /// Flat (±1 MSS) below rwnd for ≥ 3 loss-free rounds: the sender's send
     /// buffer, a window clamp, or a middlebox/CC plateau.
     Sndbuf,
+    /// Flat like `sndbuf`, but each round's data spread over most of the
+    /// round (≥ [`BUSY_SHARE`] of it): the bottleneck link was busy end to
+    /// end, so the flight is the path's rate × RTT and a bigger window would
+    /// only queue more (T-RAT's "bandwidth-limited", Zhang et al., SIGCOMM
+    /// 2002).
+    Bottleneck,
     /// The sender had nothing more to send (round ends on a sub-MSS segment
     /// with room left, and the next send is not ACK-timed).
     App,
@@ -48,6 +54,7 @@ impl Limit {
             Limit::CongestionAvoidance => "congestion-avoidance",
             Limit::Rwnd => "rwnd",
             Limit::Sndbuf => "sndbuf",
+            Limit::Bottleneck => "bottleneck",
             Limit::App => "app",
             Limit::Unknown => "unknown",
         }
@@ -221,6 +228,11 @@ impl RoundTracker {
 /// segment (RFC 5681 §4.2).
 pub const RWND_SLACK_MSS: u64 = 2;
 
+/// Share of a round's period its data must span (first to last segment)
+/// for a flat run to be `bottleneck` rather than `sndbuf`: a window-limited
+/// sender below the path's rate sends its round in a burst and waits.
+pub const BUSY_SHARE: f64 = 0.75;
+
 /// Rounds in a run of flat flight needed to call it `sndbuf` (DESIGN.md §4).
 pub const FLAT_ROUNDS: usize = 3;
 /// Smallest flat flight, in MSS, called `sndbuf`. Below it the sender is
@@ -332,8 +344,22 @@ pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration, rwnd_exact: bool)
             j += 1;
         }
         if j - i >= FLAT_ROUNDS {
+            // busy end to end: the median of span / period over the run
+            let mut busy: Vec<f64> = (i..j)
+                .filter_map(|k| {
+                    let next = rounds.get(k + 1)?;
+                    let period = (next.first.ts - rounds[k].first.ts).nanos;
+                    let span = (rounds[k].last.ts - rounds[k].first.ts).nanos;
+                    (period > 0).then(|| span as f64 / period as f64)
+                })
+                .collect();
+            busy.sort_by(f64::total_cmp);
+            let limit = match busy.get(busy.len() / 2) {
+                Some(b) if *b >= BUSY_SHARE => Limit::Bottleneck,
+                _ => Limit::Sndbuf,
+            };
             for r in &mut rounds[i..j] {
-                r.limit = Limit::Sndbuf;
+                r.limit = limit;
             }
         }
         i = j.max(i + 1);

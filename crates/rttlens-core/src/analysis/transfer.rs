@@ -111,26 +111,28 @@ impl Transfer {
                 }),
             }
         }
-        let bound = [Limit::Sndbuf, Limit::Rwnd].into_iter().find_map(|lim| {
-            let mut f: Vec<u64> = rounds
-                .iter()
-                .filter(|r| r.limit == lim)
-                .map(|r| r.max_flight)
-                .collect();
-            let n = f.len();
-            let dominant =
-                n >= 2 && n * 2 >= rounds.iter().filter(|r| r.limit != Limit::App).count();
-            if !dominant || rtt.nanos <= 0 {
-                return None;
-            }
-            f.sort_unstable();
-            let flight = f[n / 2];
-            Some(Bound {
-                limit: lim,
-                flight,
-                bytes_per_sec: flight as f64 / rtt.as_secs_f64(),
-            })
-        });
+        let bound = [Limit::Sndbuf, Limit::Rwnd, Limit::Bottleneck]
+            .into_iter()
+            .find_map(|lim| {
+                let mut f: Vec<u64> = rounds
+                    .iter()
+                    .filter(|r| r.limit == lim)
+                    .map(|r| r.max_flight)
+                    .collect();
+                let n = f.len();
+                let dominant =
+                    n >= 2 && n * 2 >= rounds.iter().filter(|r| r.limit != Limit::App).count();
+                if !dominant || rtt.nanos <= 0 {
+                    return None;
+                }
+                f.sort_unstable();
+                let flight = f[n / 2];
+                Some(Bound {
+                    limit: lim,
+                    flight,
+                    bytes_per_sec: flight as f64 / rtt.as_secs_f64(),
+                })
+            });
         Some(Transfer {
             sender,
             bytes,

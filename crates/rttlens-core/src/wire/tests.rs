@@ -333,17 +333,38 @@ fn test_not_tcp() {
 #[test]
 fn test_truncated() {
     // Every prefix of each frame decodes to a segment or a typed error,
-    // never a panic; the error names the header the cut fell into.
+    // never a panic; the error names the header the cut fell into. A TCP
+    // header cut inside its options (snaplen) is a segment with the fixed
+    // fields and the options that fit.
     let frame = eth_syn();
+    let whole = match decode(LinkType::ETHERNET, &frame, frame.len() as u32) {
+        Ok(Decoded::Tcp(seg)) => seg,
+        other => panic!("the whole SYN: {other:?}"),
+    };
     for len in 0..frame.len() {
-        let err = decode(LinkType::ETHERNET, &frame[..len], frame.len() as u32)
-            .expect_err("a cut header must be an error");
+        let got = decode(LinkType::ETHERNET, &frame[..len], frame.len() as u32);
         let layer = match len {
             0..=13 => "Ethernet",
             14..=33 => "IPv4",
-            _ => "TCP",
+            34..=53 => "TCP",
+            _ => {
+                let Ok(Decoded::Tcp(seg)) = got else {
+                    panic!("cut at {len} inside the options: {got:?}")
+                };
+                assert_eq!(
+                    (seg.seq, seg.flags, seg.window, seg.payload_len),
+                    (whole.seq, whole.flags, whole.window, whole.payload_len),
+                    "cut at {len}: the fixed fields"
+                );
+                assert!(seg.payload.is_empty());
+                // an option is there once its bytes are
+                if len >= 54 + 4 {
+                    assert_eq!(seg.options.mss, whole.options.mss, "cut at {len}");
+                }
+                continue;
+            }
         };
-        assert_eq!(err, DecodeError::Truncated { layer }, "cut at {len}");
+        assert_eq!(got, Err(DecodeError::Truncated { layer }), "cut at {len}");
     }
 
     let frame = cat(&[&ETH_QINQ_IPV6, &ipv6_ext_frame()]);

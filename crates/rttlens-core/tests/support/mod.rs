@@ -194,6 +194,9 @@ pub enum Host {
     Client,
     /// Runs the servers and a capture.
     Server,
+    /// Runs the delay line between them (device `mc` towards the client,
+    /// `ms` towards the server).
+    Middle,
 }
 
 impl Host {
@@ -202,6 +205,7 @@ impl Host {
         match self {
             Host::Client => "client",
             Host::Server => "server",
+            Host::Middle => "middle",
         }
     }
 }
@@ -387,6 +391,7 @@ impl Lab {
         match host {
             Host::Client => &self.ns[0],
             Host::Server => &self.ns[2],
+            Host::Middle => &self.ns[1],
         }
     }
 
@@ -758,6 +763,8 @@ impl Lab {
         let dev = match host {
             Host::Client => "vc",
             Host::Server => "vs",
+            // towards the client: the path as the client sees it
+            Host::Middle => "mc",
         };
         let path = self.dir.join(format!("{}.pcap", host.as_str()));
         let what = format!("tcpdump-{}", host.as_str());
