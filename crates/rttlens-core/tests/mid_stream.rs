@@ -67,6 +67,48 @@ fn ids(c: &ConnReport) -> Vec<&'static str> {
 
 const ALL: [&str; 4] = ["pku.cap", "thu.cap", "pku-2.cap", "thu-2.cap"];
 
+/// The frame where the full capture's request phase ends (the first
+/// response byte): a copy from there on has lost the handshakes.
+fn first_response_frame(full: &ConnReport) -> u64 {
+    full.ladder
+        .iter()
+        .find(|p| p.name == "request")
+        .map(|p| p.end_frame)
+        .expect("full capture has a request phase")
+}
+
+/// The RTT of `other` is the full capture's, within 5 %.
+fn same_rtt(name: &str, full: &ConnReport, other: &ConnReport) {
+    let (rf, ro) = (full.rtt.as_ref().unwrap(), other.rtt.as_ref().expect("RTT"));
+    assert!(
+        (ro.min_ms - rf.min_ms).abs() <= 0.05 * rf.min_ms,
+        "{name}: RTT {} vs {}",
+        ro.min_ms,
+        rf.min_ms
+    );
+}
+
+/// `other` says less than `full`, never something else.
+fn says_no_more(name: &str, full: &ConnReport, other: &ConnReport) {
+    let full_ids = ids(full);
+    for id in ids(other) {
+        assert!(
+            full_ids.contains(&id),
+            "{name}: the partial capture says {id}, the full one does not: {:?}",
+            other.findings
+        );
+    }
+}
+
+/// A note of `c` says `what`.
+fn noted(name: &str, c: &ConnReport, what: &str) {
+    assert!(
+        c.notes.iter().any(|n| n.contains(what)),
+        "{name}: a note says {what:?}: {:?}",
+        c.notes
+    );
+}
+
 /// Starting at the first response byte (the handshake and request cut off):
 /// RTT from timestamps, the client's window scale inferred, no phase that
 /// needs the start, and no finding the full capture does not have.
@@ -75,23 +117,12 @@ fn after_the_handshake_says_less_never_other() {
     for name in ALL {
         let file = capture(name);
         let full = analyze(file.clone());
-        let start = full
-            .ladder
-            .iter()
-            .find(|p| p.name == "request")
-            .map(|p| p.end_frame)
-            .expect("full capture has a request phase");
+        let start = first_response_frame(&full);
         let mid = analyze(cut(&file, |n, _| n >= start));
         assert!(mid.coverage.mid_stream, "{name}: mid-stream");
         assert_eq!(mid.coverage.only, None, "{name}: both directions");
         // RTT from the timestamp echoes, within 5 % of the handshake's
-        let (rf, rm) = (full.rtt.as_ref().unwrap(), mid.rtt.as_ref().expect("RTT"));
-        assert!(
-            (rm.min_ms - rf.min_ms).abs() <= 0.05 * rf.min_ms,
-            "{name}: RTT {} vs {}",
-            rm.min_ms,
-            rf.min_ms
-        );
+        same_rtt(name, &full, &mid);
         assert_eq!(mid.vantage, full.vantage, "{name}: vantage");
         for p in ["connect", "tls", "request"] {
             assert!(
@@ -106,24 +137,12 @@ fn after_the_handshake_says_less_never_other() {
             .unwrap_or_else(|| panic!("{name}: client window scale inferred"));
         assert!(inferred.shift <= shift, "{name}: {inferred:?} ≤ {shift}");
         assert_eq!(inferred.shift, shift, "{name}: the flight proves it");
-        // nothing the full capture does not say
-        let full_ids = ids(&full);
-        for id in ids(&mid) {
-            assert!(
-                full_ids.contains(&id),
-                "{name}: mid-stream says {id}, the full capture does not: {:?}",
-                mid.findings
-            );
-        }
+        says_no_more(name, &full, &mid);
         assert!(
             !ids(&mid).contains(&"initial-window"),
             "{name}: no initial window mid-stream"
         );
-        assert!(
-            mid.notes.iter().any(|n| n.contains("mid-connection")),
-            "{name}: the note says so: {:?}",
-            mid.notes
-        );
+        noted(name, &mid, "mid-connection");
     }
 }
 
@@ -133,12 +152,7 @@ fn after_the_handshake_says_less_never_other() {
 fn pku_sender_window_cap_mid_stream() {
     let file = capture("pku.cap");
     let full = analyze(file.clone());
-    let start = full
-        .ladder
-        .iter()
-        .find(|p| p.name == "request")
-        .map(|p| p.end_frame)
-        .unwrap();
+    let start = first_response_frame(&full);
     let mid = analyze(cut(&file, |n, _| n >= start));
     let f = full.findings.iter().find(|f| f.id == "sender-window-cap");
     let m = mid.findings.iter().find(|f| f.id == "sender-window-cap");
@@ -198,11 +212,7 @@ fn one_direction_says_what_it_cannot_see() {
                 "{name}: {id} needs the other direction"
             );
         }
-        assert!(
-            one.notes.iter().any(|n| n.contains("one direction only")),
-            "{name}: {:?}",
-            one.notes
-        );
+        noted(name, &one, "one direction only");
     }
 }
 
@@ -243,19 +253,8 @@ fn snaplen_cut_keeps_tcp_and_guesses_no_tls() {
             cut.tcp.mss_option, full.tcp.mss_option,
             "{name}: SYN options read from the cut header"
         );
-        let (rf, rc) = (full.rtt.as_ref().unwrap(), cut.rtt.as_ref().unwrap());
-        assert!(
-            (rc.min_ms - rf.min_ms).abs() <= 0.05 * rf.min_ms,
-            "{name}: RTT"
-        );
-        assert!(
-            cut.notes.iter().any(|n| n.contains("snapshot length")),
-            "{name}: {:?}",
-            cut.notes
-        );
-        let full_ids = ids(&full);
-        for id in ids(&cut) {
-            assert!(full_ids.contains(&id), "{name}: {id} only when cut");
-        }
+        same_rtt(name, &full, &cut);
+        noted(name, &cut, "snapshot length");
+        says_no_more(name, &full, &cut);
     }
 }

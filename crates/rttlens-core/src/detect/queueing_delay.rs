@@ -29,11 +29,14 @@ pub const ID: &str = "queueing-delay";
 pub const MIN_SAMPLES: usize = 12;
 
 /// The later samples' median must exceed the early ones' by this share of
-/// the baseline RTT …
-pub const RISE_SHARE: f64 = 0.5;
+/// the baseline RTT (the RTT doubled: a lab's userspace delay line or a
+/// busy host queues a few ms under any bulk transfer, which is not worth a
+/// finding) …
+pub const RISE_SHARE: f64 = 1.0;
 
-/// … and by at least this much (timer and scheduling noise).
-pub const RISE_MIN: Duration = Duration::from_millis(5);
+/// … and by at least this much (timer and scheduling noise, and the
+/// few-ms queues of any busy path).
+pub const RISE_MIN: Duration = Duration::from_millis(10);
 
 /// What the samples show: the early and late RTT levels.
 #[derive(Debug, Clone, Copy)]
