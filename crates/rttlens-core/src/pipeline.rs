@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use crate::analysis;
 use crate::capture::{CaptureError, CaptureReader};
 use crate::detect;
+use crate::flow::half::FrameMark;
 use crate::flow::{Conn, FlowTable};
 use crate::report::ConnReport;
 use crate::side::Mark;
@@ -176,4 +177,41 @@ pub fn run(
         }
     }
     Ok(sum)
+}
+
+/// Every frame's TCP analysis marks ([`FrameMark`]) over the whole capture,
+/// sorted by frame number (Wireshark's numbering): what the engine's flow
+/// layer said of each frame, to compare with Wireshark's `tcp.analysis.*`
+/// flags. Memory grows with the marks; detectors do not run.
+///
+/// # Errors
+/// As [`run`]: only when not a single frame could be read.
+pub fn frame_marks(reader: &mut CaptureReader) -> Result<Vec<(u64, FrameMark)>, CaptureError> {
+    let mut table = FlowTable::with_marks();
+    let mut marks = Vec::new();
+    let mut take = |c: Box<Conn>| {
+        for h in c.half {
+            marks.extend(h.marks.into_iter().flatten().map(|(m, k)| (m.frame, k)));
+        }
+    };
+    let mut frames = 0u64;
+    loop {
+        let frame = match reader.next_frame() {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) if frames == 0 => return Err(e),
+            Err(_) => break,
+        };
+        frames += 1;
+        let at = Mark {
+            frame: frame.number,
+            ts: frame.ts,
+        };
+        if let Ok(Decoded::Tcp(seg)) = wire::decode(frame.link_type, frame.data, frame.orig_len) {
+            table.push(&seg, at, &mut take);
+        }
+    }
+    table.finish(&mut take);
+    marks.sort_by_key(|&(f, _)| f);
+    Ok(marks)
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use rttlens_net::lab::scenario::{self, Outcome, Scenario};
+use rttlens_net::lab::scenario::{self, Outcome, Scenario, Variant};
 
 use crate::args::{Format, LabArgs};
 
@@ -93,6 +93,13 @@ fn list(all: &[Scenario]) -> std::io::Result<()> {
         writeln!(out, "{:<w$} {}", s.name, s.about)?;
         let mut what: Vec<String> = s.expect.iter().map(|e| format!("expect {e}")).collect();
         what.extend(s.forbid.iter().map(|e| format!("forbid {e}")));
+        what.extend(s.variants.iter().map(|v| match v {
+            Variant::MidStream => "mid-stream copy: the same".to_string(),
+            Variant::MidStreamSaysLess { why } => format!("mid-stream copy: says less ({why})"),
+            Variant::SenderOnly { expect } => {
+                format!("sender-only copy: expect {}", expect.join(", "))
+            }
+        }));
         writeln!(out, "{:<w$} {}", "", what.join("; "))?;
     }
     Ok(())
@@ -139,11 +146,7 @@ fn table(
                     .found
                     .iter()
                     .map(|f| {
-                        let cost = if f.found {
-                            format!("{:.1} ms {:.2} RTT", f.cost_ms, f.cost_rtts)
-                        } else {
-                            "-".into()
-                        };
+                        let cost = cost_text(f);
                         let exp = match f.id {
                             Some(id) if f.expect.contains('|') => format!("{} ({id})", f.expect),
                             _ => f.expect.to_string(),
@@ -162,16 +165,44 @@ fn table(
                         "-".into(),
                     ));
                 }
+                let mut keys = vec![o.key_line.clone()];
+                for v in &o.variants {
+                    keys.resize(rows.len(), String::new());
+                    keys.push(match v.rtt_ms {
+                        Some(ms) => format!("{} copy: RTT {ms:.1} ms", v.variant.name()),
+                        None => format!("{} copy: RTT unknown", v.variant.name()),
+                    });
+                    for f in &v.found {
+                        rows.push((
+                            format!("{}: {}", v.variant.name(), f.expect),
+                            if f.found { "yes" } else { "NO" }.into(),
+                            cost_text(f),
+                        ));
+                    }
+                    for p in &v.problems {
+                        rows.push((
+                            format!("{}: {p}", v.variant.name()),
+                            "NO".into(),
+                            "-".into(),
+                        ));
+                    }
+                }
                 for (i, (exp, found, cost)) in rows.iter().enumerate() {
-                    let (name, key) = if i == 0 {
-                        (s.name, o.key_line.as_str())
-                    } else {
-                        ("", "")
-                    };
+                    let name = if i == 0 { s.name } else { "" };
+                    let key = keys.get(i).map_or("", String::as_str);
                     writeln!(out, "{name:<w$} {exp:<50} {found:<5} {cost:>18}  {key}")?;
                 }
                 if !o.passed() {
                     writeln!(out, "{:<w$} findings per connection: {:?}", "", o.findings)?;
+                    for v in o.variants.iter().filter(|v| !v.passed()) {
+                        writeln!(
+                            out,
+                            "{:<w$} {} copy, findings per connection: {:?}",
+                            "",
+                            v.variant.name(),
+                            v.findings
+                        )?;
+                    }
                 }
             }
         }
@@ -187,6 +218,18 @@ fn table(
         rtt.as_millis(),
         took.as_secs_f64()
     )
+}
+
+/// `12.3 ms 0.62 RTT`, or `-` when not found.
+fn cost_text(f: &scenario::Found) -> String {
+    if f.found {
+        match f.cost_rtts {
+            Some(r) => format!("{:.1} ms {r:.2} RTT", f.cost_ms),
+            None => format!("{:.1} ms", f.cost_ms),
+        }
+    } else {
+        "-".into()
+    }
 }
 
 fn json(
@@ -214,6 +257,20 @@ fn json(
                 "key_line": o.key_line,
                 "connections": o.connections,
                 "findings": o.findings,
+                "variants": o.variants.iter().map(|v| serde_json::json!({
+                    "variant": v.variant.name(),
+                    "passed": v.passed(),
+                    "expected": v.found.iter().map(|f| serde_json::json!({
+                        "expect": f.expect,
+                        "found": f.found,
+                        "id": f.id,
+                        "cost_ms": f.cost_ms,
+                        "cost_rtts": f.cost_rtts,
+                    })).collect::<Vec<_>>(),
+                    "problems": v.problems,
+                    "findings": v.findings,
+                    "rtt_ms": v.rtt_ms,
+                })).collect::<Vec<_>>(),
                 "elapsed_ms": o.elapsed.as_millis() as u64,
             }),
         })

@@ -246,6 +246,9 @@ pub const FLAT_MIN_MSS: u64 = 4;
 pub const SUB_MSS: f64 = 0.9;
 /// Growth per round at or above which a cwnd-limited round is slow start.
 pub const SLOW_START_GROWTH: f64 = 1.3;
+/// The largest window an unscaled window field can advertise (bytes,
+/// RFC 7323 §2.3).
+pub const UNSCALED_MAX_WINDOW: u64 = 65535;
 
 /// Set each round's [`Limit`]. `mss` is the sender's segment size (bytes),
 /// `rtt` the baseline RTT.
@@ -267,7 +270,10 @@ pub const SLOW_START_GROWTH: f64 = 1.3;
 /// `rwnd` rounds are kept only when the flight *followed* the window: at
 /// least [`FLAT_ROUNDS`] of them, with windows spread over more than
 /// [`RWND_SLACK_MSS`] MSS (a sender capped elsewhere does not track the
-/// receiver's window as it changes); otherwise they are `unknown`.
+/// receiver's window as it changes), when the window field sat at its
+/// unscaled maximum ([`UNSCALED_MAX_WINDOW`]) in all of them, or when the
+/// flight met the window to the byte in one of them; otherwise they are
+/// `unknown`.
 pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration, rwnd_exact: bool) {
     let mss = mss.max(1);
     let ack_timed = Duration::from_millis(1).max(rtt / 4);
@@ -313,7 +319,20 @@ pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration, rwnd_exact: bool)
         let lo = at_window().map(|r| r.rwnd).min().unwrap_or(0);
         let hi = at_window().map(|r| r.rwnd).max().unwrap_or(0);
         let followed = at_window().count() >= FLAT_ROUNDS && hi - lo > RWND_SLACK_MSS * mss;
-        if !followed {
+        // a window field pinned at 65535 with no shift inferred (an rwnd
+        // of exactly 65535 B is the field's maximum at shift 0): the
+        // signature of an unscaled window, which cannot say more (RFC 7323
+        // §2.3). A scaled receiver advertises `window >> shift` and does
+        // not sit on the field's maximum round after round.
+        let unscaled_max = at_window().count() >= FLAT_ROUNDS
+            && at_window().all(|r| r.rwnd == UNSCALED_MAX_WINDOW);
+        // a flight that met the window to the byte: a sender stops at
+        // exactly that byte only at the window's edge (Linux cuts a segment
+        // to fit the window, `tcp_write_xmit()` → `tso_fragment()`); a cap
+        // elsewhere landing on it is a one-in-an-MSS coincidence
+        let to_the_byte =
+            at_window().count() >= FLAT_ROUNDS && at_window().any(|r| r.max_flight == r.rwnd);
+        if !followed && !unscaled_max && !to_the_byte {
             for r in rounds.iter_mut().filter(|r| r.limit == Limit::Rwnd) {
                 r.limit = Limit::Unknown;
             }

@@ -4,7 +4,10 @@
 //!
 //! The test is a rise *over time*, not a spread: random jitter spreads the
 //! samples around the same level from first to last, queueing that the
-//! transfer builds (or meets) lifts the later samples above the early ones
+//! transfer builds (or meets) lifts the later samples (the median of the
+//! second half) above the early ones (the low end of the first half, where
+//! the first rounds are: a sender in slow start fills a deep queue within
+//! a quarter of its transfer)
 //! (Sundaresan et al., "TCP Congestion Signatures", IMC 2017: a flow that
 //! fills its own bottleneck queue shows its RTT growing with its flight).
 //! Samples are the far half's (h_s from a client capture, h_c from a server
@@ -41,7 +44,7 @@ pub const RISE_MIN: Duration = Duration::from_millis(10);
 /// What the samples show: the early and late RTT levels.
 #[derive(Debug, Clone, Copy)]
 pub struct Queue {
-    /// Median RTT of the first quarter of the samples (at least 3).
+    /// The [`EARLY_QUANTILE`] of the first half of the samples (at least 3).
     pub early: Duration,
     /// Median RTT of the second half of the samples.
     pub late: Duration,
@@ -57,14 +60,22 @@ pub struct Queue {
     pub near: Duration,
 }
 
-fn median(v: &[RttSample]) -> Option<RttSample> {
+/// The early level: this quantile of the first half of the samples.
+pub const EARLY_QUANTILE: f64 = 0.1;
+
+/// The `q`-quantile (0.0–1.0) of `v` by RTT.
+fn quantile(v: &[RttSample], q: f64) -> Option<RttSample> {
     let mut s = v.to_vec();
     if s.is_empty() {
         return None;
     }
-    let mid = s.len() / 2;
-    s.select_nth_unstable_by_key(mid, |x| x.d);
-    Some(s[mid])
+    let k = ((s.len() - 1) as f64 * q).round() as usize;
+    s.select_nth_unstable_by_key(k, |x| x.d);
+    Some(s[k])
+}
+
+fn median(v: &[RttSample]) -> Option<RttSample> {
+    quantile(v, 0.5)
 }
 
 /// The rise of the connection's RTT, if it is one (see the module docs).
@@ -79,7 +90,10 @@ pub fn queue(a: &Analysis) -> Option<Queue> {
     if s.len() < MIN_SAMPLES {
         return None;
     }
-    let early = median(&s[..(s.len() / 4).max(3)])?;
+    // a flow that fills its own queue does so within its first rounds (slow
+    // start doubles the flight every round): the early level is the low
+    // end of the first half, where those rounds are, not its median
+    let early = quantile(&s[..(s.len() / 2).max(3)], EARLY_QUANTILE)?;
     let late = median(&s[s.len() / 2..])?;
     let peak = *s.iter().max_by_key(|x| x.d)?;
     let q = Queue {

@@ -8,7 +8,7 @@
 
 use super::finding::{conf, ev, Finding, Level};
 use super::util::{back_to_back, capped_cost, median};
-use crate::analysis::rounds::Limit;
+use crate::analysis::rounds::{Limit, UNSCALED_MAX_WINDOW};
 use crate::analysis::Analysis;
 use crate::side::Side;
 
@@ -91,8 +91,15 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         ));
         confidence.level = Level::Medium;
         confidence.why.push_str(
-            "; window scale inferred (no SYN), the flight followed the window as it changed",
+            "; window scale inferred (no SYN): the flight followed the window as it changed or met it to the byte",
         );
+    } else if !a.conn.half[t.sender.index()].wscale_known && rwnd == UNSCALED_MAX_WINDOW {
+        confidence.level = Level::Medium;
+        confidence.why.push_str(
+            "; no SYN in the capture: the window field sat at 65535, the most an unscaled \
+             window can say, so no window scaling is assumed",
+        );
+        fix.push_str(" The window field sat at 65535 throughout: the receiver most likely does not scale its window (no SYN in the capture to prove it) — check `net.ipv4.tcp_window_scaling=1` and middleboxes that strip the option.");
     }
     vec![Finding {
         id: ID,

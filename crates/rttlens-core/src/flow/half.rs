@@ -10,6 +10,16 @@ use crate::seq::SeqNumber;
 use crate::side::{Mark, Side};
 use crate::time::{Duration, Timestamp};
 
+/// TSvals kept waiting for their echo per side: about 4 s of a TSval
+/// clock ticking every ms, enough for any queue; a bound on memory per
+/// connection whatever the peer does.
+const TS_PENDING_MAX: usize = 4096;
+
+/// `a` is a later TSval than `b` (32-bit wrap-around, RFC 7323 §5.2).
+fn ts_after(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
 /// Retransmissions kept in detail per direction (the rest are counted).
 pub const MAX_RETX_KEPT: usize = 256;
 /// Unacknowledged segments tracked per direction (for original send times
@@ -19,6 +29,24 @@ pub const MAX_UNACKED: usize = 1 << 16;
 pub const RTO_MIN: Duration = Duration::from_millis(200);
 /// Events of a kind kept with their frame (zero windows, capture drops).
 pub const MAX_EVENTS_KEPT: usize = 64;
+
+/// What the engine said of one frame, in the terms of Wireshark's
+/// `tcp.analysis.*` flags (for cross-checks; `docs/wireshark.md` says where
+/// and why the two differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameMark {
+    /// A retransmission, and how it was sent.
+    Retransmission(RetxKind),
+    /// A pure ACK repeating the last ACK and window with data outstanding.
+    DuplicateAck,
+    /// A window field of 0.
+    ZeroWindow,
+    /// A data segment that fills the receiver's window as the sender had it.
+    WindowFull,
+    /// A data segment beyond the highest one seen: the bytes between were
+    /// not captured.
+    PreviousSegmentLost,
+}
 
 /// How a retransmission was triggered (DESIGN.md §4 "Loss", order of checks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -265,6 +293,9 @@ pub struct Half {
     pub oversized: u64,
     /// Retransmissions (first [`MAX_RETX_KEPT`]).
     pub retx: Vec<Retransmission>,
+    /// Every frame's TCP analysis marks, in capture order; `None` unless
+    /// asked for ([`crate::flow::FlowTable::with_marks`]).
+    pub marks: Option<Vec<(Mark, FrameMark)>>,
     /// Retransmissions in total.
     pub retx_count: u64,
     /// Segments that filled a hole soon after it opened: reordering.
@@ -295,8 +326,10 @@ pub struct Half {
     /// the ACK passes it are the timeout's recovery (RFC 6298 §5, Linux
     /// `TCP_CA_Loss`), not new loss events.
     rto_recovery: Option<u64>,
-    ts_ring: [(u32, Timestamp, bool); 16],
-    ts_pos: usize,
+    /// This side's TSvals not yet echoed by the peer, oldest first, with
+    /// when each was first seen: as long as the path holds them (a deep
+    /// queue holds hundreds of ms of them), at most [`TS_PENDING_MAX`].
+    ts_pending: VecDeque<(u32, Timestamp)>,
     /// The TSecr last looked up (consecutive segments echo the same value).
     last_tsecr: Option<u32>,
     /// The sender's MSS (bytes; 0 while unknown), for "small segment" tests.
@@ -369,6 +402,7 @@ impl Half {
             max_payload: 0,
             oversized: 0,
             retx: Vec::new(),
+            marks: None,
             retx_count: 0,
             out_of_order: 0,
             zero_windows: Vec::new(),
@@ -382,8 +416,7 @@ impl Half {
             awaiting_full_ack: false,
             retx_since_advance: 0,
             rto_recovery: None,
-            ts_ring: [(0, Timestamp::default(), true); 16],
-            ts_pos: 0,
+            ts_pending: VecDeque::new(),
             last_tsecr: None,
             mss: 0,
             last_small: None,
@@ -501,6 +534,12 @@ impl Half {
                 self.reasm.skip_to(covered, sink);
             }
         }
+        if dup {
+            self.mark(at, FrameMark::DuplicateAck);
+        }
+        if window == 0 {
+            self.mark(at, FrameMark::ZeroWindow);
+        }
         // zero-window episodes
         if window == 0 && self.ack_seen {
             if self.zero_windows.last().is_none_or(|z| z.end.is_some())
@@ -588,6 +627,12 @@ impl Half {
         });
     }
 
+    fn mark(&mut self, at: Mark, m: FrameMark) {
+        if let Some(v) = &mut self.marks {
+            v.push((at, m));
+        }
+    }
+
     fn note_drop(&mut self, at: Mark, bytes: u64) {
         self.dropped_bytes += bytes;
         if self.drops.len() < MAX_EVENTS_KEPT {
@@ -628,28 +673,38 @@ impl Half {
 
     /// Record this side's TSval (for echo samples).
     pub fn note_tsval(&mut self, tsval: u32, ts: Timestamp) {
-        // TSval ticks once per ms or so: most segments repeat the last one
-        let last = (self.ts_pos + self.ts_ring.len() - 1) % self.ts_ring.len();
-        if self.ts_ring[last].0 == tsval || self.ts_ring.iter().any(|(v, _, _)| *v == tsval) {
+        // TSval ticks once per ms or so: most segments repeat the last one,
+        // and a value not newer than the last (reordering) is no new sample
+        if self
+            .ts_pending
+            .back()
+            .is_some_and(|&(v, _)| !ts_after(tsval, v))
+        {
             return;
         }
-        self.ts_ring[self.ts_pos] = (tsval, ts, false);
-        self.ts_pos = (self.ts_pos + 1) % self.ts_ring.len();
+        if self.ts_pending.len() >= TS_PENDING_MAX {
+            self.ts_pending.pop_front();
+        }
+        self.ts_pending.push_back((tsval, ts));
     }
 
     /// The peer echoed `tsecr` in the segment `at`: a sample of h_peer.
+    /// The peer's TS.Recent only moves forward (RFC 7323 §4.3), so values
+    /// older than the echo will not be echoed any more and are dropped.
     pub fn on_tsecr(&mut self, tsecr: u32, at: Mark, rtt: &mut RttSamples) {
         if self.last_tsecr == Some(tsecr) {
             return; // looked up already: only the first echo is a sample
         }
         self.last_tsecr = Some(tsecr);
-        if let Some(e) = self
-            .ts_ring
-            .iter_mut()
-            .find(|(v, _, used)| *v == tsecr && !*used)
-        {
-            e.2 = true;
-            rtt.add(self.side.peer(), at, at.ts - e.1, RttMethod::Timestamps);
+        while let Some(&(v, t)) = self.ts_pending.front() {
+            if ts_after(v, tsecr) {
+                break;
+            }
+            self.ts_pending.pop_front();
+            if v == tsecr {
+                rtt.add(self.side.peer(), at, at.ts - t, RttMethod::Timestamps);
+                break;
+            }
         }
     }
 
@@ -746,6 +801,7 @@ impl Half {
             }
         } else {
             if off > self.snd_nxt {
+                self.mark(at, FrameMark::PreviousSegmentLost);
                 self.holes.push(Hole {
                     start: self.snd_nxt,
                     end: off,
@@ -788,6 +844,7 @@ impl Half {
         }
         if self.elig.seen && self.elig.window > 0 && flight >= self.scaled(self.elig.window) {
             self.window_full += 1;
+            self.mark(at, FrameMark::WindowFull);
         }
         let answers_peer = self.peer_spoke_since_data;
         if new_bytes > 0 && !retx {
@@ -1005,6 +1062,7 @@ impl Half {
         if kind == RetxKind::Rto && !in_rto_recovery {
             self.rto_recovery = Some(self.snd_nxt);
         }
+        self.mark(at, FrameMark::Retransmission(kind));
         if self.retx.len() < MAX_RETX_KEPT {
             self.retx.push(Retransmission {
                 at,

@@ -78,6 +78,34 @@ struct SynData {
     at: Mark,
 }
 
+/// Without a SYN: whether a first payload's sender is the client (`true`:
+/// a TLS ClientHello or an HTTP request line), the server (`false`: a TLS
+/// ServerHello or an HTTP status line), or cannot be told (`None`: mid-way
+/// through a stream). Servers on ephemeral ports (a test server bound to
+/// port 0, a load balancer's back end) defeat the port rule, the opening
+/// bytes of the exchange do not. Only the first bytes are looked at (a
+/// record header and a handshake type, RFC 8446 §5.1 and §4; a request
+/// method or `HTTP/1.`, RFC 9112 §3 and §4), so no parser is needed.
+fn role_from_payload(payload: &[u8]) -> Option<bool> {
+    const METHODS: [&[u8]; 8] = [
+        b"GET ",
+        b"POST ",
+        b"HEAD ",
+        b"PUT ",
+        b"DELETE ",
+        b"OPTIONS ",
+        b"PATCH ",
+        b"CONNECT ",
+    ];
+    match payload {
+        [0x16, 0x03, _, _, _, 1, ..] => Some(true),
+        [0x16, 0x03, _, _, _, 2, ..] => Some(false),
+        p if METHODS.iter().any(|m| p.starts_with(m)) => Some(true),
+        p if p.starts_with(b"HTTP/1.") => Some(false),
+        _ => None,
+    }
+}
+
 /// One TCP connection.
 #[derive(Debug)]
 pub struct Conn {
@@ -88,7 +116,9 @@ pub struct Conn {
     pub client: SocketAddr,
     /// The accepting host.
     pub server: SocketAddr,
-    /// Roles come from a SYN (else guessed: the lower port is the server).
+    /// Roles come from a SYN (else guessed: from the first packet's payload
+    /// when it opens a TLS or HTTP exchange, else the lower port is the
+    /// server).
     pub roles_from_syn: bool,
     /// First and last packet.
     pub first: Mark,
@@ -131,6 +161,12 @@ impl Conn {
             (src, dst, true)
         } else if syn && ack {
             (dst, src, true)
+        } else if let Some(src_is_client) = role_from_payload(seg.payload) {
+            if src_is_client {
+                (src, dst, false)
+            } else {
+                (dst, src, false)
+            }
         } else if seg.src_port > seg.dst_port {
             (src, dst, false)
         } else {
@@ -390,12 +426,24 @@ pub struct FlowTable {
     now: Timestamp,
     /// Most connections open at once.
     pub peak_open: usize,
+    /// Keep per-frame marks in every connection's halves.
+    marks: bool,
 }
 
 impl FlowTable {
     /// An empty table.
     pub fn new() -> FlowTable {
         FlowTable::default()
+    }
+
+    /// An empty table whose connections keep every frame's TCP analysis
+    /// marks ([`half::Half::marks`]): memory grows with the capture, so only
+    /// for cross-checks.
+    pub fn with_marks() -> FlowTable {
+        FlowTable {
+            marks: true,
+            ..FlowTable::default()
+        }
     }
 
     /// Account one segment seen at `at`; connections that are over are
@@ -422,7 +470,12 @@ impl FlowTable {
                 return;
             }
             None => {
-                let c = Box::new(Conn::new(self.next_index, seg, at));
+                let mut c = Box::new(Conn::new(self.next_index, seg, at));
+                if self.marks {
+                    for h in &mut c.half {
+                        h.marks = Some(Vec::new());
+                    }
+                }
                 self.next_index += 1;
                 self.conns.entry(key).or_insert(c)
             }
@@ -472,6 +525,19 @@ mod tests {
     use super::*;
     use crate::wire::TcpSegment;
     use std::net::Ipv4Addr;
+
+    #[test]
+    fn roles_without_syn_from_the_opening_bytes() {
+        // a ClientHello record header (type 22, TLS 1.0 record, length, type 1)
+        assert_eq!(role_from_payload(&[0x16, 3, 1, 0, 200, 1, 0]), Some(true));
+        assert_eq!(role_from_payload(&[0x16, 3, 3, 0, 90, 2, 0]), Some(false));
+        assert_eq!(role_from_payload(b"GET / HTTP/1.1\r\n"), Some(true));
+        assert_eq!(role_from_payload(b"HTTP/1.1 200 OK\r\n"), Some(false));
+        // application data, a cut header, nothing: not told
+        assert_eq!(role_from_payload(&[0x17, 3, 3, 0, 90, 1]), None);
+        assert_eq!(role_from_payload(&[0x16, 3, 1]), None);
+        assert_eq!(role_from_payload(b""), None);
+    }
 
     const C: ([u8; 4], u16) = ([10, 0, 0, 1], 40000);
     const S: ([u8; 4], u16) = ([10, 0, 0, 2], 443);

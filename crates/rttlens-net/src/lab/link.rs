@@ -107,6 +107,10 @@ pub struct Loss {
     pub probability: f64,
     /// Seed for `probability`.
     pub seed: u64,
+    /// A black hole: from the payload segment with this index (1-based) on,
+    /// every packet in this direction is dropped, with or without payload
+    /// (a peer or path that died mid-transfer).
+    pub black_hole_from: Option<u64>,
 }
 
 /// The link's knobs. `Default` is a 40 ms RTT split evenly, no rate limit,
@@ -646,7 +650,10 @@ fn reader(s: &Shared, dir: Dir, ready: &std::sync::mpsc::Sender<()>) {
         let drop_idx = index > 0
             && (loss.indices.contains(&index)
                 || random_drop(loss.seed, dir, index, loss.probability));
-        if drop_syn || drop_syn_data || drop_idx {
+        let black_hole = loss
+            .black_hole_from
+            .is_some_and(|from| st.payload_index >= from);
+        if drop_syn || drop_syn_data || drop_idx || black_hole {
             st.syn_dropped |= drop_syn;
             st.syn_data_dropped |= drop_syn_data;
             let mut stats = s.stats.lock().unwrap_or_else(|e| e.into_inner());

@@ -12,6 +12,7 @@
 //! panic (unwinding runs `Drop`) and on SIGINT/SIGTERM (a handler removes
 //! the namespaces of every live lab, then exits with status 130).
 
+pub mod copies;
 pub mod link;
 pub mod netns;
 pub mod pcapng;

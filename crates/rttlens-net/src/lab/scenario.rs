@@ -26,6 +26,7 @@ use rttlens_core::report::ConnReport;
 use rttlens_lab_server::builtin::{Server, ServerConfig};
 use rttlens_lab_server::nginx;
 
+use super::copies;
 use super::link::{Capture, LinkConfig};
 use super::{Lab, LabError, Side, Sysctls};
 
@@ -67,6 +68,51 @@ pub struct Scenario {
     pub link: fn(&mut LinkConfig),
     /// Starts the server(s) and runs the client action.
     pub run: fn(&mut Ctx) -> Result<(), LabError>,
+    /// Partial copies of the capture analysed again, as captures from the
+    /// wild come (see [`Variant`]).
+    pub variants: &'static [Variant],
+}
+
+/// A partial copy of a scenario's capture, analysed again: it must name
+/// its expectations on the same connection, citing frames the full
+/// capture's finding cites (mapped back), and never say what the full
+/// capture does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// The vantage capture from its first payload segment on: tcpdump
+    /// started after the three-way handshake, so there is no SYN, no
+    /// handshake RTT and no window scale option. The scenario's own
+    /// expectations must hold, the connection must say it started
+    /// mid-stream, and its RTT must be known (data/ACK pairs, timestamps).
+    MidStream,
+    /// The same copy, where one direction's packets cannot prove the
+    /// scenario's cause without the handshake (`why` says what is missing):
+    /// no expectation, but every other check of [`Variant::MidStream`]
+    /// holds: nothing the full capture does not say, a header that says it
+    /// started mid-stream, an RTT.
+    MidStreamSaysLess {
+        /// What the copy cannot prove, and why.
+        why: &'static str,
+    },
+    /// Only the server's packets, captured at the server (the data sender
+    /// in every scenario that has this variant): one direction, as a
+    /// `src host` filter or asymmetric routing leaves it. `expect` replaces
+    /// the scenario's expectations (what one direction can prove); the
+    /// connection must say that only one side was seen.
+    SenderOnly {
+        /// Findings that must appear (the scenario's syntax).
+        expect: &'static [&'static str],
+    },
+}
+
+impl Variant {
+    /// Short name (`mid-stream`, `sender-only`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Variant::MidStream | Variant::MidStreamSaysLess { .. } => "mid-stream",
+            Variant::SenderOnly { .. } => "sender-only",
+        }
+    }
 }
 
 /// What a scenario's `run` works with: the lab, a scratch directory, and
@@ -224,6 +270,20 @@ impl<'a> Ctx<'a> {
         self.client_output(cmd, &format!("curl {}", args.join(" ")), true)
     }
 
+    /// Run `curl -sS -k -o /dev/null --max-time MAX_TIME_S ARGS…` in the
+    /// client namespace when the transfer is expected to fail (a dead
+    /// path): curl's exit status is not checked.
+    ///
+    /// # Errors
+    /// [`LabError::Client`] when curl cannot be run.
+    pub fn curl_may_fail(&self, max_time_s: u32, args: &[&str]) -> Result<String, LabError> {
+        let mut cmd = Command::new("curl");
+        let t = max_time_s.min(CLIENT_TIMEOUT_S).to_string();
+        cmd.args(["-sS", "-k", "-o", "/dev/null", "--max-time", &t])
+            .args(args);
+        self.client_output(cmd, &format!("curl {}", args.join(" ")), false)
+    }
+
     /// Run the project's probe (`rttlens probe`) in the client namespace.
     ///
     /// # Errors
@@ -307,8 +367,9 @@ pub struct Found {
     pub title: String,
     /// The matching finding's cost in ms (0 when not found).
     pub cost_ms: f64,
-    /// The matching finding's cost in round trips (0 when not found).
-    pub cost_rtts: f64,
+    /// The matching finding's cost in round trips (`None` when not found
+    /// or when the connection's RTT is unknown).
+    pub cost_rtts: Option<f64>,
 }
 
 /// What a scenario run produced.
@@ -333,12 +394,41 @@ pub struct Outcome {
     pub middle_capture: PathBuf,
     /// Wall-clock time of the run.
     pub elapsed: Duration,
+    /// One per [`Scenario::variants`].
+    pub variants: Vec<VariantOutcome>,
 }
 
 impl Outcome {
-    /// Every expectation held and no forbidden finding appeared.
+    /// Every expectation held, no forbidden finding appeared, and every
+    /// variant held.
     pub fn passed(&self) -> bool {
-        self.found.iter().all(|f| f.found) && self.unexpected_forbidden.is_empty()
+        self.found.iter().all(|f| f.found)
+            && self.unexpected_forbidden.is_empty()
+            && self.variants.iter().all(VariantOutcome::passed)
+    }
+}
+
+/// What the analysis of one partial copy showed.
+#[derive(Debug, Clone)]
+pub struct VariantOutcome {
+    /// Which copy.
+    pub variant: Variant,
+    /// One entry per expectation of the variant.
+    pub found: Vec<Found>,
+    /// Every check that failed, in words (forbidden findings, findings the
+    /// full capture does not have, evidence that does not map back, a
+    /// header that does not say what is missing).
+    pub problems: Vec<String>,
+    /// Every finding id per connection.
+    pub findings: Vec<Vec<&'static str>>,
+    /// The RTT the copy's first connection was given (ms; `None`: unknown).
+    pub rtt_ms: Option<f64>,
+}
+
+impl VariantOutcome {
+    /// Every expectation held and no check failed.
+    pub fn passed(&self) -> bool {
+        self.found.iter().all(|f| f.found) && self.problems.is_empty()
     }
 }
 
@@ -439,6 +529,17 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
     (s.link)(&mut cfg);
     let mut lab = Lab::new(cfg)?;
     let dump = lab.tcpdump(s.vantage, &client_capture)?;
+    // the sender-only variant is cut from the server's vantage
+    let server_capture = path.join("server.pcap");
+    let wants_server = s
+        .variants
+        .iter()
+        .any(|v| matches!(v, Variant::SenderOnly { .. }));
+    let server_dump = if wants_server && s.vantage == Side::Client {
+        Some(lab.tcpdump(Side::Server, &server_capture)?)
+    } else {
+        None
+    };
     let mut ctx = Ctx {
         lab: &lab,
         dir: path.clone(),
@@ -449,49 +550,17 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
     // the last FIN/ACK exchange
     std::thread::sleep(rtt * 2 + Duration::from_millis(50));
     dump.stop();
+    if let Some(d) = server_dump {
+        d.stop();
+    }
     drop(ctx);
     lab.stop_link();
     drop(lab);
     result?;
     let mut conns = analyze(&client_capture)?;
     conns.sort_by_key(|c| c.index);
-    let found: Vec<Found> = s
-        .expect
-        .iter()
-        .map(|&e| match lookup(&conns, e) {
-            Some((_, f)) => Found {
-                expect: e,
-                found: true,
-                id: Some(f.id),
-                title: f.title.clone(),
-                cost_ms: f.cost.ms,
-                cost_rtts: f.cost.rtts_or_zero(),
-            },
-            None => Found {
-                expect: e,
-                found: false,
-                id: None,
-                title: String::new(),
-                cost_ms: 0.0,
-                cost_rtts: 0.0,
-            },
-        })
-        .collect();
-    let mut unexpected_forbidden = Vec::new();
-    for &e in s.forbid {
-        let (conn, ids) = parse_expect(e);
-        for (i, c) in conns.iter().enumerate() {
-            if conn.is_some_and(|n| n != i) {
-                continue;
-            }
-            for f in &c.findings {
-                if ids.contains(&f.id) {
-                    unexpected_forbidden.push(format!("{i}:{}", f.id));
-                }
-            }
-        }
-    }
-    unexpected_forbidden.dedup();
+    let found = expectations(&conns, s.expect);
+    let unexpected_forbidden = forbidden(&conns, s.forbid);
     // the key line: on the connection of the last expectation met, or
     // the one the last expectation names, or the first connection (the
     // last expectation is the one a scenario builds up to: `1:tfo-accepted`)
@@ -510,6 +579,22 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
             None => format!("no {} phase on conn {key_conn}", s.key),
         },
     };
+    let mut variants = Vec::new();
+    for &v in s.variants {
+        let (source, full) = match v {
+            Variant::MidStream | Variant::MidStreamSaysLess { .. } => (&client_capture, None),
+            Variant::SenderOnly { .. } => (&server_capture, Some(&server_capture)),
+        };
+        let full = match full {
+            Some(p) if *p != client_capture => {
+                let mut c = analyze(p)?;
+                c.sort_by_key(|c| c.index);
+                c
+            }
+            _ => conns.clone(),
+        };
+        variants.push(run_variant(s, v, source, &full, &path)?);
+    }
     let findings = conns
         .iter()
         .map(|c| c.findings.iter().map(|f| f.id).collect())
@@ -525,6 +610,138 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
         client_capture,
         middle_capture,
         elapsed: started.elapsed(),
+        variants,
+    })
+}
+
+/// One [`Found`] per expectation, looked up in `conns`.
+fn expectations(conns: &[ConnReport], expect: &'static [&'static str]) -> Vec<Found> {
+    expect
+        .iter()
+        .map(|&e| match lookup(conns, e) {
+            Some((_, f)) => Found {
+                expect: e,
+                found: true,
+                id: Some(f.id),
+                title: f.title.clone(),
+                cost_ms: f.cost.ms,
+                cost_rtts: f.cost.rtts,
+            },
+            None => Found {
+                expect: e,
+                found: false,
+                id: None,
+                title: String::new(),
+                cost_ms: 0.0,
+                cost_rtts: None,
+            },
+        })
+        .collect()
+}
+
+/// The forbidden findings that appear in `conns`, as `N:id`.
+fn forbidden(conns: &[ConnReport], forbid: &[&str]) -> Vec<String> {
+    let mut seen = Vec::new();
+    for &e in forbid {
+        let (conn, ids) = parse_expect(e);
+        for (i, c) in conns.iter().enumerate() {
+            if conn.is_some_and(|n| n != i) {
+                continue;
+            }
+            for f in &c.findings {
+                if ids.contains(&f.id) {
+                    seen.push(format!("{i}:{}", f.id));
+                }
+            }
+        }
+    }
+    seen.dedup();
+    seen
+}
+
+/// Cut `source` as `v` says, analyse the copy and compare it with `full`
+/// (the analysis of the capture it was cut from).
+fn run_variant(
+    s: &Scenario,
+    v: Variant,
+    source: &Path,
+    full: &[ConnReport],
+    dir: &Path,
+) -> Result<VariantOutcome, LabError> {
+    let (cut, expect) = match v {
+        Variant::MidStream => (copies::Cut::AfterHandshake, s.expect),
+        Variant::MidStreamSaysLess { .. } => (copies::Cut::AfterHandshake, &[][..]),
+        Variant::SenderOnly { expect } => (copies::Cut::FromHost(Lab::SERVER_V4.into()), expect),
+    };
+    let copy = copies::copy(source, &dir.join(format!("{}.pcap", v.name())), cut)?;
+    let mut conns = analyze(&copy.path)?;
+    conns.sort_by_key(|c| c.index);
+    let found = expectations(&conns, expect);
+    let mut problems = forbidden(&conns, s.forbid)
+        .into_iter()
+        .map(|f| format!("forbidden {f}"))
+        .collect::<Vec<_>>();
+    // never more than the full capture says, on the same connection
+    for (i, c) in conns.iter().enumerate() {
+        for f in &c.findings {
+            if !full
+                .get(i)
+                .is_some_and(|fc| fc.findings.iter().any(|g| g.id == f.id))
+            {
+                problems.push(format!("{i}:{} (the full capture does not say it)", f.id));
+            }
+        }
+    }
+    // the evidence is the full capture's, frame numbers shifted
+    for &e in expect {
+        let (Some((i, f)), Some((j, g))) = (lookup(&conns, e), lookup(full, e)) else {
+            continue;
+        };
+        if i != j {
+            problems.push(format!("{e}: on connection {i}, the full capture's on {j}"));
+            continue;
+        }
+        let mapped: Vec<u64> = f
+            .evidence
+            .iter()
+            .filter_map(|ev| copy.original(ev.frame))
+            .collect();
+        if !g.evidence.iter().any(|ev| mapped.contains(&ev.frame)) {
+            problems.push(format!(
+                "{e}: evidence frames {mapped:?} (original numbering) share none with the full capture's {:?}",
+                g.evidence.iter().map(|ev| ev.frame).collect::<Vec<_>>()
+            ));
+        }
+    }
+    let first = conns.first();
+    match v {
+        Variant::MidStream | Variant::MidStreamSaysLess { .. } => {
+            if !first.is_some_and(|c| c.coverage.mid_stream) {
+                problems.push("the first connection does not say it started mid-stream".into());
+            }
+            if !first.is_some_and(|c| c.rtt.is_some()) {
+                problems.push("no RTT without the handshake".into());
+            }
+        }
+        Variant::SenderOnly { .. } => {
+            for (i, c) in conns.iter().enumerate() {
+                if c.coverage.only != Some(rttlens_core::side::Side::Server) {
+                    problems.push(format!(
+                        "connection {i} does not say only the server was seen"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(VariantOutcome {
+        variant: v,
+        found,
+        problems,
+        findings: conns
+            .iter()
+            .map(|c| c.findings.iter().map(|f| f.id).collect())
+            .collect(),
+        rtt_ms: first.and_then(|c| c.rtt.as_ref()).map(|r| r.min_ms),
     })
 }
 

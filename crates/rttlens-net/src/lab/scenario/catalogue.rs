@@ -6,7 +6,7 @@ use std::time::Duration;
 use rttlens_lab_server::builtin::{HandshakeWrites, ServerConfig};
 use rttlens_lab_server::TlsVersion;
 
-use super::{Ctx, Scenario};
+use super::{Ctx, Scenario, Variant};
 use crate::lab::link::LinkConfig;
 use crate::lab::{Lab, LabError, Side, Sysctls};
 
@@ -19,7 +19,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 25] = [
+static CATALOGUE: [Scenario; 29] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -29,6 +29,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: |c| nagle_nginx(c, false),
+        variants: &[],
     },
     Scenario {
         name: "nodelay",
@@ -39,6 +40,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: |c| nagle_nginx(c, true),
+        variants: &[],
     },
     Scenario {
         name: "nagle-handshake",
@@ -49,6 +51,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: nagle_handshake,
+        variants: &[],
     },
     Scenario {
         name: "tls12-vs-tls13",
@@ -59,6 +62,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: tls12_vs_tls13,
+        variants: &[],
     },
     Scenario {
         name: "resumption",
@@ -69,6 +73,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: resumption,
+        variants: &[],
     },
     Scenario {
         name: "resumption-declined",
@@ -79,6 +84,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: resumption_declined,
+        variants: &[],
     },
     Scenario {
         name: "zero-rtt",
@@ -89,6 +95,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: zero_rtt,
+        variants: &[],
     },
     Scenario {
         name: "zero-rtt-rejected",
@@ -99,6 +106,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: zero_rtt_rejected,
+        variants: &[],
     },
     Scenario {
         name: "probe-sequence",
@@ -109,6 +117,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: probe_sequence,
+        variants: &[],
     },
     Scenario {
         name: "tfo",
@@ -119,6 +128,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: tfo,
+        variants: &[],
     },
     Scenario {
         name: "tfo-refused",
@@ -129,6 +139,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: tfo_refused,
+        variants: &[],
     },
     Scenario {
         name: "tfo-fallback",
@@ -139,6 +150,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: |l| l.loss_c2s.first_syn_data = true,
         run: tfo,
+        variants: &[],
     },
     Scenario {
         name: "big-records",
@@ -149,6 +161,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: |c| records(c, None),
+        variants: &[],
     },
     Scenario {
         name: "small-records",
@@ -159,6 +172,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: |c| records(c, Some(1400)),
+        variants: &[],
     },
     Scenario {
         name: "clean",
@@ -185,6 +199,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: |c| download(c, ServerConfig { record_size: Some(1400), ..ServerConfig::default() }, 20_000),
+        variants: &[],
     },
     Scenario {
         name: "server-think",
@@ -195,6 +210,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: server_think,
+        variants: &[Variant::MidStream],
     },
     Scenario {
         name: "fast-retransmit",
@@ -205,6 +221,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: |l| l.loss_s2c.indices = vec![60],
         run: |c| download(c, ServerConfig::default(), 1_000_000),
+        variants: &[Variant::MidStream, Variant::SenderOnly { expect: &["fast-retransmit"] }],
     },
     Scenario {
         name: "tail-loss",
@@ -215,6 +232,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Server,
         link: |l| l.loss_s2c.indices = vec![TAIL],
         run: |c| download_plain(c, TAIL_BYTES),
+        variants: &[Variant::MidStream, Variant::SenderOnly { expect: &["tail-loss-probe"] }],
     },
     Scenario {
         name: "rto",
@@ -225,6 +243,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Server,
         link: |l| l.loss_s2c.indices = vec![TAIL, TAIL + 1],
         run: |c| download_plain(c, TAIL_BYTES),
+        variants: &[Variant::MidStream, Variant::SenderOnly { expect: &["rto"] }],
     },
     Scenario {
         name: "sndbuf-cap",
@@ -235,6 +254,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: sndbuf_cap,
+        variants: &[Variant::MidStream],
     },
     Scenario {
         name: "no-wscale",
@@ -245,6 +265,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: no_wscale,
+        variants: &[Variant::MidStream],
     },
     Scenario {
         name: "no-wscale-server",
@@ -255,6 +276,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Server,
         link: plain_link,
         run: no_wscale,
+        variants: &[Variant::MidStream],
     },
     Scenario {
         name: "small-rcvbuf",
@@ -265,6 +287,9 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: small_rcvbuf,
+        variants: &[Variant::MidStreamSaysLess {
+            why: "the window scale is inferred and the window hardly moves: a flight at a lower bound is `unknown` unless it meets the window to the byte",
+        }],
     },
     Scenario {
         name: "client-think",
@@ -275,6 +300,7 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: client_think,
+        variants: &[Variant::MidStream],
     },
     Scenario {
         name: "delayed-ack",
@@ -285,8 +311,98 @@ static CATALOGUE: [Scenario; 25] = [
         vantage: Side::Client,
         link: plain_link,
         run: delayed_ack,
+        variants: &[],
+    },
+    Scenario {
+        name: "black-hole",
+        about: "plain HTTP, 1 MB: from the 30th data segment on the path drops everything server→client; the server backs off its RTO until the client gives up",
+        expect: &["rto-backoff"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Server,
+        link: |l| l.loss_s2c.black_hole_from = Some(BLACK_HOLE_FROM),
+        run: black_hole,
+        variants: &[Variant::MidStream, Variant::SenderOnly { expect: &["rto-backoff"] }],
+    },
+    Scenario {
+        name: "black-hole-receiver",
+        about: "the same black hole seen from the client: the transfer stops with the window open until the client gives up",
+        expect: &["transfer-stall"],
+        forbid: &["rto-backoff"],
+        key: "transfer",
+        vantage: Side::Client,
+        link: |l| l.loss_s2c.black_hole_from = Some(BLACK_HOLE_FROM),
+        run: black_hole,
+        variants: &[Variant::MidStream],
+    },
+    Scenario {
+        name: "jitter-no-think",
+        about: "control: every packet delayed ±RTT/8 each way (seeded), the server answers at once: the late responses are the path's, not the server's",
+        expect: &[],
+        forbid: &["server-think-time", "client-think-time", "queueing-delay"],
+        key: "request",
+        vantage: Side::Client,
+        link: |l| {
+            l.jitter = l.rtt / 8;
+            l.jitter_seed = 9;
+        },
+        run: jitter_no_think,
+        variants: &[Variant::MidStream],
+    },
+    Scenario {
+        name: "deep-queue",
+        about: "a 20 Mbit/s bottleneck with a 500 KB queue (200 ms) under a 4 MB download (Reno: no HyStart): the flight fills the queue and the RTT climbs",
+        expect: &["queueing-delay"],
+        forbid: &["sender-window-cap", "receive-window-limit"],
+        key: "transfer",
+        vantage: Side::Client,
+        link: |l| {
+            l.rate_bps = 20_000_000;
+            l.queue_limit_bytes = 500_000;
+        },
+        run: deep_queue,
+        variants: &[],
     },
 ];
+
+/// The payload segment server→client from which the black-hole scenarios'
+/// path drops everything (about 40 KB into the download).
+const BLACK_HOLE_FROM: u64 = 30;
+
+/// A 1 MB plain HTTP download that the path black-holes mid-way: curl gives
+/// up after 4 s (the server's RTO has backed off four or five times by then)
+/// and closes; its FIN reaches the server, the server's answers do not.
+fn black_hole(c: &mut Ctx) -> Result<(), LabError> {
+    let port = c.builtin(ServerConfig {
+        plain_http: true,
+        ..ServerConfig::default()
+    })?;
+    c.curl_may_fail(
+        4,
+        &[&format!("http://{}:{port}/size/1000000", Lab::SERVER_V4)],
+    )?;
+    Ok(())
+}
+
+/// Five small TLS downloads on one keep-alive connection (no think time on
+/// the server): each response is late only by the path's jitter.
+fn jitter_no_think(c: &mut Ctx) -> Result<(), LabError> {
+    let port = c.builtin(ServerConfig::default())?;
+    let u = url(port, 2000);
+    c.curl(&["--tlsv1.3", &u, &u, &u, &u, &u])?;
+    Ok(())
+}
+
+/// A 4 MB download from a Reno sender: slow start without CUBIC's HyStart
+/// (which leaves slow start as soon as the RTT rises and then sits on its
+/// plateau for seconds) keeps doubling the flight until the bottleneck's
+/// queue is full, as a bulk sender does on a bloated path.
+fn deep_queue(c: &mut Ctx) -> Result<(), LabError> {
+    c.lab()
+        .netns(Side::Server)
+        .set_sysctl("net/ipv4/tcp_congestion_control", "reno")?;
+    download(c, ServerConfig::default(), 4_000_000)
+}
 
 /// The server may keep only one segment in flight: its route to the client
 /// gets a locked congestion window of 1 (`ip route add … cwnd lock 1`).
