@@ -513,6 +513,63 @@ fn zero_window_from_slow_reader() {
         // zero-window probes are not retransmissions
         check_retransmission_count(&a, kernel);
     }
+    // Wireshark flags the same frames as window 0, and its zero-window
+    // probes are no retransmissions for the engine either
+    for p in &paths {
+        let ours = zero_window_marks(p);
+        let tshark = tshark_frames(p, "tcp.analysis.zero_window");
+        assert!(!ours.0.is_empty(), "{}: window-0 frames", p.display());
+        assert_eq!(
+            ours.0,
+            tshark,
+            "{}: window-0 frames as Wireshark's",
+            p.display()
+        );
+        let probes = tshark_frames(p, "tcp.analysis.zero_window_probe");
+        assert!(
+            probes.iter().all(|f| !ours.1.contains(f)),
+            "{}: Wireshark's zero-window probes {probes:?} are not retransmissions {:?}",
+            p.display(),
+            ours.1
+        );
+    }
+}
+
+/// The engine's window-0 frames and retransmitted frames (per-frame marks).
+fn zero_window_marks(path: &std::path::Path) -> (Vec<u64>, Vec<u64>) {
+    use rttlens_core::flow::half::FrameMark;
+    let mut reader = rttlens_core::capture::CaptureReader::open(path).expect("open capture");
+    let marks = rttlens_core::pipeline::frame_marks(&mut reader).expect("read capture");
+    let pick = |want: fn(&FrameMark) -> bool| {
+        marks
+            .iter()
+            .filter(|(_, m)| want(m))
+            .map(|(f, _)| *f)
+            .collect::<Vec<_>>()
+    };
+    (
+        pick(|m| *m == FrameMark::ZeroWindow),
+        pick(|m| matches!(m, FrameMark::Retransmission(_))),
+    )
+}
+
+/// The frames tshark's display filter `filter` selects (tshark: a CI package).
+fn tshark_frames(path: &std::path::Path, filter: &str) -> Vec<u64> {
+    let o = std::process::Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(path)
+        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
+        .output()
+        .expect("tshark (Debian package tshark) runs");
+    assert!(
+        o.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
 }
 
 /// Control: the same 4 MiB download with no loss and a reader that keeps up.

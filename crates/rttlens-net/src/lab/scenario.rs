@@ -719,7 +719,7 @@ fn run_variant(
             if !first.is_some_and(|c| c.coverage.mid_stream) {
                 problems.push("the first connection does not say it started mid-stream".into());
             }
-            if !first.is_some_and(|c| c.rtt.is_some()) {
+            if first.is_none_or(|c| c.rtt.is_none()) {
                 problems.push("no RTT without the handshake".into());
             }
         }
