@@ -95,6 +95,7 @@ fn list(all: &[Scenario]) -> std::io::Result<()> {
         what.extend(s.forbid.iter().map(|e| format!("forbid {e}")));
         what.extend(s.variants.iter().map(|v| match v {
             Variant::MidStream => "mid-stream copy: the same".to_string(),
+            Variant::Offload => "offload (GRO) copy: the same".to_string(),
             Variant::MidStreamSaysLess { why } => format!("mid-stream copy: says less ({why})"),
             Variant::SenderOnly { expect } => {
                 format!("sender-only copy: expect {}", expect.join(", "))

@@ -287,7 +287,14 @@ pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration, rwnd_exact: bool)
             Limit::Rwnd
         } else if room && {
             let next = rounds.get(i + 1);
-            let sub_mss = (r.last_len as f64) < SUB_MSS * mss as f64;
+            // a segment several MSS long (GRO/TSO in the capture) stands
+            // for full segments and its remainder: the remainder is the tail
+            let tail = match u64::from(r.last_len) % mss {
+                0 => mss,
+                rem if u64::from(r.last_len) > mss => rem,
+                _ => u64::from(r.last_len),
+            };
+            let sub_mss = (tail as f64) < SUB_MSS * mss as f64;
             // the last round, smaller than the one before: the data ran out
             let shrank = next.is_none() && i > 0 && r.max_flight + mss < rounds[i - 1].max_flight;
             // the next round is no ACK-clocked continuation: none, late

@@ -1,8 +1,10 @@
 //! Partial copies of a lab capture, the way captures from the wild come:
 //! tcpdump started after the connection was up ([`Cut::AfterHandshake`]),
 //! or only one direction on the wire ([`Cut::FromHost`]: asymmetric
-//! routing, a `src host` filter, a one-way SPAN port). The scenarios'
-//! variants analyse these copies and compare them with the full capture.
+//! routing, a `src host` filter, a one-way SPAN port), and the capture an
+//! end host with receive offload on would have taken ([`coalesce`]: GRO).
+//! The scenarios' variants analyse these copies and compare them with the
+//! full capture.
 //!
 //! Reading and writing pcap records is pcap-parser's (`serialize` writes
 //! the classic little-endian format); the packets are read with etherparse.
@@ -31,14 +33,15 @@ pub enum Cut {
 pub struct CaptureCopy {
     /// The copy (classic pcap).
     pub path: PathBuf,
-    /// `origin[i]` is the original frame number of the copy's frame `i + 1`
-    /// (both 1-based, Wireshark's numbering).
-    pub origin: Vec<u64>,
+    /// `origin[i]` is the first and last original frame number of the
+    /// copy's frame `i + 1` (both 1-based, Wireshark's numbering; the same
+    /// number unless frames were coalesced into it).
+    pub origin: Vec<(u64, u64)>,
 }
 
 impl CaptureCopy {
-    /// The original frame number of the copy's `frame` (1-based).
-    pub fn original(&self, frame: u64) -> Option<u64> {
+    /// The original frame numbers (first, last) of the copy's `frame`.
+    pub fn original(&self, frame: u64) -> Option<(u64, u64)> {
         let i = usize::try_from(frame.checked_sub(1)?).ok()?;
         self.origin.get(i).copied()
     }
@@ -101,10 +104,174 @@ pub fn copy(from: &Path, to: &Path, cut: Cut) -> Result<CaptureCopy, LabError> {
         };
         if keep {
             out.extend(rec.to_vec_raw().map_err(serialize)?);
-            origin.push(i as u64 + 1);
+            origin.push((i as u64 + 1, i as u64 + 1));
         }
     }
     std::fs::write(to, out).map_err(io("writing", to))?;
+    Ok(CaptureCopy {
+        path: to.to_path_buf(),
+        origin,
+    })
+}
+
+/// The largest coalesced segment (bytes of TCP payload): an IPv4 packet's
+/// 64 KB less headers, as Linux GRO builds them (`GRO_LEGACY_MAX_SIZE`).
+const GRO_MAX_PAYLOAD: usize = 64_000;
+
+/// The longest gap between two segments GRO merges (one NAPI poll's worth
+/// of packets on a busy receiver).
+const GRO_MAX_GAP_US: i64 = 1000;
+
+/// A run of segments being merged.
+struct Run {
+    /// Index of the output slot the merged packet goes to.
+    slot: usize,
+    ts: (u32, u32),
+    ip: etherparse::Ipv4Header,
+    tcp: etherparse::TcpHeader,
+    payload: Vec<u8>,
+    first: u64,
+    last: u64,
+    next_seq: u32,
+    seg_len: usize,
+    last_us: i64,
+    ended: bool,
+}
+
+impl Run {
+    fn flush(self, out: &mut [Option<Vec<u8>>]) -> Result<(u64, u64), LabError> {
+        let bad = |e: &dyn std::fmt::Debug| LabError::Analysis(format!("coalescing: {e:?}"));
+        let mut ip = self.ip;
+        let mut tcp = self.tcp;
+        ip.set_payload_len(tcp.header_len() + self.payload.len())
+            .map_err(|e| bad(&e))?;
+        ip.header_checksum = ip.calc_header_checksum();
+        tcp.checksum = tcp
+            .calc_checksum_ipv4(&ip, &self.payload)
+            .map_err(|e| bad(&e))?;
+        let mut data = Vec::with_capacity(ip.header_len() + tcp.header_len() + self.payload.len());
+        ip.write(&mut data).map_err(|e| bad(&e))?;
+        tcp.write(&mut data).map_err(|e| bad(&e))?;
+        data.extend_from_slice(&self.payload);
+        let rec = pcap_parser::LegacyPcapBlock {
+            ts_sec: self.ts.0,
+            ts_usec: self.ts.1,
+            caplen: data.len() as u32,
+            origlen: data.len() as u32,
+            data: &data,
+        };
+        out[self.slot] = Some(rec.to_vec_raw().map_err(|e| bad(&e))?);
+        Ok((self.first, self.last))
+    }
+}
+
+/// The capture `from` (classic pcap of raw IPv4, as tcpdump writes on the
+/// lab's TUN devices) as a host with generic receive offload on would have
+/// captured it: runs of in-order, full-sized data segments of one flow, with
+/// the same ACK number, flags and TCP options, less than 1 ms apart, become
+/// one segment of up to 64 KB (Linux `tcp_gro_receive()`: a segment shorter
+/// than the first ends the run). The merged segment takes the first one's
+/// place and time; other packets are copied as they are.
+///
+/// # Errors
+/// As [`copy`].
+pub fn coalesce(from: &Path, to: &Path) -> Result<CaptureCopy, LabError> {
+    use etherparse::{Ipv4HeaderSlice, TcpHeaderSlice};
+    use std::collections::HashMap;
+    let io = |what: &str, p: &Path| {
+        let context = format!("{what} {}", p.display());
+        move |source| LabError::Io { context, source }
+    };
+    let bytes = std::fs::read(from).map_err(io("reading", from))?;
+    let cap = PcapCapture::from_file(&bytes).map_err(|e| {
+        LabError::Analysis(format!("{}: not a classic pcap: {e:?}", from.display()))
+    })?;
+    let serialize = |e| LabError::Analysis(format!("writing a pcap record: {e:?}"));
+    let nanos = cap.header.is_nanosecond_precision();
+    let mut out: Vec<Option<Vec<u8>>> = Vec::new();
+    let mut origin: Vec<(u64, u64)> = Vec::new();
+    let mut runs: HashMap<(std::net::Ipv4Addr, u16, std::net::Ipv4Addr, u16), Run> = HashMap::new();
+    for (i, rec) in cap.blocks.iter().enumerate() {
+        let frame = i as u64 + 1;
+        let us = i64::from(rec.ts_sec) * 1_000_000
+            + i64::from(rec.ts_usec) / if nanos { 1000 } else { 1 };
+        let parsed = (cap.header.network == Linktype::RAW || cap.header.network == Linktype::IPV4)
+            .then(|| Ipv4HeaderSlice::from_slice(rec.data).ok())
+            .flatten()
+            .filter(|ip| ip.protocol() == etherparse::IpNumber::TCP && ip.ihl() == 5)
+            .filter(|ip| usize::from(ip.total_len()) == rec.data.len())
+            .and_then(|ip| {
+                let tcp = TcpHeaderSlice::from_slice(&rec.data[ip.slice().len()..]).ok()?;
+                Some((ip, tcp))
+            });
+        let Some((ip, tcp)) = parsed else {
+            out.push(Some(rec.to_vec_raw().map_err(serialize)?));
+            origin.push((frame, frame));
+            continue;
+        };
+        let payload = &rec.data[ip.slice().len() + tcp.slice().len()..];
+        let key = (
+            ip.source_addr(),
+            tcp.source_port(),
+            ip.destination_addr(),
+            tcp.destination_port(),
+        );
+        let data_only = !payload.is_empty() && !(tcp.syn() || tcp.rst() || tcp.fin() || tcp.urg());
+        if let Some(run) = runs.get_mut(&key) {
+            let joins = data_only
+                && !run.ended
+                && tcp.sequence_number() == run.next_seq
+                && tcp.acknowledgment_number() == run.tcp.acknowledgment_number
+                && tcp.options() == run.tcp.options.as_slice()
+                && payload.len() <= run.seg_len
+                && run.payload.len() + payload.len() <= GRO_MAX_PAYLOAD
+                && us - run.last_us <= GRO_MAX_GAP_US;
+            if joins {
+                run.payload.extend_from_slice(payload);
+                run.next_seq = run.next_seq.wrapping_add(payload.len() as u32);
+                run.last = frame;
+                run.last_us = us;
+                run.tcp.psh |= tcp.psh();
+                run.ended = payload.len() < run.seg_len;
+                continue;
+            }
+            let done = runs.remove(&key).expect("present");
+            let slot = done.slot;
+            origin[slot] = done.flush(&mut out)?;
+        }
+        if data_only {
+            runs.insert(
+                key,
+                Run {
+                    slot: out.len(),
+                    ts: (rec.ts_sec, rec.ts_usec),
+                    ip: ip.to_header(),
+                    tcp: tcp.to_header(),
+                    payload: payload.to_vec(),
+                    first: frame,
+                    last: frame,
+                    next_seq: tcp.sequence_number().wrapping_add(payload.len() as u32),
+                    seg_len: payload.len(),
+                    last_us: us,
+                    ended: false,
+                },
+            );
+            out.push(None);
+            origin.push((frame, frame));
+        } else {
+            out.push(Some(rec.to_vec_raw().map_err(serialize)?));
+            origin.push((frame, frame));
+        }
+    }
+    for (_, run) in runs.drain() {
+        let slot = run.slot;
+        origin[slot] = run.flush(&mut out)?;
+    }
+    let mut file = cap.header.clone().to_vec_raw().map_err(serialize)?;
+    for r in out.into_iter().flatten() {
+        file.extend(r);
+    }
+    std::fs::write(to, file).map_err(io("writing", to))?;
     Ok(CaptureCopy {
         path: to.to_path_buf(),
         origin,

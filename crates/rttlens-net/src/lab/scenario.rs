@@ -94,6 +94,11 @@ pub enum Variant {
         /// What the copy cannot prove, and why.
         why: &'static str,
     },
+    /// The vantage capture as a host with receive offload (GRO) on would
+    /// have taken it: runs of full-sized segments merged into segments of
+    /// up to 64 KB ([`copies::coalesce`]). The scenario's expectations must
+    /// hold, and the capture-quality note must count the oversized segments.
+    Offload,
     /// Only the server's packets, captured at the server (the data sender
     /// in every scenario that has this variant): one direction, as a
     /// `src host` filter or asymmetric routing leaves it. `expect` replaces
@@ -110,6 +115,7 @@ impl Variant {
     pub fn name(&self) -> &'static str {
         match self {
             Variant::MidStream | Variant::MidStreamSaysLess { .. } => "mid-stream",
+            Variant::Offload => "offload",
             Variant::SenderOnly { .. } => "sender-only",
         }
     }
@@ -582,7 +588,9 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
     let mut variants = Vec::new();
     for &v in s.variants {
         let (source, full) = match v {
-            Variant::MidStream | Variant::MidStreamSaysLess { .. } => (&client_capture, None),
+            Variant::MidStream | Variant::MidStreamSaysLess { .. } | Variant::Offload => {
+                (&client_capture, None)
+            }
             Variant::SenderOnly { .. } => (&server_capture, Some(&server_capture)),
         };
         let full = match full {
@@ -668,13 +676,23 @@ fn run_variant(
     full: &[ConnReport],
     dir: &Path,
 ) -> Result<VariantOutcome, LabError> {
-    let (cut, expect) = match v {
-        Variant::MidStream => (copies::Cut::AfterHandshake, s.expect),
-        Variant::MidStreamSaysLess { .. } => (copies::Cut::AfterHandshake, &[][..]),
-        Variant::SenderOnly { expect } => (copies::Cut::FromHost(Lab::SERVER_V4.into()), expect),
+    let out = dir.join(format!("{}.pcap", v.name()));
+    let (copy, expect) = match v {
+        Variant::MidStream => (
+            copies::copy(source, &out, copies::Cut::AfterHandshake)?,
+            s.expect,
+        ),
+        Variant::MidStreamSaysLess { .. } => (
+            copies::copy(source, &out, copies::Cut::AfterHandshake)?,
+            &[][..],
+        ),
+        Variant::Offload => (copies::coalesce(source, &out)?, s.expect),
+        Variant::SenderOnly { expect } => (
+            copies::copy(source, &out, copies::Cut::FromHost(Lab::SERVER_V4.into()))?,
+            expect,
+        ),
     };
-    let copy = copies::copy(source, &dir.join(format!("{}.pcap", v.name())), cut)?;
-    let mut conns = analyze(&copy.path)?;
+    let (mut conns, summary) = analyze_summary(&copy.path)?;
     conns.sort_by_key(|c| c.index);
     let found = expectations(&conns, expect);
     let mut problems = forbidden(&conns, s.forbid)
@@ -701,12 +719,16 @@ fn run_variant(
             problems.push(format!("{e}: on connection {i}, the full capture's on {j}"));
             continue;
         }
-        let mapped: Vec<u64> = f
+        let mapped: Vec<(u64, u64)> = f
             .evidence
             .iter()
             .filter_map(|ev| copy.original(ev.frame))
             .collect();
-        if !g.evidence.iter().any(|ev| mapped.contains(&ev.frame)) {
+        if !g
+            .evidence
+            .iter()
+            .any(|ev| mapped.iter().any(|&(a, b)| (a..=b).contains(&ev.frame)))
+        {
             problems.push(format!(
                 "{e}: evidence frames {mapped:?} (original numbering) share none with the full capture's {:?}",
                 g.evidence.iter().map(|ev| ev.frame).collect::<Vec<_>>()
@@ -721,6 +743,11 @@ fn run_variant(
             }
             if first.is_none_or(|c| c.rtt.is_none()) {
                 problems.push("no RTT without the handshake".into());
+            }
+        }
+        Variant::Offload => {
+            if summary.quality.oversized_segments == 0 {
+                problems.push("no oversized segment counted in the capture quality".into());
             }
         }
         Variant::SenderOnly { .. } => {
@@ -746,10 +773,14 @@ fn run_variant(
 }
 
 fn analyze(path: &Path) -> Result<Vec<ConnReport>, LabError> {
+    analyze_summary(path).map(|(c, _)| c)
+}
+
+fn analyze_summary(path: &Path) -> Result<(Vec<ConnReport>, pipeline::CaptureSummary), LabError> {
     let mut reader = CaptureReader::open(path)
         .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
     let mut conns = Vec::new();
-    pipeline::run(&mut reader, &mut |c| conns.push(c), &mut |_| {})
+    let summary = pipeline::run(&mut reader, &mut |c| conns.push(c), &mut |_| {})
         .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
-    Ok(conns)
+    Ok((conns, summary))
 }

@@ -161,7 +161,7 @@ static CATALOGUE: [Scenario; 29] = [
         vantage: Side::Client,
         link: plain_link,
         run: |c| records(c, None),
-        variants: &[],
+        variants: &[Variant::Offload],
     },
     Scenario {
         name: "small-records",
@@ -210,7 +210,7 @@ static CATALOGUE: [Scenario; 29] = [
         vantage: Side::Client,
         link: plain_link,
         run: server_think,
-        variants: &[Variant::MidStream],
+        variants: &[Variant::Offload, Variant::MidStream],
     },
     Scenario {
         name: "fast-retransmit",
@@ -221,7 +221,7 @@ static CATALOGUE: [Scenario; 29] = [
         vantage: Side::Client,
         link: |l| l.loss_s2c.indices = vec![60],
         run: |c| download(c, ServerConfig::default(), 1_000_000),
-        variants: &[Variant::MidStream, Variant::SenderOnly { expect: &["fast-retransmit"] }],
+        variants: &[Variant::Offload, Variant::MidStream, Variant::SenderOnly { expect: &["fast-retransmit"] }],
     },
     Scenario {
         name: "tail-loss",
@@ -254,7 +254,7 @@ static CATALOGUE: [Scenario; 29] = [
         vantage: Side::Client,
         link: plain_link,
         run: sndbuf_cap,
-        variants: &[Variant::MidStream],
+        variants: &[Variant::Offload, Variant::MidStream],
     },
     Scenario {
         name: "no-wscale",
@@ -265,7 +265,7 @@ static CATALOGUE: [Scenario; 29] = [
         vantage: Side::Client,
         link: plain_link,
         run: no_wscale,
-        variants: &[Variant::MidStream],
+        variants: &[Variant::Offload, Variant::MidStream],
     },
     Scenario {
         name: "no-wscale-server",
