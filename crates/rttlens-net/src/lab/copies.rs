@@ -216,7 +216,7 @@ pub fn coalesce(from: &Path, to: &Path) -> Result<CaptureCopy, LabError> {
             ip.destination_addr(),
             tcp.destination_port(),
         );
-        let data_only = !payload.is_empty() && !(tcp.syn() || tcp.rst() || tcp.fin() || tcp.urg());
+        let data_only = !(payload.is_empty() || tcp.syn() || tcp.rst() || tcp.fin() || tcp.urg());
         if let Some(run) = runs.get_mut(&key) {
             let joins = data_only
                 && !run.ended
