@@ -233,6 +233,17 @@ fn cost_text(f: &scenario::Found) -> String {
     }
 }
 
+/// One expectation's result in the JSON document.
+fn found_json(f: &scenario::Found) -> serde_json::Value {
+    serde_json::json!({
+        "expect": f.expect,
+        "found": f.found,
+        "id": f.id,
+        "cost_ms": f.cost_ms,
+        "cost_rtts": f.cost_rtts,
+    })
+}
+
 fn json(
     out: &mut impl Write,
     results: &[(&Scenario, Result<Outcome, String>)],
@@ -246,13 +257,7 @@ fn json(
             Ok(o) => serde_json::json!({
                 "scenario": o.scenario,
                 "passed": o.passed(),
-                "expected": o.found.iter().map(|f| serde_json::json!({
-                    "expect": f.expect,
-                    "found": f.found,
-                    "id": f.id,
-                    "cost_ms": f.cost_ms,
-                    "cost_rtts": f.cost_rtts,
-                })).collect::<Vec<_>>(),
+                "expected": o.found.iter().map(found_json).collect::<Vec<_>>(),
                 "forbid": s.forbid,
                 "unexpected_forbidden": o.unexpected_forbidden,
                 "key_line": o.key_line,
@@ -261,13 +266,7 @@ fn json(
                 "variants": o.variants.iter().map(|v| serde_json::json!({
                     "variant": v.variant.name(),
                     "passed": v.passed(),
-                    "expected": v.found.iter().map(|f| serde_json::json!({
-                        "expect": f.expect,
-                        "found": f.found,
-                        "id": f.id,
-                        "cost_ms": f.cost_ms,
-                        "cost_rtts": f.cost_rtts,
-                    })).collect::<Vec<_>>(),
+                    "expected": v.found.iter().map(found_json).collect::<Vec<_>>(),
                     "problems": v.problems,
                     "findings": v.findings,
                     "rtt_ms": v.rtt_ms,

@@ -75,21 +75,32 @@ fn look(linktype: Linktype, data: &[u8]) -> Seen {
     Seen { src, tcp_payload }
 }
 
+fn io_error(what: &str, p: &Path) -> impl FnOnce(std::io::Error) -> LabError {
+    let context = format!("{what} {}", p.display());
+    move |source| LabError::Io { context, source }
+}
+
+fn read(from: &Path) -> Result<Vec<u8>, LabError> {
+    std::fs::read(from).map_err(io_error("reading", from))
+}
+
+fn parse<'a>(from: &Path, bytes: &'a [u8]) -> Result<PcapCapture<'a>, LabError> {
+    PcapCapture::from_file(bytes)
+        .map_err(|e| LabError::Analysis(format!("{}: not a classic pcap: {e:?}", from.display())))
+}
+
+fn serialize(e: impl std::fmt::Debug) -> LabError {
+    LabError::Analysis(format!("writing a pcap record: {e:?}"))
+}
+
 /// Write the frames of the classic pcap `from` that `cut` keeps to `to`.
 ///
 /// # Errors
 /// [`LabError::Io`] when a file cannot be read or written;
 /// [`LabError::Analysis`] when `from` is not a classic pcap.
 pub fn copy(from: &Path, to: &Path, cut: Cut) -> Result<CaptureCopy, LabError> {
-    let io = |what: &str, p: &Path| {
-        let context = format!("{what} {}", p.display());
-        move |source| LabError::Io { context, source }
-    };
-    let bytes = std::fs::read(from).map_err(io("reading", from))?;
-    let cap = PcapCapture::from_file(&bytes).map_err(|e| {
-        LabError::Analysis(format!("{}: not a classic pcap: {e:?}", from.display()))
-    })?;
-    let serialize = |e| LabError::Analysis(format!("writing a pcap record: {e:?}"));
+    let bytes = read(from)?;
+    let cap = parse(from, &bytes)?;
     let mut out = cap.header.clone().to_vec_raw().map_err(serialize)?;
     let mut origin = Vec::new();
     let mut started = false;
@@ -107,7 +118,7 @@ pub fn copy(from: &Path, to: &Path, cut: Cut) -> Result<CaptureCopy, LabError> {
             origin.push((i as u64 + 1, i as u64 + 1));
         }
     }
-    std::fs::write(to, out).map_err(io("writing", to))?;
+    std::fs::write(to, out).map_err(io_error("writing", to))?;
     Ok(CaptureCopy {
         path: to.to_path_buf(),
         origin,
@@ -178,15 +189,8 @@ impl Run {
 pub fn coalesce(from: &Path, to: &Path) -> Result<CaptureCopy, LabError> {
     use etherparse::{Ipv4HeaderSlice, TcpHeaderSlice};
     use std::collections::HashMap;
-    let io = |what: &str, p: &Path| {
-        let context = format!("{what} {}", p.display());
-        move |source| LabError::Io { context, source }
-    };
-    let bytes = std::fs::read(from).map_err(io("reading", from))?;
-    let cap = PcapCapture::from_file(&bytes).map_err(|e| {
-        LabError::Analysis(format!("{}: not a classic pcap: {e:?}", from.display()))
-    })?;
-    let serialize = |e| LabError::Analysis(format!("writing a pcap record: {e:?}"));
+    let bytes = read(from)?;
+    let cap = parse(from, &bytes)?;
     let nanos = cap.header.is_nanosecond_precision();
     let mut out: Vec<Option<Vec<u8>>> = Vec::new();
     let mut origin: Vec<(u64, u64)> = Vec::new();
@@ -271,7 +275,7 @@ pub fn coalesce(from: &Path, to: &Path) -> Result<CaptureCopy, LabError> {
     for r in out.into_iter().flatten() {
         file.extend(r);
     }
-    std::fs::write(to, file).map_err(io("writing", to))?;
+    std::fs::write(to, file).map_err(io_error("writing", to))?;
     Ok(CaptureCopy {
         path: to.to_path_buf(),
         origin,
