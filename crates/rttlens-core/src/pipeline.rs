@@ -88,22 +88,57 @@ pub fn run(
     on_conn: &mut dyn FnMut(ConnReport),
     progress: &mut dyn FnMut(u64),
 ) -> Result<CaptureSummary, CaptureError> {
-    let mut table = FlowTable::new();
-    let mut sum = CaptureSummary::default();
-    let mut first: Option<Timestamp> = None;
-    let mut last = Timestamp::default();
-    let mut connections = 0u64;
     let mut findings_by_id: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let mut oversized = 0u64;
     let mut finish = |conn: Box<Conn>, start: Timestamp| {
-        connections += 1;
-        oversized += conn.half[0].oversized + conn.half[1].oversized;
         let a = analysis::analyze(conn);
         let findings = detect::run_all(&a);
         for f in &findings {
             *findings_by_id.entry(f.id).or_default() += 1;
         }
         on_conn(ConnReport::new(&a, findings, start));
+    };
+    let mut sum = scan(reader, FlowTable::new(), &mut finish, progress)?;
+    sum.findings_by_id = findings_by_id;
+    Ok(sum)
+}
+
+/// Every frame's TCP analysis marks ([`FrameMark`]) over the whole capture,
+/// sorted by frame number (Wireshark's numbering): what the engine's flow
+/// layer said of each frame, to compare with Wireshark's `tcp.analysis.*`
+/// flags. Memory grows with the marks; detectors do not run.
+///
+/// # Errors
+/// As [`run`]: only when not a single frame could be read.
+pub fn frame_marks(reader: &mut CaptureReader) -> Result<Vec<(u64, FrameMark)>, CaptureError> {
+    let mut marks = Vec::new();
+    let mut take = |c: Box<Conn>, _: Timestamp| {
+        for h in c.half {
+            marks.extend(h.marks.into_iter().flatten().map(|(m, k)| (m.frame, k)));
+        }
+    };
+    scan(reader, FlowTable::with_marks(), &mut take, &mut |_| {})?;
+    marks.sort_by_key(|&(f, _)| f);
+    Ok(marks)
+}
+
+/// Read every frame of `reader` into `table`; each finished connection goes
+/// to `finish` with the capture's first timestamp. Returns the capture's
+/// summary without `findings_by_id` (the caller's to fill).
+fn scan(
+    reader: &mut CaptureReader,
+    mut table: FlowTable,
+    finish: &mut dyn FnMut(Box<Conn>, Timestamp),
+    progress: &mut dyn FnMut(u64),
+) -> Result<CaptureSummary, CaptureError> {
+    let mut sum = CaptureSummary::default();
+    let mut first: Option<Timestamp> = None;
+    let mut last = Timestamp::default();
+    let mut connections = 0u64;
+    let mut oversized = 0u64;
+    let mut finish = |conn: Box<Conn>, start: Timestamp| {
+        connections += 1;
+        oversized += conn.half[0].oversized + conn.half[1].oversized;
+        finish(conn, start);
     };
     loop {
         let frame = match reader.next_frame() {
@@ -153,7 +188,6 @@ pub fn run(
     sum.first_ts = start.as_secs_f64();
     sum.duration_s = (last - start).as_secs_f64();
     sum.connections = connections;
-    sum.findings_by_id = findings_by_id;
     sum.quality.oversized_segments = oversized;
     let n = reader.notes();
     let notes = [
@@ -177,41 +211,4 @@ pub fn run(
         }
     }
     Ok(sum)
-}
-
-/// Every frame's TCP analysis marks ([`FrameMark`]) over the whole capture,
-/// sorted by frame number (Wireshark's numbering): what the engine's flow
-/// layer said of each frame, to compare with Wireshark's `tcp.analysis.*`
-/// flags. Memory grows with the marks; detectors do not run.
-///
-/// # Errors
-/// As [`run`]: only when not a single frame could be read.
-pub fn frame_marks(reader: &mut CaptureReader) -> Result<Vec<(u64, FrameMark)>, CaptureError> {
-    let mut table = FlowTable::with_marks();
-    let mut marks = Vec::new();
-    let mut take = |c: Box<Conn>| {
-        for h in c.half {
-            marks.extend(h.marks.into_iter().flatten().map(|(m, k)| (m.frame, k)));
-        }
-    };
-    let mut frames = 0u64;
-    loop {
-        let frame = match reader.next_frame() {
-            Ok(Some(f)) => f,
-            Ok(None) => break,
-            Err(e) if frames == 0 => return Err(e),
-            Err(_) => break,
-        };
-        frames += 1;
-        let at = Mark {
-            frame: frame.number,
-            ts: frame.ts,
-        };
-        if let Ok(Decoded::Tcp(seg)) = wire::decode(frame.link_type, frame.data, frame.orig_len) {
-            table.push(&seg, at, &mut take);
-        }
-    }
-    table.finish(&mut take);
-    marks.sort_by_key(|&(f, _)| f);
-    Ok(marks)
 }
