@@ -289,10 +289,10 @@ pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration, rwnd_exact: bool)
             let next = rounds.get(i + 1);
             // a segment several MSS long (GRO/TSO in the capture) stands
             // for full segments and its remainder: the remainder is the tail
-            let tail = match u64::from(r.last_len) % mss {
-                0 => mss,
-                rem if u64::from(r.last_len) > mss => rem,
-                _ => u64::from(r.last_len),
+            let len = u64::from(r.last_len);
+            let tail = match len % mss {
+                0 if len > 0 => mss,
+                rem => rem,
             };
             let sub_mss = (tail as f64) < SUB_MSS * mss as f64;
             // the last round, smaller than the one before: the data ran out
