@@ -72,8 +72,6 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     if no_wscale {
         fix.push_str(" Its SYN had no window-scale option: enable `net.ipv4.tcp_window_scaling=1` (or fix the middlebox stripping the option).");
     }
-    // without the SYNs: the scale is inferred, and the rounds were kept
-    // as `rwnd` only because the flight followed the window as it moved
     let mut confidence = conf(
         Level::High,
         format!(
@@ -81,25 +79,35 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             limited.len()
         ),
     );
-    if let Some(w) = a.tcp.window_scale_inferred[receiver.index()] {
-        evidence.push(ev(
-            w.at.frame,
-            format!(
-                "{} B in flight under a window field of {}: window scale at least {} (no SYN in the capture)",
-                w.flight, w.raw, w.shift
-            ),
-        ));
+    // without the SYNs the scale is a lower bound: the rounds were kept as
+    // `rwnd` only on the evidence `rounds::classify` names, said here
+    if !a.conn.half[t.sender.index()].wscale_known {
         confidence.level = Level::Medium;
-        confidence.why.push_str(
-            "; window scale inferred (no SYN): the flight followed the window as it changed or met it to the byte",
-        );
-    } else if !a.conn.half[t.sender.index()].wscale_known && rwnd == UNSCALED_MAX_WINDOW {
-        confidence.level = Level::Medium;
-        confidence.why.push_str(
-            "; no SYN in the capture: the window field sat at 65535, the most an unscaled \
-             window can say, so no window scaling is assumed",
-        );
-        fix.push_str(" The window field sat at 65535 throughout: the receiver most likely does not scale its window (no SYN in the capture to prove it) — check `net.ipv4.tcp_window_scaling=1` and middleboxes that strip the option.");
+        match a.tcp.window_scale_inferred[receiver.index()] {
+            Some(w) => {
+                evidence.push(ev(
+                    w.at.frame,
+                    format!(
+                        "{} B in flight under a window field of {}: window scale at least {} (no SYN in the capture)",
+                        w.flight, w.raw, w.shift
+                    ),
+                ));
+                confidence.why.push_str("; window scale inferred (no SYN)");
+            }
+            None => confidence
+                .why
+                .push_str("; no SYN in the capture: no window scaling assumed"),
+        }
+        if rwnd == UNSCALED_MAX_WINDOW {
+            confidence
+                .why
+                .push_str(": the window field sat at 65535, the most an unscaled window can say");
+            fix.push_str(" The window field sat at 65535 throughout: the receiver most likely does not scale its window (no SYN in the capture to prove it) — check `net.ipv4.tcp_window_scaling=1` and middleboxes that strip the option.");
+        } else {
+            confidence
+                .why
+                .push_str(": the flight followed the window as it changed or met it to the byte");
+        }
     }
     vec![Finding {
         id: ID,
