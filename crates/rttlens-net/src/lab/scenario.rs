@@ -269,11 +269,7 @@ impl<'a> Ctx<'a> {
     /// # Errors
     /// [`LabError::Client`] when curl fails.
     pub fn curl(&self, args: &[&str]) -> Result<String, LabError> {
-        let mut cmd = Command::new("curl");
-        let t = CLIENT_TIMEOUT_S.to_string();
-        cmd.args(["-sS", "-k", "-o", "/dev/null", "--max-time", &t])
-            .args(args);
-        self.client_output(cmd, &format!("curl {}", args.join(" ")), true)
+        self.run_curl(CLIENT_TIMEOUT_S, args, true)
     }
 
     /// Run `curl -sS -k -o /dev/null --max-time MAX_TIME_S ARGS…` in the
@@ -283,11 +279,15 @@ impl<'a> Ctx<'a> {
     /// # Errors
     /// [`LabError::Client`] when curl cannot be run.
     pub fn curl_may_fail(&self, max_time_s: u32, args: &[&str]) -> Result<String, LabError> {
+        self.run_curl(max_time_s.min(CLIENT_TIMEOUT_S), args, false)
+    }
+
+    fn run_curl(&self, max_time_s: u32, args: &[&str], check: bool) -> Result<String, LabError> {
         let mut cmd = Command::new("curl");
-        let t = max_time_s.min(CLIENT_TIMEOUT_S).to_string();
+        let t = max_time_s.to_string();
         cmd.args(["-sS", "-k", "-o", "/dev/null", "--max-time", &t])
             .args(args);
-        self.client_output(cmd, &format!("curl {}", args.join(" ")), false)
+        self.client_output(cmd, &format!("curl {}", args.join(" ")), check)
     }
 
     /// Run the project's probe (`rttlens probe`) in the client namespace.
@@ -556,6 +556,7 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
     // the last FIN/ACK exchange
     std::thread::sleep(rtt * 2 + Duration::from_millis(50));
     dump.stop();
+    let server_dump_taken = server_dump.is_some();
     if let Some(d) = server_dump {
         d.stop();
     }
@@ -563,8 +564,7 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
     lab.stop_link();
     drop(lab);
     result?;
-    let mut conns = analyze(&client_capture)?;
-    conns.sort_by_key(|c| c.index);
+    let conns = analyze(&client_capture)?;
     let found = expectations(&conns, s.expect);
     let unexpected_forbidden = forbidden(&conns, s.forbid);
     // the key line: on the connection of the last expectation met, or
@@ -585,23 +585,22 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
             None => format!("no {} phase on conn {key_conn}", s.key),
         },
     };
+    // the sender-only copies are cut from the server's capture: the analysed
+    // one when the vantage is the server, the extra tcpdump's otherwise
+    let server_conns = if server_dump_taken {
+        Some(analyze(&server_capture)?)
+    } else {
+        None
+    };
     let mut variants = Vec::new();
     for &v in s.variants {
         let (source, full) = match v {
-            Variant::MidStream | Variant::MidStreamSaysLess { .. } | Variant::Offload => {
-                (&client_capture, None)
+            Variant::SenderOnly { .. } => {
+                (&server_capture, server_conns.as_deref().unwrap_or(&conns))
             }
-            Variant::SenderOnly { .. } => (&server_capture, Some(&server_capture)),
+            _ => (&client_capture, &conns[..]),
         };
-        let full = match full {
-            Some(p) if *p != client_capture => {
-                let mut c = analyze(p)?;
-                c.sort_by_key(|c| c.index);
-                c
-            }
-            _ => conns.clone(),
-        };
-        variants.push(run_variant(s, v, source, &full, &path)?);
+        variants.push(run_variant(s, v, source, full, &path)?);
     }
     let findings = conns
         .iter()
@@ -692,8 +691,7 @@ fn run_variant(
             expect,
         ),
     };
-    let (mut conns, summary) = analyze_summary(&copy.path)?;
-    conns.sort_by_key(|c| c.index);
+    let (conns, summary) = analyze_summary(&copy.path)?;
     let found = expectations(&conns, expect);
     let mut problems = forbidden(&conns, s.forbid)
         .into_iter()
@@ -772,6 +770,7 @@ fn run_variant(
     })
 }
 
+/// The connections of the capture at `path`, in capture order.
 fn analyze(path: &Path) -> Result<Vec<ConnReport>, LabError> {
     analyze_summary(path).map(|(c, _)| c)
 }
@@ -782,5 +781,6 @@ fn analyze_summary(path: &Path) -> Result<(Vec<ConnReport>, pipeline::CaptureSum
     let mut conns = Vec::new();
     let summary = pipeline::run(&mut reader, &mut |c| conns.push(c), &mut |_| {})
         .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
+    conns.sort_by_key(|c| c.index);
     Ok((conns, summary))
 }
