@@ -162,7 +162,7 @@ fn agreement_with_wireshark_tcp_analysis() {
     for (c, p) in scenario::PROGRAMS
         .iter()
         .copied()
-        .chain([("tshark", "tshark"), ("nginx", "nginx-light")])
+        .chain([("tshark", "tshark")])
     {
         if let Err(e) = rttlens_net::lab::require_command(c, p) {
             panic!("{e}");
