@@ -88,16 +88,49 @@ pub fn run(
     on_conn: &mut dyn FnMut(ConnReport),
     progress: &mut dyn FnMut(u64),
 ) -> Result<CaptureSummary, CaptureError> {
+    run_with(reader, Options::default(), on_conn, progress)
+}
+
+/// What [`run_with`] keeps beyond the reports.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Keep every packet of each connection in [`ConnReport::trace`] (for
+    /// the pictures): memory grows with the packets of the connections
+    /// open at once, and with whatever the caller keeps.
+    pub trace: bool,
+}
+
+/// [`run`], keeping what `options` asks for.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_with(
+    reader: &mut CaptureReader,
+    options: Options,
+    on_conn: &mut dyn FnMut(ConnReport),
+    progress: &mut dyn FnMut(u64),
+) -> Result<CaptureSummary, CaptureError> {
     let mut findings_by_id: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut finish = |conn: Box<Conn>, start: Timestamp| {
-        let a = analysis::analyze(conn);
+        let mut a = analysis::analyze(conn);
+        let trace = a.conn.take_trace().map(|mut t| {
+            t.labels = crate::flow::trace::labels(&a);
+            t
+        });
         let findings = detect::run_all(&a);
         for f in &findings {
             *findings_by_id.entry(f.id).or_default() += 1;
         }
-        on_conn(ConnReport::new(&a, findings, start));
+        let mut report = ConnReport::new(&a, findings, start);
+        report.trace = trace;
+        on_conn(report);
     };
-    let mut sum = scan(reader, FlowTable::new(), &mut finish, progress)?;
+    let table = if options.trace {
+        FlowTable::with_trace()
+    } else {
+        FlowTable::new()
+    };
+    let mut sum = scan(reader, table, &mut finish, progress)?;
     sum.findings_by_id = findings_by_id;
     Ok(sum)
 }

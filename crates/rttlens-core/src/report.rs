@@ -118,6 +118,10 @@ pub struct ConnReport {
     pub coverage: Coverage,
     /// Quality notes.
     pub notes: Vec<String>,
+    /// Every packet, when the pipeline kept traces
+    /// ([`crate::pipeline::Options::trace`]); not part of the JSON.
+    #[serde(skip)]
+    pub trace: Option<Box<crate::flow::trace::Trace>>,
 }
 
 /// TLS facts of a connection.
@@ -207,6 +211,7 @@ impl ConnReport {
             findings,
             coverage: a.coverage,
             notes: a.notes.clone(),
+            trace: None,
         }
     }
 

@@ -2,15 +2,18 @@
 //!
 //! One renderer per format behind [`Renderer`] (hyperfine's `Exporter`
 //! pattern): [`text::TextRenderer`] for people, [`json::JsonRenderer`] for
-//! machines (schema: `docs/json.md`, versioned by [`json::SCHEMA_VERSION`]).
+//! machines (schema: `docs/json.md`, versioned by [`json::SCHEMA_VERSION`]),
+//! [`html::HtmlRenderer`] for the pictures (one self-contained page).
 //! Renderers stream: connections are handed over as the analysis finishes
 //! them, and the capture summary comes last.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod html;
 pub mod json;
 pub mod text;
 
+use std::cmp::Ordering;
 use std::io::{self, Write};
 
 use rttlens_core::pipeline::CaptureSummary;
@@ -31,4 +34,20 @@ pub trait Renderer {
     fn connection(&mut self, w: &mut dyn Write, conn: ConnReport) -> io::Result<()>;
     /// End of the report, with the capture summary.
     fn end(&mut self, w: &mut dyn Write, summary: &CaptureSummary) -> io::Result<()>;
+}
+
+/// The order connections are shown in: highest findings cost first, then
+/// the longest, then by index.
+pub fn slowest_first(a: &ConnReport, b: &ConnReport) -> Ordering {
+    costliest_first(
+        (a.findings_ms(), a.duration_ms, a.index),
+        (b.findings_ms(), b.duration_ms, b.index),
+    )
+}
+
+/// [`slowest_first`] on `(findings ms, duration ms, index)`.
+pub(crate) fn costliest_first(a: (f64, f64, u64), b: (f64, f64, u64)) -> Ordering {
+    b.0.total_cmp(&a.0)
+        .then(b.1.total_cmp(&a.1))
+        .then(a.2.cmp(&b.2))
 }

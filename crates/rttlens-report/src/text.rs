@@ -35,12 +35,7 @@ impl TextRenderer {
     }
 
     fn sort(&mut self) {
-        self.kept.sort_by(|a, b| {
-            b.findings_ms()
-                .total_cmp(&a.findings_ms())
-                .then(b.duration_ms.total_cmp(&a.duration_ms))
-                .then(a.index.cmp(&b.index))
-        });
+        self.kept.sort_by(crate::slowest_first);
     }
 }
 

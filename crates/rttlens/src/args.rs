@@ -108,6 +108,9 @@ pub struct ProbeArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// Output file, SVG files, IO graph interval.
+    #[command(flatten)]
+    pub pictures: PictureArgs,
 }
 
 /// `rttlens lab` arguments.
@@ -127,6 +130,9 @@ pub struct LabArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// Output file, SVG files, IO graph interval.
+    #[command(flatten)]
+    pub pictures: PictureArgs,
 }
 
 /// Output formats.
@@ -136,6 +142,48 @@ pub enum Format {
     Text,
     /// Versioned JSON document (docs/json.md).
     Json,
+    /// One self-contained HTML page with the graphs (inline SVG, no
+    /// network): use with `-o report.html`.
+    Html,
+}
+
+/// Options of the pictures (`--format html`, `--svg`), shared by the
+/// subcommands.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PictureArgs {
+    /// Write the report to FILE instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also write each graph of the connections shown as its own SVG file
+    /// in DIR (`conn-INDEX-GRAPH.svg`; created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
+    /// Interval of the IO graph (e.g. 1ms, 10ms, 0.5ms).
+    #[arg(long, default_value = "1ms", value_name = "DURATION",
+          value_parser = parse_interval)]
+    pub io_interval: f64,
+}
+
+/// `1ms`, `0.5ms`, `2s`, `250us` → milliseconds (> 0).
+fn parse_interval(s: &str) -> Result<f64, String> {
+    let (num, unit) = s
+        .find(|c: char| c.is_ascii_alphabetic())
+        .map_or((s, "ms"), |i| s.split_at(i));
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (e.g. 1ms, 10ms, 0.5ms)"))?;
+    let ms = match unit {
+        "ms" => v,
+        "us" | "µs" => v / 1000.0,
+        "s" => v * 1000.0,
+        _ => return Err(format!("unknown unit in '{s}' (us, ms or s)")),
+    };
+    if ms.is_finite() && ms >= 0.001 {
+        Ok(ms)
+    } else {
+        Err(format!("'{s}': the interval must be at least 1us"))
+    }
 }
 
 /// `rttlens analyze` arguments.
@@ -163,6 +211,9 @@ pub struct AnalyzeArgs {
     /// Never show a progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Output file, SVG files, IO graph interval.
+    #[command(flatten)]
+    pub pictures: PictureArgs,
 }
 
 /// A `--conn` value.
@@ -186,5 +237,21 @@ impl FromStr for ConnSelector {
                 "'{s}' is neither a connection index nor address:port (IPv6: [addr]:port)"
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_interval;
+
+    #[test]
+    fn io_intervals() {
+        assert_eq!(parse_interval("1ms"), Ok(1.0));
+        assert_eq!(parse_interval("10"), Ok(10.0));
+        assert_eq!(parse_interval("250us"), Ok(0.25));
+        assert_eq!(parse_interval("0.5s"), Ok(500.0));
+        assert!(parse_interval("0ms").is_err());
+        assert!(parse_interval("fast").is_err());
+        assert!(parse_interval("3 parsecs").is_err());
     }
 }

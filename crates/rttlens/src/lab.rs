@@ -9,6 +9,7 @@ use anyhow::Context;
 use rttlens_net::lab::scenario::{self, Outcome, Scenario, Variant};
 
 use crate::args::{Format, LabArgs};
+use crate::output;
 
 /// Every expectation held.
 const EXIT_OK: u8 = 0;
@@ -56,14 +57,21 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
         eprintln!("rttlens lab: {e}");
         return Ok(ExitCode::from(EXIT_USAGE));
     }
-    if let Some(k) = &args.keep {
+    let pics = &args.pictures;
+    let pictures = output::wants_trace(args.format, pics);
+    // the pictures are drawn from the captures: kept until then, in a
+    // scratch directory unless `--keep` names one
+    let scratch = (pictures && args.keep.is_none())
+        .then(|| std::env::temp_dir().join(format!("rttlens-lab-pictures-{}", std::process::id())));
+    let keep = args.keep.clone().or_else(|| scratch.clone());
+    if let Some(k) = &keep {
         std::fs::create_dir_all(k).with_context(|| format!("creating {}", k.display()))?;
     }
     let started = Instant::now();
     let mut results: Vec<(&Scenario, Result<Outcome, String>)> = Vec::new();
     for s in chosen {
         eprintln!("rttlens lab: {} …", s.name);
-        let r = scenario::run_scenario(s, rtt, args.keep.as_deref()).map_err(|e| e.to_string());
+        let r = scenario::run_scenario(s, rtt, keep.as_deref()).map_err(|e| e.to_string());
         if let Err(e) = &r {
             eprintln!("rttlens lab: {}: {e}", s.name);
         }
@@ -72,13 +80,57 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
     let ok = results
         .iter()
         .all(|(_, r)| r.as_ref().is_ok_and(Outcome::passed));
-    let mut out = std::io::stdout().lock();
+    let took = started.elapsed();
+    let drawn = if pictures {
+        draw(&results, pics)
+    } else {
+        Ok(Vec::new())
+    };
+    if let Some(d) = &scratch {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    let drawn = drawn?;
+    let mut out = output::open(pics)?;
     match args.format {
-        Format::Text => table(&mut out, &results, rtt, started.elapsed())?,
-        Format::Json => json(&mut out, &results, rtt, started.elapsed())?,
+        Format::Text => table(&mut out, &results, rtt, took)?,
+        Format::Json => json(&mut out, &results, rtt, took)?,
+        Format::Html => {
+            let mut text = Vec::new();
+            table(&mut text, &results, rtt, took)?;
+            let title = format!("rttlens lab at {} RTT", args.rtt);
+            rttlens_report::html::page(&mut out, &title, &output::preface(&text), &drawn)?;
+        }
     }
     out.flush()?;
     Ok(ExitCode::from(if ok { EXIT_OK } else { EXIT_FAILED }))
+}
+
+/// Each scenario's capture (the one its expectations are checked on) as
+/// a fragment of the HTML page, with every connection drawn.
+fn draw(
+    results: &[(&Scenario, Result<Outcome, String>)],
+    pics: &crate::args::PictureArgs,
+) -> anyhow::Result<Vec<Vec<u8>>> {
+    let svg = output::svg_dir(pics)?;
+    let html = output::html_options(pics, usize::MAX);
+    let mut frags = Vec::new();
+    for (s, r) in results {
+        let Ok(o) = r else { continue };
+        let title = format!(
+            "{} ({}): {}",
+            s.name,
+            if o.passed() { "held" } else { "FAILED" },
+            s.about
+        );
+        let prefix = format!("{}-", s.name);
+        frags.push(output::fragment_of_file(
+            &html,
+            svg.clone(),
+            (&prefix, &title),
+            &o.client_capture,
+        )?);
+    }
+    Ok(frags)
 }
 
 /// Width of the scenario-name column: the longest name.

@@ -8,6 +8,7 @@
 
 mod args;
 mod lab;
+mod output;
 mod probe;
 
 use std::io::{self, IsTerminal, Write};
@@ -18,6 +19,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use rttlens_core::capture::CaptureReader;
 use rttlens_core::pipeline;
+use rttlens_report::html::HtmlRenderer;
 use rttlens_report::json::JsonRenderer;
 use rttlens_report::text::TextRenderer;
 use rttlens_report::{Renderer, Source};
@@ -86,11 +88,23 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         (true, None) => ProgressBar::new_spinner(),
         (false, _) => ProgressBar::hidden(),
     };
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
+    let pics = &args.pictures;
+    let mut out = output::open(pics)?;
+    let html = output::html_options(pics, args.top);
+    let svg_dir = output::svg_dir(pics)?;
     let mut renderer: Box<dyn Renderer> = match args.format {
         Format::Text => Box::new(TextRenderer::new(args.top, args.rounds)),
         Format::Json => Box::new(JsonRenderer::default()),
+        Format::Html => Box::new(HtmlRenderer::new(html.clone()).with_svg_dir(svg_dir.clone())),
+    };
+    // `--svg` beside text or JSON: the HTML renderer draws the graphs of
+    // the connections it would show and writes only the SVG files
+    let mut svg_only = match (args.format, svg_dir) {
+        (Format::Html, _) | (_, None) => None,
+        (_, dir) => Some(HtmlRenderer::new(html).with_svg_dir(dir)),
+    };
+    let options = pipeline::Options {
+        trace: output::wants_trace(args.format, pics),
     };
     let source = Source {
         name: path.display().to_string(),
@@ -98,13 +112,19 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     renderer.begin(&mut out, &source)?;
     let mut io_err: Option<io::Error> = None;
     let selectors = args.conn.clone();
-    let summary = pipeline::run(
+    let summary = pipeline::run_with(
         &mut reader,
+        options,
         &mut |conn| {
             if io_err.is_some()
                 || !selectors.is_empty() && !selectors.iter().any(|s| s.matches(&conn))
             {
                 return;
+            }
+            if let Some(svg) = svg_only.as_mut().filter(|s| s.wants(&conn)) {
+                if let Err(e) = svg.connection(&mut io::sink(), conn.clone()) {
+                    io_err = Some(e);
+                }
             }
             if let Err(e) = renderer.connection(&mut out, conn) {
                 io_err = Some(e);
@@ -132,6 +152,9 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         return Err(e.into());
     }
     renderer.end(&mut out, &summary)?;
+    if let Some(mut svg) = svg_only {
+        svg.end(&mut io::sink(), &summary)?;
+    }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use rttlens_net::probe::{self, ErrorKind, Family, ProbeConfig};
 
 use crate::args::{Format, ProbeArgs};
+use crate::output;
 
 /// The probe ran (checks that did not hold are in the report).
 const EXIT_OK: u8 = 0;
@@ -39,10 +40,32 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(code));
         }
     };
-    let mut out = std::io::stdout().lock();
+    let pics = &args.pictures;
+    let mut out = output::open(pics)?;
+    let svg = output::svg_dir(pics)?;
+    let html = output::html_options(pics, usize::MAX);
+    // the probe's connections drawn (`--svg`), whatever the format
+    let mut page = Vec::new();
+    if let (Some(summary), true) = (&report.capture_summary, cfg.trace) {
+        let conns = report.connections.clone();
+        let source = format!("the probe's own capture of {}", report.url);
+        page.push(output::fragment(
+            &html,
+            svg,
+            ("", "", &source),
+            conns,
+            summary,
+        )?);
+    }
     match args.format {
         Format::Text => report.write_text(&mut out)?,
         Format::Json => report.write_json(&mut out)?,
+        Format::Html => {
+            let mut text = Vec::new();
+            report.write_text(&mut text)?;
+            let title = format!("probe {}", report.url);
+            rttlens_report::html::page(&mut out, &title, &output::preface(&text), &page)?;
+        }
     }
     out.flush()?;
     Ok(ExitCode::from(EXIT_OK))
@@ -99,6 +122,7 @@ fn config(a: &ProbeArgs) -> Result<ProbeConfig, String> {
         .transpose()?;
     c.capture = !a.no_capture;
     c.pcap = a.pcap.clone();
+    c.trace = output::wants_trace(a.format, &a.pictures);
     Ok(c)
 }
 

@@ -99,6 +99,9 @@ impl HalfSamples {
 pub struct RttSamples {
     /// Indexed by [`Side::index`]: samples of h_c (client) and h_s (server).
     pub half: [HalfSamples; 2],
+    /// Every data/ACK and timestamp sample with its half, when a trace is
+    /// kept ([`crate::flow::trace::Trace::rtt`]); `None` otherwise.
+    pub all: Option<Vec<(Side, RttSample)>>,
 }
 
 /// Where the capture was taken, relative to the connection's two hosts.
@@ -154,6 +157,11 @@ impl RttSamples {
     /// Add a sample of the half on `side`, taken at `at`.
     pub fn add(&mut self, side: Side, at: Mark, d: Duration, method: RttMethod) {
         self.half[side.index()].add(at, d, method);
+        if let Some(all) = &mut self.all {
+            if method != RttMethod::Handshake && d.nanos >= 0 {
+                all.push((side, RttSample { at, d }));
+            }
+        }
     }
 
     /// Current estimate of the half on `side` (its minimum), if any.

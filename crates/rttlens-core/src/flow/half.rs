@@ -474,7 +474,7 @@ impl Half {
 
     /// Stream offset of `seq`, relative to the highest offset sent; `None`
     /// before this direction's first segment.
-    fn offset(&self, seq: SeqNumber) -> Option<u64> {
+    pub fn offset(&self, seq: SeqNumber) -> Option<u64> {
         let base = self.base?;
         // unwrap the 32-bit number around snd_nxt, so streams over 4 GiB work
         let nxt_seq = base.add(self.snd_nxt as u32);

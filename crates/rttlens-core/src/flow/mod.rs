@@ -14,6 +14,7 @@
 pub mod half;
 pub mod protocols;
 pub mod reassembly;
+pub mod trace;
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -26,6 +27,7 @@ use crate::time::{Duration, Timestamp};
 use crate::wire::{TcpFlags, TcpOptions, TcpSegment};
 use half::Half;
 use protocols::{Protocols, SideSink};
+use trace::{Trace, TracePacket};
 
 /// A connection closed (FIN both ways or RST) and quiet this long is handed on.
 pub const CLOSED_LINGER: Duration = Duration::from_millis(1_000);
@@ -148,6 +150,8 @@ pub struct Conn {
     pub rtt: RttSamples,
     /// Protocol trackers fed by the reassembled streams.
     pub protocols: Protocols,
+    /// Every packet, when the table keeps traces ([`FlowTable::with_trace`]).
+    pub trace: Option<Box<Trace>>,
     syn_data: Option<SynData>,
 }
 
@@ -190,6 +194,7 @@ impl Conn {
             rst: None,
             rtt: RttSamples::default(),
             protocols: Protocols::default(),
+            trace: None,
             syn_data: None,
         }
     }
@@ -239,6 +244,7 @@ impl Conn {
             self.rst = Some((side, at));
         }
         let wants = self.protocols.wants_bytes();
+        let retx_before = self.half[s].retx_count;
         if is_ack {
             // the half scales the window field it is given; a SYN's is never
             // scaled (RFC 7323 §2.2), so hand it over as the field that
@@ -307,6 +313,35 @@ impl Conn {
         if flags.contains(TcpFlags::FIN) && self.half[s].fin.is_none() {
             self.half[s].fin = Some(at);
         }
+        if let Some(t) = &mut self.trace {
+            let data_seq = if is_syn { seg.seq.add(1) } else { seg.seq };
+            t.packets.push(TracePacket {
+                at,
+                side,
+                flags,
+                seq: self.half[s].offset(data_seq),
+                len: seg.payload_len,
+                ack: if is_ack {
+                    self.half[p].offset(seg.ack)
+                } else {
+                    None
+                },
+                window: u64::from(seg.window),
+                retransmission: self.half[s].retx_count > retx_before,
+            });
+        }
+    }
+
+    /// Take the trace (if kept) with its windows scaled and its RTT samples,
+    /// once the connection is over.
+    pub fn take_trace(&mut self) -> Option<Box<Trace>> {
+        let mut t = self.trace.take()?;
+        // side i's window field is scaled by its own shift, which the
+        // other half holds as `peer_wscale`
+        t.scale_windows([self.half[1].peer_wscale, self.half[0].peer_wscale]);
+        t.wscale_known = [self.half[1].wscale_known, self.half[0].wscale_known];
+        t.rtt = self.rtt.all.take().unwrap_or_default();
+        Some(t)
     }
 
     fn on_syn(&mut self, side: Side, seg: &TcpSegment<'_>, at: Mark) {
@@ -428,6 +463,8 @@ pub struct FlowTable {
     pub peak_open: usize,
     /// Keep per-frame marks in every connection's halves.
     marks: bool,
+    /// Keep every connection's packets ([`Conn::trace`]).
+    trace: bool,
 }
 
 impl FlowTable {
@@ -442,6 +479,16 @@ impl FlowTable {
     pub fn with_marks() -> FlowTable {
         FlowTable {
             marks: true,
+            ..FlowTable::default()
+        }
+    }
+
+    /// An empty table whose connections keep every packet ([`Conn::trace`])
+    /// for the pictures: memory grows with the packets of the connections
+    /// open at once.
+    pub fn with_trace() -> FlowTable {
+        FlowTable {
+            trace: true,
             ..FlowTable::default()
         }
     }
@@ -475,6 +522,10 @@ impl FlowTable {
                     for h in &mut c.half {
                         h.marks = Some(Vec::new());
                     }
+                }
+                if self.trace {
+                    c.trace = Some(Box::default());
+                    c.rtt.all = Some(Vec::new());
                 }
                 self.next_index += 1;
                 self.conns.entry(key).or_insert(c)

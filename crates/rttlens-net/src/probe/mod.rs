@@ -89,6 +89,9 @@ pub struct ProbeConfig {
     pub capture: bool,
     /// `--pcap FILE`: keep the capture (pcapng).
     pub pcap: Option<PathBuf>,
+    /// Keep every packet of the probe's connections in their reports
+    /// ([`rttlens_core::report::ConnReport::trace`]) for the pictures.
+    pub trace: bool,
 }
 
 impl ProbeConfig {
@@ -111,6 +114,7 @@ impl ProbeConfig {
             connect_timeout: None,
             capture: true,
             pcap: None,
+            trace: false,
         }
     }
 }
@@ -238,7 +242,7 @@ fn attach_capture(
                     )
                 })?;
             }
-            if let Err(e) = wire::attach_bytes(report, &bytes, &captured.interface) {
+            if let Err(e) = wire::attach_bytes(report, &bytes, &captured.interface, cfg.trace) {
                 report.capture.status = "failed";
                 report.capture.note = Some(format!("analysing the capture: {e}"));
             }

@@ -26,12 +26,17 @@ struct Edges {
 }
 
 /// Analyse `reader` and attach what it shows to `report`: the matched
-/// connections, RTTs from the wire, and per attempt the app-vs-wire
-/// agreement. Returns the number of attempts matched.
+/// connections (with their packets when `trace`), RTTs from the wire, and
+/// per attempt the app-vs-wire agreement. Returns the number of attempts
+/// matched.
 ///
 /// # Errors
 /// The capture could not be read at all (message from the reader).
-pub fn attach(report: &mut ProbeReport, mut reader: CaptureReader) -> Result<usize, String> {
+pub fn attach(
+    report: &mut ProbeReport,
+    mut reader: CaptureReader,
+    trace: bool,
+) -> Result<usize, String> {
     let locals: HashMap<String, usize> = report
         .attempts
         .iter()
@@ -39,8 +44,9 @@ pub fn attach(report: &mut ProbeReport, mut reader: CaptureReader) -> Result<usi
         .map(|(i, a)| (a.local.clone(), i))
         .collect();
     let mut conns: Vec<ConnReport> = Vec::new();
-    let summary = pipeline::run(
+    let summary = pipeline::run_with(
         &mut reader,
+        pipeline::Options { trace },
         &mut |c| {
             if locals.contains_key(&c.client) {
                 conns.push(c);
@@ -162,12 +168,13 @@ pub fn attach_bytes(
     report: &mut ProbeReport,
     bytes: &[u8],
     interface: &str,
+    trace: bool,
 ) -> Result<usize, String> {
     let open = || {
         CaptureReader::new(Box::new(std::io::Cursor::new(bytes.to_vec())))
             .map_err(|e| e.to_string())
     };
-    let matched = attach(report, open()?)?;
+    let matched = attach(report, open()?, trace)?;
     agree(report, open()?)?;
     report.capture.status = "captured";
     report.capture.packets = report.capture_summary.as_ref().map_or(0, |s| s.frames);

@@ -1,0 +1,101 @@
+//! Every packet of a connection, kept for the pictures (the HTML report's
+//! ladder, time-sequence, IO and RTT graphs) when asked for
+//! ([`crate::flow::FlowTable::with_trace`]).
+//!
+//! The analysis itself never reads a trace: it streams. A trace costs about
+//! 56 bytes per packet, so it is kept only while a picture is wanted.
+
+use crate::analysis::rtt::RttSample;
+use crate::side::{Mark, Side};
+use crate::wire::TcpFlags;
+
+/// One packet as the pictures need it.
+#[derive(Debug, Clone, Copy)]
+pub struct TracePacket {
+    /// Frame number and capture time.
+    pub at: Mark,
+    /// Sender.
+    pub side: Side,
+    /// TCP flags.
+    pub flags: TcpFlags,
+    /// Stream offset of the first payload byte in the sender's stream
+    /// (bytes from ISN + 1, or from the first byte seen mid-stream); `None`
+    /// when the sender's stream has no origin yet.
+    pub seq: Option<u64>,
+    /// Payload bytes on the wire.
+    pub len: u32,
+    /// Stream offset the ACK field acknowledges in the peer's stream; `None`
+    /// without the ACK flag or before the peer's stream has an origin.
+    pub ack: Option<u64>,
+    /// Receive window the sender advertised (bytes: the window field
+    /// scaled by the sender's window-scale shift as finally known, RFC 7323
+    /// §2.2; a SYN's field is never scaled).
+    pub window: u64,
+    /// The flow layer counted this segment as a retransmission (any class).
+    pub retransmission: bool,
+}
+
+/// The packets of one connection and its RTT samples, in capture order.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    /// Every packet.
+    pub packets: Vec<TracePacket>,
+    /// Every data/ACK and timestamp RTT sample: the half it measured
+    /// (M→side→M) and the packet that closed it.
+    pub rtt: Vec<(Side, RttSample)>,
+    /// Frames the analysis named (`ClientHello`, `request`, `TTFB`, …),
+    /// sorted by frame.
+    pub labels: Vec<(u64, &'static str)>,
+    /// Whether each side's window scale is known from the SYNs (else the
+    /// windows are lower bounds), indexed by [`Side::index`].
+    pub wscale_known: [bool; 2],
+}
+
+impl Trace {
+    /// Scale every packet's raw window field once the connection is over:
+    /// `shift[i]` is side `i`'s window-scale shift as finally known.
+    pub(crate) fn scale_windows(&mut self, shift: [u8; 2]) {
+        for p in &mut self.packets {
+            if !p.flags.contains(TcpFlags::SYN) {
+                p.window <<= shift[p.side.index()].min(14);
+            }
+        }
+    }
+
+    /// The labels of `frame` (none when the analysis did not name it).
+    pub fn labels_of(&self, frame: u64) -> impl Iterator<Item = &'static str> + '_ {
+        let i = self.labels.partition_point(|l| l.0 < frame);
+        self.labels[i..]
+            .iter()
+            .take_while(move |l| l.0 == frame)
+            .map(|l| l.1)
+    }
+}
+
+/// Name the frames the analysis placed: TLS handshake messages and the
+/// first HTTP exchange (the ladder diagram writes them beside the arrows).
+pub(crate) fn labels(a: &crate::analysis::connection::Analysis) -> Vec<(u64, &'static str)> {
+    let mut v: Vec<(u64, &'static str)> = Vec::new();
+    let mut put = |m: Option<Mark>, name: &'static str| {
+        if let Some(m) = m {
+            v.push((m.frame, name));
+        }
+    };
+    if let Some(t) = &a.tls {
+        put(Some(t.client_hello), "ClientHello");
+        put(t.hello_retry, "HelloRetryRequest");
+        put(t.server_hello, "ServerHello");
+        put(t.server_flight_end, "server flight end");
+        put(t.server_finished, "server Finished");
+        put(t.client_finished, "client Finished");
+        put(t.early_data.as_ref().and_then(|e| e.first), "0-RTT data");
+    }
+    let app = &a.app;
+    put(app.request_first, "request");
+    put(app.response_first, "first response byte");
+    put(app.first_record.map(|r| r.complete), "first decrypted byte");
+    put(app.response_last, "response end");
+    v.sort_by_key(|l| l.0);
+    v.dedup();
+    v
+}

@@ -1,0 +1,622 @@
+//! HTML report: one self-contained file (inline SVG, CSS and a few lines of
+//! script; no network, no external fonts) with the pictures people read.
+//!
+//! Per capture: an overview (the capture's summary, a count per finding id,
+//! a sortable table of every connection linking to its section); per
+//! connection shown in full (the `top` costliest, as in the text output):
+//! the ladder of phases, the findings with their evidence and fix, and five
+//! graphs with the findings pinned to their frames: a ladder diagram, the
+//! time-sequence graph, bytes in flight per round, an IO graph and the RTT
+//! samples. [`figures`] gives the graphs alone (`--svg DIR`).
+//!
+//! The graphs need the packets: run the pipeline with
+//! [`rttlens_core::pipeline::Options::trace`]. Only the connections kept
+//! for a section hold their traces until the end.
+
+pub mod charts;
+pub mod ladder;
+pub mod plot;
+
+use std::cmp::Ordering;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use rttlens_core::pipeline::CaptureSummary;
+use rttlens_core::report::ConnReport;
+
+use crate::{costliest_first, slowest_first, Renderer, Source};
+
+/// One graph of a connection.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// Stable name: `ladder`, `time-sequence`, `flight`, `io`, `rtt`.
+    pub name: &'static str,
+    /// The SVG document, or why there is none.
+    pub svg: Result<String, String>,
+    /// What the graph shows and how to read it.
+    pub caption: String,
+}
+
+impl Figure {
+    /// A graph that could not be drawn, and why.
+    pub fn none(name: &'static str, why: &str) -> Figure {
+        Figure {
+            name,
+            svg: Err(why.to_string()),
+            caption: String::new(),
+        }
+    }
+
+    /// A drawn graph (or the drawing error).
+    pub fn drawn(name: &'static str, svg: Result<String, String>, caption: String) -> Figure {
+        Figure { name, svg, caption }
+    }
+}
+
+/// Settings of the HTML report and of `--svg`.
+#[derive(Debug, Clone)]
+pub struct HtmlOptions {
+    /// Connections shown in full with their graphs (the costliest).
+    pub top: usize,
+    /// Interval of the IO graph (ms).
+    pub io_interval_ms: f64,
+    /// Packets drawn in the ladder diagram.
+    pub ladder_packets: usize,
+}
+
+impl Default for HtmlOptions {
+    fn default() -> Self {
+        HtmlOptions {
+            top: 10,
+            io_interval_ms: 1.0,
+            ladder_packets: 60,
+        }
+    }
+}
+
+/// Rows of the connections table at most (the costliest first); the
+/// counts per finding id cover every connection.
+pub const MAX_ROWS: usize = 5000;
+
+/// The graphs of one connection, in reading order. Without a trace only
+/// the flight per round can be drawn.
+pub fn figures(c: &ConnReport, o: &HtmlOptions) -> Vec<Figure> {
+    let Some(t) = c.trace.as_deref() else {
+        return vec![charts::flight(c)];
+    };
+    vec![
+        ladder::ladder(c, t, o.ladder_packets),
+        charts::time_sequence(c, t),
+        charts::flight(c),
+        charts::io(t, o.io_interval_ms),
+        charts::rtt(c, t),
+    ]
+}
+
+/// Write each drawn graph of `c` to `dir/conn-INDEX-NAME.svg`; returns the
+/// paths written.
+///
+/// # Errors
+/// A file could not be written.
+pub fn write_svgs(
+    dir: &Path,
+    prefix: &str,
+    c: &ConnReport,
+    figs: &[Figure],
+) -> io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for f in figs {
+        if let Ok(svg) = &f.svg {
+            let p = dir.join(format!("{prefix}conn-{}-{}.svg", c.index, f.name));
+            std::fs::write(&p, svg)?;
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// Escape text for HTML and SVG (element content and quoted attributes).
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// One line of the connections table.
+#[derive(Debug, Clone)]
+struct Row {
+    index: u64,
+    client: String,
+    server: String,
+    protocol: &'static str,
+    frames: u64,
+    start_s: f64,
+    duration_ms: f64,
+    ttfb_ms: Option<f64>,
+    findings: Vec<(&'static str, f64)>,
+    findings_ms: f64,
+}
+
+impl Row {
+    fn of(c: &ConnReport) -> Row {
+        Row {
+            index: c.index,
+            client: c.client.clone(),
+            server: c.server.clone(),
+            protocol: c.protocol,
+            frames: c.frames,
+            start_s: c.start_s,
+            duration_ms: c.duration_ms,
+            ttfb_ms: c.ladder.iter().find(|p| p.name == "request").map(|p| p.ms),
+            findings: c.findings.iter().map(|f| (f.id, f.cost.ms)).collect(),
+            findings_ms: c.findings_ms(),
+        }
+    }
+
+    fn order(a: &Row, b: &Row) -> Ordering {
+        costliest_first(
+            (a.findings_ms, a.duration_ms, a.index),
+            (b.findings_ms, b.duration_ms, b.index),
+        )
+    }
+}
+
+/// Renders one capture's analysis as HTML: a whole page, or (for `lab`,
+/// several captures in one page) a fragment for [`page`].
+#[derive(Debug)]
+pub struct HtmlRenderer {
+    opts: HtmlOptions,
+    /// Prefix of every id in the fragment (unique per capture in a page).
+    prefix: String,
+    /// Heading of the capture's section.
+    title: String,
+    /// Write a whole page (else a fragment).
+    standalone: bool,
+    /// Also write each graph to this directory.
+    svg_dir: Option<PathBuf>,
+    rows: Vec<Row>,
+    kept: Vec<ConnReport>,
+    source: String,
+}
+
+impl HtmlRenderer {
+    /// A renderer writing a whole page.
+    pub fn new(opts: HtmlOptions) -> HtmlRenderer {
+        HtmlRenderer {
+            opts,
+            prefix: String::new(),
+            title: String::new(),
+            standalone: true,
+            svg_dir: None,
+            rows: Vec::new(),
+            kept: Vec::new(),
+            source: String::new(),
+        }
+    }
+
+    /// A renderer writing a fragment for [`page`]: `prefix` keeps its ids
+    /// apart from the other fragments', `title` heads it.
+    pub fn fragment(opts: HtmlOptions, prefix: &str, title: &str) -> HtmlRenderer {
+        HtmlRenderer {
+            prefix: prefix.to_string(),
+            title: title.to_string(),
+            standalone: false,
+            ..HtmlRenderer::new(opts)
+        }
+    }
+
+    /// Also write each graph of the connections shown to `dir` as SVG.
+    pub fn with_svg_dir(mut self, dir: Option<PathBuf>) -> HtmlRenderer {
+        self.svg_dir = dir;
+        self
+    }
+
+    /// Whether `c` would be shown in full (among the `top` costliest so
+    /// far): a caller feeding several renderers clones only those.
+    pub fn wants(&self, c: &ConnReport) -> bool {
+        self.kept.len() < self.opts.top.max(1)
+            || self
+                .kept
+                .last()
+                .is_some_and(|last| slowest_first(c, last) == Ordering::Less)
+    }
+
+    fn keep(&mut self, c: ConnReport) {
+        if !self.wants(&c) {
+            return;
+        }
+        let at = self
+            .kept
+            .partition_point(|k| slowest_first(k, &c) != Ordering::Greater);
+        self.kept.insert(at, c);
+        self.kept.truncate(self.opts.top.max(1));
+    }
+
+    /// The capture's part of the page (overview and sections).
+    fn body(&mut self, w: &mut dyn Write, summary: &CaptureSummary) -> io::Result<()> {
+        let p = &self.prefix;
+        self.rows.sort_by(Row::order);
+        let shown: Vec<u64> = self.kept.iter().map(|c| c.index).collect();
+        writeln!(w, "<section class=\"capture\" id=\"{p}overview\">")?;
+        if !self.title.is_empty() {
+            writeln!(w, "<h2>{}</h2>", esc(&self.title))?;
+        }
+        summary_list(w, &self.source, summary)?;
+        finding_counts(w, &self.rows)?;
+        writeln!(
+            w,
+            "<h3>Connections</h3>\n<p class=\"note\">{} connection{}; click a heading to sort. The {} costliest are shown in full below{}.</p>",
+            self.rows.len(),
+            if self.rows.len() == 1 { "" } else { "s" },
+            shown.len(),
+            if self.rows.len() > MAX_ROWS {
+                format!("; the table lists the {MAX_ROWS} costliest")
+            } else {
+                String::new()
+            }
+        )?;
+        writeln!(
+            w,
+            "<table class=\"conns sortable\"><thead><tr><th data-type=\"num\">#</th><th>client</th><th>server</th><th>protocol</th><th data-type=\"num\">frames</th><th data-type=\"num\">start s</th><th data-type=\"num\">total ms</th><th data-type=\"num\">TTFB ms</th><th data-type=\"num\">findings ms</th><th>findings</th></tr></thead><tbody>"
+        )?;
+        for r in self.rows.iter().take(MAX_ROWS) {
+            let idx = if shown.contains(&r.index) {
+                format!("<a href=\"#{p}conn-{0}\">{0}</a>", r.index)
+            } else {
+                r.index.to_string()
+            };
+            let ids: Vec<&str> = r.findings.iter().map(|f| f.0).collect();
+            writeln!(
+                w,
+                "<tr><td data-v=\"{}\">{idx}</td><td>{}</td><td>{}</td><td>{}</td><td data-v=\"{}\">{}</td><td data-v=\"{}\">{:.3}</td><td data-v=\"{}\">{:.1}</td><td data-v=\"{}\">{}</td><td data-v=\"{}\">{:.1}</td><td>{}</td></tr>",
+                r.index,
+                esc(&r.client),
+                esc(&r.server),
+                r.protocol,
+                r.frames,
+                r.frames,
+                r.start_s,
+                r.start_s,
+                r.duration_ms,
+                r.duration_ms,
+                r.ttfb_ms.unwrap_or(-1.0),
+                r.ttfb_ms.map_or("–".to_string(), |v| format!("{v:.1}")),
+                r.findings_ms,
+                r.findings_ms,
+                esc(&ids.join(", "))
+            )?;
+        }
+        writeln!(w, "</tbody></table>\n</section>")?;
+        let kept = std::mem::take(&mut self.kept);
+        for c in &kept {
+            let figs = figures(c, &self.opts);
+            if let Some(dir) = &self.svg_dir {
+                write_svgs(dir, p, c, &figs)?;
+            }
+            connection(w, p, c, &figs)?;
+        }
+        Ok(())
+    }
+}
+
+impl Renderer for HtmlRenderer {
+    fn begin(&mut self, _w: &mut dyn Write, source: &Source) -> io::Result<()> {
+        // the page is written at the end: its overview comes first
+        self.source = source.name.clone();
+        Ok(())
+    }
+
+    fn connection(&mut self, _w: &mut dyn Write, conn: ConnReport) -> io::Result<()> {
+        self.rows.push(Row::of(&conn));
+        self.keep(conn);
+        Ok(())
+    }
+
+    fn end(&mut self, w: &mut dyn Write, summary: &CaptureSummary) -> io::Result<()> {
+        if self.standalone {
+            let mut body = Vec::new();
+            self.body(&mut body, summary)?;
+            page(w, &self.source, "", &[body])
+        } else {
+            self.body(w, summary)
+        }
+    }
+}
+
+/// A whole page: `preface` (HTML, e.g. the lab's table) and then each
+/// capture's fragment.
+///
+/// # Errors
+/// Writing failed.
+pub fn page(
+    w: &mut dyn Write,
+    title: &str,
+    preface: &str,
+    fragments: &[Vec<u8>],
+) -> io::Result<()> {
+    write!(
+        w,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"rttlens {}\">\n<title>rttlens · {}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n<header><h1>rttlens report</h1><p class=\"source\">{}</p></header>\n<main>\n",
+        env!("CARGO_PKG_VERSION"),
+        esc(title),
+        esc(title)
+    )?;
+    w.write_all(preface.as_bytes())?;
+    for f in fragments {
+        w.write_all(f)?;
+    }
+    write!(
+        w,
+        "</main>\n<script>\n{SCRIPT}</script>\n</body>\n</html>\n"
+    )
+}
+
+fn summary_list(w: &mut dyn Write, source: &str, s: &CaptureSummary) -> io::Result<()> {
+    writeln!(w, "<dl class=\"summary\">")?;
+    let mut item = |k: &str, v: String| writeln!(w, "<dt>{k}</dt><dd>{}</dd>", esc(&v));
+    item("capture", source.to_string())?;
+    item("format", s.format.clone())?;
+    item(
+        "frames",
+        format!(
+            "{} ({} TCP segments, {} other)",
+            s.frames, s.tcp_segments, s.other_packets
+        ),
+    )?;
+    item("duration", format!("{:.3} s", s.duration_s))?;
+    item(
+        "connections",
+        format!(
+            "{} (at most {} open at once)",
+            s.connections, s.peak_open_connections
+        ),
+    )?;
+    let q = &s.quality;
+    let quality = if q.is_clean() {
+        "clean".to_string()
+    } else {
+        let mut v: Vec<String> = Vec::new();
+        v.extend(q.decode_errors.iter().map(|(k, n)| format!("{n} × {k}")));
+        if q.snaplen_cut > 0 {
+            v.push(format!(
+                "{} segments cut by the snapshot length",
+                q.snaplen_cut
+            ));
+        }
+        if q.malformed_tcp_options > 0 {
+            v.push(format!(
+                "{} malformed TCP option lists",
+                q.malformed_tcp_options
+            ));
+        }
+        if let Some(t) = &q.truncated {
+            v.push(format!("truncated: {t}"));
+        }
+        v.extend(q.reader_notes.iter().map(|(k, n)| format!("{n} × {k}")));
+        if q.late_segments > 0 {
+            v.push(format!(
+                "{} segments after their connection closed",
+                q.late_segments
+            ));
+        }
+        if q.oversized_segments > 0 {
+            v.push(format!(
+                "{} segments above the MSS (offload at the capture point)",
+                q.oversized_segments
+            ));
+        }
+        v.join("; ")
+    };
+    item("quality", quality)?;
+    writeln!(w, "</dl>")
+}
+
+fn finding_counts(w: &mut dyn Write, rows: &[Row]) -> io::Result<()> {
+    let mut by: Vec<(&str, u64, f64)> = Vec::new();
+    for (id, ms) in rows.iter().flat_map(|r| r.findings.iter()) {
+        match by.iter_mut().find(|b| b.0 == *id) {
+            Some(b) => {
+                b.1 += 1;
+                b.2 += ms;
+            }
+            None => by.push((id, 1, *ms)),
+        }
+    }
+    by.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(b.0)));
+    writeln!(w, "<h3>Findings</h3>")?;
+    if by.is_empty() {
+        return writeln!(
+            w,
+            "<p class=\"note\">No finding: nothing cost more than it should.</p>"
+        );
+    }
+    writeln!(
+        w,
+        "<table class=\"finding-counts sortable\"><thead><tr><th>finding</th><th data-type=\"num\">connections</th><th data-type=\"num\">total cost ms</th></tr></thead><tbody>"
+    )?;
+    for (id, n, ms) in by {
+        writeln!(
+            w,
+            "<tr><td>{id}</td><td data-v=\"{n}\">{n}</td><td data-v=\"{ms}\">{ms:.1}</td></tr>"
+        )?;
+    }
+    writeln!(w, "</tbody></table>")
+}
+
+fn connection(w: &mut dyn Write, p: &str, c: &ConnReport, figs: &[Figure]) -> io::Result<()> {
+    writeln!(
+        w,
+        "<section class=\"conn\" id=\"{p}conn-{}\">\n<h3>connection {} <span class=\"ends\">{} → {}</span></h3>",
+        c.index,
+        c.index,
+        esc(&c.client),
+        esc(&c.server)
+    )?;
+    let mut meta = format!(
+        "{} · {} frames ({}–{}) · {:.1} ms · vantage {}",
+        c.protocol,
+        c.frames,
+        c.first_frame,
+        c.last_frame,
+        c.duration_ms,
+        c.vantage.as_str()
+    );
+    match &c.rtt {
+        Some(r) => meta.push_str(&format!(
+            " · RTT {:.2} ms min, {:.2} ms median ({})",
+            r.min_ms,
+            r.median_ms,
+            r.method.as_str()
+        )),
+        None => meta.push_str(" · RTT unknown"),
+    }
+    if let Some(t) = &c.tls {
+        meta.push_str(&format!(" · TLS {} {}", t.info.version, t.kind));
+    }
+    if c.coverage.mid_stream {
+        meta.push_str(" · started mid-connection");
+    }
+    if let Some(s) = c.coverage.only {
+        meta.push_str(&format!(" · only the {}'s packets", s.as_str()));
+    }
+    writeln!(w, "<p class=\"meta\">{}</p>", esc(&meta))?;
+    for n in &c.notes {
+        writeln!(w, "<p class=\"note\">{}</p>", esc(n))?;
+    }
+    phases(w, c)?;
+    if c.findings.is_empty() {
+        writeln!(w, "<p class=\"note\">No finding on this connection.</p>")?;
+    }
+    for f in &c.findings {
+        writeln!(
+            w,
+            "<article class=\"finding\" data-finding=\"{}\"><h4><code>{}</code> {}</h4>\n<p class=\"cost\">cost {} · confidence {} ({})</p>\n<ul class=\"evidence\">",
+            f.id,
+            f.id,
+            esc(&f.title),
+            esc(&f.cost.describe()),
+            f.confidence.level.as_str(),
+            esc(&f.confidence.why)
+        )?;
+        for e in &f.evidence {
+            writeln!(
+                w,
+                "<li><span class=\"frame\">frame {}</span> {}</li>",
+                e.frame,
+                esc(&e.what)
+            )?;
+        }
+        writeln!(
+            w,
+            "</ul>\n<p class=\"fix\"><b>fix</b> {}</p>\n<p class=\"refs\">{}</p></article>",
+            esc(&f.fix),
+            esc(&f.references.join("; "))
+        )?;
+    }
+    for f in figs {
+        match &f.svg {
+            Ok(svg) => writeln!(
+                w,
+                "<figure class=\"graph\" data-graph=\"{}\">\n{}<figcaption>{}</figcaption>\n</figure>",
+                f.name,
+                svg,
+                esc(&f.caption)
+            )?,
+            Err(why) => writeln!(
+                w,
+                "<p class=\"nograph\" data-graph=\"{}\">No {} graph: {}.</p>",
+                f.name,
+                f.name,
+                esc(why)
+            )?,
+        }
+    }
+    writeln!(w, "</section>")
+}
+
+/// The ladder of phases as a table with a bar per phase (its share of the
+/// connection's time).
+fn phases(w: &mut dyn Write, c: &ConnReport) -> io::Result<()> {
+    if c.ladder.is_empty() {
+        return Ok(());
+    }
+    let total: f64 = c.ladder.iter().map(|p| p.ms).sum::<f64>().max(1e-9);
+    writeln!(
+        w,
+        "<table class=\"phases\"><thead><tr><th>phase</th><th>ms</th><th>RTTs</th><th>frames</th><th class=\"bar\"></th><th>what</th></tr></thead><tbody>"
+    )?;
+    for ph in &c.ladder {
+        writeln!(
+            w,
+            "<tr><td>{}</td><td class=\"n\">{:.2}</td><td class=\"n\">{:.2}</td><td class=\"n\">{}→{}</td><td class=\"bar\"><span style=\"width:{:.1}%\"></span></td><td>{}</td></tr>",
+            ph.name,
+            ph.ms,
+            ph.rtts,
+            ph.start_frame,
+            ph.end_frame,
+            100.0 * ph.ms / total,
+            esc(&ph.detail)
+        )?;
+    }
+    writeln!(w, "</tbody></table>")
+}
+
+const CSS: &str = r#"body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0; color: #1d232b; background: #fff; }
+header { padding: 12px 24px; background: #1d3557; color: #fff; }
+header h1 { margin: 0; font-size: 20px; }
+header .source { margin: 2px 0 0; font-family: ui-monospace, monospace; font-size: 13px; opacity: .85; }
+main { max-width: 1120px; margin: 0 auto; padding: 8px 24px 48px; }
+h2 { border-bottom: 2px solid #1d3557; padding-bottom: 4px; }
+h3 { margin-top: 28px; }
+h3 .ends { font-weight: normal; font-family: ui-monospace, monospace; font-size: 14px; }
+.summary { display: grid; grid-template-columns: max-content auto; gap: 2px 16px; }
+.summary dt { font-weight: 600; }
+.summary dd { margin: 0; }
+table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
+th, td { padding: 3px 8px; border-bottom: 1px solid #e3e7ed; text-align: left; vertical-align: top; }
+td.n, .conns td[data-v], .finding-counts td[data-v] { text-align: right; font-variant-numeric: tabular-nums; }
+table.sortable th { cursor: pointer; user-select: none; background: #f4f6f9; }
+table.sortable th.asc::after { content: " ▲"; } table.sortable th.desc::after { content: " ▼"; }
+.phases td.bar { width: 160px; } .phases td.bar span { display: block; height: 10px; background: #457b9d; min-width: 1px; }
+.meta { font-size: 13px; color: #444; } .note { font-size: 13px; color: #666; }
+.finding { border-left: 4px solid #e6550d; padding: 2px 12px; margin: 12px 0; background: #fff8f3; }
+.finding h4 { margin: 6px 0; } .finding .cost { margin: 2px 0; font-size: 13px; }
+.evidence { font-size: 13px; margin: 4px 0; } .evidence .frame { font-family: ui-monospace, monospace; color: #e6550d; }
+.fix { font-size: 13px; } .refs { font-size: 12px; color: #666; }
+figure.graph { margin: 18px 0; } figure.graph svg { max-width: 100%; height: auto; display: block; }
+figcaption { font-size: 12px; color: #555; margin-top: 4px; }
+.nograph { font-size: 13px; color: #888; font-style: italic; }
+pre.preface { font-size: 12px; overflow-x: auto; background: #f4f6f9; padding: 8px; }
+@media print { header { background: none; color: #000; } figure.graph, .finding, tr { break-inside: avoid; } table.sortable th { cursor: auto; } main { max-width: none; } }
+"#;
+
+/// Sorts a table by the clicked column (numbers by `data-v`).
+const SCRIPT: &str = r#"document.querySelectorAll("table.sortable").forEach(function (t) {
+  t.querySelectorAll("th").forEach(function (th, col) {
+    th.addEventListener("click", function () {
+      var num = th.dataset.type === "num";
+      var asc = !th.classList.contains("asc");
+      t.querySelectorAll("th").forEach(function (h) { h.classList.remove("asc", "desc"); });
+      th.classList.add(asc ? "asc" : "desc");
+      var body = t.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function (a, b) {
+        var x = a.cells[col], y = b.cells[col];
+        var c = num ? parseFloat(x.dataset.v) - parseFloat(y.dataset.v)
+                    : x.textContent.localeCompare(y.textContent);
+        return asc ? c : -c;
+      });
+      rows.forEach(function (r) { body.appendChild(r); });
+    });
+  });
+});
+"#;

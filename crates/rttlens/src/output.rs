@@ -1,0 +1,118 @@
+//! Where a report goes (`-o FILE` or standard output) and the settings of
+//! the pictures (`--format html`, `--svg DIR`), shared by the subcommands.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+
+use anyhow::Context;
+use rttlens_core::capture::CaptureReader;
+use rttlens_core::pipeline::{self, CaptureSummary};
+use rttlens_core::report::ConnReport;
+use rttlens_report::html::{HtmlOptions, HtmlRenderer};
+use rttlens_report::{Renderer, Source};
+
+use crate::args::{Format, PictureArgs};
+
+/// The report's destination: the `-o` file, else standard output.
+///
+/// # Errors
+/// The file could not be created.
+pub fn open(p: &PictureArgs) -> anyhow::Result<Box<dyn Write>> {
+    Ok(match &p.output {
+        Some(path) => Box::new(BufWriter::new(
+            File::create(path).with_context(|| format!("cannot write {}", path.display()))?,
+        )),
+        None => Box::new(BufWriter::new(io::stdout())),
+    })
+}
+
+/// HTML settings from the arguments; `top` connections are drawn.
+pub fn html_options(p: &PictureArgs, top: usize) -> HtmlOptions {
+    HtmlOptions {
+        top,
+        io_interval_ms: p.io_interval,
+        ..HtmlOptions::default()
+    }
+}
+
+/// The `--svg` directory, created when missing.
+///
+/// # Errors
+/// It could not be created.
+pub fn svg_dir(p: &PictureArgs) -> anyhow::Result<Option<std::path::PathBuf>> {
+    if let Some(d) = &p.svg {
+        std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+    }
+    Ok(p.svg.clone())
+}
+
+/// Whether the packets must be kept for pictures.
+pub fn wants_trace(format: Format, p: &PictureArgs) -> bool {
+    matches!(format, Format::Html) || p.svg.is_some()
+}
+
+/// A capture's part of an HTML page, from connections already analysed
+/// (with their traces).
+///
+/// # Errors
+/// Writing an SVG file failed.
+pub fn fragment(
+    html: &HtmlOptions,
+    svg: Option<std::path::PathBuf>,
+    (prefix, title, source): (&str, &str, &str),
+    conns: Vec<ConnReport>,
+    summary: &CaptureSummary,
+) -> io::Result<Vec<u8>> {
+    let mut r = HtmlRenderer::fragment(html.clone(), prefix, title).with_svg_dir(svg);
+    r.begin(
+        &mut io::sink(),
+        &Source {
+            name: source.to_string(),
+        },
+    )?;
+    for c in conns {
+        r.connection(&mut io::sink(), c)?;
+    }
+    let mut buf = Vec::new();
+    r.end(&mut buf, summary)?;
+    Ok(buf)
+}
+
+/// A capture's part of an HTML page, analysing the file at `path` (with
+/// traces).
+///
+/// # Errors
+/// The capture could not be read, or an SVG file not written.
+pub fn fragment_of_file(
+    html: &HtmlOptions,
+    svg: Option<std::path::PathBuf>,
+    (prefix, title): (&str, &str),
+    path: &std::path::Path,
+) -> anyhow::Result<Vec<u8>> {
+    let mut reader =
+        CaptureReader::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut conns = Vec::new();
+    let summary = pipeline::run_with(
+        &mut reader,
+        pipeline::Options { trace: true },
+        &mut |c| conns.push(c),
+        &mut |_| {},
+    )
+    .with_context(|| format!("cannot analyse {}", path.display()))?;
+    Ok(fragment(
+        html,
+        svg,
+        (prefix, title, &path.display().to_string()),
+        conns,
+        &summary,
+    )?)
+}
+
+/// Text output (the lab's table, the probe's report) as the HTML page's
+/// preface.
+pub fn preface(text: &[u8]) -> String {
+    format!(
+        "<pre class=\"preface\">{}</pre>\n",
+        rttlens_report::html::esc(&String::from_utf8_lossy(text))
+    )
+}
