@@ -377,3 +377,64 @@ fn html_to_stdout_and_the_io_interval() {
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("IO graph: packets per 10 ms"));
 }
+
+/// `rttlens lab --format html`: one page with the lab's table and a part
+/// per scenario, drawn from its capture; the scratch copies are gone after.
+/// Needs root and the lab's programs (fails saying so).
+#[test]
+fn lab_report_in_one_page() {
+    if let Err(e) = rttlens_net::lab::check_prerequisites() {
+        panic!("the lab HTML test needs root, /dev/net/tun and iproute2: {e}");
+    }
+    let page = scratch("lab.html");
+    let svg = scratch("lab-svg");
+    let _ = std::fs::remove_dir_all(&svg);
+    let child = bin()
+        .args([
+            "lab",
+            "clean",
+            "server-think",
+            "--rtt",
+            "20ms",
+            "--format",
+            "html",
+            "-o",
+        ])
+        .arg(&page)
+        .arg("--svg")
+        .arg(&svg)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run rttlens lab");
+    let scratch_dir = std::env::temp_dir().join(format!("rttlens-lab-pictures-{}", child.id()));
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!scratch_dir.exists(), "the captures drawn from are removed");
+    let html = std::fs::read_to_string(&page).expect("page");
+    assert!(html.contains("<pre class=\"preface\">"), "the lab's table");
+    for s in ["clean", "server-think"] {
+        assert!(
+            html.contains(&format!("id=\"{s}-overview\"")),
+            "{s}: its part"
+        );
+        assert!(
+            html.contains(&format!("id=\"{s}-conn-0\"")),
+            "{s}: its connection"
+        );
+        assert!(
+            svg.join(format!("{s}-conn-0-ladder.svg")).exists(),
+            "{s}: SVG files"
+        );
+    }
+    assert!(html.contains("server-think (held)"));
+    // the finding is pinned on its frames in the server-think part
+    let part = &html[html.find("id=\"server-think-overview\"").expect("part")..];
+    assert!(part.contains("data-finding=\"server-think-time\""));
+    assert!(part.contains("class=\"pin\""));
+}

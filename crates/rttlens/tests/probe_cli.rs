@@ -149,6 +149,37 @@ fn lab_json_text_and_failures() {
     });
 }
 
+#[test]
+fn lab_html_report_of_the_probe() {
+    with_lab(|ctx, port, probe| {
+        let url = format!("https://{}:{port}/size/50000", Lab::SERVER_V4);
+        let page = ctx.dir().join("probe.html");
+        let svg = ctx.dir().join("svg");
+        let (p, s) = (page.to_string_lossy(), svg.to_string_lossy());
+        let o = probe(&["-k", "--format", "html", "-o", &p, "--svg", &s, &url]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(o.stdout.is_empty(), "the page goes to -o");
+        let html = std::fs::read_to_string(&page).expect("page");
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        // the probe's own report, then its connection drawn from its capture
+        assert!(
+            html.contains("<pre class=\"preface\">probe https://"),
+            "preface"
+        );
+        for g in ["ladder", "time-sequence", "flight", "io", "rtt"] {
+            assert!(html.contains(&format!("data-graph=\"{g}\"")), "{g} graph");
+        }
+        assert!(
+            html.contains("ClientHello"),
+            "TLS messages named in the ladder"
+        );
+        assert!(svg.join("conn-0-ladder.svg").exists(), "--svg files");
+        // the JSON and text outputs keep no trace (and are unchanged)
+        let o = probe(&["-k", "--format", "json", &url]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    });
+}
+
 /// The finding ids per connection in a JSON document (`analyze` or
 /// `probe`: the same `connections` array).
 fn finding_ids(doc: &serde_json::Value) -> Vec<Vec<String>> {
