@@ -43,7 +43,8 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     let pics = &args.pictures;
     let mut out = output::open(pics)?;
     let svg = output::svg_dir(pics)?;
-    let html = output::html_options(pics, usize::MAX);
+    // `-n 1000`: the ten costliest drawn, as `analyze` does
+    let html = output::html_options(pics, 10);
     // the probe's connections drawn (`--svg`), whatever the format
     let mut page = Vec::new();
     if let (Some(summary), true) = (&report.capture_summary, cfg.trace) {

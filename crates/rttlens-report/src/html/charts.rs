@@ -101,10 +101,10 @@ pub fn time_sequence(c: &ConnReport, t: &Trace) -> Figure {
     let y = plot::y_range(y_top.max(win_max.min(y_top * WINDOW_HEADROOM)));
     let end = t.packets.last().map_or(0.0, |p| ms(t0, p.at.ts));
     let x = plot::range(0.0, end);
-    let new_bars = plot::bars(&new, &x);
-    let retx_bars = plot::bars(&retx, &x);
-    let ack_line = plot::envelope(&plot::steps(&acks), &x);
-    let win_line = plot::envelope(&plot::steps(&wins), &x);
+    let new_bars = plot::clip_bars(plot::bars(&new, &x), &x, &y);
+    let retx_bars = plot::clip_bars(plot::bars(&retx, &x), &x, &y);
+    let ack_line = plot::clip(plot::envelope(&plot::steps(&acks), &x), &x, &y);
+    let win_line = plot::clip(plot::envelope(&plot::steps(&wins), &x), &x, &y);
     let pins: Vec<Pin> = evidence(c)
         .filter_map(|(id, frame, text)| {
             let p = packet(t, frame)?;
@@ -254,7 +254,7 @@ pub fn flight(c: &ConnReport) -> Figure {
         .iter()
         .map(|r| (r.index as f64, r.rwnd as f64))
         .collect();
-    let rwnd = plot::envelope(&rwnd, &x);
+    let rwnd = plot::clip(plot::envelope(&rwnd, &x), &x, &y);
     let cap = tr
         .bound
         .filter(|b| matches!(b.limit, Limit::Sndbuf | Limit::Rwnd | Limit::Bottleneck));
@@ -373,12 +373,14 @@ pub fn io(t: &Trace, interval_ms: f64) -> Figure {
     };
     let iv = interval_ms.max(1e-3);
     let t0 = first.at.ts;
-    let n = (ms(t0, last.at.ts) / iv).floor() as usize + 1;
+    let n = ((ms(t0, last.at.ts) / iv).floor() as usize).saturating_add(1);
     let reduce = n > 2 * COLUMNS;
     let slots_n = if reduce { COLUMNS } else { n };
     let slot_of = |k: usize| {
         if reduce {
-            (k * COLUMNS / n).min(COLUMNS - 1)
+            // in floating point: k × COLUMNS overflows for a capture whose
+            // clock spans years at 1 µs intervals
+            ((k as f64 * COLUMNS as f64 / n as f64) as usize).min(COLUMNS - 1)
         } else {
             k
         }
@@ -554,8 +556,8 @@ pub fn rtt(c: &ConnReport, t: &Trace) -> Figure {
         })
         .collect();
     let (n_s, n_c) = (via_server.len(), via_client.len());
-    let via_server = plot::envelope(&via_server, &x);
-    let via_client = plot::envelope(&via_client, &x);
+    let via_server = plot::clip(plot::envelope(&via_server, &x), &x, &y);
+    let via_client = plot::clip(plot::envelope(&via_client, &x), &x, &y);
     let min = c.rtt.as_ref().map(|r| r.min_ms);
     let axes = Axes {
         title: "RTT samples over time",

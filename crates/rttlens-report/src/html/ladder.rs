@@ -80,6 +80,13 @@ impl TimeAxis {
     /// packet times, linearly from the last row of the one to the first
     /// row of the next.
     fn y(&self, t: f64) -> f64 {
+        // an arrow's far end stays near the drawing, whatever the RTT says
+        let lo = self.knots.first().map_or(TOP, |p| p.1) - 2.0 * GAP_MAX;
+        let hi = self.knots.last().map_or(TOP, |p| p.2) + 4.0 * GAP_MAX;
+        self.unclamped(t).clamp(lo.max(0.0), hi)
+    }
+
+    fn unclamped(&self, t: f64) -> f64 {
         let k = &self.knots;
         let i = k.partition_point(|p| p.0 < t);
         if let Some(p) = k.get(i).filter(|p| p.0 == t) {
@@ -188,12 +195,15 @@ pub fn ladder(c: &ConnReport, t: &Trace, max_packets: usize) -> Figure {
         let start = times[0] - half(shown[0].side);
         let mut k = 0u32;
         let mut g = String::from("<g class=\"rtt-bands\">\n");
+        let mut last_ya = f64::MIN;
         loop {
             let (a, b) = (start + f64::from(k) * r, start + f64::from(k + 1) * r);
             let (ya, yb) = (axis.y(a), axis.y(b).min(height));
-            if ya >= height || k >= 400 {
+            // past the drawing, or stuck where the axis stops
+            if ya >= height || ya <= last_ya || k >= 400 {
                 break;
             }
+            last_ya = ya;
             if k % 2 == 0 {
                 let _ = writeln!(
                     g,

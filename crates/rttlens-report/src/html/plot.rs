@@ -252,6 +252,33 @@ fn splice_pins(svg: &mut String, placed: &[Placed]) {
     svg.insert_str(end, &g);
 }
 
+/// Points moved into the axes (values past the top drawn at the top):
+/// plotters maps a value far outside its range to a pixel past `i32` and
+/// overflows, and a line clipped at the top is what the legend says.
+pub fn clip(points: Vec<(f64, f64)>, x: &Range<f64>, y: &Range<f64>) -> Vec<(f64, f64)> {
+    points
+        .into_iter()
+        .map(|(a, b)| (a.clamp(x.start, x.end), b.clamp(y.start, y.end)))
+        .collect()
+}
+
+/// [`clip`] for vertical bars `(x, low, high)`.
+pub fn clip_bars(
+    bars: Vec<(f64, f64, f64)>,
+    x: &Range<f64>,
+    y: &Range<f64>,
+) -> Vec<(f64, f64, f64)> {
+    bars.into_iter()
+        .map(|(a, lo, hi)| {
+            (
+                a.clamp(x.start, x.end),
+                lo.clamp(y.start, y.end),
+                hi.clamp(y.start, y.end),
+            )
+        })
+        .collect()
+}
+
 /// Reduce a polyline (points sorted by x) to at most four points per pixel
 /// column of `x`: the first, lowest, highest and last of the column, in
 /// that order of x, so the drawn envelope is the one the full line would

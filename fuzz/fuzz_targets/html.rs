@@ -1,0 +1,57 @@
+//! The HTML report over arbitrary bytes: the pipeline keeps every packet
+//! (`Options::trace`) and every connection is drawn (all five graphs and
+//! the page); nothing may panic, whatever times, sequence numbers and
+//! windows the packets carry. Inputs get a pcap header prepended half of
+//! the time, as in `pipeline`.
+#![no_main]
+
+use std::io::Cursor;
+
+use libfuzzer_sys::fuzz_target;
+use rttlens_core::capture::CaptureReader;
+use rttlens_core::pipeline::{self, Options};
+use rttlens_report::html::{HtmlOptions, HtmlRenderer};
+use rttlens_report::{Renderer, Source};
+
+/// pcap, µs, little-endian, snaplen 262144, Ethernet.
+const PCAP_HEADER: [u8; 24] = [
+    0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 1, 0, 0, 0,
+];
+
+fuzz_target!(|data: &[u8]| {
+    let mut input = Vec::with_capacity(data.len() + 24);
+    if data.first().is_some_and(|b| b & 1 == 1) {
+        input.extend_from_slice(&PCAP_HEADER);
+        input.extend_from_slice(&data[1..]);
+    } else {
+        input.extend_from_slice(data);
+    }
+    let Ok(mut reader) = CaptureReader::new(Box::new(Cursor::new(input))) else {
+        return;
+    };
+    let opts = HtmlOptions {
+        top: usize::MAX,
+        // the IO interval from the input too: 1 µs to ~65 ms
+        io_interval_ms: f64::from(data.get(1).copied().unwrap_or(1).max(1)) * 0.256,
+        ..HtmlOptions::default()
+    };
+    let mut r = HtmlRenderer::new(opts);
+    let mut sink = std::io::sink();
+    let _ = r.begin(
+        &mut sink,
+        &Source {
+            name: "fuzz".into(),
+        },
+    );
+    let Ok(sum) = pipeline::run_with(
+        &mut reader,
+        Options { trace: true },
+        &mut |c| {
+            let _ = r.connection(&mut std::io::sink(), c);
+        },
+        &mut |_| {},
+    ) else {
+        return;
+    };
+    let _ = r.end(&mut sink, &sum);
+});
