@@ -198,7 +198,8 @@ pub struct AnalyzeArgs {
     /// `address:port` (IPv6 as `[addr]:port`). Repeat or separate with commas.
     #[arg(long, value_delimiter = ',')]
     pub conn: Vec<ConnSelector>,
-    /// With many connections, how many to show in full (text).
+    /// With many connections, how many to show in full (text; HTML and
+    /// `--svg`: how many to draw).
     #[arg(long, default_value_t = 10)]
     pub top: usize,
     /// Print the table of rounds for every connection shown (text).

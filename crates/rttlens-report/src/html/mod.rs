@@ -47,6 +47,18 @@ impl Figure {
         }
     }
 
+    /// What the graph is called on the page.
+    pub fn title(&self) -> &'static str {
+        match self.name {
+            "ladder" => "Ladder diagram",
+            "time-sequence" => "Time-sequence graph",
+            "flight" => "Bytes in flight per round",
+            "io" => "IO graph",
+            "rtt" => "RTT samples",
+            _ => "Graph",
+        }
+    }
+
     /// A drawn graph (or the drawing error).
     pub fn drawn(name: &'static str, svg: Result<String, String>, caption: String) -> Figure {
         Figure { name, svg, caption }
@@ -254,10 +266,14 @@ impl HtmlRenderer {
         finding_counts(w, &self.rows)?;
         writeln!(
             w,
-            "<h3>Connections</h3>\n<p class=\"note\">{} connection{}; click a heading to sort. The {} costliest are shown in full below{}.</p>",
+            "<h3>Connections</h3>\n<p class=\"note\">{} connection{}; click a heading to sort. {} shown in full below{}.</p>",
             self.rows.len(),
             if self.rows.len() == 1 { "" } else { "s" },
-            shown.len(),
+            match shown.len() {
+                n if n == self.rows.len() && n == 1 => "It is".to_string(),
+                n if n == self.rows.len() => "All are".to_string(),
+                n => format!("The {n} costliest are"),
+            },
             if self.rows.len() > MAX_ROWS {
                 format!("; the table lists the {MAX_ROWS} costliest")
             } else {
@@ -526,16 +542,17 @@ fn connection(w: &mut dyn Write, p: &str, c: &ConnReport, figs: &[Figure]) -> io
         match &f.svg {
             Ok(svg) => writeln!(
                 w,
-                "<figure class=\"graph\" data-graph=\"{}\">\n{}<figcaption>{}</figcaption>\n</figure>",
+                "<figure class=\"graph\" data-graph=\"{}\">\n{}<figcaption><b>{}.</b> {}</figcaption>\n</figure>",
                 f.name,
                 svg,
+                f.title(),
                 esc(&f.caption)
             )?,
             Err(why) => writeln!(
                 w,
-                "<p class=\"nograph\" data-graph=\"{}\">No {} graph: {}.</p>",
+                "<p class=\"nograph\" data-graph=\"{}\"><b>{}:</b> not drawn, {}.</p>",
                 f.name,
-                f.name,
+                f.title(),
                 esc(why)
             )?,
         }
