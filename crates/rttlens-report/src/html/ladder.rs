@@ -10,8 +10,8 @@
 //! reached its receiver at `t + h_receiver/2`, with `h_c` and `h_s` the
 //! two halves of the RTT as seen from the capture point and a symmetric
 //! path assumed (the ladder of phases makes the same assumption). Time runs
-//! downward; consecutive packets are kept at least [`ROW`] px apart and a
-//! long silence is cut to [`GAP_MAX`] px with its length written, so the
+//! downward; consecutive packets are kept at least one row (22 px) apart and a
+//! long silence is cut to 150 px with its length written, so the
 //! scale is linear within each gap, not across them.
 
 use std::fmt::Write as _;
