@@ -45,6 +45,43 @@ impl Quality {
             && self.late_segments == 0
             && self.oversized_segments == 0
     }
+
+    /// Each note in a person's words (empty when clean), as the text and
+    /// HTML reports print them.
+    pub fn notes(&self) -> Vec<String> {
+        let mut parts = Vec::new();
+        for (k, v) in &self.decode_errors {
+            parts.push(format!("{v} undecodable ({k})"));
+        }
+        if self.snaplen_cut > 0 {
+            parts.push(format!("{} segments cut by snaplen", self.snaplen_cut));
+        }
+        if self.malformed_tcp_options > 0 {
+            parts.push(format!(
+                "{} segments with malformed TCP options",
+                self.malformed_tcp_options
+            ));
+        }
+        for (k, v) in &self.reader_notes {
+            parts.push(format!("{v} × {k}"));
+        }
+        if self.late_segments > 0 {
+            parts.push(format!(
+                "{} segments after their connection closed (ignored)",
+                self.late_segments
+            ));
+        }
+        if self.oversized_segments > 0 {
+            parts.push(format!(
+                "{} segments larger than the MSS (TSO/GSO/GRO offload at the capture point)",
+                self.oversized_segments
+            ));
+        }
+        if let Some(t) = &self.truncated {
+            parts.push(format!("file breaks off: {t}"));
+        }
+        parts
+    }
 }
 
 /// What the capture as a whole held.

@@ -276,39 +276,7 @@ impl Renderer for TextRenderer {
         if s.quality.is_clean() {
             writeln!(w, "quality: clean")?;
         } else {
-            let q = &s.quality;
-            let mut parts = Vec::new();
-            for (k, v) in &q.decode_errors {
-                parts.push(format!("{v} undecodable ({k})"));
-            }
-            if q.snaplen_cut > 0 {
-                parts.push(format!("{} segments cut by snaplen", q.snaplen_cut));
-            }
-            if q.malformed_tcp_options > 0 {
-                parts.push(format!(
-                    "{} segments with malformed TCP options",
-                    q.malformed_tcp_options
-                ));
-            }
-            for (k, v) in &q.reader_notes {
-                parts.push(format!("{v} × {k}"));
-            }
-            if q.late_segments > 0 {
-                parts.push(format!(
-                    "{} segments after their connection closed (ignored)",
-                    q.late_segments
-                ));
-            }
-            if q.oversized_segments > 0 {
-                parts.push(format!(
-                    "{} segments larger than the MSS (TSO/GSO/GRO offload at the capture point)",
-                    q.oversized_segments
-                ));
-            }
-            if let Some(t) = &q.truncated {
-                parts.push(format!("file breaks off: {t}"));
-            }
-            writeln!(w, "quality: {}", parts.join("; "))?;
+            writeln!(w, "quality: {}", s.quality.notes().join("; "))?;
         }
         if !s.findings_by_id.is_empty() {
             let counts: Vec<String> = s

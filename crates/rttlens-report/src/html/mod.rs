@@ -400,37 +400,7 @@ fn summary_list(w: &mut dyn Write, source: &str, s: &CaptureSummary) -> io::Resu
     let quality = if q.is_clean() {
         "clean".to_string()
     } else {
-        let mut v: Vec<String> = Vec::new();
-        v.extend(q.decode_errors.iter().map(|(k, n)| format!("{n} × {k}")));
-        if q.snaplen_cut > 0 {
-            v.push(format!(
-                "{} segments cut by the snapshot length",
-                q.snaplen_cut
-            ));
-        }
-        if q.malformed_tcp_options > 0 {
-            v.push(format!(
-                "{} malformed TCP option lists",
-                q.malformed_tcp_options
-            ));
-        }
-        if let Some(t) = &q.truncated {
-            v.push(format!("truncated: {t}"));
-        }
-        v.extend(q.reader_notes.iter().map(|(k, n)| format!("{n} × {k}")));
-        if q.late_segments > 0 {
-            v.push(format!(
-                "{} segments after their connection closed",
-                q.late_segments
-            ));
-        }
-        if q.oversized_segments > 0 {
-            v.push(format!(
-                "{} segments above the MSS (offload at the capture point)",
-                q.oversized_segments
-            ));
-        }
-        v.join("; ")
+        q.notes().join("; ")
     };
     item("quality", quality)?;
     writeln!(w, "</dl>")
