@@ -59,9 +59,13 @@ fn evidence(c: &ConnReport) -> impl Iterator<Item = (&'static str, u64, String)>
 }
 
 /// The window line runs far above the data when the receiver offers much
-/// more than is sent; the graph keeps it to this many times the data's
-/// height and says so.
-const WINDOW_HEADROOM: f64 = 3.0;
+/// more than is sent; the time-sequence graph keeps it to this many times
+/// the data's height (the data stays readable) and says so.
+const WINDOW_HEADROOM: f64 = 1.5;
+
+/// The same for the flight per round, where a window several times the
+/// flight is the story (PKU: 65535 B in flight against 128 KB offered).
+const RWND_HEADROOM: f64 = 3.0;
 
 /// Sequence number (stream offset) over time for the data direction, with
 /// the ACK line and the receive-window line (ACK + rwnd), as tcptrace and
@@ -224,8 +228,8 @@ pub fn flight(c: &ConnReport) -> Figure {
     let rounds = &tr.rounds;
     let flight_max = rounds.iter().map(|r| r.flight as f64).fold(0.0, f64::max);
     let rwnd_max = rounds.iter().map(|r| r.rwnd as f64).fold(0.0, f64::max);
-    let clipped = rwnd_max > flight_max * WINDOW_HEADROOM;
-    let y = plot::y_range(flight_max.max(rwnd_max.min(flight_max * WINDOW_HEADROOM)));
+    let clipped = rwnd_max > flight_max * RWND_HEADROOM;
+    let y = plot::y_range(flight_max.max(rwnd_max.min(flight_max * RWND_HEADROOM)));
     let first = rounds[0].index as f64;
     let last = rounds[rounds.len() - 1].index as f64;
     let x = (first - 0.6)..(last + 0.6);

@@ -353,16 +353,21 @@ pub fn bars(points: &[(f64, f64, f64)], x: &Range<f64>) -> Vec<(f64, f64, f64)> 
     out
 }
 
-/// `65535` → `"64 KiB"`-style tick labels for byte axes (powers of 1024,
-/// as window sizes are read).
+/// Byte-axis tick labels in decimal units (`200 kB`, `1.5 MB`), as the
+/// text report writes sizes: plotters puts ticks on round decimal values.
 pub fn bytes_tick(v: &f64) -> String {
     let v = *v;
-    if v.abs() >= 1024.0 * 1024.0 {
-        format!("{:.1} MiB", v / (1024.0 * 1024.0))
-    } else if v.abs() >= 1024.0 {
-        format!("{:.0} KiB", v / 1024.0)
+    let (x, unit) = if v.abs() >= 1e6 {
+        (v / 1e6, "MB")
+    } else if v.abs() >= 1e3 {
+        (v / 1e3, "kB")
     } else {
-        format!("{v:.0} B")
+        (v, "B")
+    };
+    if (x - x.round()).abs() < 1e-6 {
+        format!("{x:.0} {unit}")
+    } else {
+        format!("{x:.1} {unit}")
     }
 }
 
@@ -427,8 +432,9 @@ mod tests {
 
     #[test]
     fn tick_labels() {
-        assert_eq!(bytes_tick(&65536.0), "64 KiB");
-        assert_eq!(bytes_tick(&(3.0 * 1024.0 * 1024.0)), "3.0 MiB");
+        assert_eq!(bytes_tick(&200_000.0), "200 kB");
+        assert_eq!(bytes_tick(&65_535.0), "65.5 kB");
+        assert_eq!(bytes_tick(&1_500_000.0), "1.5 MB");
         assert_eq!(bytes_tick(&500.0), "500 B");
         assert_eq!(number_tick(&2.5), "2.5");
         assert_eq!(number_tick(&40.0), "40");
