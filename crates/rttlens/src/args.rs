@@ -164,22 +164,38 @@ pub struct PictureArgs {
     pub io_interval: f64,
 }
 
-/// `1ms`, `0.5ms`, `2s`, `250us` → milliseconds (> 0).
-fn parse_interval(s: &str) -> Result<f64, String> {
+/// A duration as users type it (`5`, `2.5s`, `500ms`, `250us`) in
+/// milliseconds; a bare number is in `bare` units (`"s"` as curl's
+/// `--max-time`, `"ms"` for RTTs and intervals). Each caller checks its
+/// own bounds.
+///
+/// # Errors
+/// Not a number, or a unit other than `us`, `µs`, `ms`, `s`.
+pub fn duration_ms(s: &str, bare: &str) -> Result<f64, String> {
     let (num, unit) = s
-        .find(|c: char| c.is_ascii_alphabetic())
-        .map_or((s, "ms"), |i| s.split_at(i));
+        .find(|c: char| c.is_alphabetic())
+        .map_or((s, bare), |i| s.split_at(i));
     let v: f64 = num
         .trim()
         .parse()
-        .map_err(|_| format!("'{s}' is not a duration (e.g. 1ms, 10ms, 0.5ms)"))?;
-    let ms = match unit {
+        .map_err(|_| format!("'{s}' is not a duration (e.g. 500ms, 2.5s)"))?;
+    let ms = match unit.trim() {
         "ms" => v,
         "us" | "µs" => v / 1000.0,
         "s" => v * 1000.0,
-        _ => return Err(format!("unknown unit in '{s}' (us, ms or s)")),
+        u => return Err(format!("unknown unit `{u}` (us, ms or s)")),
     };
-    if ms.is_finite() && ms >= 0.001 {
+    if ms.is_finite() {
+        Ok(ms)
+    } else {
+        Err(format!("'{s}' is not a duration"))
+    }
+}
+
+/// `--io-interval`: `1ms`, `0.5ms`, `250us` → milliseconds, at least 1 µs.
+fn parse_interval(s: &str) -> Result<f64, String> {
+    let ms = duration_ms(s, "ms")?;
+    if ms >= 0.001 {
         Ok(ms)
     } else {
         Err(format!("'{s}': the interval must be at least 1us"))
@@ -254,5 +270,8 @@ mod tests {
         assert!(parse_interval("0ms").is_err());
         assert!(parse_interval("fast").is_err());
         assert!(parse_interval("3 parsecs").is_err());
+        assert_eq!(super::duration_ms("5", "s"), Ok(5000.0));
+        assert_eq!(super::duration_ms("40", "ms"), Ok(40.0));
+        assert!(super::duration_ms("3h", "s").is_err());
     }
 }

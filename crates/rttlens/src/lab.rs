@@ -160,19 +160,7 @@ fn list(all: &[Scenario]) -> std::io::Result<()> {
 
 /// `40ms`, `0.1s`, `40` (milliseconds).
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => s.split_at(i),
-        None => (s, "ms"),
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| "expected a duration like 40ms or 0.1s".to_string())?;
-    let ms = match unit {
-        "ms" => v,
-        "s" => v * 1000.0,
-        _ => return Err(format!("unknown unit `{unit}` (ms or s)")),
-    };
+    let ms = crate::args::duration_ms(s, "ms")?;
     if !(1.0..=2000.0).contains(&ms) {
         return Err("the RTT must be between 1 ms and 2 s".into());
     }

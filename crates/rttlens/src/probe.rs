@@ -129,19 +129,7 @@ fn config(a: &ProbeArgs) -> Result<ProbeConfig, String> {
 
 /// `5`, `2.5s`, `500ms` (a bare number is seconds, as in curl).
 fn duration(s: &str) -> Result<Duration, String> {
-    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => s.split_at(i),
-        None => (s, "s"),
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| "expected a duration like 5, 2.5s or 500ms".to_string())?;
-    let secs = match unit {
-        "ms" => v / 1000.0,
-        "s" => v,
-        _ => return Err(format!("unknown unit `{unit}` (ms or s)")),
-    };
+    let secs = crate::args::duration_ms(s, "s")? / 1000.0;
     if !(secs > 0.0 && secs <= 86_400.0) {
         return Err("must be above 0 and at most a day".into());
     }
