@@ -28,7 +28,7 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
-    let report = match probe::run(&cfg) {
+    let mut report = match probe::run(&cfg) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("rttlens probe: {e}");
@@ -42,31 +42,30 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     };
     let pics = &args.pictures;
     let mut out = output::open(pics)?;
-    let svg = output::svg_dir(pics)?;
-    // `-n 1000`: the ten costliest drawn, as `analyze` does
-    let html = output::html_options(pics, 10);
-    // the probe's connections drawn (`--svg`), whatever the format
-    let mut page = Vec::new();
-    if let (Some(summary), true) = (&report.capture_summary, cfg.trace) {
-        let conns = report.connections.clone();
-        let source = format!("the probe's own capture of {}", report.url);
-        page.push(output::fragment(
-            &html,
-            svg,
-            ("", "", &source),
-            conns,
-            summary,
-        )?);
-    }
+    // the report as text or JSON first: the connections (with their
+    // traces) then go to the pictures without a copy
+    let mut text = Vec::new();
     match args.format {
         Format::Text => report.write_text(&mut out)?,
         Format::Json => report.write_json(&mut out)?,
-        Format::Html => {
-            let mut text = Vec::new();
-            report.write_text(&mut text)?;
-            let title = format!("probe {}", report.url);
-            rttlens_report::html::page(&mut out, &title, &output::preface(&text), &page)?;
-        }
+        Format::Html => report.write_text(&mut text)?,
+    }
+    // the probe's connections drawn (the page, `--svg`); `-n 1000`: the
+    // ten costliest, as `analyze` does
+    let mut drawn = Vec::new();
+    if let (Some(summary), true) = (&report.capture_summary, cfg.trace) {
+        let source = format!("the probe's own capture of {}", report.url);
+        drawn.push(output::fragment(
+            &output::html_options(pics, 10),
+            output::svg_dir(pics)?,
+            ("", "", &source),
+            std::mem::take(&mut report.connections),
+            summary,
+        )?);
+    }
+    if let Format::Html = args.format {
+        let title = format!("probe {}", report.url);
+        rttlens_report::html::page(&mut out, &title, &output::preface(&text), &drawn)?;
     }
     out.flush()?;
     Ok(ExitCode::from(EXIT_OK))

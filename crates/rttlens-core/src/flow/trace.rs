@@ -2,8 +2,9 @@
 //! ladder, time-sequence, IO and RTT graphs) when asked for
 //! ([`crate::flow::FlowTable::with_trace`]).
 //!
-//! The analysis itself never reads a trace: it streams. A trace costs about
-//! 56 bytes per packet, so it is kept only while a picture is wanted.
+//! The analysis itself never reads a trace: it streams. A trace costs 64
+//! bytes per packet ([`TracePacket`]) and 32 per RTT sample, so it is kept
+//! only while a picture is wanted.
 
 use crate::analysis::rtt::RttSample;
 use crate::side::{Mark, Side};
@@ -43,8 +44,9 @@ pub struct Trace {
     /// Every data/ACK and timestamp RTT sample: the half it measured
     /// (M→side→M) and the packet that closed it.
     pub rtt: Vec<(Side, RttSample)>,
-    /// Frames the analysis named (`ClientHello`, `request`, `TTFB`, …),
-    /// sorted by frame.
+    /// Frames the analysis named (`ClientHello`, `server Finished`,
+    /// `request`, `first response byte`, …), sorted by
+    /// frame.
     pub labels: Vec<(u64, &'static str)>,
     /// Whether each side's window scale is known from the SYNs (else the
     /// windows are lower bounds), indexed by [`Side::index`].
@@ -98,4 +100,16 @@ pub(crate) fn labels(a: &crate::analysis::connection::Analysis) -> Vec<(u64, &'s
     v.sort_by_key(|l| l.0);
     v.dedup();
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_as_documented() {
+        // the module docs and docs/html.md quote these per-packet costs
+        assert_eq!(std::mem::size_of::<TracePacket>(), 64);
+        assert_eq!(std::mem::size_of::<(Side, RttSample)>(), 32);
+    }
 }

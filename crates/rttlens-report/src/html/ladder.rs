@@ -272,13 +272,14 @@ pub fn ladder(c: &ConnReport, t: &Trace, max_packets: usize) -> Figure {
         let (ux, uy) = (dx / len, dy / len);
         let (bx, by) = (x2 - ux * 9.0, y2 - uy * 9.0);
         let (px, py) = (-uy * 4.0, ux * 4.0);
+        let words = label(p, t);
         let tip = format!(
             "frame {} at {:.3} ms: {} → {}, {}; seq {}, ack {}, window {} B",
             p.at.frame,
             t_m,
             p.side.as_str(),
             p.side.peer().as_str(),
-            label(p, t),
+            words,
             p.seq.map_or("-".into(), |v| v.to_string()),
             p.ack.map_or("-".into(), |v| v.to_string()),
             p.window
@@ -307,7 +308,7 @@ pub fn ladder(c: &ConnReport, t: &Trace, max_packets: usize) -> Figure {
         let _ = writeln!(
             s,
             "<text x=\"{mx:.1}\" y=\"{my:.1}\" text-anchor=\"middle\" fill=\"{rgb}\">{}</text>",
-            esc(&label(p, t))
+            esc(&words)
         );
         // frame number and time at the left, at the capture time
         let _ = writeln!(
@@ -318,23 +319,20 @@ pub fn ladder(c: &ConnReport, t: &Trace, max_packets: usize) -> Figure {
             t_m
         );
         // findings citing this frame, at the right
-        let ids: Vec<&str> = c
+        let cited: Vec<(&str, &str)> = c
             .findings
             .iter()
-            .filter(|f| f.evidence.iter().any(|e| e.frame == p.at.frame))
-            .map(|f| f.id)
+            .flat_map(|f| {
+                f.evidence
+                    .iter()
+                    .filter(|e| e.frame == p.at.frame)
+                    .map(move |e| (f.id, e.what.as_str()))
+            })
             .collect();
-        if !ids.is_empty() {
-            let whats: Vec<String> = c
-                .findings
-                .iter()
-                .flat_map(|f| {
-                    f.evidence
-                        .iter()
-                        .filter(|e| e.frame == p.at.frame)
-                        .map(move |e| format!("{}: {}", f.id, e.what))
-                })
-                .collect();
+        if !cited.is_empty() {
+            let mut ids: Vec<&str> = cited.iter().map(|c| c.0).collect();
+            ids.dedup();
+            let whats: Vec<String> = cited.iter().map(|(id, w)| format!("{id}: {w}")).collect();
             let pc = colour::PIN;
             let _ = writeln!(
                 pinned,
