@@ -3,29 +3,10 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rttlens"))
-}
-
-fn capture(name: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/captures/itts")
-        .join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: the tests need ../shared/captures",
-        p.display()
-    );
-    p
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rttlens-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir.join(name)
-}
+mod common;
+use common::{bin, capture, scratch};
 
 fn json_of(out: &[u8]) -> serde_json::Value {
     serde_json::from_slice(out)

@@ -16,27 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rttlens"))
-}
-
-fn capture(name: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/captures/itts")
-        .join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: the tests need ../shared/captures",
-        p.display()
-    );
-    p
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rttlens-html-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir.join(name)
-}
+mod common;
+use common::{bin, capture, scratch};
 
 fn report(name: &str, extra: &[&str]) -> PathBuf {
     let out = scratch(&format!("{name}.html"));
