@@ -107,6 +107,21 @@ pub struct ServerConfig {
     pub plain_http: bool,
     /// listen(2) backlog. Default 1024.
     pub backlog: i32,
+    /// Stop accepting for a while once, as a server stuck in a garbage
+    /// collection or a blocking call would. Default `None`.
+    pub accept_stall: Option<AcceptStall>,
+}
+
+/// A pause of the accept loop: after the `after`-th accepted connection,
+/// nothing is accepted for `pause`. Connections already accepted are
+/// served meanwhile; new ones wait in the kernel's accept queue (their TCP
+/// handshake completes, their ClientHello is not read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AcceptStall {
+    /// Accepted connections before the pause.
+    pub after: u64,
+    /// How long accepting stops.
+    pub pause: Duration,
 }
 
 impl Default for ServerConfig {
@@ -123,6 +138,7 @@ impl Default for ServerConfig {
             think: Duration::ZERO,
             plain_http: false,
             backlog: 1024,
+            accept_stall: None,
         }
     }
 }
@@ -267,7 +283,7 @@ impl Server {
                         // ECONNABORTED, EMFILE…: keep serving the others.
                         Err(_) => continue,
                     };
-                    self.stats.connections.fetch_add(1, Ordering::Relaxed);
+                    let n = self.stats.connections.fetch_add(1, Ordering::Relaxed) + 1;
                     if stream.set_nodelay(cfg.nodelay).is_err() {
                         continue;
                     }
@@ -279,10 +295,15 @@ impl Server {
                     let cfg = Arc::clone(&cfg);
                     let acceptor = acceptor.clone();
                     let stats = Arc::clone(&self.stats);
+                    let stall = cfg.accept_stall.filter(|s| s.after == n);
                     conns.spawn(async move {
                         // A failed connection is the client's business.
                         let _ = serve_connection(stream, acceptor, cfg, stats).await;
                     });
+                    if let Some(s) = stall {
+                        // only this loop sleeps: the connections run on
+                        tokio::time::sleep(s.pause).await;
+                    }
                 }
             }
         }

@@ -12,6 +12,8 @@
 //! - [`probe`]: `rttlens probe URL`: DNS, TCP (optionally Fast Open),
 //!   rustls and hyper step by step, timed with curl's names, sequences that
 //!   verify resumption, 0-RTT and TFO.
+//! - [`bench`]: `rttlens bench URL`: a TLS handshake load generator, open
+//!   or closed loop, full / resumed / 0-RTT mix, HDR histograms per phase.
 //! - [`selfcap`]: the probe's capture of its own packets (AF_PACKET, kernel
 //!   ns timestamps), written as pcapng with the TLS key log embedded.
 //!
@@ -21,6 +23,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod lab;
 pub mod probe;
 pub mod selfcap;

@@ -27,6 +27,121 @@ pub enum Command {
     /// verify resumption, 0-RTT and TCP Fast Open, and explain it from the
     /// probe's own packets.
     Probe(ProbeArgs),
+    /// Load a TLS server with handshakes: open loop (`--rate`, latency from
+    /// each connection's intended start) or closed loop (`-c`), a mix of
+    /// full, resumed and 0-RTT handshakes, percentiles per phase.
+    Bench(BenchArgs),
+}
+
+/// `rttlens bench` arguments.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// `https://` URL of a server you run (loopback, unless
+    /// --allow-remote); with --lab, only its path is used.
+    #[arg(required_unless_present_any = ["lab", "compare"])]
+    pub url: Option<String>,
+    /// Open loop: start this many connections per second on a fixed
+    /// schedule; latency counts from each one's intended start (the
+    /// default, at 100/s).
+    #[arg(long, value_name = "PER_SECOND", conflicts_with = "concurrency")]
+    pub rate: Option<f64>,
+    /// Closed loop: keep N connections at a time (measures capacity; hides
+    /// stalls).
+    #[arg(short = 'c', long = "concurrency", value_name = "N")]
+    pub concurrency: Option<u32>,
+    /// Stop starting connections after this long (e.g. 10s, 500ms; the
+    /// default is 10s).
+    #[arg(long, value_name = "DURATION", conflicts_with = "connections")]
+    pub duration: Option<String>,
+    /// Make N connections, then stop.
+    #[arg(short = 'n', long = "connections", value_name = "N")]
+    pub connections: Option<u64>,
+    /// Share of each handshake kind: full, resumed (a ticket from an
+    /// earlier connection), 0rtt (resumed, the request as early data).
+    #[arg(long, default_value = "full=100", value_name = "KIND=WEIGHT,…")]
+    pub mix: rttlens_net::bench::Mix,
+    /// Only this TLS version.
+    #[arg(long, value_name = "1.2|1.3")]
+    pub tls: Option<rttlens_net::probe::TlsVersion>,
+    /// Send one GET of the URL's path on each connection (`Connection:
+    /// close`) and time its first byte. Implied by 0-RTT in the mix.
+    #[arg(long)]
+    pub request: bool,
+    /// Send N requests on each connection, keep-alive between them.
+    #[arg(long, value_name = "N")]
+    pub requests: Option<u32>,
+    /// Give up on a connection after this long (e.g. 10s).
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub timeout: String,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Open loop: at most this many connections open at once; later
+    /// arrivals are counted as `not-started`.
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub max_in_flight: usize,
+    /// Unmeasured connections before the run (they fill the ticket pool
+    /// for resumed and 0-RTT handshakes).
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    pub warmup: u32,
+    /// Also report this server process's CPU time (repeatable).
+    #[arg(long = "server-pid", value_name = "PID")]
+    pub server_pid: Vec<u32>,
+    /// Use ADDR for HOST:PORT instead of resolving it (curl's syntax).
+    #[arg(long, value_name = "HOST:PORT:ADDR")]
+    pub resolve: Vec<rttlens_net::probe::ResolveOverride>,
+    /// Trust the CA certificates in this PEM file instead of the system's.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Do not verify the server's certificate (the handshake signature
+    /// still is).
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+    /// Allow a target that is not on loopback: only a server you run.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Start a server in the lab (needs root) and load it across the lab's
+    /// delay link: nginx, go (Go's crypto/tls, built with the machine's Go)
+    /// or builtin (rustls).
+    #[arg(long, value_name = "SERVER", conflicts_with_all = ["allow_remote", "resolve", "server_pid"])]
+    pub lab: Option<rttlens_net::bench::lab::LabServer>,
+    /// Round-trip time of the lab link (with --lab).
+    #[arg(
+        long,
+        default_value = "10ms",
+        value_name = "DURATION",
+        requires = "lab"
+    )]
+    pub rtt: String,
+    /// Keep the lab server's files and logs in DIR (with --lab).
+    #[arg(long, value_name = "DIR", requires = "lab")]
+    pub keep: Option<PathBuf>,
+    /// Compare two JSON results (`--format json` of earlier runs).
+    #[arg(long, num_args = 2, value_names = ["A.json", "B.json"],
+          conflicts_with_all = ["url", "lab"])]
+    pub compare: Option<Vec<PathBuf>>,
+    /// Output format: text, or JSON (docs/bench.md).
+    #[arg(long, value_enum, default_value_t = BenchFormat::Text)]
+    pub format: BenchFormat,
+    /// Write the result to FILE instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Show progress: a bar on a terminal (the default there), plain lines
+    /// on stderr about once a second otherwise.
+    #[arg(long, conflicts_with = "no_progress")]
+    pub progress: bool,
+    /// Never show progress.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// `rttlens bench` output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BenchFormat {
+    /// For people.
+    Text,
+    /// The `rttlens-bench/1` document.
+    Json,
 }
 
 /// `rttlens probe` arguments (curl's names where curl has the option).

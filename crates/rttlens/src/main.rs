@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod bench;
 mod lab;
 mod output;
 mod probe;
@@ -56,6 +57,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Analyze(a) => analyze(a),
         Command::Lab(a) => lab::run(a),
         Command::Probe(a) => probe::run(a),
+        Command::Bench(a) => bench::run(a),
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
-use rttlens_lab_server::builtin::{HandshakeWrites, Server, ServerConfig};
+use rttlens_lab_server::builtin::{AcceptStall, HandshakeWrites, Server, ServerConfig};
 use rttlens_lab_server::TlsVersion;
 
 /// Built-in TLS/HTTP server of the rttlens lab: GET /size/N returns N bytes.
@@ -48,6 +48,13 @@ struct Args {
     /// Serve HTTP/1.1 without TLS.
     #[arg(long)]
     plain_http: bool,
+    /// Stop accepting once, after this many accepted connections (with
+    /// --stall-ms).
+    #[arg(long, requires = "stall_ms")]
+    stall_after: Option<u64>,
+    /// How long the accept stall lasts, in milliseconds.
+    #[arg(long, requires = "stall_after")]
+    stall_ms: Option<u64>,
 }
 
 fn on_off(s: &str) -> Result<bool, String> {
@@ -71,6 +78,13 @@ fn main() -> anyhow::Result<()> {
         sndbuf: args.sndbuf,
         think: Duration::from_millis(args.think_ms),
         plain_http: args.plain_http,
+        accept_stall: args
+            .stall_after
+            .zip(args.stall_ms)
+            .map(|(after, ms)| AcceptStall {
+                after,
+                pause: Duration::from_millis(ms),
+            }),
         ..ServerConfig::default()
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -13,6 +13,7 @@
 //! the namespaces of every live lab, then exits with status 130).
 
 pub mod copies;
+pub mod go_server;
 pub mod link;
 pub mod netns;
 pub mod pcapng;

@@ -128,9 +128,12 @@ pub struct Ctx<'a> {
     dir: PathBuf,
     nginx: Vec<nginx::Instance>,
     builtin: Vec<BuiltinHandle>,
+    go: Vec<super::go_server::GoServer>,
 }
 
 struct BuiltinHandle {
+    /// The thread's ID (its CPU time is the server's).
+    tid: i32,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<std::io::Result<Result<(), String>>>>,
 }
@@ -166,6 +169,7 @@ impl<'a> Ctx<'a> {
             dir,
             nginx: Vec::new(),
             builtin: Vec::new(),
+            go: Vec::new(),
         }
     }
 
@@ -227,7 +231,7 @@ impl<'a> Ctx<'a> {
     /// # Errors
     /// [`LabError::Server`] when it cannot bind or refuses the knobs.
     pub fn builtin(&mut self, cfg: ServerConfig) -> Result<u16, LabError> {
-        let (ptx, prx) = std::sync::mpsc::channel::<Result<u16, String>>();
+        let (ptx, prx) = std::sync::mpsc::channel::<Result<(u16, i32), String>>();
         let (stx, srx) = tokio::sync::oneshot::channel::<()>();
         let thread = self.lab.thread_in(Side::Server, move || {
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -242,7 +246,8 @@ impl<'a> Ctx<'a> {
                         return Ok(());
                     }
                 };
-                let _ = ptx.send(Ok(server.local_addr().port()));
+                let tid = nix::unistd::gettid().as_raw();
+                let _ = ptx.send(Ok((server.local_addr().port(), tid)));
                 server
                     .run_until(async {
                         let _ = srx.await;
@@ -251,16 +256,60 @@ impl<'a> Ctx<'a> {
                     .map_err(|e| e.to_string())
             })
         });
-        let handle = BuiltinHandle {
+        let mut handle = BuiltinHandle {
+            tid: 0,
             stop: Some(stx),
             thread: Some(thread),
         };
-        let port = prx
+        let (port, tid) = prx
             .recv_timeout(Duration::from_secs(10))
             .map_err(|_| LabError::Server("built-in server did not start within 10 s".into()))?
             .map_err(|e| LabError::Server(format!("built-in server: {e}")))?;
+        handle.tid = tid;
         self.builtin.push(handle);
         Ok(port)
+    }
+
+    /// Start the Go server (`go/tls-server.go`, built on first use) in the
+    /// server namespace on `SERVER_V4:port`.
+    ///
+    /// # Errors
+    /// [`LabError::CommandMissing`] without Go, [`LabError::Server`].
+    pub fn go_server(
+        &mut self,
+        port: u16,
+        o: &super::go_server::GoOptions,
+    ) -> Result<(), LabError> {
+        let dir = self.dir.join(format!("go-{port}"));
+        let server = super::go_server::GoServer::start(self.lab, &dir, port, o)?;
+        self.go.push(server);
+        Ok(())
+    }
+
+    /// The servers running, as (name, PID): nginx and Go processes, and
+    /// the built-in server's thread (its thread ID, which `/proc/TID`
+    /// answers like a PID).
+    pub fn server_pids(&self) -> Vec<(String, u32)> {
+        let mut v: Vec<(String, u32)> = Vec::new();
+        v.extend(
+            self.nginx
+                .iter()
+                .filter_map(|n| n.pid())
+                .map(|p| ("nginx".into(), p)),
+        );
+        v.extend(
+            self.go
+                .iter()
+                .filter_map(|g| g.pid())
+                .map(|p| ("go".into(), p)),
+        );
+        v.extend(
+            self.builtin
+                .iter()
+                .filter_map(|b| u32::try_from(b.tid).ok())
+                .map(|t| ("builtin".into(), t)),
+        );
+        v
     }
 
     /// Run `curl -sS -k -o /dev/null --max-time 20 ARGS…` in the client
@@ -546,12 +595,7 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
     } else {
         None
     };
-    let mut ctx = Ctx {
-        lab: &lab,
-        dir: path.clone(),
-        nginx: Vec::new(),
-        builtin: Vec::new(),
-    };
+    let mut ctx = Ctx::new(&lab, path.clone());
     let result = (s.run)(&mut ctx);
     // the last FIN/ACK exchange
     std::thread::sleep(rtt * 2 + Duration::from_millis(50));

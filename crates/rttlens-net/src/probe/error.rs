@@ -5,7 +5,9 @@ use std::fmt;
 /// The phase a probe was in, named as curl's `-w` timings name the event
 /// that ends it (`namelookup`, `connect`, `appconnect` = the TLS handshake)
 /// plus `http` for the request and response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// Parsing the URL and options (before any network activity).

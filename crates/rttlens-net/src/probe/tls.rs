@@ -79,26 +79,7 @@ impl TlsClient {
     /// A usage error naming `--cacert` when the file cannot be read or holds
     /// no certificate, or naming `--keylog` when the file cannot be opened.
     pub fn new(o: &TlsOptions, keylog: Option<Arc<KeyLogSink>>) -> Result<TlsClient, ProbeError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let versions: Vec<&'static rustls::SupportedProtocolVersion> = match o.version {
-            None => vec![&rustls::version::TLS13, &rustls::version::TLS12],
-            Some(TlsVersion::Tls12) => vec![&rustls::version::TLS12],
-            Some(TlsVersion::Tls13) => vec![&rustls::version::TLS13],
-        };
-        let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
-            .with_protocol_versions(&versions)
-            .map_err(|e| ProbeError::usage(format!("--tls: {e}")))?;
-        let mut cfg = if o.insecure {
-            builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
-                .with_no_client_auth()
-        } else {
-            builder
-                .with_root_certificates(roots(o.cacert.as_deref())?)
-                .with_no_client_auth()
-        };
-        cfg.alpn_protocols = o.alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
+        let mut cfg = base_config(o)?;
         // one in-memory store (rustls keeps tickets per server name), shared
         // by both configurations through the Arc inside `Resumption`
         cfg.resumption = Resumption::in_memory_sessions(64);
@@ -113,6 +94,37 @@ impl TlsClient {
             keylog,
         })
     }
+}
+
+/// The configuration every client connection starts from: the versions,
+/// the trust anchors (or `-k`) and the ALPN protocols of `o`. Resumption,
+/// early data and the key log are the caller's (rustls' defaults: an
+/// in-memory session store of 256 entries, no early data).
+///
+/// # Errors
+/// A usage error naming `--tls` or `--cacert`.
+pub(crate) fn base_config(o: &TlsOptions) -> Result<ClientConfig, ProbeError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let versions: Vec<&'static rustls::SupportedProtocolVersion> = match o.version {
+        None => vec![&rustls::version::TLS13, &rustls::version::TLS12],
+        Some(TlsVersion::Tls12) => vec![&rustls::version::TLS12],
+        Some(TlsVersion::Tls13) => vec![&rustls::version::TLS13],
+    };
+    let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(&versions)
+        .map_err(|e| ProbeError::usage(format!("--tls: {e}")))?;
+    let mut cfg = if o.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
+            .with_no_client_auth()
+    } else {
+        builder
+            .with_root_certificates(roots(o.cacert.as_deref())?)
+            .with_no_client_auth()
+    };
+    cfg.alpn_protocols = o.alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
+    Ok(cfg)
 }
 
 /// The trust anchors: `--cacert FILE`, or the system's (rustls-native-certs:

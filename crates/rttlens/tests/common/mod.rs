@@ -1,4 +1,6 @@
 //! Shared by the command-line tests: the binary, the real captures and a
+// each test file uses part of these helpers
+#![allow(dead_code)]
 //! scratch directory per test process.
 
 use std::path::PathBuf;
