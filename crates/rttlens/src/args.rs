@@ -63,6 +63,10 @@ pub struct BenchArgs {
     /// Only this TLS version.
     #[arg(long, value_name = "1.2|1.3")]
     pub tls: Option<rttlens_net::probe::TlsVersion>,
+    /// Cipher suites to offer, in order (IANA names, e.g.
+    /// TLS_AES_128_GCM_SHA256); default rustls' order, AES-256-GCM first.
+    #[arg(long, value_delimiter = ',', value_name = "SUITE,…")]
+    pub ciphers: Vec<String>,
     /// Send one GET of the URL's path on each connection (`Connection:
     /// close`) and time its first byte. Implied by 0-RTT in the mix.
     #[arg(long)]

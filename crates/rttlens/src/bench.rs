@@ -129,6 +129,7 @@ fn config(a: &BenchArgs) -> Result<BenchConfig, String> {
         cacert: a.cacert.clone(),
         insecure: a.insecure,
         keylog: None,
+        ciphers: a.ciphers.clone(),
     };
     c.load = match (a.rate, a.concurrency) {
         (_, Some(concurrency)) => Load::Closed { concurrency },

@@ -57,6 +57,11 @@ pub struct TlsOptions {
     /// Append TLS secrets to this file (NSS key log format); the
     /// `SSLKEYLOGFILE` environment variable when `None`.
     pub keylog: Option<PathBuf>,
+    /// Cipher suites to offer, in order of preference, by IANA name
+    /// (`TLS_AES_128_GCM_SHA256`, `TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256`)
+    /// or rustls' (`TLS13_AES_128_GCM_SHA256`). Empty: rustls' default
+    /// order (AES-256-GCM first).
+    pub ciphers: Vec<String>,
 }
 
 /// The two client configurations of a run: one that never offers early
@@ -104,7 +109,11 @@ impl TlsClient {
 /// # Errors
 /// A usage error naming `--tls` or `--cacert`.
 pub(crate) fn base_config(o: &TlsOptions) -> Result<ClientConfig, ProbeError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut provider = rustls::crypto::ring::default_provider();
+    if !o.ciphers.is_empty() {
+        provider.cipher_suites = cipher_suites(&provider.cipher_suites, &o.ciphers)?;
+    }
+    let provider = Arc::new(provider);
     let versions: Vec<&'static rustls::SupportedProtocolVersion> = match o.version {
         None => vec![&rustls::version::TLS13, &rustls::version::TLS12],
         Some(TlsVersion::Tls12) => vec![&rustls::version::TLS12],
@@ -125,6 +134,31 @@ pub(crate) fn base_config(o: &TlsOptions) -> Result<ClientConfig, ProbeError> {
     };
     cfg.alpn_protocols = o.alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
     Ok(cfg)
+}
+
+/// The suites named in `names`, in that order, out of `all`.
+fn cipher_suites(
+    all: &[rustls::SupportedCipherSuite],
+    names: &[String],
+) -> Result<Vec<rustls::SupportedCipherSuite>, ProbeError> {
+    // rustls names TLS 1.3 suites TLS13_…, IANA TLS_…
+    let norm = |n: &str| n.trim().to_ascii_uppercase().replace("TLS13_", "TLS_");
+    names
+        .iter()
+        .map(|n| {
+            all.iter()
+                .find(|s| norm(&format!("{:?}", s.suite())) == norm(n))
+                .copied()
+                .ok_or_else(|| {
+                    let known: Vec<String> =
+                        all.iter().map(|s| norm(&format!("{:?}", s.suite()))).collect();
+                    ProbeError::usage(format!(
+                        "--ciphers: unknown suite '{n}'; known: {}",
+                        known.join(", ")
+                    ))
+                })
+        })
+        .collect()
 }
 
 /// The trust anchors: `--cacert FILE`, or the system's (rustls-native-certs:
