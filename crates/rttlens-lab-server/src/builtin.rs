@@ -110,6 +110,9 @@ pub struct ServerConfig {
     /// Stop accepting for a while once, as a server stuck in a garbage
     /// collection or a blocking call would. Default `None`.
     pub accept_stall: Option<AcceptStall>,
+    /// The certificate and key. Default `None`: a fresh self-signed ECDSA
+    /// P-256 one ([`SelfSigned::generate`]).
+    pub certificate: Option<SelfSigned>,
 }
 
 /// A pause of the accept loop: after the `after`-th accepted connection,
@@ -139,6 +142,7 @@ impl Default for ServerConfig {
             plain_http: false,
             backlog: 1024,
             accept_stall: None,
+            certificate: None,
         }
     }
 }
@@ -202,7 +206,10 @@ impl Server {
     /// tickets or TLS 1.3, a record size rustls refuses),
     /// [`Error::AddrInUse`], [`Error::SockOpt`], [`Error::Io`].
     pub fn bind(addr: SocketAddr, cfg: ServerConfig) -> Result<Server> {
-        let cert = SelfSigned::generate()?;
+        let cert = match &cfg.certificate {
+            Some(c) => c.clone(),
+            None => SelfSigned::generate()?,
+        };
         let tls = if cfg.plain_http {
             None
         } else {

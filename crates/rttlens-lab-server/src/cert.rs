@@ -31,6 +31,26 @@ impl SelfSigned {
         })
     }
 
+    /// A certificate and PKCS#8 key made elsewhere (e.g. an RSA-2048 pair
+    /// from `openssl req -newkey rsa:2048`, which rcgen cannot generate
+    /// with ring), from their PEM text.
+    ///
+    /// # Errors
+    /// [`Error::Cert`] when either holds no certificate / PKCS#8 key.
+    pub fn from_pem(cert_pem: &str, key_pem: &str) -> Result<SelfSigned> {
+        use rustls::pki_types::pem::PemObject;
+        let cert_der = CertificateDer::from_pem_slice(cert_pem.as_bytes())
+            .map_err(|e| Error::Cert(format!("certificate PEM: {e}")))?;
+        let key = PrivatePkcs8KeyDer::from_pem_slice(key_pem.as_bytes())
+            .map_err(|e| Error::Cert(format!("PKCS#8 key PEM: {e}")))?;
+        Ok(SelfSigned {
+            cert_pem: cert_pem.to_string(),
+            key_pem: key_pem.to_string(),
+            cert_der,
+            key_der: key.secret_pkcs8_der().to_vec(),
+        })
+    }
+
     /// The certificate, DER (what a rustls client adds to its root store).
     pub fn cert_der(&self) -> CertificateDer<'static> {
         self.cert_der.clone()

@@ -117,6 +117,10 @@ pub struct BenchArgs {
         requires = "lab"
     )]
     pub rtt: String,
+    /// The lab server's certificate key (with --lab): p256 (ECDSA) or
+    /// rsa2048 (a full handshake costs the server an RSA signature).
+    #[arg(long, default_value = "p256", value_name = "KEY", requires = "lab")]
+    pub lab_cert: rttlens_net::bench::lab::LabCert,
     /// Keep the lab server's files and logs in DIR (with --lab).
     #[arg(long, value_name = "DIR", requires = "lab")]
     pub keep: Option<PathBuf>,

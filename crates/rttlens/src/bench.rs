@@ -73,7 +73,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::from(EXIT_USAGE));
                 }
             };
-            bench::lab::run_in_lab(server, rtt, args.keep.clone(), cfg, cancel, progress)
+            let target = bench::lab::LabTarget {
+                server,
+                rtt,
+                cert: args.lab_cert,
+                keep: args.keep.clone(),
+            };
+            bench::lab::run_in_lab(&target, cfg, cancel, progress)
         }
         None => {
             let mut p = progress;
@@ -166,7 +172,7 @@ fn config(a: &BenchArgs) -> Result<BenchConfig, String> {
     }
     c.max_in_flight = a.max_in_flight;
     c.warmup = a.warmup;
-    c.server_pids = a.server_pid.iter().map(|p| ("server".into(), *p)).collect();
+    c.server_pids = a.server_pid.iter().map(|p| ("server pid".into(), *p)).collect();
     c.allow_remote = a.allow_remote;
     Ok(c)
 }

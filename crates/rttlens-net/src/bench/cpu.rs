@@ -27,9 +27,16 @@ fn stat_seconds(path: &Path) -> Option<f64> {
     Some((utime + stime) as f64 / ticks_per_second())
 }
 
-/// CPU seconds of process `pid` (all its threads), if it exists.
-pub fn process_seconds(pid: u32) -> Option<f64> {
-    stat_seconds(Path::new(&format!("/proc/{pid}/stat")))
+/// CPU seconds of `id`: a thread of this process when it is one (its own
+/// time, from `/proc/self/task/ID/stat`; `/proc/ID/stat` would give the
+/// whole process's), else process `id` with all its threads. `None` when
+/// neither exists.
+pub fn process_seconds(id: u32) -> Option<f64> {
+    let own = format!("/proc/self/task/{id}/stat");
+    if id != std::process::id() && Path::new(&own).exists() {
+        return stat_seconds(Path::new(&own));
+    }
+    stat_seconds(Path::new(&format!("/proc/{id}/stat")))
 }
 
 /// The threads whose CPU time counts as the generator's.
@@ -82,5 +89,14 @@ mod tests {
         );
         assert!(process_seconds(std::process::id()).is_some_and(|s| s >= used));
         assert!(process_seconds(u32::MAX).is_none());
+        // another thread of this process: its own time, not the process's
+        let idle = std::thread::spawn(|| {
+            let tid = u32::try_from(nix::unistd::gettid().as_raw()).expect("tid");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            process_seconds(tid)
+        })
+        .join()
+        .expect("thread");
+        assert!(idle.is_some_and(|s| s < used / 2.0), "{idle:?} vs {used}");
     }
 }

@@ -1,7 +1,8 @@
 //! `rttlens bench --lab SERVER`: the generator in the lab's client
 //! namespace, a server in the server namespace, the delay link (chosen
 //! RTT) between them. The servers, all with the same kind of certificate
-//! (ECDSA P-256, [`rttlens_lab_server::cert`]) and one core each so they
+//! (ECDSA P-256 by default, or RSA-2048, the key whose signature makes a
+//! full handshake expensive for the server) and one core each so they
 //! compare:
 //!
 //! - `nginx`: one worker (`master_process off`), `ssl_early_data on`,
@@ -21,6 +22,10 @@ use crate::lab::scenario::Ctx;
 use crate::lab::{Lab, LabError, Side};
 use crate::LinkConfig;
 use rttlens_lab_server::builtin::ServerConfig;
+
+/// How late (p99, ms) the link may forward packets before the report says
+/// the link, not the server, set the figures.
+const LATE_MS: f64 = 1.0;
 
 /// The port every lab target listens on.
 pub const PORT: u16 = 443;
@@ -60,6 +65,79 @@ impl std::str::FromStr for LabServer {
     }
 }
 
+/// The server certificate's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LabCert {
+    /// ECDSA P-256 (rcgen).
+    #[default]
+    P256,
+    /// RSA 2048 (`openssl req -newkey rsa:2048`): the common web server
+    /// key, whose private-key operation dominates a full handshake's cost.
+    Rsa2048,
+}
+
+impl LabCert {
+    /// Its name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            LabCert::P256 => "p256",
+            LabCert::Rsa2048 => "rsa2048",
+        }
+    }
+}
+
+impl std::str::FromStr for LabCert {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<LabCert, String> {
+        match s {
+            "p256" => Ok(LabCert::P256),
+            "rsa2048" => Ok(LabCert::Rsa2048),
+            _ => Err(format!("--lab-cert '{s}': p256 or rsa2048")),
+        }
+    }
+}
+
+/// Where and how the lab target runs.
+#[derive(Debug, Clone)]
+pub struct LabTarget {
+    /// The server.
+    pub server: LabServer,
+    /// The link's RTT.
+    pub rtt: Duration,
+    /// The certificate's key.
+    pub cert: LabCert,
+    /// Keep the servers' files and logs here (else a scratch directory,
+    /// removed afterwards).
+    pub keep: Option<PathBuf>,
+}
+
+/// An RSA-2048 self-signed pair made by `openssl req` in `dir`.
+fn rsa2048(dir: &std::path::Path) -> Result<rttlens_lab_server::cert::SelfSigned, BenchError> {
+    crate::lab::require_command("openssl", "openssl").map_err(lab_err)?;
+    let (cert, key) = (dir.join("rsa-cert.pem"), dir.join("rsa-key.pem"));
+    let out = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "7"])
+        .args(["-subj", "/CN=rttlens-lab", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| BenchError::Lab(format!("running openssl req: {e}")))?;
+    if !out.status.success() {
+        return Err(BenchError::Lab(format!(
+            "openssl req -newkey rsa:2048 failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let read = |p: &std::path::Path| {
+        std::fs::read_to_string(p).map_err(|e| BenchError::Lab(format!("{}: {e}", p.display())))
+    };
+    rttlens_lab_server::cert::SelfSigned::from_pem(&read(&cert)?, &read(&key)?)
+        .map_err(|e| BenchError::Lab(e.to_string()))
+}
+
 fn lab_err(e: LabError) -> BenchError {
     BenchError::Lab(e.to_string())
 }
@@ -73,13 +151,12 @@ fn lab_err(e: LabError) -> BenchError {
 /// [`BenchError::Lab`] when the lab or the server cannot start (not root,
 /// nginx or Go missing), then as [`run`].
 pub fn run_in_lab(
-    server: LabServer,
-    rtt: Duration,
-    keep: Option<PathBuf>,
+    target: &LabTarget,
     mut cfg: BenchConfig,
     cancel: Arc<AtomicBool>,
     mut progress: Box<dyn FnMut(&Progress) + Send>,
 ) -> Result<BenchReport, BenchError> {
+    let (server, rtt) = (target.server, target.rtt);
     let lab = Lab::new(LinkConfig {
         rtt,
         ..LinkConfig::default()
@@ -95,16 +172,32 @@ pub fn run_in_lab(
     client
         .set_sysctl("net/ipv4/tcp_tw_reuse", "1")
         .map_err(lab_err)?;
-    let scratch = keep.is_none();
-    let dir = keep.unwrap_or_else(|| {
+    let scratch = target.keep.is_none();
+    let dir = target.keep.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("rttlens-bench-lab-{}", std::process::id()))
     });
     std::fs::create_dir_all(&dir)
         .map_err(|e| BenchError::Lab(format!("creating {}: {e}", dir.display())))?;
     let result = (|| {
         let mut ctx = Ctx::new(&lab, dir.clone());
+        let certificate = match target.cert {
+            LabCert::P256 => None,
+            LabCert::Rsa2048 => Some(rsa2048(&dir)?),
+        };
         let port = match server {
             LabServer::Nginx => {
+                if let Some(c) = &certificate {
+                    // nginx's configuration keeps a certificate it finds in
+                    // its directory (nginx::Config::write)
+                    let d = dir.join(format!("nginx-{PORT}"));
+                    let write = |name: &str, text: &str| {
+                        std::fs::create_dir_all(&d)
+                            .and_then(|()| std::fs::write(d.join(name), text))
+                            .map_err(|e| BenchError::Lab(format!("{}: {e}", d.display())))
+                    };
+                    write("cert.pem", &c.cert_pem)?;
+                    write("key.pem", &c.key_pem)?;
+                }
                 ctx.nginx(PORT, |n| {
                     n.ssl_early_data = true;
                     n.access_log = false;
@@ -117,6 +210,7 @@ pub fn run_in_lab(
             LabServer::Go => {
                 let o = GoOptions {
                     procs: 1,
+                    certificate: certificate.clone(),
                     ..GoOptions::default()
                 };
                 ctx.go_server(PORT, &o).map_err(lab_err)?;
@@ -126,6 +220,7 @@ pub fn run_in_lab(
                 .builtin(ServerConfig {
                     early_data: 16_384,
                     backlog: 4096,
+                    certificate: certificate.clone(),
                     ..ServerConfig::default()
                 })
                 .map_err(lab_err)?,
@@ -135,14 +230,40 @@ pub fn run_in_lab(
         cfg.lab = Some(LabInfo {
             server: server.name().into(),
             rtt_ms: rtt.as_secs_f64() * 1000.0,
+            cert: target.cert.name().into(),
         });
         cfg.server_pids = ctx.server_pids();
+        cfg.link_threads = lab
+            .link_stats()
+            .thread_ids
+            .iter()
+            .filter_map(|t| u32::try_from(*t).ok())
+            .collect();
         cfg.tls.insecure = true;
-        lab.run_in(Side::Client, move || run(&cfg, &cancel, &mut *progress))
+        let mut report = lab
+            .run_in(Side::Client, move || run(&cfg, &cancel, &mut *progress))
             .map_err(|source| BenchError::Io {
                 context: "entering the lab's client namespace".into(),
                 source,
-            })?
+            })??;
+        let stats = lab.link_stats();
+        if let Some(l) = report.link.as_mut() {
+            l.late_p99_ms = Some(stats.error_quantile_us(0.99) as f64 / 1000.0);
+            l.late_max_ms = Some(stats.error_max_us as f64 / 1000.0);
+            // lateness, not CPU: the scheduler thread spins before each
+            // deadline, so it looks busy long before it falls behind
+            if l.late_p99_ms.unwrap_or(0.0) > LATE_MS {
+                report.notes.push(format!(
+                    "the lab's link fell behind (packets left up to {:.1} ms late, p99 {:.2} ms; \
+                     its busiest thread {:.2} cores busy): the figures measure this machine's \
+                     userspace link as much as the server; lower --rate",
+                    l.late_max_ms.unwrap_or(0.0),
+                    l.late_p99_ms.unwrap_or(0.0),
+                    l.busiest_thread_cores_busy
+                ));
+            }
+        }
+        Ok(report)
     })();
     drop(lab);
     if scratch {

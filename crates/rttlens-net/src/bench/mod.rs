@@ -45,8 +45,8 @@ pub use conn::{ErrorClass, Failure, Sample};
 pub use cpu::process_seconds;
 pub use mix::{Kind, Mix};
 pub use report::{
-    write_compare, BenchReport, Counts, Cpu, ErrorCount, KindReport, LabInfo, LoadInfo, LoadMode,
-    Phases, Rates, Summary, Tickets, SCHEMA,
+    write_compare, BenchReport, Counts, Cpu, ErrorCount, KindReport, LabInfo, LinkReport, LoadInfo,
+    LoadMode, Phases, Rates, Summary, Tickets, SCHEMA,
 };
 
 use crate::probe::resolve::{resolve, Family, ResolveOverride, Target};
@@ -145,8 +145,12 @@ pub struct BenchConfig {
     /// Unmeasured connections before the run (they fill the ticket pool).
     /// Default 200.
     pub warmup: u32,
-    /// Server processes whose CPU time to report: (name, PID).
+    /// Server processes (or threads of this process) whose CPU time to
+    /// report: (what, ID), e.g. `("nginx pid", 1234)`.
     pub server_pids: Vec<(String, u32)>,
+    /// Thread IDs of the lab link's threads (with `--lab`), whose CPU time
+    /// to report: on a small machine the userspace link can be the limit.
+    pub link_threads: Vec<u32>,
     /// Allow a target that is not on loopback (`--allow-remote`).
     pub allow_remote: bool,
     /// Set when the target is a lab server (allowed without
@@ -171,6 +175,7 @@ impl BenchConfig {
             max_in_flight: 10_000,
             warmup: 200,
             server_pids: Vec::new(),
+            link_threads: Vec::new(),
             allow_remote: false,
             lab: None,
         }
@@ -341,7 +346,14 @@ pub fn run(
     let t0 = Instant::now() + LEAD;
     let client0 = threads.seconds();
     let server0 = server_cpu(&cfg.server_pids);
-    let (stats, abandoned, wall, client1, server1) = std::thread::scope(|scope| {
+    let link_each = || -> Vec<f64> {
+        cfg.link_threads
+            .iter()
+            .map(|t| process_seconds(*t).unwrap_or(0.0))
+            .collect()
+    };
+    let link0 = link_each();
+    let (stats, abandoned, wall, client1, server1, link1) = std::thread::scope(|scope| {
         let collector = {
             let (threads, in_flight, finished) = (&threads, &in_flight, &finished);
             scope.spawn(move || {
@@ -368,10 +380,11 @@ pub fn run(
         let wall = t0.elapsed();
         let client1 = threads.seconds();
         let server1 = server_cpu(&cfg.server_pids);
+        let link1 = link_each();
         finished.store(true, Ordering::Release);
         // a panic in the collector is a bug: keep what the others measured
         let stats = collector.join().unwrap_or_else(|_| Stats::new());
-        (stats, abandoned, wall, client1, server1)
+        (stats, abandoned, wall, client1, server1, link1)
     });
     drop(tx);
     let misses = pool.misses() - misses_before;
@@ -394,9 +407,21 @@ pub fn run(
         let names: Vec<String> = cfg
             .server_pids
             .iter()
-            .map(|(n, p)| format!("{n} pid {p}"))
+            .map(|(n, p)| format!("{n} {p}"))
             .collect();
         cpu(names.join(", "), server1 - server0)
+    });
+    let link = (!cfg.link_threads.is_empty()).then(|| {
+        let each: Vec<f64> = link1.iter().zip(&link0).map(|(b, a)| b - a).collect();
+        LinkReport {
+            cpu: cpu(
+                format!("lab link, {} threads", each.len()),
+                each.iter().sum(),
+            ),
+            busiest_thread_cores_busy: each.iter().fold(0.0, |m: f64, x| m.max(*x)) / wall_s,
+            late_p99_ms: None,
+            late_max_ms: None,
+        }
     });
     let span = stats.span();
     let kinds = stats.kinds();
@@ -457,6 +482,7 @@ pub fn run(
         errors: stats.errors(),
         client_cpu,
         server_cpu,
+        link,
         tickets: Tickets {
             received: pool.received(),
             used: pool.taken(),

@@ -49,6 +49,9 @@ pub struct BenchReport {
     pub client_cpu: Cpu,
     /// The server's CPU time (lab servers, `--server-pid`).
     pub server_cpu: Option<Cpu>,
+    /// The lab's delay link (`--lab`): its CPU time and how late it
+    /// forwarded packets.
+    pub link: Option<LinkReport>,
     /// Session tickets (TLS 1.3 NewSessionTicket messages).
     pub tickets: Tickets,
     /// What the reader should know (the generator fell behind, the ticket
@@ -63,6 +66,8 @@ pub struct LabInfo {
     pub server: String,
     /// The RTT of the lab link (ms).
     pub rtt_ms: f64,
+    /// The server's certificate key: `p256` (ECDSA) or `rsa2048`.
+    pub cert: String,
 }
 
 /// Open or closed loop.
@@ -210,6 +215,21 @@ pub struct Cpu {
     pub cores_busy: f64,
 }
 
+/// The lab's userspace delay link under the load.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LinkReport {
+    /// CPU time of its threads.
+    pub cpu: Cpu,
+    /// The busiest thread's CPU seconds per second: near 1.0 the link is
+    /// the bottleneck (one thread forwards every packet).
+    pub busiest_thread_cores_busy: f64,
+    /// 99th percentile of how late a packet left the link against its
+    /// deadline (ms), over the whole lab (warm-up included).
+    pub late_p99_ms: Option<f64>,
+    /// The latest a packet left (ms).
+    pub late_max_ms: Option<f64>,
+}
+
 /// Session tickets.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Tickets {
@@ -274,8 +294,8 @@ impl BenchReport {
         if let Some(l) = &self.lab {
             writeln!(
                 out,
-                "lab       {} in the lab's server namespace, RTT {} ms",
-                l.server, l.rtt_ms
+                "lab       {} in the lab's server namespace ({} certificate), RTT {} ms",
+                l.server, l.cert, l.rtt_ms
             )?;
         }
         writeln!(
@@ -398,6 +418,17 @@ impl BenchReport {
                     .map(|u| format!(" = {u:.0} µs per connection"))
                     .unwrap_or_default(),
                 cpu.cores_busy
+            )?;
+        }
+        if let Some(l) = &self.link {
+            writeln!(
+                out,
+                "link      {}: {:.2} CPU-s, busiest thread {:.2} cores busy; packets left late by p99 {} ms, max {} ms",
+                l.cpu.what,
+                l.cpu.seconds,
+                l.busiest_thread_cores_busy,
+                l.late_p99_ms.map_or("-".into(), |v| format!("{v:.2}")),
+                l.late_max_ms.map_or("-".into(), |v| format!("{v:.1}")),
             )?;
         }
         let t = &self.tickets;

@@ -127,6 +127,8 @@ pub struct GoOptions {
     pub tls: String,
     /// Session tickets.
     pub tickets: bool,
+    /// Certificate and key; `None`: a fresh self-signed ECDSA P-256 pair.
+    pub certificate: Option<rttlens_lab_server::cert::SelfSigned>,
 }
 
 impl Default for GoOptions {
@@ -135,14 +137,15 @@ impl Default for GoOptions {
             procs: 0,
             tls: "1.2,1.3".into(),
             tickets: true,
+            certificate: None,
         }
     }
 }
 
 impl GoServer {
     /// Build if needed and start the server in `lab`'s server namespace on
-    /// `SERVER_V4:port` with the certificate in `dir` (`cert.pem`,
-    /// `key.pem`, written fresh); its stderr goes to `dir/go-server.log`.
+    /// `SERVER_V4:port` with the certificate of `o` written to `dir`
+    /// (`cert.pem`, `key.pem`); its stderr goes to `dir/go-server.log`.
     ///
     /// # Errors
     /// See [`build`]; [`LabError::Server`] when it exits or prints no
@@ -151,8 +154,11 @@ impl GoServer {
         let bin = build()?;
         let io = |context: String| move |source| LabError::Io { context, source };
         std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
-        let cert = rttlens_lab_server::cert::SelfSigned::generate()
-            .map_err(|e| LabError::Server(format!("certificate: {e}")))?;
+        let cert = match &o.certificate {
+            Some(c) => c.clone(),
+            None => rttlens_lab_server::cert::SelfSigned::generate()
+                .map_err(|e| LabError::Server(format!("certificate: {e}")))?,
+        };
         let (cert_pem, key_pem) = (dir.join("cert.pem"), dir.join("key.pem"));
         std::fs::write(&cert_pem, &cert.cert_pem).map_err(io("writing cert.pem".into()))?;
         std::fs::write(&key_pem, &cert.key_pem).map_err(io("writing key.pem".into()))?;

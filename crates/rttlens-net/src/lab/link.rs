@@ -276,6 +276,9 @@ pub struct LinkStats {
     pub error_max_us: u64,
     /// Link threads that got real-time priority (of 3).
     pub realtime_threads: u32,
+    /// Thread IDs of the link's threads (two readers and the scheduler),
+    /// for their CPU time in `/proc/self/task/TID/stat`.
+    pub thread_ids: Vec<i32>,
 }
 
 impl LinkStats {
@@ -581,12 +584,11 @@ const READY_TIMEOUT: Duration = Duration::from_secs(2);
 /// Raise the calling link thread to real-time priority (counted in the
 /// stats), then tell [`Link::start`] it is ready.
 fn get_ready(s: &Shared, ready: &std::sync::mpsc::Sender<()>) {
-    if realtime() {
-        s.stats
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .realtime_threads += 1;
-    }
+    let rt = realtime();
+    let mut stats = s.stats.lock().unwrap_or_else(|e| e.into_inner());
+    stats.realtime_threads += u32::from(rt);
+    stats.thread_ids.push(nix::unistd::gettid().as_raw());
+    drop(stats);
     let _ = ready.send(());
 }
 

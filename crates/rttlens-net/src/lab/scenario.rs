@@ -286,28 +286,28 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
-    /// The servers running, as (name, PID): nginx and Go processes, and
-    /// the built-in server's thread (its thread ID, which `/proc/TID`
-    /// answers like a PID).
+    /// The servers running, as (what, ID): nginx and Go processes (`nginx
+    /// pid`, `go pid`), and the built-in server's thread (`builtin thread`,
+    /// its thread ID in this process).
     pub fn server_pids(&self) -> Vec<(String, u32)> {
         let mut v: Vec<(String, u32)> = Vec::new();
         v.extend(
             self.nginx
                 .iter()
                 .filter_map(|n| n.pid())
-                .map(|p| ("nginx".into(), p)),
+                .map(|p| ("nginx pid".into(), p)),
         );
         v.extend(
             self.go
                 .iter()
                 .filter_map(|g| g.pid())
-                .map(|p| ("go".into(), p)),
+                .map(|p| ("go pid".into(), p)),
         );
         v.extend(
             self.builtin
                 .iter()
                 .filter_map(|b| u32::try_from(b.tid).ok())
-                .map(|t| ("builtin".into(), t)),
+                .map(|t| ("builtin thread".into(), t)),
         );
         v
     }
