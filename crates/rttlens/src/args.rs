@@ -84,10 +84,11 @@ pub struct BenchArgs {
     /// arrivals are counted as `not-started`.
     #[arg(long, default_value_t = 10_000, value_name = "N")]
     pub max_in_flight: usize,
-    /// Unmeasured connections before the run (they fill the ticket pool
-    /// for resumed and 0-RTT handshakes).
-    #[arg(long, default_value_t = 200, value_name = "N")]
-    pub warmup: u32,
+    /// Unmeasured full connections before the run (default: 16, or with
+    /// resumed or 0-RTT in the mix, enough to hold a ticket for each of
+    /// them).
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u32>,
     /// Also report this server process's CPU time (repeatable).
     #[arg(long = "server-pid", value_name = "PID")]
     pub server_pid: Vec<u32>,

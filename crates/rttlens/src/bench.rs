@@ -172,7 +172,11 @@ fn config(a: &BenchArgs) -> Result<BenchConfig, String> {
     }
     c.max_in_flight = a.max_in_flight;
     c.warmup = a.warmup;
-    c.server_pids = a.server_pid.iter().map(|p| ("server pid".into(), *p)).collect();
+    c.server_pids = a
+        .server_pid
+        .iter()
+        .map(|p| ("server pid".into(), *p))
+        .collect();
     c.allow_remote = a.allow_remote;
     Ok(c)
 }

@@ -336,9 +336,17 @@ enum Framing {
     UntilClose,
 }
 
-/// Read one HTTP/1.1 response (head parsed by httparse, the body read
-/// and discarded by its framing). Returns when its first byte arrived.
-async fn read_response<S: AsyncRead + Unpin>(
+/// Read one HTTP/1.1 response from `io` (head parsed by httparse, the
+/// body read and discarded by its framing: `Content-Length`, chunked, or
+/// until the server closes, RFC 9112 §6.3). `buf` carries bytes already
+/// read and, on return, those read past the response (the next one's).
+/// Returns when its first byte arrived.
+///
+/// # Errors
+/// A [`Failure`] in [`Phase::Http`]: `http-status` for a status of 400 or
+/// more, `http` for a head httparse refuses (or over 64 KiB), `closed`
+/// when the stream ends early, or the read error's class.
+pub async fn read_response<S: AsyncRead + Unpin>(
     io: &mut S,
     buf: &mut Vec<u8>,
 ) -> Result<Instant, Failure> {

@@ -117,7 +117,9 @@ fn rsa2048(dir: &std::path::Path) -> Result<rttlens_lab_server::cert::SelfSigned
     crate::lab::require_command("openssl", "openssl").map_err(lab_err)?;
     let (cert, key) = (dir.join("rsa-cert.pem"), dir.join("rsa-key.pem"));
     let out = std::process::Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "7"])
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "7",
+        ])
         .args(["-subj", "/CN=rttlens-lab", "-keyout"])
         .arg(&key)
         .arg("-out")

@@ -74,9 +74,9 @@ pub const MAX_REQUESTS: u32 = 1000;
 /// Most worker threads.
 pub const MAX_THREADS: usize = 256;
 /// Tickets the pool keeps.
-const POOL_TICKETS: usize = 4096;
+const POOL_TICKETS: usize = 8192;
 /// Warm-up connections at a time.
-const WARMUP_PARALLEL: usize = 16;
+const WARMUP_PARALLEL: usize = 32;
 /// Warm-up connections when the mix needs no ticket.
 const WARMUP_NO_TICKETS: u32 = 16;
 /// How long Ctrl-C waits for the connections in flight.
@@ -142,9 +142,14 @@ pub struct BenchConfig {
     /// counted as `not-started`. Default 10,000 (and never more than the
     /// open-files limit allows).
     pub max_in_flight: usize,
-    /// Unmeasured connections before the run (they fill the ticket pool).
-    /// Default 200.
-    pub warmup: u32,
+    /// Unmeasured full connections before the run, which fill the ticket
+    /// pool. `None` (default): 16 when the mix needs no ticket; otherwise
+    /// as many as it takes to hold a ticket for every resumed and 0-RTT
+    /// connection the run will make (at most the pool's 8,192, and at most
+    /// twice as many connections), since servers differ in how many
+    /// tickets they send (nginx/OpenSSL: two after a full handshake, none
+    /// after a resumed one).
+    pub warmup: Option<u32>,
     /// Server processes (or threads of this process) whose CPU time to
     /// report: (what, ID), e.g. `("nginx pid", 1234)`.
     pub server_pids: Vec<(String, u32)>,
@@ -173,7 +178,7 @@ impl BenchConfig {
             timeout: Duration::from_secs(10),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             max_in_flight: 10_000,
-            warmup: 200,
+            warmup: None,
             server_pids: Vec::new(),
             link_threads: Vec::new(),
             allow_remote: false,
@@ -633,12 +638,13 @@ fn make_plan(
     })
 }
 
-/// One connection must work before anything is measured; then `warmup`
-/// full connections (16 at a time) fill the ticket pool.
+/// One connection must work before anything is measured; then full
+/// connections (32 at a time) fill the ticket pool (see
+/// [`BenchConfig::warmup`]).
 async fn warm_up(
     plan: &Arc<Plan>,
     cfg: &BenchConfig,
-    pool: &TicketPool,
+    pool: &Arc<TicketPool>,
     notes: &mut Vec<String>,
 ) -> Result<(), BenchError> {
     let first = conn::measure(plan, Kind::Full, Instant::now()).await;
@@ -652,18 +658,28 @@ async fn warm_up(
         )));
     }
     let needs_tickets = cfg.mix.has(Kind::Resumed) || cfg.mix.has(Kind::ZeroRtt);
-    let n = if needs_tickets {
-        cfg.warmup
-    } else {
-        cfg.warmup.min(WARMUP_NO_TICKETS)
+    // tickets wanted, and connections allowed to get them
+    let (want, n) = match (cfg.warmup, needs_tickets) {
+        (Some(n), _) => (usize::MAX, n),
+        (None, false) => (usize::MAX, WARMUP_NO_TICKETS),
+        (None, true) => {
+            let share = cfg.mix.share(Kind::Resumed) + cfg.mix.share(Kind::ZeroRtt);
+            let conns = match (cfg.load, cfg.stop) {
+                (_, Stop::Count(n)) => n as f64,
+                (Load::Open { rate }, Stop::Duration(d)) => rate * d.as_secs_f64(),
+                (Load::Closed { .. }, Stop::Duration(_)) => POOL_TICKETS as f64,
+            };
+            let want = ((conns * share).ceil() as usize).clamp(1, POOL_TICKETS);
+            (want, u32::try_from(2 * want + 16).unwrap_or(u32::MAX))
+        }
     };
     let next = Arc::new(AtomicU64::new(0));
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..WARMUP_PARALLEL.min(n as usize) {
-        let (plan, next) = (Arc::clone(plan), Arc::clone(&next));
+        let (plan, next, pool) = (Arc::clone(plan), Arc::clone(&next), Arc::clone(pool));
         set.spawn(async move {
             // bounded by `n` connections, each by the timeout
-            while next.fetch_add(1, Ordering::Relaxed) < u64::from(n) {
+            while pool.len() < want && next.fetch_add(1, Ordering::Relaxed) < u64::from(n) {
                 let _ = conn::measure(&plan, Kind::Full, Instant::now()).await;
             }
         });

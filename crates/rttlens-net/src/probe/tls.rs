@@ -150,8 +150,10 @@ fn cipher_suites(
                 .find(|s| norm(&format!("{:?}", s.suite())) == norm(n))
                 .copied()
                 .ok_or_else(|| {
-                    let known: Vec<String> =
-                        all.iter().map(|s| norm(&format!("{:?}", s.suite()))).collect();
+                    let known: Vec<String> = all
+                        .iter()
+                        .map(|s| norm(&format!("{:?}", s.suite())))
+                        .collect();
                     ProbeError::usage(format!(
                         "--ciphers: unknown suite '{n}'; known: {}",
                         known.join(", ")
