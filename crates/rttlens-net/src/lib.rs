@@ -12,7 +12,7 @@
 //! - [`probe`]: `rttlens probe URL`: DNS, TCP (optionally Fast Open),
 //!   rustls and hyper step by step, timed with curl's names, sequences that
 //!   verify resumption, 0-RTT and TFO.
-//! - [`bench`]: `rttlens bench URL`: a TLS handshake load generator, open
+//! - [`mod@bench`]: `rttlens bench URL`: a TLS handshake load generator, open
 //!   or closed loop, full / resumed / 0-RTT mix, HDR histograms per phase.
 //! - [`selfcap`]: the probe's capture of its own packets (AF_PACKET, kernel
 //!   ns timestamps), written as pcapng with the TLS key log embedded.

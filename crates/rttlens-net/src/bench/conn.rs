@@ -16,6 +16,7 @@ use tokio_rustls::TlsConnector;
 
 use super::mix::Kind;
 use crate::probe::{ErrorKind, Phase, ProbeError};
+use rttlens_core::proto::http::{response_head, Framing};
 
 /// How long a finished connection may take to close before it is dropped.
 const CLOSE_WITHIN: Duration = Duration::from_secs(2);
@@ -323,22 +324,10 @@ async fn close(mut tls: TlsStream<tokio::net::TcpStream>, server_closes: bool) {
     }
 }
 
-/// How a response body ends (RFC 9112 §6.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Framing {
-    /// No body (HEAD-like statuses 1xx, 204, 304).
-    None,
-    /// `Content-Length` bytes.
-    Length(u64),
-    /// `Transfer-Encoding: chunked`.
-    Chunked,
-    /// Until the server closes.
-    UntilClose,
-}
-
-/// Read one HTTP/1.1 response from `io` (head parsed by httparse, the
-/// body read and discarded by its framing: `Content-Length`, chunked, or
-/// until the server closes, RFC 9112 §6.3). `buf` carries bytes already
+/// Read one HTTP/1.1 response from `io` (head parsed by rttlens-core's
+/// [`response_head`], httparse underneath; the body read and discarded by
+/// its framing: `Content-Length`, chunked, or until the server closes,
+/// RFC 9112 §6.3). `buf` carries bytes already
 /// read and, on return, those read past the response (the next one's).
 /// Returns when its first byte arrived.
 ///
@@ -355,26 +344,22 @@ pub async fn read_response<S: AsyncRead + Unpin>(
     let mut first = None;
     let (head_len, framing) = loop {
         if !buf.is_empty() {
-            let mut headers = [httparse::EMPTY_HEADER; 64];
-            let mut resp = httparse::Response::new(&mut headers);
-            match resp.parse(buf) {
-                Ok(httparse::Status::Complete(n)) => {
-                    let status = resp.code.unwrap_or(0);
-                    if status >= 400 {
-                        return Err(Failure::new(
-                            ErrorClass::HttpStatus,
-                            Phase::Http,
-                            format!("HTTP {status} {}", resp.reason.unwrap_or("")),
-                        ));
-                    }
-                    break (n, framing(status, resp.headers).map_err(http)?);
+            match response_head(buf) {
+                Ok(Some((_, status, _))) if status >= 400 => {
+                    let line = buf.split(|&b| b == b'\n').next().unwrap_or_default();
+                    return Err(Failure::new(
+                        ErrorClass::HttpStatus,
+                        Phase::Http,
+                        String::from_utf8_lossy(line).trim().to_string(),
+                    ));
                 }
-                Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD_BYTES => {
+                Ok(Some((len, _, framing))) => break (len, framing),
+                Ok(None) if buf.len() > MAX_HEAD_BYTES => {
                     return Err(http(format!(
                         "response head longer than {MAX_HEAD_BYTES} bytes"
                     )))
                 }
-                Ok(httparse::Status::Partial) => {}
+                Ok(None) => {}
                 Err(e) => return Err(http(format!("bad response head: {e}"))),
             }
         }
@@ -468,29 +453,6 @@ pub async fn read_response<S: AsyncRead + Unpin>(
         }
     }
     Ok(first)
-}
-
-/// The framing the head declares (RFC 9112 §6.3).
-fn framing(status: u16, headers: &[httparse::Header<'_>]) -> Result<Framing, String> {
-    if status < 200 || status == 204 || status == 304 {
-        return Ok(Framing::None);
-    }
-    let get = |name: &str| {
-        headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| String::from_utf8_lossy(h.value).trim().to_ascii_lowercase())
-    };
-    if get("transfer-encoding").is_some_and(|v| v.ends_with("chunked")) {
-        return Ok(Framing::Chunked);
-    }
-    match get("content-length") {
-        Some(v) => v
-            .parse()
-            .map(Framing::Length)
-            .map_err(|_| format!("bad Content-Length '{v}'")),
-        None => Ok(Framing::UntilClose),
-    }
 }
 
 /// The plan's connectors, shared: cheap clones of `Arc<ClientConfig>`.

@@ -31,6 +31,7 @@ mod parser;
 
 use crate::proto::Notes;
 use crate::side::{Mark, Side};
+pub use parser::{response_head, Framing};
 use parser::{Parser, Shared};
 
 /// Exchanges kept in detail ([`HttpTracker::exchanges`]); later ones are only

@@ -21,13 +21,59 @@ const METHOD_CHARS: usize = 32;
 /// Most header fields parsed in one header block.
 const MAX_HEADERS: usize = 512;
 
-/// How a message's body is framed, from its head.
+/// How a message's body ends, from its head (RFC 9112 §6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Framing {
+pub enum Framing {
+    /// No body (1xx, 204, 304, a response to HEAD).
     None,
+    /// `Content-Length` bytes.
     Length(u64),
+    /// `Transfer-Encoding` with `chunked` last.
     Chunked,
+    /// Until the sender closes (a response without length).
     UntilClose,
+}
+
+/// The error of [`parse_head`] for a block that is not complete yet.
+const INCOMPLETE: &str = "incomplete header block";
+
+/// A response head at the start of `buf`, as the client that sent a GET
+/// reads it: the head's length in bytes, the status and how the body ends
+/// (RFC 9112 §6.3, with the same `Content-Length` and
+/// `Transfer-Encoding` rules as the capture parser). `Ok(None)` while the
+/// head is incomplete.
+///
+/// # Errors
+/// What makes the head unusable (not HTTP/1.x, conflicting
+/// `Content-Length` values, …), in words.
+pub fn response_head(buf: &[u8]) -> Result<Option<(usize, u16, Framing)>, &'static str> {
+    match parse_head::<false>(buf) {
+        Ok(head) => Ok(Some((
+            head.len,
+            head.status,
+            response_framing(&head, false),
+        ))),
+        Err(e) if e == INCOMPLETE => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// RFC 9112 §6.3 items 1–2, 4–7 for a response; `head_request`: it
+/// answers a HEAD.
+fn response_framing(head: &Head, head_request: bool) -> Framing {
+    let status = head.status;
+    if head_request || status == 204 || status == 304 || status < 200 {
+        Framing::None
+    } else if head.transfer_encoding {
+        if head.chunked {
+            Framing::Chunked
+        } else {
+            Framing::UntilClose
+        }
+    } else {
+        head.content_length
+            .map_or(Framing::UntilClose, Framing::Length)
+    }
 }
 
 /// Where the chunked-body walker is.
@@ -543,19 +589,7 @@ impl Parser {
         let request = sh.take_pending(index);
         let head_request = request.is_some_and(|p| p.head);
         let connect = request.is_some_and(|p| p.connect);
-        // RFC 9112 §6.3 items 1–2, 4–7.
-        let framing = if head_request || status == 204 || status == 304 || status < 200 {
-            Framing::None
-        } else if head.transfer_encoding {
-            if head.chunked {
-                Framing::Chunked
-            } else {
-                Framing::UntilClose
-            }
-        } else {
-            head.content_length
-                .map_or(Framing::UntilClose, Framing::Length)
-        };
+        let framing = response_framing(&head, head_request);
         if let Some(ex) = sh.exchange(index) {
             ex.response = Some(HttpResponse {
                 status,
@@ -678,6 +712,8 @@ fn plausible_start(side: Side, buf: &[u8]) -> Option<bool> {
 /// What the tracker needs from a header block.
 #[derive(Debug, Clone, Default)]
 struct Head {
+    /// Bytes of the header block.
+    len: usize,
     method: String,
     target: String,
     status: u16,
@@ -710,8 +746,8 @@ fn parse_head<const REQUEST: bool>(buf: &[u8]) -> Result<Head, &'static str> {
         status
     };
     match status {
-        Ok(httparse::Status::Complete(_)) => {}
-        Ok(httparse::Status::Partial) => return Err("incomplete header block"),
+        Ok(httparse::Status::Complete(n)) => head.len = n,
+        Ok(httparse::Status::Partial) => return Err(INCOMPLETE),
         Err(e) => return Err(httparse_error(e)),
     }
     for h in headers.iter().take_while(|h| !h.name.is_empty()) {
@@ -773,6 +809,33 @@ mod tests {
         assert_eq!(eol.scan(b"a\n\nrest"), Some(3), "bare LF");
         let mut eol = Eol::LineStart;
         assert_eq!(eol.scan(b"\r\n"), Some(2), "no trailers");
+    }
+
+    #[test]
+    fn response_heads_for_a_client() {
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 7, 7\r\n\r\nbody";
+        assert_eq!(
+            response_head(r),
+            Ok(Some((r.len() - 4, 200, Framing::Length(7))))
+        );
+        assert_eq!(response_head(b"HTTP/1.1 200 OK\r\nContent-Len"), Ok(None));
+        let te = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n";
+        assert_eq!(
+            response_head(te),
+            Ok(Some((te.len(), 200, Framing::Chunked)))
+        );
+        let close = b"HTTP/1.0 200 OK\r\n\r\n";
+        assert_eq!(
+            response_head(close),
+            Ok(Some((close.len(), 200, Framing::UntilClose)))
+        );
+        let none = b"HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n";
+        assert_eq!(
+            response_head(none).map(|h| h.map(|h| h.2)),
+            Ok(Some(Framing::None))
+        );
+        assert!(response_head(b"HTTP/1.1 200 OK\r\nContent-Length: 7, 8\r\n\r\n").is_err());
+        assert!(response_head(b"SSH-2.0-OpenSSH\r\n\r\n").is_err());
     }
 
     #[test]
