@@ -25,6 +25,7 @@
 pub mod analysis;
 pub mod capture;
 pub mod detect;
+pub mod filter;
 pub mod flow;
 pub mod pipeline;
 pub mod proto;

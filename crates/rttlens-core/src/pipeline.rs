@@ -3,15 +3,18 @@
 
 use std::collections::BTreeMap;
 
+pub mod parallel;
+
 use crate::analysis;
-use crate::capture::{CaptureError, CaptureReader};
+use crate::capture::{CaptureError, Frame, FrameSource};
 use crate::detect;
+use crate::filter::Filter;
 use crate::flow::half::FrameMark;
-use crate::flow::{Conn, FlowTable};
+use crate::flow::{Conn, FlowTable, SWEEP_EVERY};
 use crate::report::ConnReport;
 use crate::side::Mark;
 use crate::time::Timestamp;
-use crate::wire::{self, Decoded};
+use crate::wire::{self, Decoded, TcpSegment};
 
 /// Counted problems with the capture (DESIGN.md §9): the analysis went on.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -84,6 +87,10 @@ impl Quality {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// What the capture as a whole held.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct CaptureSummary {
@@ -93,6 +100,12 @@ pub struct CaptureSummary {
     pub frames: u64,
     /// TCP segments among them.
     pub tcp_segments: u64,
+    /// The capture filter (`--filter`), when one was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    /// TCP segments the filter left out (not tracked).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub filtered_out: u64,
     /// Packets that were not TCP (ARP, UDP, …).
     pub other_packets: u64,
     /// Capture bytes read.
@@ -111,30 +124,47 @@ pub struct CaptureSummary {
     pub quality: Quality,
 }
 
+/// How far the reading is, for a progress bar.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Bytes read from the files (compressed bytes for gzip).
+    pub bytes: u64,
+    /// Frames read.
+    pub frames: u64,
+}
+
 /// Run the pipeline over `reader`. Each finished connection's report goes
 /// to `on_conn` (in the order connections end, which for most captures is
-/// close to index order); `progress` gets the capture bytes read so far
-/// every few thousand frames.
+/// close to index order); `progress` gets how far the reading is every few
+/// thousand frames.
 ///
 /// # Errors
 /// Only when not a single frame could be read (the input is not a usable
 /// capture). A capture that breaks off later is analysed up to the break and
 /// the problem is noted in [`Quality::truncated`].
 pub fn run(
-    reader: &mut CaptureReader,
+    reader: &mut dyn FrameSource,
     on_conn: &mut dyn FnMut(ConnReport),
-    progress: &mut dyn FnMut(u64),
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<CaptureSummary, CaptureError> {
-    run_with(reader, Options::default(), on_conn, progress)
+    run_with(reader, &Options::default(), on_conn, progress)
 }
 
-/// What [`run_with`] keeps beyond the reports.
-#[derive(Debug, Clone, Copy, Default)]
+/// What [`run_with`] keeps beyond the reports, and how it works.
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Keep every packet of each connection in [`ConnReport::trace`] (for
     /// the pictures): memory grows with the packets of the connections
     /// open at once, and with whatever the caller keeps.
     pub trace: bool,
+    /// Threads analysing connections: 0 or 1 analyse on the calling
+    /// thread; more shard the connections over that many workers beside a
+    /// reading thread, with the same reports in the same order
+    /// ([`parallel`]).
+    pub threads: usize,
+    /// Only TCP segments passing this filter are tracked (the others are
+    /// counted in [`CaptureSummary::filtered_out`]).
+    pub filter: Option<Filter>,
 }
 
 /// [`run`], keeping what `options` asks for.
@@ -142,24 +172,17 @@ pub struct Options {
 /// # Errors
 /// As [`run`].
 pub fn run_with(
-    reader: &mut CaptureReader,
-    options: Options,
+    reader: &mut dyn FrameSource,
+    options: &Options,
     on_conn: &mut dyn FnMut(ConnReport),
-    progress: &mut dyn FnMut(u64),
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<CaptureSummary, CaptureError> {
+    if options.threads > 1 {
+        return parallel::run(reader, options, on_conn, progress);
+    }
     let mut findings_by_id: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut finish = |conn: Box<Conn>, start: Timestamp| {
-        let mut a = analysis::analyze(conn);
-        let trace = a.conn.take_trace().map(|mut t| {
-            t.labels = crate::flow::trace::labels(&a);
-            t
-        });
-        let findings = detect::run_all(&a);
-        for f in &findings {
-            *findings_by_id.entry(f.id).or_default() += 1;
-        }
-        let mut report = ConnReport::new(&a, findings, start);
-        report.trace = trace;
+        let report = report_of(conn, start, &mut findings_by_id);
         on_conn(report);
     };
     let table = if options.trace {
@@ -167,9 +190,30 @@ pub fn run_with(
     } else {
         FlowTable::new()
     };
-    let mut sum = scan(reader, table, &mut finish, progress)?;
+    let mut sum = scan(reader, options, table, &mut finish, progress)?;
     sum.findings_by_id = findings_by_id;
     Ok(sum)
+}
+
+/// The analysis of one finished connection: analysis, detectors, report;
+/// its findings counted by id.
+fn report_of(
+    conn: Box<Conn>,
+    start: Timestamp,
+    findings_by_id: &mut BTreeMap<&'static str, u64>,
+) -> ConnReport {
+    let mut a = analysis::analyze(conn);
+    let trace = a.conn.take_trace().map(|mut t| {
+        t.labels = crate::flow::trace::labels(&a);
+        t
+    });
+    let findings = detect::run_all(&a);
+    for f in &findings {
+        *findings_by_id.entry(f.id).or_default() += 1;
+    }
+    let mut report = ConnReport::new(&a, findings, start);
+    report.trace = trace;
+    report
 }
 
 /// Every frame's TCP analysis marks ([`FrameMark`]) over the whole capture,
@@ -179,30 +223,172 @@ pub fn run_with(
 ///
 /// # Errors
 /// As [`run`]: only when not a single frame could be read.
-pub fn frame_marks(reader: &mut CaptureReader) -> Result<Vec<(u64, FrameMark)>, CaptureError> {
+pub fn frame_marks(reader: &mut dyn FrameSource) -> Result<Vec<(u64, FrameMark)>, CaptureError> {
     let mut marks = Vec::new();
     let mut take = |c: Box<Conn>, _: Timestamp| {
         for h in c.half {
             marks.extend(h.marks.into_iter().flatten().map(|(m, k)| (m.frame, k)));
         }
     };
-    scan(reader, FlowTable::with_marks(), &mut take, &mut |_| {})?;
+    let options = Options::default();
+    scan(
+        reader,
+        &options,
+        FlowTable::with_marks(),
+        &mut take,
+        &mut |_| {},
+    )?;
     marks.sort_by_key(|&(f, _)| f);
     Ok(marks)
+}
+
+/// What the pipeline does with each frame before flow tracking, on one
+/// thread whether the tracking is on the same thread or sharded: counts,
+/// decoding, the filter, and when the flow tables are swept.
+struct Intake<'f> {
+    sum: CaptureSummary,
+    filter: Option<&'f Filter>,
+    first: Option<Timestamp>,
+    last: Timestamp,
+    /// Latest timestamp of a tracked segment ([`FlowTable::sweep`]'s now).
+    now: Timestamp,
+    tracked: u64,
+}
+
+impl<'f> Intake<'f> {
+    fn new(filter: Option<&'f Filter>) -> Intake<'f> {
+        Intake {
+            sum: CaptureSummary {
+                filter: filter.map(|f| f.text().to_string()),
+                ..CaptureSummary::default()
+            },
+            filter,
+            first: None,
+            last: Timestamp::default(),
+            now: Timestamp::default(),
+            tracked: 0,
+        }
+    }
+
+    /// Counts `frame`; the TCP segment to track, if any.
+    fn take<'a>(&mut self, frame: &Frame<'a>) -> Option<(TcpSegment<'a>, Mark)> {
+        self.sum.frames += 1;
+        self.first.get_or_insert(frame.ts);
+        self.last = self.last.max(frame.ts);
+        match wire::decode(frame.link_type, frame.data, frame.orig_len) {
+            Ok(Decoded::Tcp(seg)) => {
+                self.sum.tcp_segments += 1;
+                if self.filter.is_some_and(|f| !f.matches(&seg)) {
+                    self.sum.filtered_out += 1;
+                    return None;
+                }
+                if (seg.payload.len() as u32) < seg.payload_len {
+                    self.sum.quality.snaplen_cut += 1;
+                }
+                if seg.options.malformed {
+                    self.sum.quality.malformed_tcp_options += 1;
+                }
+                self.tracked += 1;
+                self.now = self.now.max(frame.ts);
+                let at = Mark {
+                    frame: frame.number,
+                    ts: frame.ts,
+                };
+                Some((seg, at))
+            }
+            Ok(_) => {
+                self.sum.other_packets += 1;
+                None
+            }
+            Err(e) => {
+                *self
+                    .sum
+                    .quality
+                    .decode_errors
+                    .entry(e.to_string())
+                    .or_default() += 1;
+                None
+            }
+        }
+    }
+
+    /// Whether the flow tables are swept after the segment just tracked.
+    fn sweep_due(&self) -> bool {
+        self.tracked % SWEEP_EVERY == 0
+    }
+
+    /// The capture's first timestamp (connections' times are relative to it).
+    fn start(&self) -> Timestamp {
+        self.first.unwrap_or_default()
+    }
+
+    /// Reads the next frame; a break after the first frame is noted and
+    /// ends the reading. `Ok(None)` at the end.
+    fn next<'r>(
+        &mut self,
+        reader: &'r mut dyn FrameSource,
+    ) -> Result<Option<Frame<'r>>, CaptureError> {
+        match reader.next_frame() {
+            Ok(f) => Ok(f),
+            Err(e) if self.sum.frames == 0 => Err(e),
+            Err(e) => {
+                self.sum.quality.truncated = Some(e.to_string());
+                Ok(None)
+            }
+        }
+    }
+
+    /// The summary once the reading is over (the flow tables' own counts
+    /// and `findings_by_id` are the caller's to fill).
+    fn finish(mut self, reader: &dyn FrameSource) -> CaptureSummary {
+        let start = self.start();
+        let sum = &mut self.sum;
+        let breaks = reader.breaks();
+        if !breaks.is_empty() {
+            let mut all: Vec<String> = sum.quality.truncated.take().into_iter().collect();
+            all.extend(breaks);
+            sum.quality.truncated = Some(all.join("; "));
+        }
+        sum.format = reader.format_name();
+        sum.bytes = reader.bytes_read();
+        sum.first_ts = start.as_secs_f64();
+        sum.duration_s = (self.last - start).as_secs_f64();
+        let n = reader.notes();
+        let notes = [
+            // frames cut by snaplen: counted per TCP segment (`snaplen_cut`)
+            (
+                "records with caplen above the wire length",
+                n.caplen_above_orig_len,
+            ),
+            ("packets without timestamp (SPB)", n.missing_timestamp),
+            ("packets on an undescribed interface", n.unknown_interface),
+            ("malformed pcapng blocks", n.malformed_blocks),
+            (
+                "interfaces with an unusable timestamp resolution",
+                n.bad_ts_resolution,
+            ),
+            ("timestamps going backwards", n.ts_backwards),
+        ];
+        for (k, v) in notes {
+            if v > 0 {
+                sum.quality.reader_notes.insert(k.to_string(), v);
+            }
+        }
+        self.sum
+    }
 }
 
 /// Read every frame of `reader` into `table`; each finished connection goes
 /// to `finish` with the capture's first timestamp. Returns the capture's
 /// summary without `findings_by_id` (the caller's to fill).
 fn scan(
-    reader: &mut CaptureReader,
+    reader: &mut dyn FrameSource,
+    options: &Options,
     mut table: FlowTable,
     finish: &mut dyn FnMut(Box<Conn>, Timestamp),
-    progress: &mut dyn FnMut(u64),
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<CaptureSummary, CaptureError> {
-    let mut sum = CaptureSummary::default();
-    let mut first: Option<Timestamp> = None;
-    let mut last = Timestamp::default();
+    let mut intake = Intake::new(options.filter.as_ref());
     let mut connections = 0u64;
     let mut oversized = 0u64;
     let mut finish = |conn: Box<Conn>, start: Timestamp| {
@@ -210,75 +396,33 @@ fn scan(
         oversized += conn.half[0].oversized + conn.half[1].oversized;
         finish(conn, start);
     };
-    loop {
-        let frame = match reader.next_frame() {
-            Ok(Some(f)) => f,
-            Ok(None) => break,
-            Err(e) if sum.frames == 0 => return Err(e),
-            Err(e) => {
-                sum.quality.truncated = Some(e.to_string());
-                break;
+    while let Some(frame) = intake.next(reader)? {
+        if let Some((seg, at)) = intake.take(&frame) {
+            let start = intake.start();
+            table.push(&seg, at, &mut |c| finish(c, start));
+            if intake.sweep_due() {
+                table.sweep(intake.now, &mut |c| finish(c, start));
             }
-        };
-        sum.frames += 1;
-        let at = Mark {
-            frame: frame.number,
-            ts: frame.ts,
-        };
-        let start = *first.get_or_insert(frame.ts);
-        last = last.max(frame.ts);
-        match wire::decode(frame.link_type, frame.data, frame.orig_len) {
-            Ok(Decoded::Tcp(seg)) => {
-                sum.tcp_segments += 1;
-                if (seg.payload.len() as u32) < seg.payload_len {
-                    sum.quality.snaplen_cut += 1;
-                }
-                if seg.options.malformed {
-                    sum.quality.malformed_tcp_options += 1;
-                }
-                table.push(&seg, at, &mut |c| finish(c, start));
-            }
-            Ok(_) => sum.other_packets += 1,
-            Err(e) => *sum.quality.decode_errors.entry(e.to_string()).or_default() += 1,
         }
-        if sum.frames % 8192 == 0 {
-            progress(reader.bytes_read());
+        if intake.sum.frames % 8192 == 0 {
+            progress(Progress {
+                bytes: reader.bytes_read(),
+                frames: intake.sum.frames,
+            });
         }
     }
-    let start = first.unwrap_or_default();
-    sum.peak_open_connections = table.peak_open;
-    sum.quality.late_segments = table.late_segments;
+    let start = intake.start();
+    let peak_open = table.peak_open;
+    let late_segments = table.late_segments;
     table.finish(&mut |c| finish(c, start));
-    progress(reader.bytes_read());
-    sum.format = reader.format().to_string();
-    if reader.is_gzip() {
-        sum.format.push_str(" (gzip)");
-    }
-    sum.bytes = reader.bytes_read();
-    sum.first_ts = start.as_secs_f64();
-    sum.duration_s = (last - start).as_secs_f64();
+    progress(Progress {
+        bytes: reader.bytes_read(),
+        frames: intake.sum.frames,
+    });
+    let mut sum = intake.finish(reader);
+    sum.peak_open_connections = peak_open;
+    sum.quality.late_segments = late_segments;
     sum.connections = connections;
     sum.quality.oversized_segments = oversized;
-    let n = reader.notes();
-    let notes = [
-        // frames cut by snaplen: counted above per TCP segment (`snaplen_cut`)
-        (
-            "records with caplen above the wire length",
-            n.caplen_above_orig_len,
-        ),
-        ("packets without timestamp (SPB)", n.missing_timestamp),
-        ("packets on an undescribed interface", n.unknown_interface),
-        ("malformed pcapng blocks", n.malformed_blocks),
-        (
-            "interfaces with an unusable timestamp resolution",
-            n.bad_ts_resolution,
-        ),
-        ("timestamps going backwards", n.ts_backwards),
-    ];
-    for (k, v) in notes {
-        if v > 0 {
-            sum.quality.reader_notes.insert(k.to_string(), v);
-        }
-    }
     Ok(sum)
 }

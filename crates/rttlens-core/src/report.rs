@@ -215,6 +215,16 @@ impl ConnReport {
         }
     }
 
+    /// Gives the connection the index `index` (and its findings with it):
+    /// the parallel pipeline numbers connections only once every thread
+    /// has seen the frames before.
+    pub fn renumber(&mut self, index: u64) {
+        self.index = index;
+        for f in &mut self.findings {
+            f.connection = index;
+        }
+    }
+
     /// Total cost of the findings (ms), for "slowest first" ordering.
     pub fn findings_ms(&self) -> f64 {
         self.findings.iter().map(|f| f.cost.ms).sum()

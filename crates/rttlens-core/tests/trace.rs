@@ -23,7 +23,10 @@ fn analyze(name: &str, trace: bool) -> Vec<ConnReport> {
     let mut conns = Vec::new();
     pipeline::run_with(
         &mut reader,
-        Options { trace },
+        &Options {
+            trace,
+            ..Default::default()
+        },
         &mut |c| conns.push(c),
         &mut |_| {},
     )

@@ -61,3 +61,48 @@ impl Renderer for JsonRenderer {
         w.write_all(b"}\n")
     }
 }
+
+/// Streams JSON Lines: a header line, one line per connection as soon as
+/// it ends, and a summary line, each an object whose `type` says which:
+///
+/// ```text
+/// {"type":"header","schema_version":2,"tool":"rttlens 0.1.0","source":"capture.pcap"}
+/// {"type":"connection", <the fields of a connection>}
+/// …
+/// {"type":"summary","capture":<summary>}
+/// ```
+///
+/// Memory and the time to the first line do not grow with the capture
+/// (the `json` document's array must be closed before any parser reads
+/// it); `docs/json.md` shows how to load it into DuckDB.
+#[derive(Debug, Default)]
+pub struct JsonlRenderer {
+    buf: Vec<u8>,
+}
+
+impl Renderer for JsonlRenderer {
+    fn begin(&mut self, w: &mut dyn Write, source: &Source) -> io::Result<()> {
+        let name = serde_json::to_string(&source.name).map_err(to_io)?;
+        writeln!(
+            w,
+            "{{\"type\":\"header\",\"schema_version\":{SCHEMA_VERSION},\"tool\":\"rttlens {}\",\"source\":{name}}}",
+            env!("CARGO_PKG_VERSION")
+        )
+    }
+
+    fn connection(&mut self, w: &mut dyn Write, conn: ConnReport) -> io::Result<()> {
+        self.buf.clear();
+        serde_json::to_writer(&mut self.buf, &conn).map_err(to_io)?;
+        // the type goes first, inside the connection's own object
+        let fields = self.buf.strip_prefix(b"{").unwrap_or(&self.buf);
+        w.write_all(b"{\"type\":\"connection\",")?;
+        w.write_all(fields)?;
+        w.write_all(b"\n")
+    }
+
+    fn end(&mut self, w: &mut dyn Write, summary: &CaptureSummary) -> io::Result<()> {
+        w.write_all(b"{\"type\":\"summary\",\"capture\":")?;
+        serde_json::to_writer(&mut *w, summary).map_err(to_io)?;
+        w.write_all(b"}\n")
+    }
+}

@@ -30,7 +30,10 @@ fn render(name: &str, opts: HtmlOptions) -> String {
         .expect("begin");
     let sum = pipeline::run_with(
         &mut reader,
-        Options { trace: true },
+        &Options {
+            trace: true,
+            ..Default::default()
+        },
         &mut |c| r.connection(&mut std::io::sink(), c).expect("connection"),
         &mut |_| {},
     )

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use rttlens_core::filter::Filter;
 
 /// Where the time went, counted in round trips, and why.
 #[derive(Debug, Parser)]
@@ -271,6 +272,36 @@ pub enum Format {
     Html,
 }
 
+/// `rttlens analyze` output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AnalyzeFormat {
+    /// For people.
+    Text,
+    /// Versioned JSON document (docs/json.md).
+    Json,
+    /// JSON Lines: a header line, one line per connection as it ends, a
+    /// summary line (docs/json.md).
+    Jsonl,
+    /// One self-contained HTML page with the graphs (inline SVG, no
+    /// network): use with `-o report.html`.
+    Html,
+}
+
+impl AnalyzeFormat {
+    /// The format of the pictures' settings (`jsonl` draws as `json`).
+    pub fn pictures(self) -> Format {
+        match self {
+            AnalyzeFormat::Text => Format::Text,
+            AnalyzeFormat::Json | AnalyzeFormat::Jsonl => Format::Json,
+            AnalyzeFormat::Html => Format::Html,
+        }
+    }
+}
+
+fn parse_filter(s: &str) -> Result<Filter, String> {
+    Filter::parse(s).map_err(|e| format!("column {}: {}", e.column, e.message))
+}
+
 /// Options of the pictures (`--format html`, `--svg`), shared by the
 /// subcommands.
 #[derive(Debug, Clone, clap::Args)]
@@ -329,11 +360,24 @@ fn parse_interval(s: &str) -> Result<f64, String> {
 /// `rttlens analyze` arguments.
 #[derive(Debug, clap::Args)]
 pub struct AnalyzeArgs {
-    /// Capture file (pcap, pcapng, .gz of either); `-` for stdin.
-    pub file: PathBuf,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    /// Capture files (pcap, pcapng, .gz of either); `-` for stdin. Several
+    /// files (a rotated `tcpdump -C/-W/-G` set, captures of several
+    /// interfaces) are merged in time order and numbered as one.
+    #[arg(required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
+    /// Output format (jsonl: one line per connection as it ends, for jq,
+    /// DuckDB, ClickHouse).
+    #[arg(long, value_enum, default_value_t = AnalyzeFormat::Text)]
+    pub format: AnalyzeFormat,
+    /// Only TCP segments matching this capture filter, in tcpdump's syntax
+    /// (host, net, port, portrange with src/dst; tcp, ip, ip6; and, or,
+    /// not, parentheses), e.g. 'host 10.0.0.1 and port 443'.
+    #[arg(long, value_parser = parse_filter)]
+    pub filter: Option<Filter>,
+    /// Threads analysing connections (default: the cores available; 1
+    /// analyses on one thread). The output is the same for any number.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: Option<u16>,
     /// Only these connections: an index (as in `tcp.stream`) or an endpoint
     /// `address:port` (IPv6 as `[addr]:port`). Repeat or separate with commas.
     #[arg(long, value_delimiter = ',')]

@@ -13,19 +13,19 @@ mod output;
 mod probe;
 
 use std::io::{self, IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use indicatif::{ProgressBar, ProgressStyle};
-use rttlens_core::capture::CaptureReader;
+use rttlens_core::capture::{CaptureReader, CaptureSet, FrameSource};
 use rttlens_core::pipeline;
 use rttlens_report::html::HtmlRenderer;
-use rttlens_report::json::JsonRenderer;
+use rttlens_report::json::{JsonRenderer, JsonlRenderer};
 use rttlens_report::text::TextRenderer;
 use rttlens_report::{Renderer, Source};
 
-use args::{AnalyzeArgs, Cli, Command, ConnSelector, Format};
+use args::{AnalyzeArgs, AnalyzeFormat, Cli, Command, ConnSelector};
 
 // mimalloc: the analysis allocates per connection (trackers, reports);
 // glibc malloc/free took ~8 % of the pipeline's time on the benchmark.
@@ -62,61 +62,52 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
-    let path = args.file.clone();
-    let mut reader =
-        CaptureReader::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    let total = if path.as_os_str() == "-" {
-        None
-    } else {
-        std::fs::metadata(&path).ok().map(|m| m.len())
-    };
+    let (mut reader, name) = open_captures(&args.files)?;
+    let total: Option<u64> = args
+        .files
+        .iter()
+        .map(|p| {
+            (p.as_os_str() != "-")
+                .then(|| std::fs::metadata(p).ok().map(|m| m.len()))
+                .flatten()
+        })
+        .sum();
     let tty = io::stderr().is_terminal();
     let show_progress = args.progress || (!args.no_progress && tty);
-    // `--progress` without a terminal: plain lines about once a second
-    // (indicatif draws only on terminals)
-    let plain = args.progress && !tty;
-    let mut last_line = std::time::Instant::now();
-    let bar = match (show_progress, total) {
-        (true, Some(n)) => {
-            let b = ProgressBar::new(n);
-            b.set_style(
-                ProgressStyle::with_template(
-                    "{spinner} {bytes}/{total_bytes} {wide_bar} {bytes_per_sec} eta {eta}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-            b
-        }
-        (true, None) => ProgressBar::new_spinner(),
-        (false, _) => ProgressBar::hidden(),
-    };
+    let mut progress = output::Progress::new(show_progress, tty, total);
     let pics = &args.pictures;
     let mut out = output::open(pics)?;
     let html = output::html_options(pics, args.top);
     let svg_dir = output::svg_dir(pics)?;
     let mut renderer: Box<dyn Renderer> = match args.format {
-        Format::Text => Box::new(TextRenderer::new(args.top, args.rounds)),
-        Format::Json => Box::new(JsonRenderer::default()),
-        Format::Html => Box::new(HtmlRenderer::new(html.clone()).with_svg_dir(svg_dir.clone())),
+        AnalyzeFormat::Text => Box::new(TextRenderer::new(args.top, args.rounds)),
+        AnalyzeFormat::Json => Box::new(JsonRenderer::default()),
+        AnalyzeFormat::Jsonl => Box::new(JsonlRenderer::default()),
+        AnalyzeFormat::Html => {
+            Box::new(HtmlRenderer::new(html.clone()).with_svg_dir(svg_dir.clone()))
+        }
     };
     // `--svg` beside text or JSON: the HTML renderer draws the graphs of
     // the connections it would show and writes only the SVG files
     let mut svg_only = match (args.format, svg_dir) {
-        (Format::Html, _) | (_, None) => None,
+        (AnalyzeFormat::Html, _) | (_, None) => None,
         (_, dir) => Some(HtmlRenderer::new(html).with_svg_dir(dir)),
     };
+    let threads = args.threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        usize::from,
+    );
     let options = pipeline::Options {
-        trace: output::wants_trace(args.format, pics),
+        trace: output::wants_trace(args.format.pictures(), pics),
+        threads,
+        filter: args.filter.clone(),
     };
-    let source = Source {
-        name: path.display().to_string(),
-    };
-    renderer.begin(&mut out, &source)?;
+    renderer.begin(&mut out, &Source { name: name.clone() })?;
     let mut io_err: Option<io::Error> = None;
     let selectors = args.conn.clone();
     let summary = pipeline::run_with(
-        &mut reader,
-        options,
+        reader.as_mut(),
+        &options,
         &mut |conn| {
             if io_err.is_some()
                 || !selectors.is_empty() && !selectors.iter().any(|s| s.matches(&conn))
@@ -132,24 +123,10 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
                 io_err = Some(e);
             }
         },
-        &mut |bytes| {
-            bar.set_position(bytes);
-            if plain && last_line.elapsed() >= std::time::Duration::from_secs(1) {
-                last_line = std::time::Instant::now();
-                match total {
-                    Some(t) if t > 0 => eprintln!(
-                        "rttlens: {:.1} of {:.1} MB ({:.0} %)",
-                        bytes as f64 / 1e6,
-                        t as f64 / 1e6,
-                        100.0 * bytes as f64 / t as f64
-                    ),
-                    _ => eprintln!("rttlens: {:.1} MB read", bytes as f64 / 1e6),
-                }
-            }
-        },
+        &mut |p| progress.update(p),
     )
-    .with_context(|| format!("cannot analyse {}", path.display()))?;
-    bar.finish_and_clear();
+    .with_context(|| format!("cannot analyse {name}"))?;
+    progress.finish();
     if let Some(e) = io_err {
         return Err(e.into());
     }
@@ -159,6 +136,23 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The captures to read, and their name in the report: one file as it is,
+/// several merged in time order.
+fn open_captures(files: &[PathBuf]) -> anyhow::Result<(Box<dyn FrameSource>, String)> {
+    if let [path] = files {
+        let reader =
+            CaptureReader::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+        return Ok((Box::new(reader), path.display().to_string()));
+    }
+    let mut set = CaptureSet::default();
+    for path in files {
+        set.add(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+    }
+    let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+    Ok((Box::new(set), names.join(" ")))
 }
 
 impl ConnSelector {

@@ -3,8 +3,10 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
 use rttlens_core::capture::CaptureReader;
 use rttlens_core::pipeline::{self, CaptureSummary};
 use rttlens_core::report::ConnReport;
@@ -94,7 +96,10 @@ pub fn fragment_of_file(
     let mut conns = Vec::new();
     let summary = pipeline::run_with(
         &mut reader,
-        pipeline::Options { trace: true },
+        &pipeline::Options {
+            trace: true,
+            ..Default::default()
+        },
         &mut |c| conns.push(c),
         &mut |_| {},
     )
@@ -115,4 +120,75 @@ pub fn preface(text: &[u8]) -> String {
         "<pre class=\"preface\">{}</pre>\n",
         rttlens_report::html::esc(&String::from_utf8_lossy(text))
     )
+}
+
+/// The progress of `analyze`: a bar on a terminal (bytes, packets/s, ETA),
+/// plain lines on stderr about once a second with `--progress` elsewhere,
+/// or nothing.
+pub struct Progress {
+    bar: ProgressBar,
+    /// Plain lines (`--progress` without a terminal).
+    plain: bool,
+    total: Option<u64>,
+    started: Instant,
+    last_line: Instant,
+}
+
+impl Progress {
+    /// `show`: any progress at all; `tty`: stderr is a terminal; `total`:
+    /// the files' size in bytes, when known.
+    pub fn new(show: bool, tty: bool, total: Option<u64>) -> Progress {
+        let bar = match (show && tty, total) {
+            (true, Some(n)) => {
+                let b = ProgressBar::new(n);
+                b.set_style(
+                    ProgressStyle::with_template(
+                        "{spinner} {bytes}/{total_bytes} {wide_bar} {bytes_per_sec} {msg} eta {eta}",
+                    )
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                );
+                b
+            }
+            (true, None) => ProgressBar::new_spinner(),
+            (false, _) => ProgressBar::hidden(),
+        };
+        let now = Instant::now();
+        Progress {
+            bar,
+            plain: show && !tty,
+            total,
+            started: now,
+            last_line: now,
+        }
+    }
+
+    /// The pipeline's news.
+    pub fn update(&mut self, p: pipeline::Progress) {
+        let secs = self.started.elapsed().as_secs_f64().max(1e-3);
+        let rate = p.frames as f64 / secs;
+        self.bar.set_position(p.bytes);
+        self.bar
+            .set_message(format!("{:.2} M packets/s", rate / 1e6));
+        if self.plain && self.last_line.elapsed() >= Duration::from_secs(1) {
+            self.last_line = Instant::now();
+            let mb = p.bytes as f64 / 1e6;
+            match self.total {
+                Some(t) if t > 0 && p.bytes > 0 => {
+                    let eta = secs * (t.saturating_sub(p.bytes)) as f64 / p.bytes as f64;
+                    eprintln!(
+                        "rttlens: {mb:.1} of {:.1} MB ({:.0} %), {:.2} M packets/s, eta {eta:.0} s",
+                        t as f64 / 1e6,
+                        100.0 * p.bytes as f64 / t as f64,
+                        rate / 1e6
+                    );
+                }
+                _ => eprintln!("rttlens: {mb:.1} MB read, {:.2} M packets/s", rate / 1e6),
+            }
+        }
+    }
+
+    /// Clears the bar.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
 }

@@ -32,10 +32,55 @@
 mod pcap;
 mod pcapng;
 mod reader;
+mod set;
 
 use std::fmt;
 
 pub use reader::CaptureReader;
+pub use set::CaptureSet;
+
+/// A stream of frames the pipeline reads: one capture ([`CaptureReader`])
+/// or several merged in time order ([`CaptureSet`]).
+pub trait FrameSource: Send {
+    /// The next frame, `None` at the end. The frame borrows the source
+    /// until the next call.
+    ///
+    /// # Errors
+    ///
+    /// As [`CaptureReader::next_frame`].
+    fn next_frame(&mut self) -> Result<Option<Frame<'_>>, CaptureError>;
+    /// Bytes read so far from the files (compressed bytes for gzip).
+    fn bytes_read(&self) -> u64;
+    /// Capture-quality notes counted so far.
+    fn notes(&self) -> CaptureNotes;
+    /// The container format(s), e.g. `pcapng` or `pcap (µs, little-endian) (gzip)`.
+    fn format_name(&self) -> String;
+    /// Files that broke off after their first frame, with the reason (a
+    /// single capture reports its break as an error of
+    /// [`next_frame`](Self::next_frame) instead).
+    fn breaks(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+impl FrameSource for CaptureReader {
+    fn next_frame(&mut self) -> Result<Option<Frame<'_>>, CaptureError> {
+        CaptureReader::next_frame(self)
+    }
+    fn bytes_read(&self) -> u64 {
+        CaptureReader::bytes_read(self)
+    }
+    fn notes(&self) -> CaptureNotes {
+        CaptureReader::notes(self)
+    }
+    fn format_name(&self) -> String {
+        let mut s = self.format().to_string();
+        if self.is_gzip() {
+            s.push_str(" (gzip)");
+        }
+        s
+    }
+}
 
 use crate::time::Timestamp;
 
@@ -206,6 +251,17 @@ pub struct CaptureNotes {
 }
 
 impl CaptureNotes {
+    /// Adds `other`'s counts to these (several files read as one).
+    pub fn add(&mut self, other: &CaptureNotes) {
+        self.cut_by_snaplen += other.cut_by_snaplen;
+        self.caplen_above_orig_len += other.caplen_above_orig_len;
+        self.missing_timestamp += other.missing_timestamp;
+        self.unknown_interface += other.unknown_interface;
+        self.malformed_blocks += other.malformed_blocks;
+        self.bad_ts_resolution += other.bad_ts_resolution;
+        self.ts_backwards += other.ts_backwards;
+    }
+
     /// The total number of notes.
     pub fn total(&self) -> u64 {
         self.cut_by_snaplen

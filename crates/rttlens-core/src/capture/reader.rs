@@ -67,6 +67,8 @@ pub struct CaptureReader {
     pub(super) last_snaplen: u32,
     /// An error or the end of input was reported: return `None` from now on.
     finished: bool,
+    /// A record read ahead by [`peek_ts`](Self::peek_ts), not yet returned.
+    loaded: Option<RecordMeta>,
 }
 
 enum Format {
@@ -76,6 +78,7 @@ enum Format {
 
 /// Where a record's packet bytes are, as offsets into the buffer's
 /// unconsumed data, plus the frame's metadata.
+#[derive(Clone, Copy)]
 pub(super) struct RecordMeta {
     /// Total length of the record (header, data, padding, trailer).
     pub record_len: usize,
@@ -157,6 +160,7 @@ impl CaptureReader {
             notes: CaptureNotes::default(),
             last_snaplen: 0,
             finished: false,
+            loaded: None,
         };
         reader.detect()?;
         Ok(reader)
@@ -218,6 +222,42 @@ impl CaptureReader {
     /// [`CaptureError::Io`] when reading fails. After any error, and after
     /// the end, every further call returns `Ok(None)`.
     pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, CaptureError> {
+        let meta = match self.loaded.take() {
+            Some(meta) => meta,
+            None => match self.load()? {
+                Some(meta) => meta,
+                None => return Ok(None),
+            },
+        };
+        let end = meta.data_start.saturating_add(meta.data_len);
+        let data = self.buf.data().get(meta.data_start..end).unwrap_or(&[]);
+        Ok(Some(Frame {
+            number: self.number,
+            ts: meta.ts,
+            link_type: meta.link_type,
+            data,
+            orig_len: meta.orig_len,
+        }))
+    }
+
+    /// The timestamp of the frame the next [`next_frame`](Self::next_frame)
+    /// will return, `None` at the end: reads that record ahead (it is then
+    /// returned, not read again), so several captures can be merged in time
+    /// order.
+    ///
+    /// # Errors
+    ///
+    /// As [`next_frame`](Self::next_frame).
+    pub fn peek_ts(&mut self) -> Result<Option<Timestamp>, CaptureError> {
+        if self.loaded.is_none() {
+            self.loaded = self.load()?;
+        }
+        Ok(self.loaded.map(|m| m.ts))
+    }
+
+    /// Reads the next packet record (consuming the one returned before)
+    /// and counts its notes.
+    fn load(&mut self) -> Result<Option<RecordMeta>, CaptureError> {
         if self.finished {
             return Ok(None);
         }
@@ -251,15 +291,7 @@ impl CaptureReader {
         } else if (meta.data_len as u64) > u64::from(meta.orig_len) {
             self.notes.caplen_above_orig_len += 1;
         }
-        let end = meta.data_start.saturating_add(meta.data_len);
-        let data = self.buf.data().get(meta.data_start..end).unwrap_or(&[]);
-        Ok(Some(Frame {
-            number: self.number,
-            ts: meta.ts,
-            link_type: meta.link_type,
-            data,
-            orig_len: meta.orig_len,
-        }))
+        Ok(Some(meta))
     }
 
     /// The container format.

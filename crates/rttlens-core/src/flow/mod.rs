@@ -39,8 +39,10 @@ pub const TOMBSTONE: Duration = Duration::from_millis(60_000);
 pub const IDLE_TIMEOUT: Duration = Duration::from_millis(300_000);
 /// TCP timestamp option length with padding (RFC 7323 §3), bytes per segment.
 pub const TS_OPTION_LEN: u64 = 12;
-/// Every this many segments the table looks for connections to hand on.
-const SWEEP_EVERY: u64 = 16_384;
+/// Every this many tracked segments (over the whole capture, not per table)
+/// the pipeline asks the table for connections to hand on
+/// ([`FlowTable::sweep`]).
+pub const SWEEP_EVERY: u64 = 16_384;
 
 /// A SYN or SYN-ACK as first seen, with its retransmissions.
 #[derive(Debug, Clone, Copy)]
@@ -457,8 +459,6 @@ pub struct FlowTable {
     /// Segments ignored because their connection had closed.
     pub late_segments: u64,
     next_index: u64,
-    pushes: u64,
-    now: Timestamp,
     /// Most connections open at once.
     pub peak_open: usize,
     /// Keep per-frame marks in every connection's halves.
@@ -493,11 +493,19 @@ impl FlowTable {
         }
     }
 
-    /// Account one segment seen at `at`; connections that are over are
-    /// passed to `done`.
-    pub fn push(&mut self, seg: &TcpSegment<'_>, at: Mark, done: &mut dyn FnMut(Box<Conn>)) {
-        self.pushes += 1;
-        self.now = self.now.max(at.ts);
+    /// Account one segment seen at `at`. A SYN with a new ISN on a 4-tuple
+    /// in use ends the old connection, which is passed to `done`; returns
+    /// whether the segment opened a new connection. Connections that are
+    /// closed or idle are handed on by [`sweep`](Self::sweep), which the
+    /// caller runs every [`SWEEP_EVERY`] segments, so that a table holding
+    /// a share of the capture's connections (one per thread) hands each
+    /// connection on at the same point as a table holding them all.
+    pub fn push(
+        &mut self,
+        seg: &TcpSegment<'_>,
+        at: Mark,
+        done: &mut dyn FnMut(Box<Conn>),
+    ) -> bool {
         let key = FlowKey::of(seg);
         let syn_only = seg.flags.contains(TcpFlags::SYN) && !seg.flags.contains(TcpFlags::ACK);
         if syn_only {
@@ -510,11 +518,12 @@ impl FlowTable {
                 }
             }
         }
+        let mut opened = false;
         let conn = match self.conns.get_mut(&key) {
             Some(c) => c,
             None if !syn_only && !self.closed.is_empty() && self.closed.contains_key(&key) => {
                 self.late_segments += 1;
-                return;
+                return false;
             }
             None => {
                 let mut c = Box::new(Conn::new(self.next_index, seg, at));
@@ -528,28 +537,38 @@ impl FlowTable {
                     c.rtt.all = Some(Vec::new());
                 }
                 self.next_index += 1;
+                opened = true;
                 self.conns.entry(key).or_insert(c)
             }
         };
         conn.push(seg, at);
         self.peak_open = self.peak_open.max(self.conns.len());
-        if self.pushes % SWEEP_EVERY == 0 {
-            self.sweep(done);
-        }
+        opened
     }
 
-    fn sweep(&mut self, done: &mut dyn FnMut(Box<Conn>)) {
-        let now = self.now;
-        let over: Vec<FlowKey> = self
+    /// Connections opened so far (the next connection's index).
+    pub fn opened(&self) -> u64 {
+        self.next_index
+    }
+
+    /// Hand on, in index order, every connection closed and quiet for
+    /// [`CLOSED_LINGER`] or silent for [`IDLE_TIMEOUT`] at `now` (the
+    /// latest timestamp of the capture so far), and forget tombstones older
+    /// than [`TOMBSTONE`].
+    pub fn sweep(&mut self, now: Timestamp, done: &mut dyn FnMut(Box<Conn>)) {
+        let mut over: Vec<(u64, FlowKey)> = self
             .conns
             .iter()
             .filter(|(_, c)| {
                 let quiet = now - c.last.ts;
                 (c.is_closed() && quiet > CLOSED_LINGER) || quiet > IDLE_TIMEOUT
             })
-            .map(|(k, _)| *k)
+            .map(|(k, c)| (c.index, *k))
             .collect();
-        for k in over {
+        // index order, not the hash map's: the same whether one table holds
+        // every connection or each thread's table a share of them
+        over.sort_unstable_by_key(|&(i, _)| i);
+        for (_, k) in over {
             if let Some(c) = self.conns.remove(&k) {
                 if c.is_closed() {
                     self.closed.insert(k, now);

@@ -46,7 +46,10 @@ pub fn attach(
     let mut conns: Vec<ConnReport> = Vec::new();
     let summary = pipeline::run_with(
         &mut reader,
-        pipeline::Options { trace },
+        &pipeline::Options {
+            trace,
+            ..Default::default()
+        },
         &mut |c| {
             if locals.contains_key(&c.client) {
                 conns.push(c);
