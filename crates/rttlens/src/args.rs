@@ -126,6 +126,10 @@ pub struct BenchArgs {
     /// Keep the lab server's files and logs in DIR (with --lab).
     #[arg(long, value_name = "DIR", requires = "lab")]
     pub keep: Option<PathBuf>,
+    /// Write every packet of the run to FILE (pcapng, as the client end of
+    /// the lab link sees them; with --lab), for `rttlens analyze`.
+    #[arg(long, value_name = "FILE", requires = "lab")]
+    pub capture: Option<PathBuf>,
     /// Compare two JSON results (`--format json` of earlier runs).
     #[arg(long, num_args = 2, value_names = ["A.json", "B.json"],
           conflicts_with_all = ["url", "lab"])]

@@ -78,6 +78,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 rtt,
                 cert: args.lab_cert,
                 keep: args.keep.clone(),
+                capture: args.capture.clone(),
             };
             bench::lab::run_in_lab(&target, cfg, cancel, progress)
         }

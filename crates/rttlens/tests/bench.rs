@@ -495,3 +495,85 @@ fn lab_without_root_says_so() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("needs root"), "{err}");
 }
+
+/// A storm of short HTTPS connections captured at the lab link
+/// (`--capture`): `rttlens analyze` finds every one of them, and gives the
+/// same output on one thread and on several, in every format (the capture
+/// is long enough for the flow tables to be swept several times and holds
+/// hundreds of connections open at once).
+#[test]
+fn a_captured_storm_analyses_the_same_on_one_thread_and_many() {
+    let _s = serial();
+    require_lab();
+    require("nginx", "nginx-light");
+    let cap = scratch("storm.pcapng");
+    let r = json(&[
+        "--lab",
+        "nginx",
+        "--rtt",
+        "5ms",
+        "--rate",
+        "500",
+        "-n",
+        "2000",
+        "--mix",
+        "full=2,resumed=1",
+        "--request",
+        "--capture",
+        cap.to_str().expect("utf-8 path"),
+    ]);
+    let done = f(&r, &["connections", "succeeded"]);
+    assert!(done >= 2000.0, "{r}");
+    let analyze = |format: &str, threads: &str| {
+        let out = bin()
+            .args([
+                "analyze",
+                "--no-progress",
+                "--format",
+                format,
+                "--threads",
+                threads,
+            ])
+            .arg(&cap)
+            .output()
+            .expect("run analyze");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let doc: Value = serde_json::from_slice(&analyze("json", "1")).expect("JSON");
+    let sum = &doc["capture"];
+    // the warm-up's connections come on top of the measured ones
+    assert!(sum["connections"].as_f64().unwrap_or(0.0) >= done, "{sum}");
+    assert!(
+        sum["tcp_segments"].as_u64().unwrap_or(0) > 2 * 16_384,
+        "{sum}"
+    );
+    assert!(
+        sum["peak_open_connections"].as_u64().unwrap_or(0) > 10,
+        "{sum}"
+    );
+    let resumed = doc["connections"]
+        .as_array()
+        .expect("connections")
+        .iter()
+        .filter(|c| c["tls"]["kind"] == "tls13-psk")
+        .count();
+    assert!(
+        resumed as f64 >= done / 3.0 * 0.9,
+        "{resumed} resumed of {done}"
+    );
+    for format in ["json", "jsonl", "text"] {
+        let one = analyze(format, "1");
+        for n in ["2", "4"] {
+            assert!(
+                one == analyze(format, n),
+                "--format {format}: --threads {n} differs from --threads 1"
+            );
+        }
+    }
+    let _ = std::fs::remove_file(&cap);
+}

@@ -275,3 +275,199 @@ fn netns_names() -> Vec<String> {
     v.sort();
     v
 }
+
+/// `rttlens analyze ARGS…` that must succeed; its standard output.
+fn analyze_ok(args: &[&std::ffi::OsStr]) -> Vec<u8> {
+    let out = bin()
+        .args(["analyze", "--no-progress"])
+        .args(args)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "analyze {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn os(s: &str) -> &std::ffi::OsStr {
+    std::ffi::OsStr::new(s)
+}
+
+#[test]
+fn one_thread_and_many_give_identical_output() {
+    let all: Vec<PathBuf> = ["pku.cap", "pku-2.cap", "thu.cap", "thu-2.cap"]
+        .into_iter()
+        .map(capture)
+        .collect();
+    let mut inputs: Vec<Vec<&std::ffi::OsStr>> = all.iter().map(|p| vec![p.as_os_str()]).collect();
+    // the four merged: connections from four files, ended by the end
+    inputs.push(all.iter().map(|p| p.as_os_str()).collect());
+    for files in &inputs {
+        for format in ["json", "jsonl", "text"] {
+            let run = |threads: &str| {
+                let mut a = files.clone();
+                a.extend([os("--format"), os(format), os("--threads"), os(threads)]);
+                analyze_ok(&a)
+            };
+            let one = run("1");
+            assert!(!one.is_empty());
+            for n in ["2", "3", "8"] {
+                assert!(
+                    one == run(n),
+                    "{files:?} --format {format}: --threads {n} differs from --threads 1"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn jsonl_has_a_header_a_line_per_connection_and_a_summary() {
+    let files = [capture("pku.cap"), capture("thu.cap")];
+    let args: Vec<&std::ffi::OsStr> = files.iter().map(|p| p.as_os_str()).collect();
+    let mut a = args.clone();
+    a.extend([os("--format"), os("jsonl")]);
+    let out = String::from_utf8(analyze_ok(&a)).expect("utf-8");
+    let lines: Vec<serde_json::Value> = out.lines().map(|l| json_of(l.as_bytes())).collect();
+    assert!(lines.len() >= 3, "{out}");
+    let (head, rest) = lines.split_first().expect("header");
+    let (summary, conns) = rest.split_last().expect("summary");
+    assert_eq!(head["type"], "header");
+    assert_eq!(head["schema_version"], 2);
+    assert_eq!(summary["type"], "summary");
+    assert_eq!(
+        summary["capture"]["connections"].as_u64(),
+        Some(conns.len() as u64)
+    );
+    // each connection line is the `json` document's connection, with its type
+    let mut a = args.clone();
+    a.extend([os("--format"), os("json")]);
+    let doc = json_of(&analyze_ok(&a));
+    let expected = doc["connections"].as_array().expect("connections");
+    assert_eq!(expected.len(), conns.len());
+    for (line, want) in conns.iter().zip(expected) {
+        assert_eq!(line["type"], "connection");
+        let mut line = line.clone();
+        line.as_object_mut().expect("object").remove("type");
+        assert_eq!(&line, want);
+    }
+    assert_eq!(summary["capture"], doc["capture"]);
+}
+
+/// `editcap` (wireshark-common): fails with the package to install.
+fn editcap() -> std::process::Command {
+    let ok = std::process::Command::new("editcap")
+        .arg("-h")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "editcap is missing: apt-get install -y wireshark-common (scripts/packages)"
+    );
+    std::process::Command::new("editcap")
+}
+
+#[test]
+fn a_rotated_set_reads_as_the_capture_it_was_cut_from() {
+    // `editcap -c` cuts a capture into files of N packets, as `tcpdump -C`
+    // rotates: the set, given in any order, must read as the whole file
+    let whole = capture("pku.cap");
+    let dir = scratch("rotated");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let st = editcap()
+        .args(["-F", "pcap", "-c", "200"])
+        .arg(&whole)
+        .arg(dir.join("part.pcap"))
+        .status()
+        .expect("editcap");
+    assert!(st.success());
+    let mut parts: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert!(parts.len() >= 3, "{parts:?}");
+    parts.sort();
+    parts.reverse(); // the merge goes by time, not by the order given
+    let conns = |args: Vec<&std::ffi::OsStr>| {
+        let mut a = args;
+        a.extend([os("--format"), os("json")]);
+        let v = json_of(&analyze_ok(&a));
+        (v["connections"].clone(), v["capture"]["frames"].clone())
+    };
+    let (want, frames) = conns(vec![whole.as_os_str()]);
+    let (got, set_frames) = conns(parts.iter().map(|p| p.as_os_str()).collect());
+    assert_eq!(frames, set_frames);
+    assert_eq!(want, got, "the rotated set differs from the whole capture");
+    // two different captures merged: the earlier one's frames come first
+    let (a, b) = (capture("pku.cap"), capture("thu.cap"));
+    let one = json_of(&analyze_ok(&[a.as_os_str(), os("--format"), os("json")]));
+    let two = json_of(&analyze_ok(&[
+        b.as_os_str(),
+        a.as_os_str(),
+        os("--format"),
+        os("json"),
+    ]));
+    let n = one["capture"]["frames"].as_u64().expect("frames");
+    assert!(n > 0);
+    let merged = two["connections"].as_array().expect("connections");
+    assert_eq!(merged.len(), 2);
+    let firsts: Vec<u64> = merged
+        .iter()
+        .map(|c| c["first_frame"].as_u64().unwrap_or(0))
+        .collect();
+    assert!(firsts.contains(&1), "{firsts:?}");
+    assert!(firsts.iter().any(|&f| f > n), "{firsts:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn filter_keeps_what_matches_and_counts_the_rest() {
+    let cap = capture("pku.cap");
+    let all = json_of(&analyze_ok(&[cap.as_os_str(), os("--format"), os("json")]));
+    let c = &all["connections"][0];
+    let server = c["server"].as_str().expect("server").to_string();
+    let (addr, port) = server.rsplit_once(':').expect("addr:port");
+    let addr = addr.trim_start_matches('[').trim_end_matches(']');
+    let segments = all["capture"]["tcp_segments"].as_u64().expect("segments");
+    let run = |f: &str| {
+        json_of(&analyze_ok(&[
+            cap.as_os_str(),
+            os("--filter"),
+            os(f),
+            os("--format"),
+            os("json"),
+        ]))
+    };
+    let kept = run(&format!("host {addr} and tcp port {port}"));
+    assert_eq!(kept["connections"], all["connections"]);
+    assert_eq!(kept["capture"]["filtered_out"].as_u64().unwrap_or(0), 0);
+    assert_eq!(
+        kept["capture"]["filter"],
+        format!("host {addr} and tcp port {port}")
+    );
+    let none = run(&format!("not host {addr}"));
+    assert_eq!(none["connections"].as_array().map(Vec::len), Some(0));
+    assert_eq!(none["capture"]["filtered_out"].as_u64(), Some(segments));
+    // only the server's segments: one direction of the connection
+    let one_way = run(&format!("src host {addr}"));
+    let out = one_way["capture"]["filtered_out"]
+        .as_u64()
+        .expect("filtered");
+    assert!(out > 0 && out < segments, "{out} of {segments}");
+    assert_eq!(one_way["connections"].as_array().map(Vec::len), Some(1));
+    // a filter outside the subset: exit 2, naming the column
+    let bad = bin()
+        .args([
+            "analyze",
+            "--filter",
+            "host 10.0.0.1 and ether host 1:2:3:4:5:6",
+        ])
+        .arg(&cap)
+        .output()
+        .expect("run");
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("column 19") && err.contains("ether"), "{err}");
+}

@@ -110,6 +110,9 @@ pub struct LabTarget {
     /// Keep the servers' files and logs here (else a scratch directory,
     /// removed afterwards).
     pub keep: Option<PathBuf>,
+    /// Write every packet to this pcapng, as the client end of the link
+    /// sees them (a client vantage, as `tcpdump` on the client would).
+    pub capture: Option<PathBuf>,
 }
 
 /// An RSA-2048 self-signed pair made by `openssl req` in `dir`.
@@ -161,6 +164,10 @@ pub fn run_in_lab(
     let (server, rtt) = (target.server, target.rtt);
     let lab = Lab::new(LinkConfig {
         rtt,
+        capture: target
+            .capture
+            .clone()
+            .map(|p| (p, crate::lab::link::Capture::Ingress)),
         ..LinkConfig::default()
     })
     .map_err(lab_err)?;
