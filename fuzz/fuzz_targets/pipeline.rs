@@ -1,21 +1,34 @@
 //! The whole analysis pipeline (capture → wire → flow → proto → analysis →
-//! detectors → report) over arbitrary bytes: it must never panic. Inputs
-//! without a capture header get a pcap header prepended half of the time so
-//! the fuzzer reaches the flow and analysis layers quickly.
+//! detectors → report) over arbitrary bytes: it must never panic, and the
+//! parallel pipeline (`--threads`) must give the reports and summary of the
+//! serial one. Inputs without a capture header get a pcap header prepended
+//! half of the time so the fuzzer reaches the flow and analysis layers
+//! quickly.
 #![no_main]
 
 use std::io::Cursor;
 
 use libfuzzer_sys::fuzz_target;
 use rttlens_core::capture::CaptureReader;
-use rttlens_core::pipeline;
+use rttlens_core::pipeline::{self, Options};
 
 mod input;
 
+fn run(input: &[u8], threads: usize) -> Option<String> {
+    let mut reader = CaptureReader::new(Box::new(Cursor::new(input.to_vec()))).ok()?;
+    let mut conns = Vec::new();
+    let options = Options {
+        threads,
+        ..Options::default()
+    };
+    let sum = pipeline::run_with(&mut reader, &options, &mut |c| conns.push(c), &mut |_| {});
+    let sum = sum.ok()?;
+    Some(serde_json::to_string(&(conns, sum)).expect("reports serialize"))
+}
+
 fuzz_target!(|data: &[u8]| {
     let input = input::capture(data);
-    let Ok(mut reader) = CaptureReader::new(Box::new(Cursor::new(input))) else {
-        return;
-    };
-    let _ = pipeline::run(&mut reader, &mut |c| drop(c), &mut |_| {});
+    let serial = run(&input, 1);
+    let parallel = run(&input, 3);
+    assert_eq!(serial, parallel, "--threads 3 differs from --threads 1");
 });

@@ -104,6 +104,13 @@ impl TsUnit {
     }
 
     fn timestamp(self, ticks: u64, offset_secs: i64) -> Timestamp {
+        // the common case (µs or ns ticks of a date before 2262, no
+        // offset) in 64 bits; the general one in 128
+        if let (TsUnit::Mul(m), 0) = (self, offset_secs) {
+            if let Some(n) = ticks.checked_mul(m).and_then(|n| i64::try_from(n).ok()) {
+                return Timestamp::from_nanos(n);
+            }
+        }
         let nanos: i128 = match self {
             TsUnit::Mul(m) => i128::from(ticks) * i128::from(m),
             TsUnit::Div(d) => i128::from(ticks / d.max(1)),

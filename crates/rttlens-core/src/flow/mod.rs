@@ -459,6 +459,8 @@ pub struct FlowTable {
     /// Segments ignored because their connection had closed.
     pub late_segments: u64,
     next_index: u64,
+    /// The keys a sweep hands on (kept for the next sweep).
+    over: Vec<(u64, FlowKey)>,
     /// Most connections open at once.
     pub peak_open: usize,
     /// Keep per-frame marks in every connection's halves.
@@ -556,19 +558,23 @@ impl FlowTable {
     /// latest timestamp of the capture so far), and forget tombstones older
     /// than [`TOMBSTONE`].
     pub fn sweep(&mut self, now: Timestamp, done: &mut dyn FnMut(Box<Conn>)) {
-        let mut over: Vec<(u64, FlowKey)> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| {
-                let quiet = now - c.last.ts;
-                (c.is_closed() && quiet > CLOSED_LINGER) || quiet > IDLE_TIMEOUT
-            })
-            .map(|(k, c)| (c.index, *k))
-            .collect();
+        // reused from sweep to sweep: a fresh vector of thousands of keys
+        // each time cost page faults
+        let mut over = std::mem::take(&mut self.over);
+        over.clear();
+        over.extend(
+            self.conns
+                .iter()
+                .filter(|(_, c)| {
+                    let quiet = now - c.last.ts;
+                    (c.is_closed() && quiet > CLOSED_LINGER) || quiet > IDLE_TIMEOUT
+                })
+                .map(|(k, c)| (c.index, *k)),
+        );
         // index order, not the hash map's: the same whether one table holds
         // every connection or each thread's table a share of them
         over.sort_unstable_by_key(|&(i, _)| i);
-        for (_, k) in over {
+        for &(_, k) in &over {
             if let Some(c) = self.conns.remove(&k) {
                 if c.is_closed() {
                     self.closed.insert(k, now);
@@ -576,6 +582,7 @@ impl FlowTable {
                 done(c);
             }
         }
+        self.over = over;
         self.closed.retain(|_, t| now - *t < TOMBSTONE);
     }
 

@@ -45,8 +45,12 @@ impl Protocols {
     }
 
     fn settle(&mut self) {
-        if self.tls.as_ref().is_some_and(|t| t.is_tls() == Some(false)) {
-            self.tls = None;
+        match self.tls.as_ref().and_then(|t| t.is_tls()) {
+            Some(false) => self.tls = None,
+            // a TLS stream is not plain HTTP, and `finish` keeps TLS: the
+            // HTTP tracker would only scan ciphertext for header ends
+            Some(true) => self.http = None,
+            None => {}
         }
         if self
             .http

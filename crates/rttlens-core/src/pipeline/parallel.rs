@@ -136,23 +136,31 @@ pub(super) fn run(
     let bytes_read = AtomicU64::new(0);
     let frames_read = AtomicU64::new(0);
     let (answer_tx, answer_rx) = mpsc::sync_channel::<Answer>(QUEUE * n);
+    // emptied batches go back to the reader to be filled again: fresh
+    // buffers of a MiB each cost page faults, and freeing them on another
+    // thread costs the allocator more
+    let (recycle_tx, recycle_rx) = mpsc::channel::<Batch>();
     std::thread::scope(|s| {
         let mut inputs = Vec::with_capacity(n);
         for shard in 0..n {
             let (tx, rx) = mpsc::sync_channel::<Batch>(QUEUE);
             inputs.push(tx);
             let answers = answer_tx.clone();
+            let recycle = recycle_tx.clone();
             let trace = options.trace;
             std::thread::Builder::new()
                 .name(format!("rttlens-flow-{shard}"))
-                .spawn_scoped(s, move || worker(shard, trace, &rx, &answers))
+                .spawn_scoped(s, move || worker(shard, trace, &rx, (&answers, &recycle)))
                 .expect("spawn a flow worker thread");
         }
         drop(answer_tx);
+        drop(recycle_tx);
         let read = (&bytes_read, &frames_read);
         let read = std::thread::Builder::new()
             .name("rttlens-read".into())
-            .spawn_scoped(s, move || read_frames(reader, options, inputs, read))
+            .spawn_scoped(s, move || {
+                read_frames(reader, options, (inputs, recycle_rx), read)
+            })
             .expect("spawn the reading thread");
         let mut tell = || {
             progress(Progress {
@@ -176,17 +184,25 @@ pub(super) fn run(
 fn read_frames(
     reader: &mut dyn FrameSource,
     options: &Options,
-    inputs: Vec<SyncSender<Batch>>,
+    (inputs, recycled): (Vec<SyncSender<Batch>>, Receiver<Batch>),
     (bytes_read, frames_read): (&AtomicU64, &AtomicU64),
 ) -> Result<CaptureSummary, CaptureError> {
     let n = inputs.len();
     let mut intake = Intake::new(options.filter.as_ref());
-    let new_batch = |seq, start| Batch {
-        seq,
-        start,
-        items: Vec::with_capacity(BATCH_FRAMES / n + 16),
-        data: Vec::with_capacity(BATCH_BYTES / n + 2048),
-        last: false,
+    let new_batch = |seq, start| match recycled.try_recv() {
+        Ok(b) => Batch {
+            seq,
+            start,
+            last: false,
+            ..b
+        },
+        Err(_) => Batch {
+            seq,
+            start,
+            items: Vec::with_capacity(BATCH_FRAMES / n + 16),
+            data: Vec::with_capacity(BATCH_BYTES / n + 2048),
+            last: false,
+        },
     };
     let mut seq = 0u64;
     let mut batches: Vec<Batch> = (0..n).map(|_| new_batch(0, Timestamp::default())).collect();
@@ -251,7 +267,12 @@ fn read_frames(
 
 /// A worker: its share of the connections, through flow tracking,
 /// analysis and detectors.
-fn worker(shard: usize, trace: bool, input: &Receiver<Batch>, answers: &SyncSender<Answer>) {
+fn worker(
+    shard: usize,
+    trace: bool,
+    input: &Receiver<Batch>,
+    (answers, recycle): (&SyncSender<Answer>, &mpsc::Sender<Batch>),
+) {
     let mut table = if trace {
         FlowTable::with_trace()
     } else {
@@ -324,7 +345,13 @@ fn worker(shard: usize, trace: bool, input: &Receiver<Batch>, answers: &SyncSend
                 end(c, u64::MAX, Phase::Left, &mut a);
             }
         }
-        if answers.send(a).is_err() || batch.last {
+        let last = batch.last;
+        let mut batch = batch;
+        batch.items.clear();
+        batch.data.clear();
+        // the reader may be gone (the end): the batch is then dropped
+        let _ = recycle.send(batch);
+        if answers.send(a).is_err() || last {
             return;
         }
     }

@@ -105,13 +105,23 @@ impl Eol {
     /// Feeds bytes; returns how many were consumed up to and including the
     /// LF that ends an empty line, if one is in `data`.
     fn scan(&mut self, data: &[u8]) -> Option<usize> {
-        for (i, &b) in data.iter().enumerate() {
+        let mut i = 0;
+        while let Some(&b) = data.get(i) {
+            if *self == Eol::InLine {
+                // inside a line only its LF matters: jump to it (memchr
+                // scans a word at a time)
+                let lf = memchr::memchr(b'\n', data.get(i..).unwrap_or_default())?;
+                i += lf + 1;
+                *self = Eol::LineStart;
+                continue;
+            }
             *self = match (b, *self) {
                 (b'\n', Eol::LineStart | Eol::LineStartCr) => return Some(i + 1),
                 (b'\n', Eol::InLine) => Eol::LineStart,
                 (b'\r', Eol::LineStart) => Eol::LineStartCr,
                 _ => Eol::InLine,
             };
+            i += 1;
         }
         None
     }
