@@ -28,7 +28,11 @@ use rttlens_report::{Renderer, Source};
 use args::{AnalyzeArgs, AnalyzeFormat, Cli, Command, ConnSelector};
 
 // mimalloc: the analysis allocates per connection (trackers, reports);
-// glibc malloc/free took ~8 % of the pipeline's time on the benchmark.
+// glibc malloc/free took ~8 % of the pipeline's time on the benchmark, and
+// with `--threads 2` it was 40 % slower than mimalloc. Its v2 without
+// transparent huge pages (features `v2`, `no_thp`): v3 kept ~25 MB more
+// resident with several threads, and huge pages cost 2 MB zeroed per fault
+// (measured on bench/data/conns.pcap, see bench/README.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
