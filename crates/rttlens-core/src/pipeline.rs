@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 pub mod parallel;
 
 use crate::analysis;
-use crate::capture::{CaptureError, Frame, FrameSource};
+use crate::capture::{CaptureError, Frame, FrameSource, SharedFrame};
 use crate::detect;
 use crate::filter::Filter;
 use crate::flow::half::FrameMark;
@@ -253,6 +253,9 @@ struct Intake<'f> {
     /// Latest timestamp of a tracked segment ([`FlowTable::sweep`]'s now).
     now: Timestamp,
     tracked: u64,
+    /// Decode without the TCP options, whose notes the flow threads count
+    /// (the parallel pipeline's reader).
+    light: bool,
 }
 
 impl<'f> Intake<'f> {
@@ -267,6 +270,7 @@ impl<'f> Intake<'f> {
             last: Timestamp::default(),
             now: Timestamp::default(),
             tracked: 0,
+            light: false,
         }
     }
 
@@ -275,7 +279,12 @@ impl<'f> Intake<'f> {
         self.sum.frames += 1;
         self.first.get_or_insert(frame.ts);
         self.last = self.last.max(frame.ts);
-        match wire::decode(frame.link_type, frame.data, frame.orig_len) {
+        let decoded = if self.light {
+            wire::decode_without_options(frame.link_type, frame.data, frame.orig_len)
+        } else {
+            wire::decode(frame.link_type, frame.data, frame.orig_len)
+        };
+        match decoded {
             Ok(Decoded::Tcp(seg)) => {
                 self.sum.tcp_segments += 1;
                 if self.filter.is_some_and(|f| !f.matches(&seg)) {
@@ -328,7 +337,25 @@ impl<'f> Intake<'f> {
         &mut self,
         reader: &'r mut dyn FrameSource,
     ) -> Result<Option<Frame<'r>>, CaptureError> {
-        match reader.next_frame() {
+        self.judge(reader.next_frame())
+    }
+
+    /// [`next`](Self::next), with the frame's bytes shared when the source can.
+    #[allow(clippy::type_complexity)]
+    fn next_shared<'r>(
+        &mut self,
+        reader: &'r mut dyn FrameSource,
+    ) -> Result<Option<(Frame<'r>, Option<SharedFrame<'r>>)>, CaptureError> {
+        self.judge(reader.next_shared())
+    }
+
+    /// A read's result: a break after the first frame is noted and ends
+    /// the reading.
+    fn judge<T>(
+        &mut self,
+        read: Result<Option<T>, CaptureError>,
+    ) -> Result<Option<T>, CaptureError> {
+        match read {
             Ok(f) => Ok(f),
             Err(e) if self.sum.frames == 0 => Err(e),
             Err(e) => {

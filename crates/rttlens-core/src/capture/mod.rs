@@ -55,6 +55,18 @@ pub trait FrameSource: Send {
     fn notes(&self) -> CaptureNotes;
     /// The container format(s), e.g. `pcapng` or `pcap (µs, little-endian) (gzip)`.
     fn format_name(&self) -> String;
+    /// [`next_frame`](Self::next_frame), with the frame's bytes also shared
+    /// rather than copied when the source can ([`CaptureReader::next_shared`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`next_frame`](Self::next_frame).
+    #[allow(clippy::type_complexity)]
+    fn next_shared(
+        &mut self,
+    ) -> Result<Option<(Frame<'_>, Option<SharedFrame<'_>>)>, CaptureError> {
+        Ok(self.next_frame()?.map(|f| (f, None)))
+    }
     /// Files that broke off after their first frame, with the reason (a
     /// single capture reports its break as an error of
     /// [`next_frame`](Self::next_frame) instead).
@@ -72,6 +84,11 @@ impl FrameSource for CaptureReader {
     }
     fn notes(&self) -> CaptureNotes {
         CaptureReader::notes(self)
+    }
+    fn next_shared(
+        &mut self,
+    ) -> Result<Option<(Frame<'_>, Option<SharedFrame<'_>>)>, CaptureError> {
+        Ok(CaptureReader::next_shared(self)?.map(|(f, s)| (f, Some(s))))
     }
     fn format_name(&self) -> String {
         let mut s = self.format().to_string();
@@ -187,6 +204,28 @@ pub struct Frame<'a> {
     pub data: &'a [u8],
     /// Length of the packet on the wire, in octets.
     pub orig_len: u32,
+}
+
+/// Where a frame's bytes are inside a reader's buffer. A clone of `chunk`
+/// keeps them: the reader never writes a buffer again while anyone else
+/// holds it.
+#[derive(Debug, Clone, Copy)]
+pub struct SharedFrame<'a> {
+    /// The buffer.
+    pub chunk: &'a std::sync::Arc<Vec<u8>>,
+    /// Where the frame starts in it.
+    pub start: usize,
+    /// Its captured length.
+    pub len: usize,
+}
+
+impl SharedFrame<'_> {
+    /// The frame's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        self.chunk
+            .get(self.start..self.start.saturating_add(self.len))
+            .unwrap_or(&[])
+    }
 }
 
 /// The container format of a capture.

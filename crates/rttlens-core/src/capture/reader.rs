@@ -18,7 +18,7 @@ use flate2::read::MultiGzDecoder;
 
 use super::pcap::PcapState;
 use super::pcapng::{NgState, NG_SHB_MAGIC};
-use super::{CaptureError, CaptureFormat, CaptureNotes, Frame, LinkType};
+use super::{CaptureError, CaptureFormat, CaptureNotes, Frame, LinkType, SharedFrame};
 use crate::time::Timestamp;
 
 /// Initial size of the record buffer: small, so that opening a tiny input
@@ -69,6 +69,9 @@ pub struct CaptureReader {
     finished: bool,
     /// A record read ahead by [`peek_ts`](Self::peek_ts), not yet returned.
     loaded: Option<RecordMeta>,
+    /// The record of the frame returned last (its bytes are at the front
+    /// of `buf.data()` until the next call).
+    last: Option<RecordMeta>,
 }
 
 enum Format {
@@ -161,6 +164,7 @@ impl CaptureReader {
             last_snaplen: 0,
             finished: false,
             loaded: None,
+            last: None,
         };
         reader.detect()?;
         Ok(reader)
@@ -229,15 +233,44 @@ impl CaptureReader {
                 None => return Ok(None),
             },
         };
+        self.last = Some(meta);
+        Ok(self.last_frame())
+    }
+
+    /// The frame returned last, again.
+    fn last_frame(&self) -> Option<Frame<'_>> {
+        let meta = self.last.as_ref()?;
         let end = meta.data_start.saturating_add(meta.data_len);
         let data = self.buf.data().get(meta.data_start..end).unwrap_or(&[]);
-        Ok(Some(Frame {
+        Some(Frame {
             number: self.number,
             ts: meta.ts,
             link_type: meta.link_type,
             data,
             orig_len: meta.orig_len,
-        }))
+        })
+    }
+
+    /// [`next_frame`](Self::next_frame), with its bytes also as a
+    /// [`SharedFrame`] of the reader's buffer (the parallel pipeline hands
+    /// them to another thread without a copy; the reader then goes on in
+    /// another buffer).
+    ///
+    /// # Errors
+    ///
+    /// As [`next_frame`](Self::next_frame).
+    pub fn next_shared(&mut self) -> Result<Option<(Frame<'_>, SharedFrame<'_>)>, CaptureError> {
+        if self.next_frame()?.is_none() {
+            return Ok(None);
+        }
+        let this: &CaptureReader = self;
+        Ok(this.last_frame().zip(this.shared_frame()))
+    }
+
+    /// The bytes of the frame returned last, as a share of the buffer.
+    fn shared_frame(&self) -> Option<SharedFrame<'_>> {
+        let meta = self.last.as_ref()?;
+        Some(self.buf.share(meta.data_start, meta.data_len))
     }
 
     /// The timestamp of the frame the next [`next_frame`](Self::next_frame)
@@ -435,29 +468,41 @@ impl Read for Counting {
 }
 
 /// A byte buffer holding the unconsumed part of the input: `buf[start..end]`.
+///
+/// The bytes live in a reference-counted chunk so that the frames in it can
+/// be handed to other threads without a copy ([`CaptureReader::shared_frame`]):
+/// a chunk that others still hold is never written again; reading goes on
+/// in another chunk (a free one from `spare`, else a new one), into which
+/// only the unconsumed tail (part of one record) is copied.
 pub(super) struct RecordBuffer {
-    buf: Vec<u8>,
+    buf: Arc<Vec<u8>>,
     start: usize,
     end: usize,
     /// Offset in the stream of `buf[start]`.
     pub offset: u64,
     eof: bool,
+    /// Chunks handed out before, reused once nobody else holds them.
+    spare: Vec<Arc<Vec<u8>>>,
 }
+
+/// Chunks kept for reuse (more are dropped when the threads let go of them).
+const SPARE_CHUNKS: usize = 8;
 
 impl RecordBuffer {
     fn new() -> Self {
         RecordBuffer {
-            buf: vec![0; INITIAL_BUFFER],
+            buf: Arc::new(vec![0; INITIAL_BUFFER]),
             start: 0,
             end: 0,
             offset: 0,
             eof: false,
+            spare: Vec::new(),
         }
     }
 
     /// Puts bytes already read (the sniffed magic) at the front.
     fn preload(&mut self, bytes: &[u8]) {
-        if let Some(dst) = self.buf.get_mut(..bytes.len()) {
+        if let Some(dst) = self.writable().get_mut(..bytes.len()) {
             dst.copy_from_slice(bytes);
             self.start = 0;
             self.end = bytes.len();
@@ -467,6 +512,47 @@ impl RecordBuffer {
     /// The unconsumed bytes.
     pub fn data(&self) -> &[u8] {
         self.buf.get(self.start..self.end).unwrap_or(&[])
+    }
+
+    /// The chunk and the absolute range of `data()[from..from + len]`, for
+    /// a frame handed to another thread.
+    fn share(&self, from: usize, len: usize) -> SharedFrame<'_> {
+        SharedFrame {
+            chunk: &self.buf,
+            start: self.start + from,
+            len: len.min(self.end.saturating_sub(self.start + from)),
+        }
+    }
+
+    /// The buffer to write into: this chunk when nobody else holds it,
+    /// else another one holding the unconsumed bytes.
+    fn writable(&mut self) -> &mut Vec<u8> {
+        if Arc::get_mut(&mut self.buf).is_none() {
+            let len = self.buf.len();
+            let free = self
+                .spare
+                .iter()
+                .position(|c| Arc::strong_count(c) == 1 && Arc::weak_count(c) == 0);
+            let mut fresh = match free.map(|i| self.spare.swap_remove(i)) {
+                Some(c) => Arc::try_unwrap(c).unwrap_or_else(|c| (*c).clone()),
+                None => Vec::new(),
+            };
+            fresh.resize(len, 0);
+            let live = self.end - self.start;
+            if let (Some(dst), Some(src)) =
+                (fresh.get_mut(..live), self.buf.get(self.start..self.end))
+            {
+                dst.copy_from_slice(src);
+            }
+            let old = std::mem::replace(&mut self.buf, Arc::new(fresh));
+            if self.spare.len() < SPARE_CHUNKS {
+                self.spare.push(old);
+            }
+            self.start = 0;
+            self.end = live;
+        }
+        // unique now: no copy
+        Arc::make_mut(&mut self.buf)
     }
 
     /// Drops `n` bytes from the front (at most what is buffered).
@@ -494,21 +580,24 @@ impl RecordBuffer {
             if self.eof {
                 return Ok(false);
             }
-            if self.end == self.buf.len() {
-                if self.buf.len() < STEADY_BUFFER {
-                    let new_len = (self.buf.len() * 2).clamp(1, STEADY_BUFFER);
-                    self.buf.resize(new_len, 0);
+            // unique from here on (the live bytes may have moved to the front)
+            self.writable();
+            let buf = Arc::make_mut(&mut self.buf);
+            if self.end == buf.len() {
+                if buf.len() < STEADY_BUFFER {
+                    let new_len = (buf.len() * 2).clamp(1, STEADY_BUFFER);
+                    buf.resize(new_len, 0);
                 } else if self.start > 0 {
-                    self.buf.copy_within(self.start..self.end, 0);
+                    buf.copy_within(self.start..self.end, 0);
                     self.end -= self.start;
                     self.start = 0;
                 } else {
-                    let len = self.buf.len().max(1);
+                    let len = buf.len().max(1);
                     let new_len = len.saturating_mul(2).min(need).max(len + 1);
-                    self.buf.resize(new_len, 0);
+                    buf.resize(new_len, 0);
                 }
             }
-            let Some(space) = self.buf.get_mut(self.end..) else {
+            let Some(space) = buf.get_mut(self.end..) else {
                 return Ok(false);
             };
             match src.read(space) {

@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{CaptureError, CaptureNotes, CaptureReader, Frame, FrameSource};
+use super::{CaptureError, CaptureNotes, CaptureReader, Frame, FrameSource, SharedFrame};
 use crate::time::Timestamp;
 
 /// One file of the set.
@@ -223,6 +223,22 @@ impl FrameSource for CaptureSet {
             s.push_str(" (gzip)");
         }
         s
+    }
+
+    fn next_shared(
+        &mut self,
+    ) -> Result<Option<(Frame<'_>, Option<SharedFrame<'_>>)>, CaptureError> {
+        let Some(i) = self.earliest() else {
+            return Ok(None);
+        };
+        self.number += 1;
+        let number = self.number;
+        let r = self.members[i].reader.as_mut();
+        match r.map(CaptureReader::next_shared) {
+            Some(Ok(Some((f, s)))) => Ok(Some((Frame { number, ..f }, Some(s)))),
+            // `earliest` peeked a frame there: not reached
+            _ => Ok(None),
+        }
     }
 
     fn breaks(&self) -> Vec<String> {

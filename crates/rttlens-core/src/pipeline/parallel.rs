@@ -32,6 +32,7 @@ use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHasher};
 
@@ -56,12 +57,24 @@ enum Item {
         at: Mark,
         link: LinkType,
         orig_len: u32,
-        /// Range of the frame's bytes in [`Batch::data`].
-        start: usize,
-        len: usize,
+        /// Where the frame's bytes are.
+        bytes: Loc,
     },
     /// Sweep the table at `now`, after frame `frame`.
     Sweep { now: Timestamp, frame: u64 },
+}
+
+/// Where a frame's bytes are in its [`Batch`].
+#[derive(Clone, Copy)]
+enum Loc {
+    /// In the reader's buffer `chunks[chunk]` (no copy).
+    Chunk {
+        chunk: usize,
+        start: usize,
+        len: usize,
+    },
+    /// Copied into `data` (a source that cannot share its buffer).
+    Data { start: usize, len: usize },
 }
 
 /// A worker's share of one batch of frames.
@@ -70,6 +83,8 @@ struct Batch {
     /// The capture's first timestamp.
     start: Timestamp,
     items: Vec<Item>,
+    /// The reader's buffers the frames are in, held until the batch is done.
+    chunks: Vec<Arc<Vec<u8>>>,
     data: Vec<u8>,
     /// The last batch: hand on every connection still open.
     last: bool,
@@ -109,19 +124,22 @@ struct Answer {
     findings_by_id: BTreeMap<&'static str, u64>,
     /// With the last batch: the worker table's late segments.
     late_segments: u64,
+    /// Segments whose TCP options did not parse.
+    malformed_options: u64,
 }
 
 /// The worker a segment's connection belongs to.
 fn shard_of(seg: &wire::TcpSegment<'_>, n: usize) -> usize {
+    let end = |addr: std::net::IpAddr, port: u16| {
+        let mut h = FxHasher::default();
+        addr.hash(&mut h);
+        port.hash(&mut h);
+        h.finish()
+    };
     // direction-independent: the same for both halves of a connection
-    let x = (seg.src, seg.src_port);
-    let y = (seg.dst, seg.dst_port);
-    let (lo, hi) = if x <= y { (x, y) } else { (y, x) };
-    let mut h = FxHasher::default();
-    lo.hash(&mut h);
-    hi.hash(&mut h);
+    let h = end(seg.src, seg.src_port) ^ end(seg.dst, seg.dst_port);
     // the high bits of Fx's multiply are the mixed ones
-    ((h.finish() >> 32) as usize) % n
+    ((h >> 32) as usize) % n
 }
 
 /// [`super::run_with`] on `options.threads` workers, a reading thread and
@@ -176,6 +194,7 @@ pub(super) fn run(
         sum.findings_by_id = merged.findings_by_id;
         sum.quality.late_segments = merged.late_segments;
         sum.quality.oversized_segments = merged.oversized;
+        sum.quality.malformed_tcp_options = merged.malformed_options;
         Ok(sum)
     })
 }
@@ -189,6 +208,8 @@ fn read_frames(
 ) -> Result<CaptureSummary, CaptureError> {
     let n = inputs.len();
     let mut intake = Intake::new(options.filter.as_ref());
+    // the workers decode their frames in full, and count the option notes
+    intake.light = true;
     let new_batch = |seq, start| match recycled.try_recv() {
         Ok(b) => Batch {
             seq,
@@ -200,7 +221,8 @@ fn read_frames(
             seq,
             start,
             items: Vec::with_capacity(BATCH_FRAMES / n + 16),
-            data: Vec::with_capacity(BATCH_BYTES / n + 2048),
+            chunks: Vec::new(),
+            data: Vec::new(),
             last: false,
         },
     };
@@ -221,24 +243,41 @@ fn read_frames(
         ok
     };
     let result = loop {
-        let frame = match intake.next(reader) {
+        let (frame, shared) = match intake.next_shared(reader) {
             Ok(Some(f)) => f,
             Ok(None) => break Ok(()),
             Err(e) => break Err(e),
         };
         if let Some((seg, at)) = intake.take(&frame) {
-            let b = &mut batches[shard_of(&seg, n)];
-            let start = b.data.len();
-            b.data.extend_from_slice(frame.data);
+            let shard = shard_of(&seg, n);
+            let (link, orig_len, len) = (frame.link_type, frame.orig_len, frame.data.len());
+            let b = &mut batches[shard];
+            let loc = match shared {
+                // the reader's buffer, shared: no copy
+                Some(f) => {
+                    if !b.chunks.last().is_some_and(|c| Arc::ptr_eq(c, f.chunk)) {
+                        b.chunks.push(Arc::clone(f.chunk));
+                    }
+                    Loc::Chunk {
+                        chunk: b.chunks.len() - 1,
+                        start: f.start,
+                        len: f.len,
+                    }
+                }
+                None => {
+                    let start = b.data.len();
+                    b.data.extend_from_slice(frame.data);
+                    Loc::Data { start, len }
+                }
+            };
             b.items.push(Item::Frame {
                 at,
-                link: frame.link_type,
-                orig_len: frame.orig_len,
-                start,
-                len: frame.data.len(),
+                link,
+                orig_len,
+                bytes: loc,
             });
             frames += 1;
-            bytes += frame.data.len();
+            bytes += len;
             if intake.sweep_due() {
                 for b in &mut batches {
                     b.items.push(Item::Sweep {
@@ -286,6 +325,7 @@ fn worker(
             oversized: 0,
             findings_by_id: BTreeMap::new(),
             late_segments: 0,
+            malformed_options: 0,
         };
         let start = batch.start;
         let end = |c: Box<Conn>, frame: u64, phase: Phase, a: &mut Answer| {
@@ -305,14 +345,21 @@ fn worker(
                     at,
                     link,
                     orig_len,
-                    start: from,
-                    len,
+                    bytes,
                 } => {
-                    let data = batch.data.get(from..from + len).unwrap_or(&[]);
+                    let data = match bytes {
+                        Loc::Chunk { chunk, start, len } => batch
+                            .chunks
+                            .get(chunk)
+                            .and_then(|c| c.get(start..start + len)),
+                        Loc::Data { start, len } => batch.data.get(start..start + len),
+                    }
+                    .unwrap_or(&[]);
                     // decoded as the reader decoded it: always TCP
                     let Ok(Decoded::Tcp(seg)) = wire::decode(link, data, orig_len) else {
                         continue;
                     };
+                    a.malformed_options += u64::from(seg.options.malformed);
                     let mut ended = None;
                     let opened = table.push(&seg, at, &mut |c| ended = Some(c));
                     if let Some(c) = ended {
@@ -348,6 +395,7 @@ fn worker(
         let last = batch.last;
         let mut batch = batch;
         batch.items.clear();
+        batch.chunks.clear();
         batch.data.clear();
         // the reader may be gone (the end): the batch is then dropped
         let _ = recycle.send(batch);
@@ -365,6 +413,7 @@ struct Merged {
     findings_by_id: BTreeMap<&'static str, u64>,
     late_segments: u64,
     oversized: u64,
+    malformed_options: u64,
 }
 
 /// The calling thread: answers put back in the serial order.
@@ -394,6 +443,7 @@ fn merge(
             for a in batch {
                 m.oversized += a.oversized;
                 m.late_segments += a.late_segments;
+                m.malformed_options += a.malformed_options;
                 for (k, v) in a.findings_by_id {
                     *m.findings_by_id.entry(k).or_default() += v;
                 }

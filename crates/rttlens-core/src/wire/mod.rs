@@ -136,6 +136,31 @@ const IPPROTO_TCP: u8 = 6;
 /// [`DecodeError::Truncated`] when `data` ends inside a link, IP or TCP
 /// header; [`DecodeError::Malformed`] for impossible header values.
 pub fn decode(link: LinkType, data: &[u8], orig_len: u32) -> Result<Decoded<'_>, DecodeError> {
+    decode_with(link, data, orig_len, true)
+}
+
+/// [`decode`] without the TCP options (left at their default): the same
+/// result and errors otherwise, for a pass that only needs addresses, ports
+/// and lengths (the parallel pipeline's reader, which decodes every frame
+/// to send it to the thread of its connection).
+///
+/// # Errors
+///
+/// As [`decode`].
+pub fn decode_without_options(
+    link: LinkType,
+    data: &[u8],
+    orig_len: u32,
+) -> Result<Decoded<'_>, DecodeError> {
+    decode_with(link, data, orig_len, false)
+}
+
+fn decode_with(
+    link: LinkType,
+    data: &[u8],
+    orig_len: u32,
+    options: bool,
+) -> Result<Decoded<'_>, DecodeError> {
     let Some(net) = link::strip(link, data)? else {
         return Ok(Decoded::Other);
     };
@@ -152,7 +177,7 @@ pub fn decode(link: LinkType, data: &[u8], orig_len: u32) -> Result<Decoded<'_>,
     if datagram.non_first_fragment {
         return Ok(Decoded::TcpFragment);
     }
-    tcp::parse_segment(&datagram).map(Decoded::Tcp)
+    tcp::parse_segment_with(&datagram, options).map(Decoded::Tcp)
 }
 
 #[cfg(test)]

@@ -313,6 +313,14 @@ fn fast_open(cookie: &[u8], experimental: bool) -> FastOpen {
 /// and an IPv6 SYN with its options) is read as far as it goes: the fixed
 /// fields in full, the options that fit, no payload.
 pub fn parse_segment<'a>(datagram: &Datagram<'a>) -> Result<TcpSegment<'a>, DecodeError> {
+    parse_segment_with(datagram, true)
+}
+
+/// [`parse_segment`], parsing the options only when `options` is set.
+pub(super) fn parse_segment_with<'a>(
+    datagram: &Datagram<'a>,
+    options: bool,
+) -> Result<TcpSegment<'a>, DecodeError> {
     if !datagram.is_complete() {
         if let Some(seg) = parse_cut_header(datagram) {
             return Ok(seg);
@@ -351,7 +359,11 @@ pub fn parse_segment<'a>(datagram: &Datagram<'a>) -> Result<TcpSegment<'a>, Deco
         ack: SeqNumber(header.acknowledgment_number()),
         flags,
         window: header.window_size(),
-        options: TcpOptions::parse(header.options()),
+        options: if options {
+            TcpOptions::parse(header.options())
+        } else {
+            TcpOptions::default()
+        },
         payload: datagram.payload.get(header_len..).unwrap_or(&[]),
         payload_len: u32::try_from(payload_len).unwrap_or(u32::MAX),
     })
