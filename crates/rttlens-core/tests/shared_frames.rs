@@ -46,7 +46,11 @@ fn same(want: &[(u64, Vec<u8>)], got: &[(u64, Arc<Vec<u8>>, usize, usize)]) {
     assert!(want.len() > 100);
     for ((n, bytes), (m, chunk, start, len)) in want.iter().zip(got) {
         assert_eq!(n, m);
-        assert_eq!(&chunk[*start..start + len], &bytes[..], "frame {n} changed after it was shared");
+        assert_eq!(
+            &chunk[*start..start + len],
+            &bytes[..],
+            "frame {n} changed after it was shared"
+        );
     }
 }
 
@@ -61,7 +65,8 @@ fn shared_frames_keep_their_bytes_while_the_reader_goes_on() {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(&raw).expect("gzip");
         let gz = gz.finish().expect("gzip");
-        let open_gz = || CaptureReader::new(Box::new(std::io::Cursor::new(gz.clone()))).expect("open gz");
+        let open_gz =
+            || CaptureReader::new(Box::new(std::io::Cursor::new(gz.clone()))).expect("open gz");
         same(&copied(open_gz()), &shared(open_gz()));
     }
     // a set of two files, merged in time order
