@@ -8,10 +8,11 @@
 //! ```
 //!
 //! - The **reader** reads and decodes every frame (counts, quality notes,
-//!   the filter, as [`Intake`] does for the serial run) and copies each
-//!   tracked frame into the batch of the worker its connection belongs to
-//!   (a hash of the 4-tuple, so a connection's packets always go to the same
-//!   worker, in capture order). Every [`SWEEP_EVERY`](crate::flow::SWEEP_EVERY) tracked segments of the
+//!   the filter, as the serial run does) and hands each tracked frame to
+//!   the worker its connection belongs to (a hash of the 4-tuple, so a
+//!   connection's packets always go to the same worker, in capture order),
+//!   as a share of its read buffer, not a copy. Every
+//!   [`SWEEP_EVERY`](crate::flow::SWEEP_EVERY) tracked segments of the
 //!   whole capture it tells every worker to sweep, with the capture's
 //!   latest timestamp: each table then hands on each connection at the
 //!   same frame the single table of the serial run would.
