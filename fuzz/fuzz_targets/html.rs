@@ -36,7 +36,10 @@ fuzz_target!(|data: &[u8]| {
     );
     let Ok(sum) = pipeline::run_with(
         &mut reader,
-        Options { trace: true },
+        &Options {
+            trace: true,
+            ..Options::default()
+        },
         &mut |c| {
             let _ = r.connection(&mut std::io::sink(), c);
         },

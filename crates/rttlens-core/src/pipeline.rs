@@ -10,7 +10,7 @@ use crate::capture::{CaptureError, Frame, FrameSource, SharedFrame};
 use crate::detect;
 use crate::filter::Filter;
 use crate::flow::half::FrameMark;
-use crate::flow::{Conn, FlowTable, SWEEP_EVERY};
+use crate::flow::{Conn, FlowTable, SWEEP_EVERY, SWEEP_INTERVAL, SWEEP_MIN};
 use crate::report::ConnReport;
 use crate::side::Mark;
 use crate::time::Timestamp;
@@ -256,6 +256,8 @@ struct Intake<'f> {
     /// Decode without the TCP options, whose notes the flow threads count
     /// (the parallel pipeline's reader).
     light: bool,
+    /// Tracked segments and `now` at the last sweep.
+    swept: (u64, Timestamp),
 }
 
 impl<'f> Intake<'f> {
@@ -271,6 +273,7 @@ impl<'f> Intake<'f> {
             now: Timestamp::default(),
             tracked: 0,
             light: false,
+            swept: (0, Timestamp::default()),
         }
     }
 
@@ -321,9 +324,16 @@ impl<'f> Intake<'f> {
         }
     }
 
-    /// Whether the flow tables are swept after the segment just tracked.
-    fn sweep_due(&self) -> bool {
-        self.tracked % SWEEP_EVERY == 0
+    /// Whether the flow tables are swept after the segment just tracked
+    /// ([`SWEEP_EVERY`], [`SWEEP_MIN`]).
+    fn sweep_due(&mut self) -> bool {
+        let since = self.tracked - self.swept.0;
+        let due =
+            since >= SWEEP_EVERY || since >= SWEEP_MIN && self.now - self.swept.1 >= SWEEP_INTERVAL;
+        if due {
+            self.swept = (self.tracked, self.now);
+        }
+        due
     }
 
     /// The capture's first timestamp (connections' times are relative to it).

@@ -41,8 +41,16 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_millis(300_000);
 pub const TS_OPTION_LEN: u64 = 12;
 /// Every this many tracked segments (over the whole capture, not per table)
 /// the pipeline asks the table for connections to hand on
-/// ([`FlowTable::sweep`]).
+/// ([`FlowTable::sweep`])…
 pub const SWEEP_EVERY: u64 = 16_384;
+/// …and sooner, once [`SWEEP_INTERVAL`] of capture time has passed, after
+/// at least this many: a closed connection is then handed on about
+/// [`CLOSED_LINGER`] after it closed whatever the packet rate (streamed
+/// output comes sooner, fewer connections wait in memory), while a sweep
+/// of many open connections stays rare against the segments between.
+pub const SWEEP_MIN: u64 = 1_024;
+/// See [`SWEEP_MIN`].
+pub const SWEEP_INTERVAL: Duration = Duration::from_millis(100);
 
 /// A SYN or SYN-ACK as first seen, with its retransmissions.
 #[derive(Debug, Clone, Copy)]
@@ -499,7 +507,8 @@ impl FlowTable {
     /// in use ends the old connection, which is passed to `done`; returns
     /// whether the segment opened a new connection. Connections that are
     /// closed or idle are handed on by [`sweep`](Self::sweep), which the
-    /// caller runs every [`SWEEP_EVERY`] segments, so that a table holding
+    /// caller runs at points chosen over the whole capture ([`SWEEP_EVERY`],
+    /// [`SWEEP_MIN`]), so that a table holding
     /// a share of the capture's connections (one per thread) hands each
     /// connection on at the same point as a table holding them all.
     pub fn push(

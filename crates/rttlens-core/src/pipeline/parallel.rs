@@ -11,11 +11,12 @@
 //!   the filter, as the serial run does) and hands each tracked frame to
 //!   the worker its connection belongs to (a hash of the 4-tuple, so a
 //!   connection's packets always go to the same worker, in capture order),
-//!   as a share of its read buffer, not a copy. Every
-//!   [`SWEEP_EVERY`](crate::flow::SWEEP_EVERY) tracked segments of the
-//!   whole capture it tells every worker to sweep, with the capture's
-//!   latest timestamp: each table then hands on each connection at the
-//!   same frame the single table of the serial run would.
+//!   as a share of its read buffer, not a copy. At the sweep points of the
+//!   serial run ([`SWEEP_EVERY`](crate::flow::SWEEP_EVERY),
+//!   [`SWEEP_MIN`](crate::flow::SWEEP_MIN), counted over the whole capture)
+//!   it tells every worker to sweep, with the capture's latest timestamp:
+//!   each table then hands on each connection at the same frame the single
+//!   table of the serial run would.
 //! - Each **worker** owns a [`FlowTable`] and runs the analysis and the
 //!   detectors of the connections that end, tagging each event with the
 //!   frame it happened at: a connection opened, ended by a new SYN, ended by
