@@ -301,7 +301,19 @@ fn one_thread_and_many_give_identical_output() {
         .into_iter()
         .map(capture)
         .collect();
+    // a capture that breaks off (a record claims 4 GiB): the reader gets
+    // exactly as far on any number of threads, and says the same
+    let mut raw = std::fs::read(&all[1]).expect("read");
+    let mut at = 24;
+    for _ in 0..100 {
+        let incl = u32::from_le_bytes(raw[at + 8..at + 12].try_into().expect("4 bytes"));
+        at += 16 + incl as usize;
+    }
+    raw[at + 8..at + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+    let broken = scratch("broken.pcap");
+    std::fs::write(&broken, &raw).expect("write");
     let mut inputs: Vec<Vec<&std::ffi::OsStr>> = all.iter().map(|p| vec![p.as_os_str()]).collect();
+    inputs.push(vec![broken.as_os_str()]);
     // the four merged: connections from four files, ended by the end
     inputs.push(all.iter().map(|p| p.as_os_str()).collect());
     for files in &inputs {

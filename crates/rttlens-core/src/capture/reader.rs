@@ -473,7 +473,8 @@ impl Read for Counting {
 /// be handed to other threads without a copy ([`CaptureReader::shared_frame`]):
 /// a chunk that others still hold is never written again; reading goes on
 /// in another chunk (a free one from `spare`, else a new one), into which
-/// only the unconsumed tail (part of one record) is copied.
+/// only the unconsumed bytes (part of one record) are copied, at the same
+/// place.
 pub(super) struct RecordBuffer {
     buf: Arc<Vec<u8>>,
     start: usize,
@@ -525,7 +526,7 @@ impl RecordBuffer {
     }
 
     /// The buffer to write into: this chunk when nobody else holds it,
-    /// else another one holding the unconsumed bytes.
+    /// else another one holding the unconsumed bytes at the same offsets.
     fn writable(&mut self) -> &mut Vec<u8> {
         if Arc::get_mut(&mut self.buf).is_none() {
             let len = self.buf.len();
@@ -538,18 +539,17 @@ impl RecordBuffer {
                 None => Vec::new(),
             };
             fresh.resize(len, 0);
-            let live = self.end - self.start;
-            if let (Some(dst), Some(src)) =
-                (fresh.get_mut(..live), self.buf.get(self.start..self.end))
-            {
+            // the live bytes keep their place: the reads that follow are
+            // those of an unshared buffer, so the input is read in the same
+            // steps (and a broken file read as far) on one thread or several
+            let live = self.start..self.end;
+            if let (Some(dst), Some(src)) = (fresh.get_mut(live.clone()), self.buf.get(live)) {
                 dst.copy_from_slice(src);
             }
             let old = std::mem::replace(&mut self.buf, Arc::new(fresh));
             if self.spare.len() < SPARE_CHUNKS {
                 self.spare.push(old);
             }
-            self.start = 0;
-            self.end = live;
         }
         // unique now: no copy
         Arc::make_mut(&mut self.buf)
@@ -580,7 +580,7 @@ impl RecordBuffer {
             if self.eof {
                 return Ok(false);
             }
-            // unique from here on (the live bytes may have moved to the front)
+            // unique from here on
             self.writable();
             let buf = Arc::make_mut(&mut self.buf);
             if self.end == buf.len() {
