@@ -150,6 +150,9 @@ fn open_captures(files: &[PathBuf]) -> anyhow::Result<(Box<dyn FrameSource>, Str
             CaptureReader::open(path).with_context(|| format!("cannot read {}", path.display()))?;
         return Ok((Box::new(reader), path.display().to_string()));
     }
+    if files.iter().any(|p| p.as_os_str() == "-") {
+        anyhow::bail!("standard input (-) can only be read alone, not with other files");
+    }
     let mut set = CaptureSet::default();
     for path in files {
         set.add(path)

@@ -431,6 +431,15 @@ fn a_rotated_set_reads_as_the_capture_it_was_cut_from() {
         .collect();
     assert!(firsts.contains(&1), "{firsts:?}");
     assert!(firsts.iter().any(|&f| f > n), "{firsts:?}");
+    // standard input cannot be merged with files: exit 2, one clear line
+    let out = bin().arg("analyze").arg(&a).arg("-").output().expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("standard input (-) can only be read alone"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
