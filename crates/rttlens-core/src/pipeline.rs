@@ -211,7 +211,7 @@ fn report_of(
     for f in &findings {
         *findings_by_id.entry(f.id).or_default() += 1;
     }
-    let mut report = ConnReport::new(&a, findings, start);
+    let mut report = ConnReport::new(a, findings, start);
     report.trace = trace;
     report
 }

@@ -142,12 +142,15 @@ pub struct TlsReport {
 }
 
 impl ConnReport {
-    /// Build the report of an analysed connection.
+    /// Build the report of an analysed connection (the analysis is spent:
+    /// its ladder, notes and facts move into the report, not copied).
     pub fn new(
-        a: &Analysis,
+        mut a: Analysis,
         findings: Vec<Finding>,
         capture_start: crate::time::Timestamp,
     ) -> ConnReport {
+        let measured_tls_rtts = a.phase("tls").map(|p| p.rtts).unwrap_or(0.0);
+        let vantage = a.vantage();
         let c = &a.conn;
         let rtt = a.rtt.map(|r| RttReport {
             min_ms: round3(r.min.as_millis_f64()),
@@ -196,21 +199,21 @@ impl ConnReport {
             frames: c.frames,
             start_s: round3((c.first.ts - capture_start).as_secs_f64() * 1000.0) / 1000.0,
             duration_ms: round3((c.last.ts - c.first.ts).as_millis_f64()),
-            vantage: a.vantage(),
+            vantage,
             rtt,
-            tcp: a.tcp.clone(),
-            tls: a.tls.as_ref().map(|t| TlsReport {
-                info: t.info.clone(),
+            tcp: std::mem::take(&mut a.tcp),
+            tls: a.tls.as_mut().map(|t| TlsReport {
+                info: std::mem::take(&mut t.info),
                 kind: t.kind.as_str().to_string(),
                 nominal_rtts: t.kind.nominal_rtts() + u32::from(t.hello_retry.is_some()),
-                measured_rtts: a.phase("tls").map(|p| p.rtts).unwrap_or(0.0),
+                measured_rtts: measured_tls_rtts,
                 hello_retry: t.hello_retry.is_some(),
             }),
-            ladder: a.ladder.clone(),
+            ladder: std::mem::take(&mut a.ladder),
             transfer,
             findings,
             coverage: a.coverage,
-            notes: a.notes.clone(),
+            notes: std::mem::take(&mut a.notes),
             trace: None,
         }
     }

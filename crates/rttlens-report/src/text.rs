@@ -18,8 +18,15 @@ pub struct TextRenderer {
     /// Print the rounds table of each shown connection.
     pub rounds: bool,
     kept: Vec<ConnReport>,
+    /// The rank of the last kept connection after the last pruning.
+    floor: Option<(f64, f64, u64)>,
     seen: u64,
     source: String,
+}
+
+/// What [`crate::slowest_first`] orders by.
+fn rank(c: &ConnReport) -> (f64, f64, u64) {
+    (c.findings_ms(), c.duration_ms, c.index)
 }
 
 impl TextRenderer {
@@ -29,6 +36,7 @@ impl TextRenderer {
             top: top.max(1),
             rounds,
             kept: Vec::new(),
+            floor: None,
             seen: 0,
             source: String::new(),
         }
@@ -251,10 +259,18 @@ impl Renderer for TextRenderer {
 
     fn connection(&mut self, _w: &mut dyn Write, conn: ConnReport) -> io::Result<()> {
         self.seen += 1;
+        // `top` connections already rank before the floor: one that does
+        // not cannot be shown (most connections of a big capture)
+        if let Some(floor) = self.floor {
+            if crate::costliest_first(rank(&conn), floor) != std::cmp::Ordering::Less {
+                return Ok(());
+            }
+        }
         self.kept.push(conn);
         if self.kept.len() > 4 * self.top {
             self.sort();
             self.kept.truncate(self.top);
+            self.floor = self.kept.last().map(rank);
         }
         Ok(())
     }
