@@ -33,14 +33,19 @@ fn to_io(e: serde_json::Error) -> io::Error {
     io::Error::other(e)
 }
 
+/// `"schema_version":…,"tool":…,"source":…`: the head of both the JSON
+/// document and the JSON Lines header line.
+fn head_fields(source: &Source) -> io::Result<String> {
+    let name = serde_json::to_string(&source.name).map_err(to_io)?;
+    Ok(format!(
+        "\"schema_version\":{SCHEMA_VERSION},\"tool\":\"rttlens {}\",\"source\":{name}",
+        env!("CARGO_PKG_VERSION")
+    ))
+}
+
 impl Renderer for JsonRenderer {
     fn begin(&mut self, w: &mut dyn Write, source: &Source) -> io::Result<()> {
-        let name = serde_json::to_string(&source.name).map_err(to_io)?;
-        write!(
-            w,
-            "{{\"schema_version\":{SCHEMA_VERSION},\"tool\":\"rttlens {}\",\"source\":{name},\"connections\":[",
-            env!("CARGO_PKG_VERSION")
-        )
+        write!(w, "{{{},\"connections\":[", head_fields(source)?)
     }
 
     fn connection(&mut self, w: &mut dyn Write, conn: ConnReport) -> io::Result<()> {
@@ -82,12 +87,7 @@ pub struct JsonlRenderer {
 
 impl Renderer for JsonlRenderer {
     fn begin(&mut self, w: &mut dyn Write, source: &Source) -> io::Result<()> {
-        let name = serde_json::to_string(&source.name).map_err(to_io)?;
-        writeln!(
-            w,
-            "{{\"type\":\"header\",\"schema_version\":{SCHEMA_VERSION},\"tool\":\"rttlens {}\",\"source\":{name}}}",
-            env!("CARGO_PKG_VERSION")
-        )
+        writeln!(w, "{{\"type\":\"header\",{}}}", head_fields(source)?)
     }
 
     fn connection(&mut self, w: &mut dyn Write, conn: ConnReport) -> io::Result<()> {

@@ -186,17 +186,7 @@ impl FrameSource for CaptureSet {
     /// The earliest frame of all files. A file that breaks off after its
     /// first frame is noted ([`FrameSource::breaks`]) and the others go on.
     fn next_frame(&mut self) -> Result<Option<Frame<'_>>, CaptureError> {
-        let Some(i) = self.earliest() else {
-            return Ok(None);
-        };
-        self.number += 1;
-        let number = self.number;
-        let r = self.members[i].reader.as_mut();
-        match r.map(CaptureReader::next_frame) {
-            Some(Ok(Some(f))) => Ok(Some(Frame { number, ..f })),
-            // `earliest` peeked a frame there: not reached
-            _ => Ok(None),
-        }
+        Ok(self.next_shared()?.map(|(f, _)| f))
     }
 
     fn bytes_read(&self) -> u64 {
