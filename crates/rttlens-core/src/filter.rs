@@ -182,20 +182,29 @@ fn in_net(a: IpAddr, net: IpAddr, prefix: u8) -> bool {
 
 /// Words, operators and parentheses, each with its 0-based char column.
 fn tokenize(text: &str) -> Vec<(usize, String)> {
+    let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut cur: Option<(usize, String)> = None;
-    for (col, ch) in text.chars().enumerate() {
-        let single = matches!(ch, '(' | ')' | '!');
-        if ch.is_whitespace() || single {
-            if let Some(t) = cur.take() {
-                out.push(t);
+    let mut col = 0;
+    while let Some(&ch) = chars.get(col) {
+        // operators stand alone as in tcpdump: `port 80&&host a` is three
+        // words and an operator, like `port 80 && host a`
+        let doubled = matches!(ch, '&' | '|') && chars.get(col + 1) == Some(&ch);
+        let op_len = if doubled {
+            2
+        } else {
+            usize::from(matches!(ch, '(' | ')' | '!'))
+        };
+        if ch.is_whitespace() || op_len > 0 {
+            out.extend(cur.take());
+            if op_len > 0 {
+                out.push((col, chars[col..col + op_len].iter().collect()));
             }
-            if single {
-                out.push((col, ch.to_string()));
-            }
+            col += op_len.max(1);
             continue;
         }
         cur.get_or_insert_with(|| (col, String::new())).1.push(ch);
+        col += 1;
     }
     out.extend(cur);
     out
@@ -492,6 +501,10 @@ mod tests {
         assert!(!m("port 1 and (port 2 or port 80)", &s));
         assert!(m("(port 1 or port 80) && host 10.0.0.1", &s));
         assert!(m("not (port 1 || port 2)", &s));
+        // operators need no spaces around them, as in tcpdump
+        assert!(m("port 80&&host 10.0.0.1", &s));
+        assert!(!m("port 80&&!host 10.0.0.1", &s));
+        assert!(m("(port 1||port 80)", &s));
     }
 
     #[test]
