@@ -218,9 +218,18 @@ struct Hole {
     opened: Mark,
 }
 
+/// One ACK from the peer, or a run of ACKs that differ only in time.
 #[derive(Debug, Clone, Copy)]
 struct AckEv {
     ts: Timestamp,
+    /// The latest ACK of the run: a repeat of the one before (same ACK,
+    /// window and SACK, not a duplicate ACK) only moves the time the sender
+    /// last heard from the peer ([`Eligible::any_ts`]), so it joins the run
+    /// rather than the queue. Without that, the peer's data segments of a
+    /// download, each repeating the same ACK of the request, would queue
+    /// one event each until this side sends again: memory growing with the
+    /// connection's length.
+    last_ts: Timestamp,
     ack: u64,
     window: u64,
     sacked: u64,
@@ -617,14 +626,26 @@ impl Half {
         self.ack_seen = true;
         self.window = window;
         self.max_window = self.max_window.max(window);
-        self.hist.push_back(AckEv {
+        let ev = AckEv {
             ts: at.ts,
+            last_ts: at.ts,
             ack: off,
             window,
             sacked,
             sack_high,
             dup,
-        });
+        };
+        match self.hist.back_mut() {
+            Some(b)
+                if !dup
+                    && !b.dup
+                    && (b.ack, b.window, b.sacked, b.sack_high)
+                        == (ev.ack, ev.window, ev.sacked, ev.sack_high) =>
+            {
+                b.last_ts = ev.ts;
+            }
+            _ => self.hist.push_back(ev),
+        }
     }
 
     fn mark(&mut self, at: Mark, m: FrameMark) {
@@ -646,11 +667,26 @@ impl Half {
     fn advance_eligible(&mut self, now: Timestamp, h_x: Duration) {
         let eps = Duration::from_nanos(h_x.nanos / 10) + Duration::from_micros(20);
         let horizon = now - h_x + eps;
-        while let Some(&a) = self.hist.front() {
+        while let Some(a) = self.hist.front_mut() {
             if a.ts > horizon {
                 break;
             }
-            self.hist.pop_front();
+            let a = if a.last_ts > horizon {
+                // a run only partly eligible: its repeats before the horizon
+                // are not kept, so the sender is taken to have heard from the
+                // peer at the horizon (the latest it can have; a silence
+                // computed from it is never longer than the true one)
+                let part = AckEv {
+                    last_ts: horizon,
+                    ..*a
+                };
+                a.ts = horizon + Duration::from_nanos(1);
+                part
+            } else {
+                let a = *a;
+                self.hist.pop_front();
+                a
+            };
             if !self.elig.seen || a.ack > self.elig.ack {
                 self.elig.dupacks = 0;
                 self.elig.ack = a.ack;
@@ -664,7 +700,7 @@ impl Half {
                 self.elig.dupacks += 1;
             }
             self.elig.seen = true;
-            self.elig.any_ts = a.ts;
+            self.elig.any_ts = a.last_ts;
             self.elig.window = a.window;
             self.elig.sacked = a.sacked;
             self.elig.sack_high = self.elig.sack_high.max(a.sack_high);
@@ -1084,5 +1120,85 @@ impl Half {
             });
         }
         kind
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mark(frame: u64, ms: i64) -> Mark {
+        Mark {
+            frame,
+            ts: Timestamp::from_nanos(ms * 1_000_000),
+        }
+    }
+
+    /// A client that sent its request and then only receives: every one of
+    /// the server's data segments repeats the ACK of the request.
+    fn downloading_client(acks: u64) -> (Half, RttSamples) {
+        let mut h = Half::new(Side::Client);
+        let mut rtt = RttSamples::default();
+        let zero = Duration::from_nanos(0);
+        let rtt_min = Duration::from_millis(10);
+        h.on_data(
+            SeqNumber(1000),
+            100,
+            &[0; 100],
+            mark(1, 0),
+            zero,
+            zero,
+            rtt_min,
+            None,
+        );
+        for i in 0..acks {
+            let at = mark(2 + i, 10 + i as i64);
+            h.on_peer_ack(SeqNumber(1100), 512, &[], false, at, &mut rtt, None);
+        }
+        (h, rtt)
+    }
+
+    #[test]
+    fn repeated_acks_queue_as_one_run() {
+        let (h, _) = downloading_client(100_000);
+        // the first ACK of the request, then one run of its repeats
+        assert_eq!(h.hist.len(), 1, "{:?}", h.hist.front());
+        let run = h.hist.front().copied();
+        assert_eq!(
+            run.map(|a| (a.ts, a.last_ts)),
+            Some((mark(0, 10).ts, mark(0, 100_009).ts))
+        );
+    }
+
+    #[test]
+    fn a_run_makes_the_last_repeat_eligible() {
+        let (mut h, _) = downloading_client(1_000);
+        let zero = Duration::from_nanos(0);
+        let h_x = Duration::from_millis(10);
+        // the client's second request, long after the last ACK: all eligible,
+        // the sender last heard from the peer at the last repeat (1,009 ms)
+        let later = mark(5_000, 2_000);
+        h.on_data(SeqNumber(1100), 100, &[0; 100], later, h_x, zero, h_x, None);
+        assert!(h.hist.is_empty());
+        assert_eq!(h.elig.any_ts, mark(0, 1_009).ts);
+        assert_eq!(h.elig.ack, 100);
+    }
+
+    #[test]
+    fn a_run_straddling_the_horizon_stays_for_the_rest() {
+        let (mut h, _) = downloading_client(1_000);
+        let zero = Duration::from_nanos(0);
+        // horizon = 520 ms − 10 ms + ε (1 ms + 20 µs): halfway through the run
+        let h_x = Duration::from_millis(10);
+        let at = mark(5_000, 520);
+        h.on_data(SeqNumber(1100), 100, &[0; 100], at, h_x, zero, h_x, None);
+        let horizon = at.ts - h_x + Duration::from_micros(1_020);
+        // never later than the horizon: a silence measured from it is not
+        // longer than the true one
+        assert_eq!(h.elig.any_ts, horizon);
+        assert_eq!(h.elig.ack, 100);
+        let rest = h.hist.front().copied();
+        assert_eq!(h.hist.len(), 1);
+        assert!(rest.is_some_and(|a| a.ts > horizon && a.last_ts == mark(0, 1_009).ts));
     }
 }
