@@ -2,39 +2,45 @@
 //! the serial run's order.
 //!
 //! ```text
-//!   reader ──batch b, shard 0──▶ worker 0 ─┐
-//!   (frames, decode,  ─shard 1──▶ worker 1 ─┼─ events of batch b ─▶ merger (calling thread)
-//!    filter, sweeps)  ─ …      ─▶ worker n ─┘                      ─▶ on_conn, in serial order
+//!   reader ──batch b of shard 0──▶ flow thread 0 ─┐
+//!   (frames, decode,  ─shard 1 ──▶ flow thread 1 ─┼─ events of batch b ─▶ merger (calling thread)
+//!    filter, sweeps)  ─ …                         │                     ─▶ on_conn, in serial order
+//!      └─ last shard: the reader's own, taken by ─┘
+//!         whichever of it and the flow threads is free
 //! ```
 //!
+//! - The connections are split into **shards**, one per thread (a hash of
+//!   the 4-tuple, so a connection's packets always go to the same shard,
+//!   in capture order). Each shard has its own [`FlowTable`]; one thread
+//!   at a time processes its batches, in order.
 //! - The **reader** reads and decodes every frame (counts, quality notes,
-//!   the filter, as the serial run does) and hands each tracked frame to
-//!   the worker its connection belongs to (a hash of the 4-tuple, so a
-//!   connection's packets always go to the same worker, in capture order),
-//!   as a share of its read buffer, not a copy. At the sweep points of the
-//!   serial run ([`SWEEP_EVERY`](crate::flow::SWEEP_EVERY),
+//!   the filter, as the serial run does) and queues each tracked frame in
+//!   its shard's batch, as a share of its read buffer, not a copy. At the
+//!   sweep points of the serial run ([`SWEEP_EVERY`](crate::flow::SWEEP_EVERY),
 //!   [`SWEEP_MIN`](crate::flow::SWEEP_MIN), counted over the whole capture)
-//!   it tells every worker to sweep, with the capture's latest timestamp:
+//!   it tells every shard to sweep, with the capture's latest timestamp:
 //!   each table then hands on each connection at the same frame the single
-//!   table of the serial run would.
-//! - Each **worker** owns a [`FlowTable`] and runs the analysis and the
-//!   detectors of the connections that end, tagging each event with the
-//!   frame it happened at: a connection opened, ended by a new SYN, ended by
-//!   a sweep, or left at the end.
-//! - The **merger** takes every worker's events of batch `b` once all have
+//!   table of the serial run would. When too many batches wait, it
+//!   processes batches of its own shard rather than block ([`Pool`]).
+//! - Each **flow thread** processes the batches of its shard, and of the
+//!   reader's when its own has none: flow tracking, then the analysis and
+//!   detectors of the connections that end, each event tagged with the
+//!   frame it happened at: a connection opened, ended by a new SYN, ended
+//!   by a sweep, or left at the end.
+//! - The **merger** takes every shard's events of batch `b` once all have
 //!   answered, sorts them by frame (the serial run's order of events),
 //!   numbers connections in the order they opened (the serial `index`), and
 //!   passes the reports on. It also replays the count of open connections
 //!   to find the serial run's peak.
 //!
-//! Memory: a few batches per worker (bounded channels), the connections
+//! Memory: at most [`QUEUE`] batches per shard waiting, the connections
 //! open in all tables, and the reports of a few batches at the merger.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use rustc_hash::{FxHashMap, FxHasher};
 
@@ -46,14 +52,14 @@ use crate::side::Mark;
 use crate::time::Timestamp;
 use crate::wire::{self, Decoded};
 
-/// A batch is sent once it holds this many frames over all workers…
+/// A batch is sent once it holds this many frames over all shards…
 const BATCH_FRAMES: usize = 4096;
 /// …or this many bytes of packet data.
 const BATCH_BYTES: usize = 1 << 20;
-/// Batches queued per worker.
+/// Batches waiting per shard before the reader processes some itself.
 const QUEUE: usize = 2;
 
-/// What a worker reads: frames of its connections, and sweeps.
+/// What a shard's batch holds: frames of its connections, and sweeps.
 enum Item {
     Frame {
         at: Mark,
@@ -79,7 +85,7 @@ enum Loc {
     Data { start: usize, len: usize },
 }
 
-/// A worker's share of one batch of frames.
+/// A shard's share of one batch of frames.
 struct Batch {
     seq: u64,
     /// The capture's first timestamp.
@@ -109,28 +115,29 @@ enum Phase {
 struct Event {
     frame: u64,
     phase: Phase,
-    /// The connection's index in its worker's table.
+    /// The connection's index in its shard's table.
     local: u64,
     /// The report of an ended connection (with the local index, replaced
-    /// by the merger).
-    report: Option<ConnReport>,
+    /// by the merger); boxed, so that sorting events moves pointers, not
+    /// reports of most of a KB.
+    report: Option<Box<ConnReport>>,
 }
 
-/// A worker's answer to one batch.
+/// A shard's answer to one batch.
 struct Answer {
     seq: u64,
     shard: usize,
     events: Vec<Event>,
-    /// Counts of the worker's connections ended in this batch.
+    /// Counts of the shard's connections ended in this batch.
     oversized: u64,
     findings_by_id: BTreeMap<&'static str, u64>,
-    /// With the last batch: the worker table's late segments.
+    /// With the last batch: the shard table's late segments.
     late_segments: u64,
     /// Segments whose TCP options did not parse.
     malformed_options: u64,
 }
 
-/// The worker a segment's connection belongs to.
+/// The shard a segment's connection belongs to.
 fn shard_of(seg: &wire::TcpSegment<'_>, n: usize) -> usize {
     let end = |addr: std::net::IpAddr, port: u16| {
         let mut h = FxHasher::default();
@@ -144,15 +151,19 @@ fn shard_of(seg: &wire::TcpSegment<'_>, n: usize) -> usize {
     ((h >> 32) as usize) % n
 }
 
-/// [`super::run_with`] on `options.threads` workers, a reading thread and
-/// the calling thread (which calls `on_conn` and `progress`).
+/// [`super::run_with`] on `options.threads` threads (a reading thread and
+/// flow threads) and the calling thread (which calls `on_conn` and
+/// `progress`).
 pub(super) fn run(
     reader: &mut dyn FrameSource,
     options: &Options,
     on_conn: &mut dyn FnMut(ConnReport),
     progress: &mut dyn FnMut(Progress),
 ) -> Result<CaptureSummary, CaptureError> {
-    let n = options.threads.max(2);
+    // the reader is one of the threads; the others are flow threads
+    let flow = options.threads.max(2) - 1;
+    let pool = Pool::new(flow, options.trace);
+    let n = pool.len();
     let bytes_read = AtomicU64::new(0);
     let frames_read = AtomicU64::new(0);
     let (answer_tx, answer_rx) = mpsc::sync_channel::<Answer>(QUEUE * n);
@@ -160,26 +171,27 @@ pub(super) fn run(
     // buffers of a MiB each cost page faults, and freeing them on another
     // thread costs the allocator more
     let (recycle_tx, recycle_rx) = mpsc::channel::<Batch>();
+    let pool = &pool;
     std::thread::scope(|s| {
-        let mut inputs = Vec::with_capacity(n);
-        for shard in 0..n {
-            let (tx, rx) = mpsc::sync_channel::<Batch>(QUEUE);
-            inputs.push(tx);
-            let answers = answer_tx.clone();
-            let recycle = recycle_tx.clone();
-            let trace = options.trace;
+        for i in 0..flow {
+            let out = Outlets {
+                answers: answer_tx.clone(),
+                recycle: recycle_tx.clone(),
+            };
             std::thread::Builder::new()
-                .name(format!("rttlens-flow-{shard}"))
-                .spawn_scoped(s, move || worker(shard, trace, &rx, (&answers, &recycle)))
-                .expect("spawn a flow worker thread");
+                .name(format!("rttlens-flow-{i}"))
+                .spawn_scoped(s, move || worker(i, pool, &out))
+                .expect("spawn a flow thread");
         }
-        drop(answer_tx);
-        drop(recycle_tx);
+        let out = Outlets {
+            answers: answer_tx,
+            recycle: recycle_tx,
+        };
         let read = (&bytes_read, &frames_read);
         let read = std::thread::Builder::new()
             .name("rttlens-read".into())
             .spawn_scoped(s, move || {
-                read_frames(reader, options, (inputs, recycle_rx), read)
+                read_frames(reader, options, (pool, out, recycle_rx), read)
             })
             .expect("spawn the reading thread");
         let mut tell = || {
@@ -201,16 +213,17 @@ pub(super) fn run(
     })
 }
 
-/// The reading thread: frames into per-worker batches.
+/// The reading thread: frames into per-shard batches.
 fn read_frames(
     reader: &mut dyn FrameSource,
     options: &Options,
-    (inputs, recycled): (Vec<SyncSender<Batch>>, Receiver<Batch>),
+    (pool, out, recycled): (&Pool, Outlets, Receiver<Batch>),
     (bytes_read, frames_read): (&AtomicU64, &AtomicU64),
 ) -> Result<CaptureSummary, CaptureError> {
-    let n = inputs.len();
+    let _guard = StopOnPanic(pool);
+    let n = pool.len();
     let mut intake = Intake::new(options.filter.as_ref());
-    // the workers decode their frames in full, and count the option notes
+    // the flow threads decode their frames in full, and count the option notes
     intake.light = true;
     let new_batch = |seq, start| match recycled.try_recv() {
         Ok(b) => Batch {
@@ -231,18 +244,18 @@ fn read_frames(
     let mut seq = 0u64;
     let mut batches: Vec<Batch> = (0..n).map(|_| new_batch(0, Timestamp::default())).collect();
     let (mut frames, mut bytes) = (0usize, 0usize);
-    // a worker that stopped (it panicked): stop reading, the merger reports
+    // a thread that stopped (it panicked, the merger is gone): stop reading
     let send = |batches: &mut Vec<Batch>, seq: &mut u64, start, last| -> bool {
         let mut ok = true;
-        for (b, tx) in batches.iter_mut().zip(&inputs) {
+        for (shard, b) in batches.iter_mut().enumerate() {
             let mut full = std::mem::replace(b, new_batch(*seq + 1, start));
             full.seq = *seq;
             full.start = start;
             full.last = last;
-            ok &= tx.send(full).is_ok();
+            ok &= pool.push(shard, full);
         }
         *seq += 1;
-        ok
+        ok && pool.make_room(QUEUE * n, &out)
     };
     let result = loop {
         let (frame, shared) = match intake.next_shared(reader) {
@@ -298,110 +311,364 @@ fn read_frames(
             (frames, bytes) = (0, 0);
         }
     };
-    // the last batch, also after an error: the workers and the merger end
+    // the last batch, also after an error: the flow threads and the merger end
     send(&mut batches, &mut seq, intake.start(), true);
+    pool.close();
+    // help with what is left
+    while let Some((shard, batch)) = pool.take(Taker::Reader, false) {
+        if !pool.run(shard, batch, &out) {
+            break;
+        }
+    }
     bytes_read.store(reader.bytes_read(), Ordering::Relaxed);
     frames_read.store(intake.sum.frames, Ordering::Relaxed);
     result?;
     Ok(intake.finish(reader))
 }
 
-/// A worker: its share of the connections, through flow tracking,
-/// analysis and detectors.
-fn worker(
-    shard: usize,
-    trace: bool,
-    input: &Receiver<Batch>,
-    (answers, recycle): (&SyncSender<Answer>, &mpsc::Sender<Batch>),
-) {
-    let mut table = if trace {
-        FlowTable::with_trace()
-    } else {
-        FlowTable::new()
+/// One shard of the connections: its flow table, and its index (the
+/// merger's name for it).
+struct Shard {
+    index: usize,
+    table: FlowTable,
+}
+
+/// Runs one batch of `shard`'s frames through flow tracking, analysis and
+/// detectors: the answer for the merger, and the emptied batch.
+fn process(shard: &mut Shard, batch: Batch) -> (Answer, Batch) {
+    let table = &mut shard.table;
+    let mut a = Answer {
+        seq: batch.seq,
+        shard: shard.index,
+        events: Vec::new(),
+        oversized: 0,
+        findings_by_id: BTreeMap::new(),
+        late_segments: 0,
+        malformed_options: 0,
     };
-    while let Ok(batch) = input.recv() {
-        let mut a = Answer {
-            seq: batch.seq,
-            shard,
-            events: Vec::new(),
-            oversized: 0,
-            findings_by_id: BTreeMap::new(),
-            late_segments: 0,
-            malformed_options: 0,
-        };
-        let start = batch.start;
-        let end = |c: Box<Conn>, frame: u64, phase: Phase, a: &mut Answer| {
-            a.oversized += c.half[0].oversized + c.half[1].oversized;
-            let local = c.index;
-            let report = report_of(c, start, &mut a.findings_by_id);
-            a.events.push(Event {
-                frame,
-                phase,
-                local,
-                report: Some(report),
-            });
-        };
-        for item in &batch.items {
-            match *item {
-                Item::Frame {
-                    at,
-                    link,
-                    orig_len,
-                    bytes,
-                } => {
-                    let data = match bytes {
-                        Loc::Chunk { chunk, start, len } => batch
-                            .chunks
-                            .get(chunk)
-                            .and_then(|c| c.get(start..start + len)),
-                        Loc::Data { start, len } => batch.data.get(start..start + len),
-                    }
-                    .unwrap_or(&[]);
-                    // decoded as the reader decoded it: always TCP
-                    let Ok(Decoded::Tcp(seg)) = wire::decode(link, data, orig_len) else {
-                        continue;
-                    };
-                    a.malformed_options += u64::from(seg.options.malformed);
-                    let mut ended = None;
-                    let opened = table.push(&seg, at, &mut |c| ended = Some(c));
-                    if let Some(c) = ended {
-                        end(c, at.frame, Phase::Reused, &mut a);
-                    }
-                    if opened {
-                        a.events.push(Event {
-                            frame: at.frame,
-                            phase: Phase::Opened,
-                            local: table.opened() - 1,
-                            report: None,
-                        });
-                    }
+    let start = batch.start;
+    let end = |c: Box<Conn>, frame: u64, phase: Phase, a: &mut Answer| {
+        a.oversized += c.half[0].oversized + c.half[1].oversized;
+        let local = c.index;
+        let report = report_of(c, start, &mut a.findings_by_id);
+        a.events.push(Event {
+            frame,
+            phase,
+            local,
+            report: Some(Box::new(report)),
+        });
+    };
+    let bytes_of = |loc: Loc| {
+        match loc {
+            Loc::Chunk { chunk, start, len } => batch
+                .chunks
+                .get(chunk)
+                .and_then(|c| c.get(start..start + len)),
+            Loc::Data { start, len } => batch.data.get(start..start + len),
+        }
+        .unwrap_or(&[])
+    };
+    for item in &batch.items {
+        match *item {
+            Item::Frame {
+                at,
+                link,
+                orig_len,
+                bytes,
+            } => {
+                let data = bytes_of(bytes);
+                // decoded as the reader decoded it: always TCP
+                let Ok(Decoded::Tcp(seg)) = wire::decode(link, data, orig_len) else {
+                    continue;
+                };
+                a.malformed_options += u64::from(seg.options.malformed);
+                let mut ended = None;
+                let opened = table.push(&seg, at, &mut |c| ended = Some(c));
+                if let Some(c) = ended {
+                    end(c, at.frame, Phase::Reused, &mut a);
                 }
-                Item::Sweep { now, frame } => {
-                    let mut swept = Vec::new();
-                    table.sweep(now, &mut |c| swept.push(c));
-                    for c in swept {
-                        end(c, frame, Phase::Swept, &mut a);
-                    }
+                if opened {
+                    a.events.push(Event {
+                        frame: at.frame,
+                        phase: Phase::Opened,
+                        local: table.opened() - 1,
+                        report: None,
+                    });
+                }
+            }
+            Item::Sweep { now, frame } => {
+                let mut swept = Vec::new();
+                table.sweep(now, &mut |c| swept.push(c));
+                for c in swept {
+                    end(c, frame, Phase::Swept, &mut a);
                 }
             }
         }
-        if batch.last {
-            a.late_segments = table.late_segments;
-            let table = std::mem::take(&mut table);
-            let mut left = Vec::new();
-            table.finish(&mut |c| left.push(c));
-            for c in left {
-                end(c, u64::MAX, Phase::Left, &mut a);
-            }
+    }
+    if batch.last {
+        a.late_segments = table.late_segments;
+        let table = std::mem::take(table);
+        let mut left = Vec::new();
+        table.finish(&mut |c| left.push(c));
+        for c in left {
+            end(c, u64::MAX, Phase::Left, &mut a);
         }
-        let last = batch.last;
-        let mut batch = batch;
-        batch.items.clear();
-        batch.chunks.clear();
-        batch.data.clear();
+    }
+    let mut batch = batch;
+    batch.items.clear();
+    batch.chunks.clear();
+    batch.data.clear();
+    (a, batch)
+}
+
+/// The batches waiting, per shard, and which shards a thread is on.
+#[derive(Default)]
+struct Sched {
+    /// Each shard's batches, in order.
+    queues: Vec<VecDeque<Batch>>,
+    /// The shard is in `ready` or a thread is processing it: one thread at
+    /// a time per shard, so its batches are processed in order.
+    taken: Vec<bool>,
+    /// Shards with a batch waiting and no thread on them, in the order
+    /// they became ready.
+    ready: VecDeque<usize>,
+    /// Batches in all queues.
+    queued: usize,
+    /// The reader queued its last batches.
+    closed: bool,
+    /// A thread panicked or the merger is gone: everyone stops.
+    stopped: bool,
+}
+
+/// Who takes a batch: a flow thread, or the reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Taker {
+    Flow(usize),
+    Reader,
+}
+
+/// The shards, shared by the flow threads and the reader.
+///
+/// There is a shard per thread, the reader's the last one. The reader
+/// reads, decodes and queues every frame, and when more than
+/// [`QUEUE`] batches per shard wait it processes batches of its shard
+/// rather than block. A flow thread processes its own shards' batches
+/// and, when none is ready, the reader's. So on a capture of large frames,
+/// where reading is most of the work, the reader reads while the flow
+/// threads do the rest, and on one of small frames both cores analyse. A
+/// shard's table moves between threads only when the reader's shard is
+/// taken by a flow thread; otherwise it stays with its thread, whose heap
+/// its allocations come from (frees on another thread cost mimalloc most
+/// of the parallel overhead measured on a connection-heavy capture).
+struct Pool {
+    sched: Mutex<Sched>,
+    /// A shard became ready, or the pool closed or stopped.
+    work: Condvar,
+    /// A batch was taken: the reader may queue more.
+    room: Condvar,
+    shards: Vec<Mutex<Shard>>,
+    /// Flow threads.
+    flow: usize,
+}
+
+/// Stops the pool when the thread holding it panics (the others would
+/// wait for its batches forever).
+struct StopOnPanic<'a>(&'a Pool);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.stop();
+        }
+    }
+}
+
+impl Pool {
+    /// A pool for `flow` flow threads and the reader.
+    fn new(flow: usize, trace: bool) -> Pool {
+        let n = flow + 1;
+        let table = || {
+            if trace {
+                FlowTable::with_trace()
+            } else {
+                FlowTable::new()
+            }
+        };
+        Pool {
+            sched: Mutex::new(Sched {
+                queues: (0..n).map(|_| VecDeque::new()).collect(),
+                taken: vec![false; n],
+                ..Sched::default()
+            }),
+            work: Condvar::new(),
+            room: Condvar::new(),
+            flow,
+            shards: (0..n)
+                .map(|index| {
+                    Mutex::new(Shard {
+                        index,
+                        table: table(),
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// Number of shards.
+    fn len(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Whose shard `shard` is: flow thread `i` has shard `i`, the reader
+    /// the last.
+    fn owner(&self, shard: usize) -> Taker {
+        if shard < self.flow {
+            Taker::Flow(shard)
+        } else {
+            Taker::Reader
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Sched> {
+        // a panic elsewhere is reported by the scope; the counts stay sound
+        self.sched.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `batch` of `shard`. `false` when the pool stopped.
+    fn push(&self, shard: usize, batch: Batch) -> bool {
+        let mut s = self.lock();
+        if s.stopped {
+            return false;
+        }
+        if let Some(q) = s.queues.get_mut(shard) {
+            q.push_back(batch);
+            s.queued += 1;
+        }
+        if s.taken.get(shard) == Some(&false) {
+            s.taken[shard] = true;
+            s.ready.push_back(shard);
+            // the thread it is for may not be the one `notify_one` wakes
+            self.work.notify_all();
+        }
+        true
+    }
+
+    /// The next batch `who` may take: of its own shards, else (a flow
+    /// thread) of the reader's, else (the reader, after the end) of any.
+    /// With `wait`, waits for one until the pool is closed and empty or
+    /// stopped; else returns `None` at once when there is none.
+    fn take(&self, who: Taker, wait: bool) -> Option<(usize, Batch)> {
+        let mut s = self.lock();
+        loop {
+            if s.stopped {
+                return None;
+            }
+            let mine = s.ready.iter().position(|&r| self.owner(r) == who);
+            let other = || match who {
+                Taker::Flow(_) => s.ready.iter().position(|&r| self.owner(r) == Taker::Reader),
+                Taker::Reader if s.closed => (!s.ready.is_empty()).then_some(0),
+                Taker::Reader => None,
+            };
+            if let Some(shard) = mine.or_else(other).and_then(|at| s.ready.remove(at)) {
+                if let Some(batch) = s.queues.get_mut(shard).and_then(VecDeque::pop_front) {
+                    s.queued -= 1;
+                    if s.closed && s.queued == 0 {
+                        self.work.notify_all();
+                    }
+                    self.room.notify_one();
+                    return Some((shard, batch));
+                }
+                continue;
+            }
+            if !wait || s.closed && s.queued == 0 {
+                return None;
+            }
+            s = self.work.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Processes `batch` of `shard` on this thread, then hands the shard on.
+    /// `false` when the merger is gone.
+    fn run(&self, shard: usize, batch: Batch, out: &Outlets) -> bool {
+        let _guard = StopOnPanic(self);
+        let (answer, batch) = {
+            let Some(slot) = self.shards.get(shard) else {
+                return false;
+            };
+            let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            process(&mut slot, batch)
+        };
         // the reader may be gone (the end): the batch is then dropped
-        let _ = recycle.send(batch);
-        if answers.send(a).is_err() || last {
+        let _ = out.recycle.send(batch);
+        if out.answers.send(answer).is_err() {
+            self.stop();
+            return false;
+        }
+        let mut s = self.lock();
+        if s.queues.get(shard).is_some_and(VecDeque::is_empty) {
+            if let Some(t) = s.taken.get_mut(shard) {
+                *t = false;
+            }
+        } else {
+            s.ready.push_back(shard);
+            self.work.notify_all();
+        }
+        true
+    }
+
+    /// The reader, after queueing: while more than `limit` batches wait,
+    /// processes those of its shard, or waits for room when none is ready.
+    /// `false` when the pool stopped.
+    fn make_room(&self, limit: usize, out: &Outlets) -> bool {
+        loop {
+            {
+                let mut s = self.lock();
+                loop {
+                    if s.stopped {
+                        return false;
+                    }
+                    if s.queued <= limit {
+                        return true;
+                    }
+                    let last = self.len() - 1;
+                    if s.ready.contains(&last) {
+                        break;
+                    }
+                    s = self.room.wait(s).unwrap_or_else(PoisonError::into_inner);
+                }
+            }
+            if let Some((shard, batch)) = self.take(Taker::Reader, false) {
+                if !self.run(shard, batch, out) {
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// No more batches will come: the flow threads end when all are done.
+    fn close(&self) {
+        self.lock().closed = true;
+        self.work.notify_all();
+    }
+
+    fn stop(&self) {
+        self.lock().stopped = true;
+        self.work.notify_all();
+        self.room.notify_all();
+    }
+}
+
+/// Where a thread that processes batches sends what comes out.
+struct Outlets {
+    answers: SyncSender<Answer>,
+    recycle: mpsc::Sender<Batch>,
+}
+
+/// Flow thread `i`: batches of its shard, or of the reader's when its own
+/// has none ready.
+fn worker(i: usize, pool: &Pool, out: &Outlets) {
+    while let Some((shard, batch)) = pool.take(Taker::Flow(i), true) {
+        if !pool.run(shard, batch, out) {
             return;
         }
     }
@@ -429,12 +696,12 @@ fn merge(
     // batch seq -> the answers so far
     let mut pending: BTreeMap<u64, Vec<Answer>> = BTreeMap::new();
     let mut next = 0u64;
-    // per worker: local index -> serial index, for open connections
+    // per shard: local index -> serial index, for open connections
     let mut index: Vec<FxHashMap<u64, u64>> = vec![FxHashMap::default(); n];
     let mut opened = 0u64;
     let mut open = 0usize;
     let mut events: Vec<(usize, Event)> = Vec::new();
-    let mut ended: Vec<(u64, Phase, u64, ConnReport)> = Vec::new();
+    let mut ended: Vec<(u64, Phase, u64, Box<ConnReport>)> = Vec::new();
     while let Ok(a) = answers.recv() {
         pending.entry(a.seq).or_default().push(a);
         while pending.get(&next).is_some_and(|v| v.len() == n) {
@@ -475,10 +742,89 @@ fn merge(
             for (_, _, serial, mut r) in ended.drain(..) {
                 r.renumber(serial);
                 m.connections += 1;
-                on_conn(r);
+                on_conn(*r);
             }
             progress();
         }
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn batch(seq: u64) -> Batch {
+        Batch {
+            seq,
+            start: Timestamp::default(),
+            items: Vec::new(),
+            chunks: Vec::new(),
+            data: Vec::new(),
+            last: false,
+        }
+    }
+
+    fn shard_of_take(pool: &Pool, who: Taker) -> Option<usize> {
+        pool.take(who, false).map(|(shard, _)| shard)
+    }
+
+    #[test]
+    fn threads_take_their_own_shard_first_then_the_readers() {
+        // flow threads 0 and 1 own shards 0 and 1, the reader shard 2
+        let pool = Pool::new(2, false);
+        assert_eq!(pool.len(), 3);
+        for shard in [2, 1, 0] {
+            assert!(pool.push(shard, batch(0)));
+        }
+        assert_eq!(shard_of_take(&pool, Taker::Flow(0)), Some(0));
+        // its own is taken: the reader's, never flow thread 1's
+        assert_eq!(shard_of_take(&pool, Taker::Flow(0)), Some(2));
+        assert_eq!(shard_of_take(&pool, Taker::Flow(0)), None);
+        // the reader takes only its own shard until the end
+        assert_eq!(shard_of_take(&pool, Taker::Reader), None);
+        pool.close();
+        assert_eq!(shard_of_take(&pool, Taker::Reader), Some(1));
+        assert_eq!(pool.lock().queued, 0);
+    }
+
+    #[test]
+    fn a_shard_is_processed_by_one_thread_at_a_time_in_order() {
+        let pool = Pool::new(1, false);
+        let (answers, got) = mpsc::sync_channel(16);
+        let (recycle, _back) = mpsc::channel();
+        let out = Outlets { answers, recycle };
+        for seq in 0..3 {
+            assert!(pool.push(1, batch(seq)));
+        }
+        // taken: its next batch waits until this one is done
+        let (shard, b) = pool
+            .take(Taker::Flow(0), false)
+            .expect("the reader's shard");
+        assert_eq!((shard, b.seq), (1, 0));
+        assert!(pool.take(Taker::Reader, false).is_none());
+        assert!(pool.run(shard, b, &out));
+        // more than one waiting: the reader processes its shard's batches
+        assert!(pool.make_room(0, &out));
+        let seqs: Vec<(u64, usize)> = got.try_iter().map(|a| (a.seq, a.shard)).collect();
+        assert_eq!(seqs, [(0, 1), (1, 1), (2, 1)]);
+    }
+
+    #[test]
+    fn stop_wakes_a_waiting_thread_and_close_ends_an_empty_pool() {
+        let pool = Pool::new(1, false);
+        std::thread::scope(|s| {
+            let (tx, rx) = mpsc::channel();
+            let pool = &pool;
+            s.spawn(move || tx.send(pool.take(Taker::Flow(0), true).is_none()));
+            std::thread::sleep(Duration::from_millis(20));
+            pool.stop();
+            assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(true));
+        });
+        assert!(!pool.push(0, batch(0)), "a stopped pool takes nothing");
+        let pool = Pool::new(1, false);
+        pool.close();
+        assert!(pool.take(Taker::Flow(0), true).is_none());
+    }
 }
