@@ -378,8 +378,9 @@ pub struct AnalyzeArgs {
     /// not, parentheses), e.g. 'host 10.0.0.1 and port 443'.
     #[arg(long, value_parser = parse_filter)]
     pub filter: Option<Filter>,
-    /// Threads analysing connections (default: the cores available; 1
-    /// analyses on one thread). The output is the same for any number.
+    /// Threads (default: the cores available): one reads the capture, and
+    /// each has a share of the connections to analyse; 1 does everything on
+    /// one thread. The output is the same for any number.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
     /// Only these connections: an index (as in `tcp.stream`) or an endpoint
