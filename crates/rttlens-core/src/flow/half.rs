@@ -1170,15 +1170,28 @@ mod tests {
         );
     }
 
+    /// The client's second request at `ms`, with h_x = 10 ms.
+    fn second_request(h: &mut Half, ms: i64) -> (Mark, Duration) {
+        let (at, h_x) = (mark(5_000, ms), Duration::from_millis(10));
+        h.on_data(
+            SeqNumber(1100),
+            100,
+            &[0; 100],
+            at,
+            h_x,
+            Duration::from_nanos(0),
+            h_x,
+            None,
+        );
+        (at, h_x)
+    }
+
     #[test]
     fn a_run_makes_the_last_repeat_eligible() {
         let (mut h, _) = downloading_client(1_000);
-        let zero = Duration::from_nanos(0);
-        let h_x = Duration::from_millis(10);
-        // the client's second request, long after the last ACK: all eligible,
-        // the sender last heard from the peer at the last repeat (1,009 ms)
-        let later = mark(5_000, 2_000);
-        h.on_data(SeqNumber(1100), 100, &[0; 100], later, h_x, zero, h_x, None);
+        // long after the last ACK: all eligible, the sender last heard from
+        // the peer at the last repeat (1,009 ms)
+        second_request(&mut h, 2_000);
         assert!(h.hist.is_empty());
         assert_eq!(h.elig.any_ts, mark(0, 1_009).ts);
         assert_eq!(h.elig.ack, 100);
@@ -1187,11 +1200,8 @@ mod tests {
     #[test]
     fn a_run_straddling_the_horizon_stays_for_the_rest() {
         let (mut h, _) = downloading_client(1_000);
-        let zero = Duration::from_nanos(0);
         // horizon = 520 ms − 10 ms + ε (1 ms + 20 µs): halfway through the run
-        let h_x = Duration::from_millis(10);
-        let at = mark(5_000, 520);
-        h.on_data(SeqNumber(1100), 100, &[0; 100], at, h_x, zero, h_x, None);
+        let (at, h_x) = second_request(&mut h, 520);
         let horizon = at.ts - h_x + Duration::from_micros(1_020);
         // never later than the horizon: a silence measured from it is not
         // longer than the true one
