@@ -21,7 +21,7 @@
 //!   it tells every shard to sweep, with the capture's latest timestamp:
 //!   each table then hands on each connection at the same frame the single
 //!   table of the serial run would. When too many batches wait, it
-//!   processes batches of its own shard rather than block ([`Pool`]).
+//!   processes batches of its own shard rather than block (`Pool`).
 //! - Each **flow thread** processes the batches of its shard, and of the
 //!   reader's when its own has none: flow tracking, then the analysis and
 //!   detectors of the connections that end, each event tagged with the
@@ -33,7 +33,7 @@
 //!   passes the reports on. It also replays the count of open connections
 //!   to find the serial run's peak.
 //!
-//! Memory: at most [`QUEUE`] batches per shard waiting, the connections
+//! Memory: at most `QUEUE` (2) batches per shard waiting, the connections
 //! open in all tables, and the reports of a few batches at the merger.
 
 use std::collections::{BTreeMap, VecDeque};
