@@ -458,10 +458,24 @@ impl FlowKey {
     }
 }
 
+/// A connection in the table, with what a sweep looks at kept beside it:
+/// a sweep then reads the table's own array, not every connection's
+/// memory (thousands of cache misses per sweep on a busy capture).
+#[derive(Debug)]
+struct Slot {
+    /// [`Conn::index`].
+    index: u64,
+    /// The connection's last segment's time.
+    last: Timestamp,
+    /// [`Conn::is_closed`] after its last segment.
+    closed: bool,
+    conn: Box<Conn>,
+}
+
 /// The connection table.
 #[derive(Debug, Default)]
 pub struct FlowTable {
-    conns: FxHashMap<FlowKey, Box<Conn>>,
+    conns: FxHashMap<FlowKey, Slot>,
     /// Closed connections handed on, and when.
     closed: FxHashMap<FlowKey, Timestamp>,
     /// Segments ignored because their connection had closed.
@@ -520,18 +534,18 @@ impl FlowTable {
         let key = FlowKey::of(seg);
         let syn_only = seg.flags.contains(TcpFlags::SYN) && !seg.flags.contains(TcpFlags::ACK);
         if syn_only {
-            if let Some(c) = self.conns.get(&key) {
-                let same = c.syn.is_some_and(|s| s.isn == seg.seq);
+            if let Some(slot) = self.conns.get(&key) {
+                let same = slot.conn.syn.is_some_and(|s| s.isn == seg.seq);
                 if !same {
                     if let Some(old) = self.conns.remove(&key) {
-                        done(old);
+                        done(old.conn);
                     }
                 }
             }
         }
         let mut opened = false;
-        let conn = match self.conns.get_mut(&key) {
-            Some(c) => c,
+        let slot = match self.conns.get_mut(&key) {
+            Some(slot) => slot,
             None if !syn_only && !self.closed.is_empty() && self.closed.contains_key(&key) => {
                 self.late_segments += 1;
                 return false;
@@ -549,10 +563,17 @@ impl FlowTable {
                 }
                 self.next_index += 1;
                 opened = true;
-                self.conns.entry(key).or_insert(c)
+                self.conns.entry(key).or_insert(Slot {
+                    index: c.index,
+                    last: at.ts,
+                    closed: false,
+                    conn: c,
+                })
             }
         };
-        conn.push(seg, at);
+        slot.conn.push(seg, at);
+        slot.last = slot.conn.last.ts;
+        slot.closed = slot.conn.is_closed();
         self.peak_open = self.peak_open.max(self.conns.len());
         opened
     }
@@ -575,8 +596,8 @@ impl FlowTable {
             self.conns
                 .iter()
                 .filter(|(_, c)| {
-                    let quiet = now - c.last.ts;
-                    (c.is_closed() && quiet > CLOSED_LINGER) || quiet > IDLE_TIMEOUT
+                    let quiet = now - c.last;
+                    (c.closed && quiet > CLOSED_LINGER) || quiet > IDLE_TIMEOUT
                 })
                 .map(|(k, c)| (c.index, *k)),
         );
@@ -585,10 +606,10 @@ impl FlowTable {
         over.sort_unstable_by_key(|&(i, _)| i);
         for &(_, k) in &over {
             if let Some(c) = self.conns.remove(&k) {
-                if c.is_closed() {
+                if c.closed {
                     self.closed.insert(k, now);
                 }
-                done(c);
+                done(c.conn);
             }
         }
         self.over = over;
@@ -597,7 +618,7 @@ impl FlowTable {
 
     /// End of capture: hand on every connection still open, in index order.
     pub fn finish(self, done: &mut dyn FnMut(Box<Conn>)) {
-        let mut rest: Vec<Box<Conn>> = self.conns.into_values().collect();
+        let mut rest: Vec<Box<Conn>> = self.conns.into_values().map(|s| s.conn).collect();
         rest.sort_by_key(|c| c.index);
         for c in rest {
             done(c);
