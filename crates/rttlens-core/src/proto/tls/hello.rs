@@ -12,7 +12,7 @@
 use tls_parser::{
     parse_tls_client_hello_extension, parse_tls_handshake_client_hello,
     parse_tls_handshake_server_hello, parse_tls_server_hello_extension, SNIType, TlsCipherSuite,
-    TlsExtension,
+    TlsExtension, TlsExtensionType,
 };
 
 use crate::proto::lossy_truncated;
@@ -163,6 +163,18 @@ fn be16(b: &[u8]) -> Option<u16> {
     Some(u16::from_be_bytes([*b.first()?, *b.get(1)?]))
 }
 
+/// The ClientHello extensions [`parse_client_hello`] reads.
+const CLIENT_EXTENSIONS_READ: [TlsExtensionType; 8] = [
+    TlsExtensionType::ServerName,
+    TlsExtensionType::ApplicationLayerProtocolNegotiation,
+    TlsExtensionType::SessionTicketTLS,
+    TlsExtensionType::PreSharedKey,
+    TlsExtensionType::EarlyData,
+    TlsExtensionType::SupportedVersions,
+    TlsExtensionType::PskExchangeModes,
+    TlsExtensionType::KeyShare,
+];
+
 fn push_capped<T>(list: &mut Vec<T>, item: T) {
     if list.len() < LIST_CAP {
         list.push(item);
@@ -224,6 +236,11 @@ pub(crate) fn parse_client_hello(body: &[u8]) -> Parsed<ClientHelloInfo> {
     };
     let walked = for_each_extension(ch.ext.unwrap_or_default(), |ty, whole| {
         push_capped(&mut info.extensions, ty);
+        // only the extensions read below: tls-parser allocates for the
+        // others too (signature algorithms, groups, …), a few times a hello
+        if !CLIENT_EXTENSIONS_READ.contains(&TlsExtensionType(ty)) {
+            return;
+        }
         let Ok((_, ext)) = parse_tls_client_hello_extension(whole) else {
             return;
         };
