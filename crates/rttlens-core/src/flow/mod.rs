@@ -458,6 +458,15 @@ impl FlowKey {
     }
 }
 
+/// A hash of the connection `seg` belongs to (its 4-tuple, whichever way
+/// the segment goes): the parallel pipeline's choice of shard.
+pub(crate) fn conn_hash(seg: &TcpSegment<'_>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    FlowKey::of(seg).hash(&mut h);
+    h.finish()
+}
+
 /// A connection in the table, with what a sweep looks at kept beside it:
 /// a sweep then reads the table's own array, not every connection's
 /// memory (thousands of cache misses per sweep on a busy capture).

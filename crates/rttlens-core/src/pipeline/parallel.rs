@@ -37,12 +37,11 @@
 //! open in all tables, and the reports of a few batches at the merger.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
-use rustc_hash::{FxHashMap, FxHasher};
+use rustc_hash::FxHashMap;
 
 use super::{report_of, CaptureSummary, Intake, Options, Progress};
 use crate::capture::{CaptureError, FrameSource, LinkType};
@@ -139,16 +138,8 @@ struct Answer {
 
 /// The shard a segment's connection belongs to.
 fn shard_of(seg: &wire::TcpSegment<'_>, n: usize) -> usize {
-    let end = |addr: std::net::IpAddr, port: u16| {
-        let mut h = FxHasher::default();
-        addr.hash(&mut h);
-        port.hash(&mut h);
-        h.finish()
-    };
-    // direction-independent: the same for both halves of a connection
-    let h = end(seg.src, seg.src_port) ^ end(seg.dst, seg.dst_port);
     // the high bits of Fx's multiply are the mixed ones
-    ((h >> 32) as usize) % n
+    ((crate::flow::conn_hash(seg) >> 32) as usize) % n
 }
 
 /// [`super::run_with`] on `options.threads` threads (a reading thread and
@@ -225,16 +216,12 @@ fn read_frames(
     let mut intake = Intake::new(options.filter.as_ref());
     // the flow threads decode their frames in full, and count the option notes
     intake.light = true;
-    let new_batch = |seq, start| match recycled.try_recv() {
-        Ok(b) => Batch {
-            seq,
-            start,
-            last: false,
-            ..b
-        },
+    // its sequence number, start and `last` are set when it is sent
+    let new_batch = || match recycled.try_recv() {
+        Ok(b) => b,
         Err(_) => Batch {
-            seq,
-            start,
+            seq: 0,
+            start: Timestamp::default(),
             items: Vec::with_capacity(BATCH_FRAMES / n + 16),
             chunks: Vec::new(),
             data: Vec::new(),
@@ -242,13 +229,13 @@ fn read_frames(
         },
     };
     let mut seq = 0u64;
-    let mut batches: Vec<Batch> = (0..n).map(|_| new_batch(0, Timestamp::default())).collect();
+    let mut batches: Vec<Batch> = (0..n).map(|_| new_batch()).collect();
     let (mut frames, mut bytes) = (0usize, 0usize);
     // a thread that stopped (it panicked, the merger is gone): stop reading
     let send = |batches: &mut Vec<Batch>, seq: &mut u64, start, last| -> bool {
         let mut ok = true;
         for (shard, b) in batches.iter_mut().enumerate() {
-            let mut full = std::mem::replace(b, new_batch(*seq + 1, start));
+            let mut full = std::mem::replace(b, new_batch());
             full.seq = *seq;
             full.start = start;
             full.last = last;
@@ -382,11 +369,9 @@ fn process(shard: &mut Shard, batch: Batch) -> (Answer, Batch) {
                     continue;
                 };
                 a.malformed_options += u64::from(seg.options.malformed);
-                let mut ended = None;
-                let opened = table.push(&seg, at, &mut |c| ended = Some(c));
-                if let Some(c) = ended {
+                let opened = table.push(&seg, at, &mut |c| {
                     end(c, at.frame, Phase::Reused, &mut a);
-                }
+                });
                 if opened {
                     a.events.push(Event {
                         frame: at.frame,
@@ -397,22 +382,13 @@ fn process(shard: &mut Shard, batch: Batch) -> (Answer, Batch) {
                 }
             }
             Item::Sweep { now, frame } => {
-                let mut swept = Vec::new();
-                table.sweep(now, &mut |c| swept.push(c));
-                for c in swept {
-                    end(c, frame, Phase::Swept, &mut a);
-                }
+                table.sweep(now, &mut |c| end(c, frame, Phase::Swept, &mut a));
             }
         }
     }
     if batch.last {
         a.late_segments = table.late_segments;
-        let table = std::mem::take(table);
-        let mut left = Vec::new();
-        table.finish(&mut |c| left.push(c));
-        for c in left {
-            end(c, u64::MAX, Phase::Left, &mut a);
-        }
+        std::mem::take(table).finish(&mut |c| end(c, u64::MAX, Phase::Left, &mut a));
     }
     let mut batch = batch;
     batch.items.clear();
