@@ -157,9 +157,9 @@ pub struct Options {
     /// the pictures): memory grows with the packets of the connections
     /// open at once, and with whatever the caller keeps.
     pub trace: bool,
-    /// Threads analysing connections: 0 or 1 analyse on the calling
-    /// thread; more shard the connections over that many workers beside a
-    /// reading thread, with the same reports in the same order
+    /// Threads: 0 or 1 analyse on the calling thread; N > 1 shard the
+    /// connections over a reading thread and N − 1 flow threads (the
+    /// calling thread merges), with the same reports in the same order
     /// ([`parallel`]).
     pub threads: usize,
     /// Only TCP segments passing this filter are tracked (the others are

@@ -213,9 +213,9 @@ pub struct Frame<'a> {
 pub struct SharedFrame<'a> {
     /// The buffer.
     pub chunk: &'a std::sync::Arc<Vec<u8>>,
-    /// Where the frame starts in it.
+    /// Where the frame starts in it (byte offset).
     pub start: usize,
-    /// Its captured length.
+    /// Its captured length (bytes).
     pub len: usize,
 }
 
