@@ -1136,7 +1136,7 @@ mod tests {
 
     /// A client that sent its request and then only receives: every one of
     /// the server's data segments repeats the ACK of the request.
-    fn downloading_client(acks: u64) -> (Half, RttSamples) {
+    fn downloading_client(acks: u64) -> Half {
         let mut h = Half::new(Side::Client);
         let mut rtt = RttSamples::default();
         let zero = Duration::from_nanos(0);
@@ -1155,12 +1155,12 @@ mod tests {
             let at = mark(2 + i, 10 + i as i64);
             h.on_peer_ack(SeqNumber(1100), 512, &[], false, at, &mut rtt, None);
         }
-        (h, rtt)
+        h
     }
 
     #[test]
     fn repeated_acks_queue_as_one_run() {
-        let (h, _) = downloading_client(100_000);
+        let h = downloading_client(100_000);
         // the first ACK of the request, then one run of its repeats
         assert_eq!(h.hist.len(), 1, "{:?}", h.hist.front());
         let run = h.hist.front().copied();
@@ -1188,7 +1188,7 @@ mod tests {
 
     #[test]
     fn a_run_makes_the_last_repeat_eligible() {
-        let (mut h, _) = downloading_client(1_000);
+        let mut h = downloading_client(1_000);
         // long after the last ACK: all eligible, the sender last heard from
         // the peer at the last repeat (1,009 ms)
         second_request(&mut h, 2_000);
@@ -1199,7 +1199,7 @@ mod tests {
 
     #[test]
     fn a_run_straddling_the_horizon_stays_for_the_rest() {
-        let (mut h, _) = downloading_client(1_000);
+        let mut h = downloading_client(1_000);
         // horizon = 520 ms − 10 ms + ε (1 ms + 20 µs): halfway through the run
         let (at, h_x) = second_request(&mut h, 520);
         let horizon = at.ts - h_x + Duration::from_micros(1_020);
