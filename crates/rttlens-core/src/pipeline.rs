@@ -16,7 +16,7 @@ use crate::side::Mark;
 use crate::time::Timestamp;
 use crate::wire::{self, Decoded, TcpSegment};
 
-/// Counted problems with the capture (DESIGN.md §9): the analysis went on.
+/// Counted problems with the capture (docs/design.md §9): the analysis went on.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Quality {
     /// Frames that could not be decoded, per reason.

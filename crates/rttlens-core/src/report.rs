@@ -131,7 +131,8 @@ pub struct TlsReport {
     #[serde(flatten)]
     pub info: TlsInfo,
     /// Handshake kind (`tls12-full`, `tls12-abbreviated`, `tls13-full`,
-    /// `tls13-psk`, `tls13-0rtt`, `other`), see DESIGN.md §2.
+    /// `tls13-psk`, `tls13-0rtt`, `other`), see docs/design.md §2 "Handshake
+    /// kinds".
     pub kind: String,
     /// Round trips the kind needs by design (+1 after a HelloRetryRequest).
     pub nominal_rtts: u32,

@@ -1,8 +1,8 @@
 //! # rttlens-lab-server: the servers of the rttlens lab
 //!
-//! The lab (DESIGN.md §6) reproduces each latency cause on real kernels. This
-//! crate provides its two servers; the topology (namespaces, delay link)
-//! lives elsewhere.
+//! The lab (docs/design.md §6) reproduces each latency cause on real
+//! kernels. This crate provides its two servers; the topology (namespaces,
+//! delay link) lives elsewhere.
 //!
 //! 1. [`builtin`]: a TLS/HTTP server (rustls 0.23 + hyper 1) with the knobs
 //!    nginx lacks: TCP_NODELAY, the server's handshake flight in one or two

@@ -1,5 +1,5 @@
-//! rttlens lab networking: the part of the lab (DESIGN.md §6) that needs
-//! Linux and root.
+//! rttlens lab networking: the part of the lab (docs/design.md §6) that
+//! needs Linux and root.
 //!
 //! - [`lab::netns`]: named network namespaces, threads and processes inside
 //!   them, per-namespace sysctls.

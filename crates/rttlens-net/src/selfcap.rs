@@ -1,5 +1,5 @@
-//! Self-capture: the probe records its own packets (DESIGN.md §6) so the
-//! same engine that reads capture files explains them.
+//! Self-capture: the probe records its own packets (docs/design.md §6) so
+//! the same engine that reads capture files explains them.
 //!
 //! An `AF_PACKET` socket (`SOCK_DGRAM`, `ETH_P_ALL`: each packet arrives as
 //! a bare IPv4/IPv6 packet, the link header removed; packet(7)) with kernel

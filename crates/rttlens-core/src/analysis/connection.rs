@@ -88,7 +88,7 @@ pub struct TcpFacts {
     pub unseen_bytes: [u64; 2],
 }
 
-/// What part of a connection the capture holds (DESIGN.md §4 "Without the
+/// What part of a connection the capture holds (docs/design.md §4 "Without the
 /// handshake"; issue: captures from the wild).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Coverage {

@@ -5,9 +5,9 @@
 //! marker); the round ends at the first ACK that covers data sent after the
 //! marker. Seen from a capture point that is not the sender, an ACK only
 //! counts once the sender can have received it: an ACK seen at `t_a` can have
-//! released data seen at `t_p` only if `t_p ≥ t_a + h_x − ε` (DESIGN.md §4,
-//! causality rule); the flow layer does that filtering and hands each segment
-//! here with the *eligible* cumulative ACK, SACKed bytes and window.
+//! released data seen at `t_p` only if `t_p ≥ t_a + h_x − ε` (docs/design.md
+//! §4 "Causality"); the flow layer does that filtering and hands each
+//! segment here with the *eligible* cumulative ACK, SACKed bytes and window.
 //!
 //! Bytes in flight of a segment = its end − eligible ACK − eligible SACKed
 //! bytes: what the sender itself counted when it sent it (RFC 6675 "pipe",
@@ -20,7 +20,7 @@ use crate::time::Duration;
 /// in [`RoundTracker::rounds_dropped`] only (memory stays bounded).
 pub const MAX_ROUNDS: usize = 4096;
 
-/// What held a round's flight where it was (DESIGN.md §4 "Rounds").
+/// What held a round's flight where it was (docs/design.md §4 "Round limits").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Limit {
@@ -28,7 +28,8 @@ pub enum Limit {
     SlowStart,
     /// Congestion window, growing slowly: congestion avoidance.
     CongestionAvoidance,
-    /// The receiver's advertised window: flight ≥ rwnd − 1 MSS.
+    /// The receiver's advertised window: flight ≥ rwnd − 2 MSS
+    /// ([`RWND_SLACK_MSS`]).
     Rwnd,
     /// Flat (±1 MSS) below rwnd for ≥ 3 loss-free rounds: the sender's send
     /// buffer, a window clamp, or a middlebox/CC plateau.
@@ -221,8 +222,8 @@ impl RoundTracker {
 }
 
 /// How close to the receiver's window (in MSS) a flight must come to be
-/// `rwnd`-limited. DESIGN.md §4 says one MSS; two are needed in practice:
-/// the sender's silly-window avoidance leaves up to one segment of the
+/// `rwnd`-limited (docs/design.md §4 "Round limits"). Two, not one: the
+/// sender's silly-window avoidance leaves up to one segment of the
 /// window unused (RFC 9293 §3.8.6.2.1), and seen away from the sender the
 /// eligible ACK can lag one more segment, since receivers ACK every second
 /// segment (RFC 5681 §4.2).
@@ -233,7 +234,8 @@ pub const RWND_SLACK_MSS: u64 = 2;
 /// sender below the path's rate sends its round in a burst and waits.
 pub const BUSY_SHARE: f64 = 0.75;
 
-/// Rounds in a run of flat flight needed to call it `sndbuf` (DESIGN.md §4).
+/// Rounds in a run of flat flight needed to call it `sndbuf` (docs/design.md
+/// §4 "Round limits").
 pub const FLAT_ROUNDS: usize = 3;
 /// Smallest flat flight, in MSS, called `sndbuf`. Below it the sender is
 /// not held by a buffer (Linux's smallest SO_SNDBUF is 4.5 KB and autotuning
@@ -253,7 +255,7 @@ pub const UNSCALED_MAX_WINDOW: u64 = 65535;
 /// Set each round's [`Limit`]. `mss` is the sender's segment size (bytes),
 /// `rtt` the baseline RTT.
 ///
-/// Rules (DESIGN.md §4): `rwnd` if flight ≥ rwnd − 2 MSS ([`RWND_SLACK_MSS`]); `sndbuf` if flat
+/// Rules (docs/design.md §4 "Round limits"): `rwnd` if flight ≥ rwnd − 2 MSS ([`RWND_SLACK_MSS`]); `sndbuf` if flat
 /// (±1 MSS, and at least 4 MSS) below rwnd for ≥ 3 loss-free rounds; `app` if the round ends on
 /// a sub-MSS segment (< 90 % of the MSS) with room left in the window and
 /// the next round is not ACK-timed (its first segment left more than
@@ -281,7 +283,7 @@ pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration, rwnd_exact: bool)
     for i in 0..n {
         let r = &rounds[i];
         let slack = RWND_SLACK_MSS * mss;
-        // flight ≥ rwnd − slack (DESIGN.md §4)
+        // flight ≥ rwnd − slack (docs/design.md §4 "Round limits")
         let room = r.rwnd > 0 && r.max_flight + slack < r.rwnd;
         let limit = if r.rwnd > 0 && r.max_flight + slack >= r.rwnd {
             Limit::Rwnd

@@ -1,4 +1,5 @@
-//! RTT samples and the vantage point they reveal (DESIGN.md §4 "Vantage and RTT").
+//! RTT samples and the vantage point they reveal (docs/design.md §4 "Vantage
+//! and RTT").
 //!
 //! For a capture point M, `h_c` is the time M→client→M and `h_s` the time
 //! M→server→M; RTT = h_c + h_s. Three sources give samples of each half:

@@ -4,7 +4,8 @@
 
 use crate::side::Mark;
 
-/// Handshake kinds (DESIGN.md §2) with their round trips by design.
+/// Handshake kinds (docs/design.md §2 "Handshake kinds") with their round
+/// trips by design.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TlsKind {

@@ -1,6 +1,6 @@
 //! `capture-drops`: the receiver acknowledged bytes the capture never saw —
 //! the capture dropped packets ("ACKed unseen"), not the network. Findings
-//! that depend on those holes get a lower confidence (DESIGN.md §4 "Capture
+//! that depend on those holes get a lower confidence (docs/design.md §4 "Capture
 //! quality").
 
 use super::finding::{conf, ev, Cost, Finding, Level};
@@ -41,7 +41,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             evidence,
             confidence: conf(Level::High, "acknowledged sequence numbers never seen in the capture"),
             fix: "Capture again with fewer drops: a larger buffer (`tcpdump -B 65536`), headers only (`-s 128`), a capture filter for the hosts involved, and on the end host rather than a SPAN port.".to_string(),
-            references: vec!["DESIGN.md §4 (capture quality)"],
+            references: vec!["docs/design.md §4 (capture quality)"],
         });
     }
     out

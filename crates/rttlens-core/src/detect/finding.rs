@@ -1,4 +1,4 @@
-//! The finding contract (DESIGN.md §5): one named cause with its cost,
+//! The finding contract (docs/design.md §5): one named cause with its cost,
 //! evidence frames, confidence and fix.
 
 use crate::time::Duration;

@@ -3,7 +3,7 @@
 //! completes it (the first decrypted byte waits for the whole record).
 //!
 //! Cost: time from the record's first byte to its completion, as the client
-//! sees it (both are packets it receives). Source: DESIGN.md §4 "Large
+//! sees it (both are packets it receives). Source: docs/design.md §4 "Large
 //! records"; nginx `ssl_buffer_size` (default 16k); the "dynamic record
 //! sizing" technique (small records for the first ~1 MB, then 16 KB).
 

@@ -1,6 +1,6 @@
 //! Loss and its recovery: `fast-retransmit`, `tail-loss-probe`, `rto` and
 //! `spurious-retransmission`, from the retransmissions the flow layer
-//! classified (order of checks: DESIGN.md §4 "Loss").
+//! classified (order of checks: docs/design.md §4 "Loss").
 //!
 //! Cost of an episode: the time the data was held up, from the original
 //! transmission (or the hole opening, when the original was lost before the

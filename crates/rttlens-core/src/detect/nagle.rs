@@ -1,6 +1,6 @@
 //! `nagle-stall` and `nagle-delayed-ack`: a small segment held back by
 //! Nagle's algorithm until the ACK of the previous small segment came back
-//! (DESIGN.md §4 "Nagle"; the flow layer finds the stalls, see
+//! (docs/design.md §4 "Nagle"; the flow layer finds the stalls, see
 //! [`crate::flow::half::NagleStall`]).
 //!
 //! - `nagle-stall`: the ACK came back after about one RTT: the held segment

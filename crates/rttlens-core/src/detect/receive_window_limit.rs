@@ -2,7 +2,7 @@
 //! (flight ≥ rwnd − 2 MSS, see [`crate::analysis::rounds::RWND_SLACK_MSS`]) for several rounds — the receiver's buffer, not
 //! the network, set the pace.
 //!
-//! Source: DESIGN.md §4 (`rwnd` limit); RFC 7323 §2 (without window scale the
+//! Source: docs/design.md §4 (`rwnd` limit); RFC 7323 §2 (without window scale the
 //! window cannot exceed 65535 B); Linux `tcp_rcv_space_adjust()` (receive
 //! buffer autotuning), `net.ipv4.tcp_rmem`.
 
@@ -128,7 +128,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         confidence,
         fix,
         references: vec![
-            "DESIGN.md §4 (round limits)",
+            "docs/design.md §4 (round limits)",
             "RFC 7323 §2.2",
             "Linux tcp_rcv_space_adjust(), net.ipv4.tcp_rmem",
         ],

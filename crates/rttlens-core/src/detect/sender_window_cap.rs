@@ -2,7 +2,7 @@
 //! receiver's window for several loss-free rounds — its send buffer, a window
 //! clamp, or a middlebox holds it, not the network and not the receiver.
 //!
-//! Source: DESIGN.md §4 round limits (`sndbuf`: flat ±1 MSS below rwnd for ≥ 3
+//! Source: docs/design.md §4 round limits (`sndbuf`: flat ±1 MSS below rwnd for ≥ 3
 //! loss-free rounds); Linux `tcp_sndbuf_expand()` / `net.ipv4.tcp_wmem`.
 
 use super::finding::{conf, ev, Finding, Level};
@@ -97,6 +97,6 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         evidence,
         confidence: conf(level, format!("{} loss-free rounds within ±1 MSS of {flight} B, below the advertised window", capped.len())),
         fix,
-        references: vec!["DESIGN.md §4 (round limits)", "RFC 7323 §2 (window scale)", "Linux tcp_sndbuf_expand(), net.ipv4.tcp_wmem"],
+        references: vec!["docs/design.md §4 (round limits)", "RFC 7323 §2 (window scale)", "Linux tcp_sndbuf_expand(), net.ipv4.tcp_wmem"],
     }]
 }

@@ -1,7 +1,7 @@
 //! TCP Fast Open (RFC 7413): `tfo-cookie`, `tfo-accepted`, `tfo-refused`,
 //! `tfo-fallback`.
 //!
-//! Read from the SYN and SYN-ACK (DESIGN.md §4 "TFO"): option kind 34 (or
+//! Read from the SYN and SYN-ACK (docs/design.md §4 "TFO"): option kind 34 (or
 //! 254 with ExID 0xF989); an empty option is a cookie request, a longer one
 //! carries a cookie. A SYN with data and a cookie is an attempt; the
 //! SYN-ACK acknowledging ISN + 1 + data length means the server took the data

@@ -2,14 +2,14 @@
 //! answering, beyond what the network took.
 //!
 //! - server think = first response byte − last request byte − h_s
-//!   (DESIGN.md §4 "Think time"): time at the server between having the
+//!   (docs/design.md §4 "Think time"): time at the server between having the
 //!   request and sending its answer.
 //! - client think = first request byte − the moment the client could send
 //!   it (connection or TLS handshake done) − h_c.
 //!
 //! Neither is a network cost; both are reported so the network is not
 //! blamed for the application's time. Neither is claimed against its own
-//! evidence (DESIGN.md §4 "Think time"):
+//! evidence (docs/design.md §4 "Think time"):
 //!
 //! - if the server's pure ACK of the request came back as late as the
 //!   response (within a quarter of the think time, and delayed by at least
@@ -121,7 +121,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             },
             confidence: conf(level, why),
             fix: "Application latency at the server: profile the handler and its upstreams (nginx `$request_time` vs `$upstream_response_time` in the access log), caches, database calls.".to_string(),
-            references: vec!["DESIGN.md §4 (think time)"],
+            references: vec!["docs/design.md §4 (think time)"],
         });
         }
     }
@@ -152,7 +152,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             ],
             confidence: conf(level, why),
             fix: "Client-side latency: the application was busy or slow to write the request (DNS, pool checkout, request building, certificate verification); send the request as soon as the connection is ready.".to_string(),
-            references: vec!["DESIGN.md §4 (think time)"],
+            references: vec!["docs/design.md §4 (think time)"],
         });
     }
     out

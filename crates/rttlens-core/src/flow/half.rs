@@ -48,7 +48,8 @@ pub enum FrameMark {
     PreviousSegmentLost,
 }
 
-/// How a retransmission was triggered (DESIGN.md §4 "Loss", order of checks).
+/// How a retransmission was triggered (docs/design.md §4 "Loss", order of
+/// checks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RetxKind {
@@ -326,7 +327,7 @@ pub struct Half {
     /// Pure ACKs from the peer that acknowledged everything this side had
     /// sent, one per burst of new data (first [`MAX_EVENTS_KEPT`]): a quick
     /// one followed by a late answer means the peer's application was slow,
-    /// not its TCP (DESIGN.md §4 "Think time").
+    /// not its TCP (docs/design.md §4 "Think time").
     pub full_acks: Vec<Mark>,
     awaiting_full_ack: bool,
     /// Retransmissions since the sender's cumulative ACK last advanced.
@@ -934,8 +935,8 @@ impl Half {
         }
     }
 
-    /// Nagle (DESIGN.md §4): the small segment x at `off` follows the small
-    /// segment y (only full-size segments in between, and no data from the
+    /// Nagle (docs/design.md §4 "Nagle"): the small segment x at `off`
+    /// follows the small segment y (only full-size segments in between, and no data from the
     /// peer that x could be answering, and no new data at all during the
     /// stall), and left when the peer's *pure* ACK of y reached the sender
     /// (from max(0.3 ms, RTT/20) before to max(1 ms, RTT/4) after), after a
@@ -1033,8 +1034,8 @@ impl Half {
         }
     }
 
-    /// Classify and record one retransmission (DESIGN.md §4 "Loss", with the
-    /// timer checks first: stale dupACK/SACK state must not make a timeout
+    /// Classify and record one retransmission (docs/design.md §4 "Loss",
+    /// with the timer checks first: stale dupACK/SACK state must not make a timeout
     /// look like a fast retransmit). Returns the kind.
     ///
     /// - **RTO recovery**: while the ACK has not passed the point a timeout

@@ -8,7 +8,7 @@
 //!
 //! Per direction ([`half::Half`]): sequence space unwrapped to 64-bit stream
 //! offsets (RFC 9293 §3.4 wraparound), ACKs made *causally eligible* for the
-//! sender before they count (DESIGN.md §4), retransmission classes, zero
+//! sender before they count (docs/design.md §4), retransmission classes, zero
 //! windows, capture drops, rounds and in-order reassembly.
 
 pub mod half;

@@ -290,7 +290,8 @@ fn parse_cut_header<'a>(datagram: &Datagram<'a>) -> Option<TcpSegment<'a>> {
 }
 
 /// A Fast Open option whose cookie is `cookie`: empty is a cookie request
-/// (DESIGN.md §4: "length 2 = cookie request, longer = cookie").
+/// (docs/design.md §4 "TFO": an option of length 2 is a cookie request, a
+/// longer one carries a cookie).
 fn fast_open(cookie: &[u8], experimental: bool) -> FastOpen {
     if cookie.is_empty() {
         FastOpen::CookieRequest { experimental }

@@ -1008,7 +1008,7 @@ impl Analyzed {
 }
 
 /// Run the pipeline on `path` and read the packets with the test's reader.
-/// Checks the finding contract on every finding (DESIGN.md §5).
+/// Checks the finding contract on every finding (docs/design.md §5).
 pub fn analyze(path: &Path) -> Analyzed {
     let mut reader = CaptureReader::open(path).expect("open capture");
     let mut conns = Vec::new();

@@ -1,5 +1,5 @@
 //! `rttlens bench URL`: a TLS handshake load generator that tells the
-//! truth about tails (DESIGN.md §6).
+//! truth about tails (docs/design.md §6).
 //!
 //! - **Open loop** (`--rate R`): connection *i* is meant to start at
 //!   `t0 + i/R` whatever happened to the others, and its latency counts

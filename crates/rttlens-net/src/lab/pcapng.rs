@@ -5,8 +5,8 @@
 //!
 //! Written by hand on purpose: the crates that write pcapng either do not
 //! write `if_tsresol` (so readers assume microseconds) or get nanosecond
-//! timestamps wrong (DESIGN.md §7 notes pcap-file 2.0 on the reading side),
-//! and the three block layouts below are all the link needs. Format:
+//! timestamps wrong (docs/design.md §7 notes pcap-file 2.0 on the reading
+//! side), and the three block layouts below are all the link needs. Format:
 //! <https://www.ietf.org/archive/id/draft-ietf-opsawg-pcapng-03.html> §4.1
 //! (SHB), §4.2 (IDB), §4.3 (EPB), §4.7 (DSB); all fields little-endian
 //! here, which the byte-order magic in the SHB declares.

@@ -1,5 +1,5 @@
 //! `rttlens probe URL`: time a live URL step by step and explain it in
-//! round trips (DESIGN.md §6, issue 4).
+//! round trips (docs/design.md §6, issue 4).
 //!
 //! The probe owns every step of the connection, in pipeline order:
 //!

@@ -1,9 +1,9 @@
-//! Handshake classification over both directions (DESIGN.md §2 kinds, §4
-//! "TLS without keys"). TLS 1.2 is read from its plaintext messages; TLS 1.3
-//! hides everything after the ServerHello in type-23 records, so its steps
-//! come from record order across the two directions (by frame number: frames
-//! are global and increasing) and record sizes. The rules, each with its
-//! source, are on [`Handshake`].
+//! Handshake classification over both directions (docs/design.md §2
+//! "Handshake kinds", §4 "TLS without keys"). TLS 1.2 is read from its
+//! plaintext messages; TLS 1.3 hides everything after the ServerHello in
+//! type-23 records, so its steps come from record order across the two
+//! directions (by frame number: frames are global and increasing) and record
+//! sizes. The rules, each with its source, are on [`Handshake`].
 
 use super::{
     ClientHelloInfo, ContentType, HandshakeMessage, HandshakeType, ServerHelloInfo, TlsDirection,
@@ -11,7 +11,7 @@ use super::{
 };
 use crate::side::{Mark, Side};
 
-/// Handshake kinds, named as in DESIGN.md §2.
+/// Handshake kinds, named as in docs/design.md §2 "Handshake kinds".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum HandshakeKind {
     /// TLS 1.2 full handshake: 2 RTT before the client's first application
@@ -34,7 +34,7 @@ pub enum HandshakeKind {
 }
 
 impl HandshakeKind {
-    /// The DESIGN.md §2 name (`"tls12-full"`, …).
+    /// The docs/design.md §2 name (`"tls12-full"`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             HandshakeKind::Tls12Full => "tls12-full",
@@ -146,7 +146,7 @@ pub struct EarlyData {
 /// The handshake of one connection, classified, with the marks the ladder
 /// of phases needs.
 ///
-/// Rules (DESIGN.md §4 "TLS without keys", RFC sections inline):
+/// Rules (docs/design.md §4 "TLS without keys", RFC sections inline):
 ///
 /// - **Version**: the ServerHello's `supported_versions` (`0x0304` = TLS 1.3,
 ///   RFC 8446 §4.2.1), else its `legacy_version`. TLS 1.0/1.1 follow the 1.2
@@ -163,8 +163,9 @@ pub struct EarlyData {
 /// - **TLS 1.3 client Finished**: the client's first type-23 record after
 ///   the (answered) ClientHello; a compatibility ChangeCipherSpec before it
 ///   is type 20 and does not count. With early data offered, records first
-///   seen before the ServerHello are early data (DESIGN.md §4), and the
-///   Finished is the first later record of the Finished size —
+///   seen before the ServerHello are early data (docs/design.md §4 "TLS
+///   without keys"), and the Finished is the first later record of the
+///   Finished size —
 ///   `4 + hash + 1 + tag` bytes (53 with SHA-256 suites, 69 with SHA-384,
 ///   AEAD tag 16, no padding; RFC 8446 §4.4.4, §5.2) — alone or coalesced
 ///   with an EndOfEarlyData; records between are early data too.
@@ -178,8 +179,8 @@ pub struct EarlyData {
 /// - **TLS 1.3 NewSessionTicket** (heuristic): a run of server type-23
 ///   records first seen after the client Finished completed, each of
 ///   [`NST_LEN_MIN`]..=[`NST_LEN_MAX`] bytes, at most [`NST_MAX_COUNT`].
-///   DESIGN.md §4 says ~100–300 B; OpenSSL 3.0's stateful tickets (used with
-///   0-RTT) are 82 B, hence the wider range. A small first response record
+///   Tickets usually run ~100–300 B; OpenSSL 3.0's stateful tickets (used
+///   with 0-RTT) are 82 B, hence the wider range. A small first response record
 ///   right after the client Finished would be taken for a ticket.
 /// - **TLS 1.3 application data**: the first type-23 record after the
 ///   client Finished (client) and the first after the server flight that is
@@ -189,7 +190,7 @@ pub struct EarlyData {
 pub struct Handshake {
     /// Negotiated version (`0x0303` = TLS 1.2, `0x0304` = TLS 1.3).
     pub version: u16,
-    /// Kind (DESIGN.md §2).
+    /// Kind (docs/design.md §2 "Handshake kinds").
     pub kind: HandshakeKind,
     /// The server sent a HelloRetryRequest (+1 RTT, RFC 8446 §4.1.4).
     pub hello_retry: bool,
@@ -225,8 +226,8 @@ pub struct Handshake {
     /// The client's first application-data record after the handshake.
     pub client_first_app_data: Option<Step>,
     /// The server's first application-data record after the handshake. Its
-    /// `complete` mark is the first-decrypted-byte time (DESIGN.md §4 "Large
-    /// records").
+    /// `complete` mark is the first-decrypted-byte time (docs/design.md §4
+    /// "Large records").
     pub server_first_app_data: Option<Step>,
 }
 

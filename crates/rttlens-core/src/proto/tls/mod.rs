@@ -13,8 +13,9 @@
 //! - for the connection ([`TlsSummary`]): what the ClientHello offered and the
 //!   ServerHello chose (also a HelloRetryRequest and the second ClientHello).
 //!
-//! [`TlsSummary::handshake`] then classifies the handshake (DESIGN.md §2
-//! kinds, §4 "TLS without keys") and finds the marks the ladder needs.
+//! [`TlsSummary::handshake`] then classifies the handshake (docs/design.md §2
+//! "Handshake kinds", §4 "TLS without keys") and finds the marks the ladder
+//! needs.
 //!
 //! # Framing rules
 //!
