@@ -3,7 +3,10 @@
 //! parallel pipeline (`--threads`) must give the reports and summary of the
 //! serial one. Inputs without a capture header get a pcap header prepended
 //! half of the time so the fuzzer reaches the flow and analysis layers
-//! quickly. Run with `-detect_leaks=0`: LeakSanitizer reports the
+//! quickly. cargo-fuzz builds with debug assertions, so the engine's
+//! self-check (`detect::self_check`: costs within the connection, evidence
+//! in it and in order, MSS plausible, flight within what was sent) runs on
+//! every connection and a violation is a crash the fuzzer reports. Run with `-detect_leaks=0`: LeakSanitizer reports the
 //! channel context std keeps per thread (the parallel pipeline's threads
 //! block on channels), not a leak of ours.
 #![no_main]

@@ -16,7 +16,8 @@ use crate::side::Mark;
 use crate::time::Timestamp;
 use crate::wire::{self, Decoded, TcpSegment};
 
-/// Counted problems with the capture (docs/design.md §9): the analysis went on.
+/// Counted problems with the capture (docs/design.md §9): the analysis went
+/// on.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Quality {
     /// Frames that could not be decoded, per reason.
@@ -208,6 +209,17 @@ fn report_of(
         t
     });
     let findings = detect::run_all(&a);
+    if cfg!(debug_assertions) {
+        let bad = detect::self_check::check(&a, &findings);
+        assert!(
+            bad.is_empty(),
+            "engine self-check failed on connection {} (frames {}–{}):\n  {}",
+            a.conn.index,
+            a.conn.first.frame,
+            a.conn.last.frame,
+            bad.join("\n  ")
+        );
+    }
     for f in &findings {
         *findings_by_id.entry(f.id).or_default() += 1;
     }

@@ -48,7 +48,10 @@ fn analyse_line(readme: &str) -> String {
         .split("To analyse a real capture instead:")
         .nth(1)
         .expect("README: the line `To analyse a real capture instead: `cargo run …``");
-    let start = rest.find('`').expect("README: the analyse command in backticks") + 1;
+    let start = rest
+        .find('`')
+        .expect("README: the analyse command in backticks")
+        + 1;
     let len = rest[start..]
         .find('`')
         .expect("README: the analyse command's closing backtick");

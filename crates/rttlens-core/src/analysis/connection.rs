@@ -88,8 +88,8 @@ pub struct TcpFacts {
     pub unseen_bytes: [u64; 2],
 }
 
-/// What part of a connection the capture holds (docs/design.md §4 "Without the
-/// handshake"; issue: captures from the wild).
+/// What part of a connection the capture holds (docs/design.md §4 "Without
+/// the handshake"; issue: captures from the wild).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Coverage {
     /// The capture began after the connection was set up: neither its SYN
@@ -172,6 +172,30 @@ impl Analysis {
         crate::detect::finding::Cost::of(d, self.rtt_min)
     }
 
+    /// The moment after which nobody waited on this connection: its reset,
+    /// or the later of the two FINs once each side's data had been
+    /// acknowledged by the other up to at most [`CLOSE_TAIL`] bytes before
+    /// its FIN; else the last frame. Time after it costs nothing (issue 21:
+    /// a server resending close_notify + FIN ten times after the client
+    /// had its whole response and had closed its own side was charged 57 s).
+    pub fn waited_until(&self) -> crate::time::Timestamp {
+        let c = &self.conn;
+        let mut end = c.last.ts;
+        if let (Some(fc), Some(fs)) = (c.half[0].fin, c.half[1].fin) {
+            let delivered = c
+                .half
+                .iter()
+                .all(|h| h.snd_nxt.saturating_sub(h.acked) <= CLOSE_TAIL);
+            if delivered {
+                end = end.min(fc.ts.max(fs.ts));
+            }
+        }
+        if let Some((_, rst)) = c.rst {
+            end = end.min(rst.ts);
+        }
+        end.max(c.first.ts)
+    }
+
     /// Time within `[from, to]` that `sender`'s data was held by Nagle
     /// (union of its stalls, clipped): not the application's think time.
     pub fn held_by_nagle(
@@ -192,13 +216,27 @@ impl Analysis {
     }
 }
 
+/// Bytes before a FIN that nobody waits for once the peer has closed its
+/// own side: room for a TLS close_notify alert, whose largest form is 85 B
+/// (TLS 1.2 AES-CBC with HMAC-SHA384: 5 B header, 16 B explicit IV, 2 B
+/// alert, 48 B MAC, padding to the 16 B block; RFC 5246 §6.2.3.2), rounded
+/// up.
+pub const CLOSE_TAIL: u64 = 96;
+
+/// The smallest MSS a host may assume without an MSS option: 536 B
+/// (RFC 9293 §3.7.1; RFC 1122 §4.2.2.6). Without the SYNs, a connection that
+/// only sent small segments (keep-alives, a chat, a cut snapshot) proves no
+/// smaller segment size than this.
+pub const MIN_MSS: u64 = 536;
+
 /// A sender's MSS (bytes): the flow layer's, from the SYNs ([`Half::mss`](crate::flow::half::Half)),
-/// else the largest segment it sent, else 1460 (Ethernet).
+/// else the largest segment it sent but never below [`MIN_MSS`], else 1460
+/// (Ethernet).
 fn effective_mss(conn: &Conn, sender: Side) -> u64 {
     let h = &conn.half[sender.index()];
     match (h.mss, h.max_payload as u64) {
         (0, 0) => 1460,
-        (0, observed) => observed,
+        (0, observed) => observed.max(MIN_MSS),
         (mss, _) => mss,
     }
 }

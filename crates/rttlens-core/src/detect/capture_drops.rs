@@ -1,7 +1,7 @@
 //! `capture-drops`: the receiver acknowledged bytes the capture never saw —
 //! the capture dropped packets ("ACKed unseen"), not the network. Findings
-//! that depend on those holes get a lower confidence (docs/design.md §4 "Capture
-//! quality").
+//! that depend on those holes get a lower confidence (docs/design.md §4
+//! "Capture quality").
 
 use super::finding::{conf, ev, Cost, Finding, Level};
 use crate::analysis::Analysis;
@@ -42,6 +42,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             confidence: conf(Level::High, "acknowledged sequence numbers never seen in the capture"),
             fix: "Capture again with fewer drops: a larger buffer (`tcpdump -B 65536`), headers only (`-s 128`), a capture filter for the hosts involved, and on the end host rather than a SPAN port.".to_string(),
             references: vec!["docs/design.md §4 (capture quality)"],
+            span: Vec::new(),
         });
     }
     out

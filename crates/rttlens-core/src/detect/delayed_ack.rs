@@ -37,14 +37,13 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         let Some(first) = stalls.first() else {
             continue;
         };
-        let cost = a.cost(union_len(
-            stalls
-                .iter()
-                .map(|st| (st.ack.ts - st.held, st.ack.ts))
-                .collect(),
-        ));
+        let span: Vec<_> = stalls
+            .iter()
+            .map(|st| (st.ack.ts - st.held, st.ack.ts))
+            .collect();
+        let cost = a.cost(union_len(span.clone()));
         let receiver = sender.peer().as_str();
-        let mss = half.mss.max(1);
+        let mss = a.tcp.mss[sender.index()].max(1);
         let mut evidence = Vec::new();
         for st in stalls.iter().take(3) {
             evidence.push(ev(
@@ -99,6 +98,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
                 "RFC 5681 §4.2",
                 "Linux __tcp_ack_snd_check(), tcp_send_delayed_ack(), TCP_DELACK_MIN",
             ],
+            span,
         });
     }
     out

@@ -1,7 +1,7 @@
 //! The finding contract (docs/design.md §5): one named cause with its cost,
 //! evidence frames, confidence and fix.
 
-use crate::time::Duration;
+use crate::time::{Duration, Timestamp};
 
 /// What a finding costs the connection.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -128,6 +128,13 @@ pub struct Finding {
     pub fix: String,
     /// Sources: RFC sections, kernel functions.
     pub references: Vec<&'static str>,
+    /// When the time was lost (capture clock): the intervals the cost
+    /// accrued in. The cost is at most their union once clipped to the
+    /// time someone waited ([`super::run_all`] clips it to the connection
+    /// up to the moment both sides were done); empty for a finding that
+    /// costs nothing. Not part of the outputs.
+    #[serde(skip)]
+    pub span: Vec<(Timestamp, Timestamp)>,
 }
 
 impl Finding {

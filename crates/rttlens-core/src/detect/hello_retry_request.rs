@@ -26,5 +26,6 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         confidence: conf(Level::High, "ServerHello.random equals the HelloRetryRequest value"),
         fix: "Make the server's preferred group one the client sends a key share for, e.g. nginx `ssl_ecdh_curve X25519:prime256v1;` (OpenSSL `Groups`), or have the client send an X25519 share first.".to_string(),
         references: vec!["RFC 8446 §4.1.3", "RFC 8446 §4.1.4"],
+        span: vec![(hrr.ts, hrr.ts + a.rtt_min)],
     }]
 }

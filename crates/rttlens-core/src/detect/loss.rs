@@ -40,12 +40,15 @@ fn finding(
     list: &[&Retransmission],
 ) -> Option<Finding> {
     let first = list.first()?;
-    let cost = if id == ID_SPURIOUS {
+    let span: Vec<_> = if id == ID_SPURIOUS {
+        Vec::new()
+    } else {
+        list.iter().map(|r| (r.at.ts - r.delay, r.at.ts)).collect()
+    };
+    let cost = if span.is_empty() {
         Cost::ZERO
     } else {
-        a.cost(union_len(
-            list.iter().map(|r| (r.at.ts - r.delay, r.at.ts)).collect(),
-        ))
+        a.cost(union_len(span.clone()))
     };
     let mut evidence = Vec::new();
     let mut shown = Vec::new();
@@ -128,6 +131,7 @@ fn finding(
         confidence: conf(level, why),
         fix: fix.to_string(),
         references: refs,
+        span,
     })
 }
 

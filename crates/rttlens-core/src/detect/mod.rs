@@ -15,6 +15,7 @@ pub mod nagle;
 pub mod queueing_delay;
 pub mod receive_window_limit;
 pub mod rto_backoff;
+pub mod self_check;
 pub mod sender_window_cap;
 pub mod slow_start;
 pub mod syn_retransmission;
@@ -28,7 +29,9 @@ pub mod zero_rtt;
 pub mod zero_window;
 
 use crate::analysis::Analysis;
+use crate::time::Timestamp;
 pub use finding::{Confidence, Cost, Evidence, Finding, Level};
+use util::union_len;
 
 /// A detector: the findings one cause produces on one connection.
 pub type Detector = fn(&Analysis) -> Vec<Finding>;
@@ -86,6 +89,27 @@ pub const ALWAYS_REPORTED: &[&str] = &[
     "zero-rtt",
 ];
 
+/// Clip `f`'s span to `[from, until]` and its cost to the clipped span's
+/// length: what accrued outside it (before the first frame, after both
+/// sides were done) was waited by no one.
+fn bound_cost(a: &Analysis, f: &mut Finding, from: Timestamp, until: Timestamp) {
+    if f.span.is_empty() {
+        return;
+    }
+    f.span = f
+        .span
+        .iter()
+        .filter_map(|&(s, e)| {
+            let (s, e) = (s.max(from), e.min(until));
+            (s < e).then_some((s, e))
+        })
+        .collect();
+    let within = union_len(f.span.clone());
+    if f.cost.ms > within.as_millis_f64() {
+        f.cost = a.cost(within);
+    }
+}
+
 /// Run every detector on `a`; material findings sorted by cost, highest first.
 pub fn run_all(a: &Analysis) -> Vec<Finding> {
     let mut out: Vec<Finding> = DETECTORS
@@ -93,6 +117,17 @@ pub fn run_all(a: &Analysis) -> Vec<Finding> {
         .flat_map(|(_, d)| d(a))
         .filter(|f| ALWAYS_REPORTED.contains(&f.id) || f.cost.is_material())
         .collect();
+    // a cost is time someone waited: within the connection, and not after
+    // both sides were done (docs/design.md §4 "Materiality")
+    let (from, until) = (a.conn.first.ts, a.waited_until());
+    for f in out.iter_mut() {
+        bound_cost(a, f, from, until);
+    }
+    out.retain(|f| ALWAYS_REPORTED.contains(&f.id) || f.cost.is_material());
+    for f in out.iter_mut() {
+        // evidence reads in the order of the capture
+        f.evidence.sort_by_key(|e| e.frame);
+    }
     let drops = a.conn.half.iter().any(|h| h.dropped_bytes > 0);
     if drops {
         for f in out.iter_mut().filter(|f| !ALWAYS_REPORTED.contains(&f.id)) {

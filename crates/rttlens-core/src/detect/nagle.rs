@@ -49,9 +49,8 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             .partition(|st| ack_wait(a, sender, st) >= DELAYED_ACK_MIN);
         for (id, list) in [(ID_DELAYED_ACK, delayed), (ID_STALL, plain)] {
             let Some(first) = list.first() else { continue };
-            let cost = a.cost(union_len(
-                list.iter().map(|st| (st.y.ts, st.x.ts)).collect(),
-            ));
+            let span: Vec<_> = list.iter().map(|st| (st.y.ts, st.x.ts)).collect();
+            let cost = a.cost(union_len(span.clone()));
             let wait = ack_wait(a, sender, first);
             let receiver = sender.peer().as_str();
             let mut evidence = Vec::new();
@@ -96,6 +95,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
                     if id == ID_DELAYED_ACK { "; the receiver's delayed ACK (TCP_QUICKACK, Windows `TcpAckFrequency`) is the other half" } else { "" }
                 ),
                 references: vec!["RFC 896", "RFC 1122 §4.2.3.4", "RFC 1122 §4.2.3.2", "Linux tcp_nagle_check(), tcp_minshall_check(), TCP_DELACK_MIN"],
+                span,
             });
         }
     }

@@ -181,5 +181,6 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             "Sundaresan et al., TCP Congestion Signatures, IMC 2017",
             "Linux sch_fq_codel, sch_cake, tcp_bbr.c",
         ],
+        span: vec![(q.late_sample.at.ts - extra, q.late_sample.at.ts)],
     }]
 }

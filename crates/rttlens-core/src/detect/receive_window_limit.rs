@@ -2,9 +2,9 @@
 //! (flight ≥ rwnd − 2 MSS, see [`crate::analysis::rounds::RWND_SLACK_MSS`]) for several rounds — the receiver's buffer, not
 //! the network, set the pace.
 //!
-//! Source: docs/design.md §4 (`rwnd` limit); RFC 7323 §2 (without window scale the
-//! window cannot exceed 65535 B); Linux `tcp_rcv_space_adjust()` (receive
-//! buffer autotuning), `net.ipv4.tcp_rmem`.
+//! Source: docs/design.md §4 "Round limits" (the `rwnd` limit); RFC 7323 §2
+//! (without window scale the window cannot exceed 65535 B); Linux
+//! `tcp_rcv_space_adjust()` (receive buffer autotuning), `net.ipv4.tcp_rmem`.
 
 use super::finding::{conf, ev, Finding, Level};
 use super::util::{back_to_back, capped_cost, median};
@@ -31,7 +31,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         return vec![];
     }
     let rwnd = median(limited.iter().map(|r| r.rwnd));
-    let cost = capped_cost(
+    let (cost, span) = capped_cost(
         a,
         &t.rounds,
         limited[0].index,
@@ -132,5 +132,6 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             "RFC 7323 §2.2",
             "Linux tcp_rcv_space_adjust(), net.ipv4.tcp_rmem",
         ],
+        span,
     }]
 }

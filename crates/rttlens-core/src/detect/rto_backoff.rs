@@ -214,6 +214,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
                 "RFC 5482 (TCP_USER_TIMEOUT)",
                 "Linux tcp_retransmit_timer(), tcp_write_timeout(), net.ipv4.tcp_retries2",
             ],
+            span: vec![(first.ts, end.ts)],
         });
     }
     out

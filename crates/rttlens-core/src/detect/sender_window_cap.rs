@@ -2,8 +2,8 @@
 //! receiver's window for several loss-free rounds — its send buffer, a window
 //! clamp, or a middlebox holds it, not the network and not the receiver.
 //!
-//! Source: docs/design.md §4 round limits (`sndbuf`: flat ±1 MSS below rwnd for ≥ 3
-//! loss-free rounds); Linux `tcp_sndbuf_expand()` / `net.ipv4.tcp_wmem`.
+//! Source: docs/design.md §4 "Round limits" (`sndbuf`: flat ±1 MSS below rwnd
+//! for ≥ 3 loss-free rounds); Linux `tcp_sndbuf_expand()` / `net.ipv4.tcp_wmem`.
 
 use super::finding::{conf, ev, Finding, Level};
 use super::util::{back_to_back, capped_cost, median};
@@ -27,7 +27,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     }
     let flight = median(capped.iter().map(|r| r.max_flight));
     let rwnd = median(capped.iter().map(|r| r.rwnd));
-    let cost = capped_cost(a, &t.rounds, capped[0].index, flight, rwnd.max(flight));
+    let (cost, span) = capped_cost(a, &t.rounds, capped[0].index, flight, rwnd.max(flight));
     let sender = t.sender.as_str();
     // without the SYNs the windows are lower bounds (inferred scale): the
     // true window is at least this, so "below the window" still holds
@@ -98,5 +98,6 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         confidence: conf(level, format!("{} loss-free rounds within ±1 MSS of {flight} B, below the advertised window", capped.len())),
         fix,
         references: vec!["docs/design.md §4 (round limits)", "RFC 7323 §2 (window scale)", "Linux tcp_sndbuf_expand(), net.ipv4.tcp_wmem"],
+        span,
     }]
 }

@@ -23,6 +23,10 @@ pub const ID_SLOW_START: &str = "slow-start";
 pub const IW10: u64 = 10;
 /// Slow-start rounds (after the first) needed to report `slow-start`.
 const MIN_SLOW_START_ROUNDS: usize = 3;
+/// A full-sized segment may carry up to 40 B less than the MSS the SYN
+/// announced: the TCP options of each segment (timestamps: 12 B) come out
+/// of it (RFC 9293 §3.7.1, RFC 7323 §3.2).
+const MSS_SLACK: u64 = 40;
 
 /// See the module docs.
 pub fn detect(a: &Analysis) -> Vec<Finding> {
@@ -37,8 +41,18 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     let Some(iw) = t.initial_window else {
         return out;
     };
-    let first_cwnd_limited =
-        t.rounds.first().is_some_and(|r| r.limit.is_cwnd()) && t.rounds.len() >= 2;
+    // a window is only measured where it limited the sender: a first round
+    // shorter than one full segment is the application's write (a 256 B
+    // header, a small response), not its cwnd, which always allows a full
+    // segment (RFC 5681 §3.1: IW ≥ 1 SMSS; Linux counts cwnd in segments,
+    // tcp_cwnd_test()); full is the MSS, or the largest segment the sender
+    // ever sent when that is smaller (a path MTU below the MSS)
+    let full = mss.min(u64::from(a.conn.half[t.sender.index()].max_payload).max(1));
+    let first_cwnd_limited = t
+        .rounds
+        .first()
+        .is_some_and(|r| r.limit.is_cwnd() && iw.bytes + MSS_SLACK >= full)
+        && t.rounds.len() >= 2;
     if first_cwnd_limited && iw.bytes + mss / 2 < IW10 * mss {
         let rounds_now = slow_start_rounds(t.bytes, iw.bytes, u64::MAX);
         let rounds_iw10 = slow_start_rounds(t.bytes, IW10 * mss, u64::MAX);
@@ -52,6 +66,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             confidence: conf(Level::Medium, "first transfer round measured from the capture; the sender may also have been app-limited"),
             fix: "On the sender: use the RFC 6928 initial window (Linux ≥ 3.0 default; `ip route change <route> initcwnd 10 initrwnd 10`).".to_string(),
             references: vec!["RFC 6928", "Linux tcp_init_cwnd()"],
+            span: vec![(t.first.ts, t.last.ts)],
         });
     }
     if ss.len() > MIN_SLOW_START_ROUNDS {
@@ -83,6 +98,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             confidence: conf(Level::Medium, "flight grew ≥ 1.3× per round; the cost assumes the final window was available from the start"),
             fix: "Start with an open window: reuse connections (HTTP keep-alive, HTTP/2, connection pools) and set `net.ipv4.tcp_slow_start_after_idle=0` so idle keep-alive connections keep their cwnd; on the sender, a larger initial window (`ip route change <route> initcwnd 32`) if the path allows.".to_string(),
             references: vec!["RFC 5681 §3.1", "RFC 6928", "Linux tcp_slow_start(), tcp_slow_start_after_idle"],
+            span: ss.first().zip(ss.last()).map(|(f, l)| (f.first.ts, l.last.ts)).into_iter().collect(),
         });
     }
     out

@@ -28,18 +28,35 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         ];
         if what == "SYN" {
             if let Some(sa) = a.conn.syn_ack {
-                evidence.push(ev(sa.first.frame, "SYN-ACK finally answers"));
+                evidence.push(ev(
+                    sa.first.frame,
+                    if sa.first.frame < s.last.frame {
+                        "SYN-ACK seen here, yet the client sent its SYN again: lost on its way to the client"
+                    } else {
+                        "SYN-ACK finally answers"
+                    },
+                ));
             }
         }
+        // once the client's data flows the connection has started: later
+        // copies of a SYN cost no one anything (a SYN-ACK seen here may
+        // still have been lost on its way to the client, so it proves
+        // nothing)
+        let until = a.conn.half[0]
+            .first_data
+            .map_or(s.last.ts, |d| d.ts.min(s.last.ts))
+            .max(s.first.ts);
+        let lost = until - s.first.ts;
         out.push(Finding {
             id: ID,
             connection: a.conn.index,
-            title: format!("{what} sent {} times: {:.0} ms lost before the connection could start", s.count, (s.last.ts - s.first.ts).as_millis_f64()),
-            cost: a.cost(s.last.ts - s.first.ts),
+            title: format!("{what} sent {} times: {:.0} ms lost before the connection could start", s.count, lost.as_millis_f64()),
+            cost: a.cost(lost),
             evidence,
             confidence: conf(Level::High, format!("same ISN sent {} times", s.count)),
             fix: "The handshake packet was lost or dropped: check the server's accept queue (`nstat -az TcpExtListenOverflows TcpExtListenDrops`; raise `net.core.somaxconn` and the listen backlog, nginx `listen … backlog=`), SYN floods/`net.ipv4.tcp_syncookies`, firewall or conntrack drops (`nf_conntrack` table full).".to_string(),
             references: vec!["RFC 6298 §5.7", "Linux TCP_TIMEOUT_INIT, tcp_retransmit_timer()"],
+            span: vec![(s.first.ts, until)],
         });
     }
     out

@@ -1,8 +1,8 @@
 //! TCP Fast Open (RFC 7413): `tfo-cookie`, `tfo-accepted`, `tfo-refused`,
 //! `tfo-fallback`.
 //!
-//! Read from the SYN and SYN-ACK (docs/design.md §4 "TFO"): option kind 34 (or
-//! 254 with ExID 0xF989); an empty option is a cookie request, a longer one
+//! Read from the SYN and SYN-ACK (docs/design.md §4 "TFO"): option kind 34
+//! (or 254 with ExID 0xF989); an empty option is a cookie request, a longer one
 //! carries a cookie. A SYN with data and a cookie is an attempt; the
 //! SYN-ACK acknowledging ISN + 1 + data length means the server took the data
 //! (RFC 7413 §4.2), saving the round trip the request would otherwise wait
@@ -11,6 +11,7 @@
 use super::finding::{conf, ev, Cost, Finding, Level};
 use crate::analysis::Analysis;
 use crate::flow::SynInfo;
+use crate::time::Timestamp;
 use crate::wire::FastOpen;
 
 /// A cookie was requested (and perhaps granted): informational.
@@ -49,27 +50,75 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         Some(FastOpen::Cookie { len, .. }) => Some(len),
         _ => None,
     };
-    let finding =
-        |id: &'static str, title: String, cost: Cost, evidence, level, why: &str, fix: &str| {
-            Finding {
-                id,
-                connection: a.conn.index,
-                title,
-                cost,
-                evidence,
-                confidence: conf(level, why),
-                fix: fix.to_string(),
-                references: REFS.to_vec(),
-            }
-        };
+    let finding = |id: &'static str,
+                   title: String,
+                   (cost, span): (Cost, Vec<(Timestamp, Timestamp)>),
+                   evidence,
+                   level,
+                   why: &str,
+                   fix: &str| Finding {
+        id,
+        connection: a.conn.index,
+        title,
+        cost,
+        evidence,
+        confidence: conf(level, why),
+        fix: fix.to_string(),
+        references: REFS.to_vec(),
+        span,
+    };
+    let free = || (Cost::ZERO, Vec::new());
     // a plain SYN resent after a SYN with TFO: the client fell back
     if fell_back(&syn) {
-        let lost = syn.last.ts - syn.first.ts;
+        // the first plain SYN is where TFO was given up; the time lost ends
+        // there, or sooner when the client's data shows the connection had
+        // started (later copies of the SYN cost nothing)
+        let plain = syn.first_plain.unwrap_or(syn.last);
+        let until = a.conn.half[0]
+            .first_data
+            .map_or(plain.ts, |d| d.ts.min(plain.ts))
+            .max(syn.first.ts);
+        let lost = until - syn.first.ts;
+        let mut evidence = vec![ev(
+            syn.first.frame,
+            format!(
+                "SYN with a TFO option{}",
+                if syn.data_len > 0 {
+                    format!(" and {} B of data", syn.data_len)
+                } else {
+                    String::new()
+                }
+            ),
+        )];
+        let answer = if sa.first.frame < plain.frame {
+            evidence.push(ev(
+                sa.first.frame,
+                "SYN-ACK seen before the client gave up on TFO",
+            ));
+            evidence.push(ev(
+                plain.frame,
+                format!(
+                    "plain SYN {:.0} ms after the first: TFO given up",
+                    (plain.ts - syn.first.ts).as_millis_f64()
+                ),
+            ));
+            None
+        } else {
+            evidence.push(ev(
+                plain.frame,
+                format!(
+                    "plain SYN {:.0} ms after the first: TFO given up",
+                    (plain.ts - syn.first.ts).as_millis_f64()
+                ),
+            ));
+            Some(ev(sa.first.frame, "SYN-ACK to the plain SYN"))
+        };
+        evidence.extend(answer);
         return vec![finding(
             ID_FALLBACK,
-            format!("TCP Fast Open SYN went unanswered; the client fell back to a plain SYN {:.0} ms later", lost.as_millis_f64()),
-            a.cost(lost),
-            vec![ev(syn.first.frame, format!("SYN with a TFO option{}", if syn.data_len > 0 { format!(" and {} B of data", syn.data_len) } else { String::new() })), ev(syn.last.frame, "plain SYN: TFO given up"), ev(sa.first.frame, "SYN-ACK to the plain SYN")],
+            format!("TCP Fast Open SYN went unanswered; the client fell back to a plain SYN {:.0} ms later", (plain.ts - syn.first.ts).as_millis_f64()),
+            (a.cost(lost), vec![(syn.first.ts, until)]),
+            evidence,
             Level::High,
             "the same ISN was resent without the TFO option",
             "Something on the path drops SYNs with data or unknown options: fix or bypass the middlebox, or turn TFO off for this path (Linux then blackholes TFO for `net.ipv4.tcp_fastopen_blackhole_timeout_sec`).",
@@ -98,7 +147,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             vec![finding(
                 ID_COOKIE,
                 title,
-                Cost::ZERO,
+                free(),
                 evidence,
                 Level::High,
                 "TFO options read from the SYN and SYN-ACK",
@@ -111,7 +160,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
                 vec![finding(
                     ID_ACCEPTED,
                     format!("TCP Fast Open: {} B of data sent in the SYN and accepted; the request left 1 RTT earlier", syn.data_len),
-                    Cost::ZERO,
+                    free(),
                     vec![ev(syn.first.frame, format!("SYN with a {len} B cookie and {} B of data", syn.data_len)), ev(sa.first.frame, "SYN-ACK acknowledges the SYN's data")],
                     Level::High,
                     "the SYN-ACK's acknowledgment number covers the SYN data",
@@ -144,10 +193,17 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
                         "the client sends the data again after the handshake",
                     ));
                 }
-                let cost = if syn.data_len > 0 {
-                    a.cost(a.rtt_min)
-                } else {
-                    Cost::ZERO
+                // the data waited from the SYN-ACK to its resend: one RTT
+                let cost = match resend.filter(|_| syn.data_len > 0) {
+                    Some(r) => (
+                        a.cost(a.rtt_min),
+                        vec![(sa.first.ts, r.ts.max(sa.first.ts + a.rtt_min))],
+                    ),
+                    None if syn.data_len > 0 => (
+                        a.cost(a.rtt_min),
+                        vec![(syn.first.ts, sa.first.ts.max(syn.first.ts + a.rtt_min))],
+                    ),
+                    None => free(),
                 };
                 vec![finding(
                     ID_REFUSED,

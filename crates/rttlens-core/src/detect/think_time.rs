@@ -122,6 +122,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             confidence: conf(level, why),
             fix: "Application latency at the server: profile the handler and its upstreams (nginx `$request_time` vs `$upstream_response_time` in the access log), caches, database calls.".to_string(),
             references: vec!["docs/design.md §4 (think time)"],
+            span: vec![(r.ts - think, r.ts)],
         });
         }
     }
@@ -153,6 +154,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             confidence: conf(level, why),
             fix: "Client-side latency: the application was busy or slow to write the request (DNS, pool checkout, request building, certificate verification); send the request as soon as the connection is ready.".to_string(),
             references: vec!["docs/design.md §4 (think time)"],
+            span: vec![(q.ts - think, q.ts)],
         });
     }
     out

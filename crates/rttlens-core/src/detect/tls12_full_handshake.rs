@@ -73,5 +73,6 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         confidence: conf(Level::High, "ServerHello selected TLS 1.2 and sent a Certificate (no resumption)"),
         fix,
         references: vec!["RFC 5246 §7.3", "RFC 8446 §2", "RFC 5077"],
+        span: vec![(t.client_hello.ts, t.done.map_or(t.client_hello.ts + a.rtt_min * 2, |d| d.ts))],
     }]
 }

@@ -58,5 +58,6 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         confidence: conf(Level::High, "read from the ClientHello and ServerHello"),
         fix: fix.to_string(),
         references: vec!["RFC 5077", "RFC 8446 §2.2"],
+        span: Vec::new(),
     }]
 }

@@ -126,6 +126,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
                 side.as_str()
             ),
             references: vec!["RFC 6298 §5.5", "RFC 5482 (TCP_USER_TIMEOUT)", "Linux tcp_write_timeout()"],
+            span: vec![(last.ts, end.ts)],
         });
     }
     out

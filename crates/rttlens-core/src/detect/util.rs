@@ -1,6 +1,6 @@
 //! Helpers shared by detectors.
 
-use crate::analysis::rounds::{slow_start_rounds, Round};
+use crate::analysis::rounds::{slow_start_rounds, Limit, Round};
 use crate::analysis::Analysis;
 use crate::detect::finding::Cost;
 use crate::time::{Duration, Timestamp};
@@ -15,23 +15,41 @@ pub fn median(it: impl Iterator<Item = u64>) -> u64 {
     v[v.len() / 2]
 }
 
-/// Cost of a window limit that first held round `first` of `rounds`: the
-/// rounds actually spent from there to the end of the transfer, against
-/// slow start growing from `start_flight` (doubling per round, RFC 5681
-/// §3.1) up to `cap` bytes per round for the same bytes; the difference in
-/// rounds × RTT. A lower bound: the sender's cwnd may have been larger still.
+/// Cost of a window limit that first held round `first` of `rounds`, and
+/// the interval it accrued in: the rounds actually spent on the stretch the
+/// limit held, against slow start growing from `start_flight` (doubling per
+/// round, RFC 5681 §3.1) up to `cap` bytes per round for the same bytes;
+/// the difference in rounds × RTT. A lower bound: the sender's cwnd may have
+/// been larger still.
+///
+/// The stretch runs from round `first` through the first round after it
+/// that the application limited (the end of that burst, whose bytes a wider
+/// window would have sent sooner); later rounds were paced by the
+/// application, not by the window, and cost the window nothing (issue 21:
+/// a cap seen in 3 rounds of a long connection was charged every later,
+/// application-limited round).
 pub fn capped_cost(
     a: &Analysis,
     rounds: &[Round],
     first: u32,
     start_flight: u64,
     cap: u64,
-) -> Cost {
-    let rest: Vec<&Round> = rounds.iter().filter(|r| r.index >= first).collect();
-    let bytes: u64 = rest.iter().map(|r| r.new_bytes).sum();
+) -> (Cost, Vec<(Timestamp, Timestamp)>) {
+    let mut stretch: Vec<&Round> = Vec::new();
+    for r in rounds.iter().filter(|r| r.index >= first) {
+        stretch.push(r);
+        if r.limit == Limit::App {
+            break;
+        }
+    }
+    let bytes: u64 = stretch.iter().map(|r| r.new_bytes).sum();
     let ideal = slow_start_rounds(bytes, start_flight, cap);
-    let saved = (rest.len() as u64).saturating_sub(ideal);
-    a.cost(a.rtt_min * saved as i64)
+    let saved = (stretch.len() as u64).saturating_sub(ideal);
+    let span = match (stretch.first(), stretch.last()) {
+        (Some(s), Some(e)) => vec![(s.first.ts, e.last.ts)],
+        _ => Vec::new(),
+    };
+    (a.cost(a.rtt_min * saved as i64), span)
 }
 
 /// Share of round-trip time in the rounds' periods below which a window

@@ -61,5 +61,13 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         ),
         fix: fix.to_string(),
         references: vec!["RFC 8446 §2.3", "RFC 8446 §4.2.10", "RFC 8446 §4.5"],
+        span: if cost.ms > 0.0 {
+            vec![(
+                t.client_hello.ts,
+                t.done.map_or(t.client_hello.ts + a.rtt_min * 2, |d| d.ts),
+            )]
+        } else {
+            Vec::new()
+        },
     }]
 }

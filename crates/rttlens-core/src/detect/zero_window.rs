@@ -23,12 +23,12 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         }
         let receiver = sender.peer().as_str();
         let end_of = |z: &crate::flow::half::ZeroWindow| z.end.unwrap_or(a.conn.last);
-        let cost = a.cost(union_len(
-            h.zero_windows
-                .iter()
-                .map(|z| (z.start.ts, end_of(z).ts))
-                .collect(),
-        ));
+        let span: Vec<_> = h
+            .zero_windows
+            .iter()
+            .map(|z| (z.start.ts, end_of(z).ts))
+            .collect();
+        let cost = a.cost(union_len(span.clone()));
         let mut evidence = Vec::new();
         for z in h.zero_windows.iter().take(3) {
             evidence.push(ev(
@@ -58,6 +58,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             confidence: conf(Level::High, "window 0 advertised in the ACKs"),
             fix: format!("The {receiver}'s application does not read fast enough (slow consumer, blocked thread, full downstream): read the socket sooner or in a dedicated thread; a larger receive buffer (`net.ipv4.tcp_rmem`, SO_RCVBUF) only absorbs bursts."),
             references: vec!["RFC 9293 §3.8.6.1", "Linux tcp_probe_timer()"],
+            span,
         });
     }
     out

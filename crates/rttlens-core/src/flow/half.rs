@@ -550,8 +550,9 @@ impl Half {
         if window == 0 {
             self.mark(at, FrameMark::ZeroWindow);
         }
-        // zero-window episodes
-        if window == 0 && self.ack_seen {
+        // zero-window episodes: a zero window is zero at any scale, so the
+        // first ACK a mid-stream capture holds counts too
+        if window == 0 {
             if self.zero_windows.last().is_none_or(|z| z.end.is_some())
                 && self.zero_windows.len() < MAX_EVENTS_KEPT
             {

@@ -8,8 +8,8 @@
 //!
 //! Per direction ([`half::Half`]): sequence space unwrapped to 64-bit stream
 //! offsets (RFC 9293 §3.4 wraparound), ACKs made *causally eligible* for the
-//! sender before they count (docs/design.md §4), retransmission classes, zero
-//! windows, capture drops, rounds and in-order reassembly.
+//! sender before they count (docs/design.md §4 "Causality"), retransmission
+//! classes, zero windows, capture drops, rounds and in-order reassembly.
 
 pub mod half;
 pub mod protocols;
@@ -77,6 +77,9 @@ pub struct SynInfo {
     pub last_data_len: u32,
     /// Fast Open option of the latest transmission.
     pub last_fast_open: Option<crate::wire::FastOpen>,
+    /// The first transmission without a Fast Open option after one with it:
+    /// where a client gave up on TFO (RFC 7413 §4.1.3).
+    pub first_plain: Option<Mark>,
 }
 
 /// Data carried by the client's SYN (TCP Fast Open), held until the SYN-ACK
@@ -259,12 +262,18 @@ impl Conn {
             // the half scales the window field it is given; a SYN's is never
             // scaled (RFC 7323 §2.2), so hand it over as the field that
             // scales back to (about) its value
+            // a RST's window field means nothing (RFC 9293 §3.10.7: the
+            // receiver of a RST checks only its sequence number; Wireshark
+            // marks no zero window or duplicate ACK on one): keep the last
+            let rst = flags.contains(TcpFlags::RST);
             let window = if is_syn {
                 (seg.window as u64) >> self.half[p].peer_wscale.min(14)
+            } else if rst {
+                self.half[p].window
             } else {
                 seg.window as u64
             };
-            let pure = seg.payload_len == 0 && !is_syn && !flags.contains(TcpFlags::FIN);
+            let pure = seg.payload_len == 0 && !is_syn && !rst && !flags.contains(TcpFlags::FIN);
             let n = seg.options.sack_count.min(4) as usize;
             let sack = &seg.options.sack_blocks[..n];
             let mut sink = SideSink {
@@ -366,6 +375,7 @@ impl Conn {
             ack: seg.ack,
             last_data_len: seg.payload_len,
             last_fast_open: seg.options.fast_open,
+            first_plain: None,
         };
         let slot = match side {
             Side::Client => &mut self.syn,
@@ -377,6 +387,12 @@ impl Conn {
                 prev.last = at;
                 prev.last_data_len = seg.payload_len;
                 prev.last_fast_open = seg.options.fast_open;
+                if prev.first_plain.is_none()
+                    && prev.options.fast_open.is_some()
+                    && seg.options.fast_open.is_none()
+                {
+                    prev.first_plain = Some(at);
+                }
                 return;
             }
             Some(_) => return, // a different ISN on a live connection: keep the first

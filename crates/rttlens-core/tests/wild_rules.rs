@@ -1,0 +1,260 @@
+//! Rules for captures nobody here made (issue 21), each checked on a real
+//! public capture from `../shared/captures/public` (sources in its
+//! SOURCES.md): a cost is time someone waited, a RST's window means
+//! nothing, a zero window is zero at any scale, an initial window is only
+//! measured where it could have limited the sender, and the engine's
+//! self-check catches what breaks those rules.
+
+use std::path::PathBuf;
+
+use rttlens_core::analysis::analyze;
+use rttlens_core::capture::CaptureReader;
+use rttlens_core::detect::{self, self_check};
+use rttlens_core::flow::half::FrameMark;
+use rttlens_core::flow::FlowTable;
+use rttlens_core::pipeline;
+use rttlens_core::report::ConnReport;
+use rttlens_core::side::Mark;
+use rttlens_core::wire::{self, Decoded, TcpFlags};
+
+fn path(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/captures/public")
+        .join(name);
+    assert!(
+        p.is_file(),
+        "{}: the tests need ../shared/captures beside the repository",
+        p.display()
+    );
+    p
+}
+
+fn reports(name: &str) -> Vec<ConnReport> {
+    let mut reader = CaptureReader::open(&path(name)).expect("readable capture");
+    let mut out = Vec::new();
+    pipeline::run(&mut reader, &mut |r| out.push(r), &mut |_| {}).expect("analysed");
+    out.sort_by_key(|r| r.index);
+    out
+}
+
+fn ids(r: &ConnReport) -> Vec<&'static str> {
+    r.findings.iter().map(|f| f.id).collect()
+}
+
+/// Frame number → TCP flags of every TCP frame, decoded apart from the flow layer.
+fn tcp_flags(name: &str) -> Vec<(u64, TcpFlags, u16)> {
+    let mut reader = CaptureReader::open(&path(name)).expect("readable capture");
+    let mut out = Vec::new();
+    while let Some(f) = reader.next_frame().expect("frame") {
+        if let Ok(Decoded::Tcp(seg)) = wire::decode(f.link_type, f.data, f.orig_len) {
+            out.push((f.number, seg.flags, seg.window));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_rst_is_never_a_zero_window() {
+    // public captures whose RST segments carry a window field of 0
+    // (tshark: `tcp.flags.reset==1 && tcp.window_size_value==0`)
+    for name in [
+        "sv_ssl-version-negated.pcap",
+        "zeek_http-vnd-ms-cab-multi-conn.pcap",
+        "zeek_tls12-dhe.pcap",
+    ] {
+        let rst_zero: Vec<u64> = tcp_flags(name)
+            .into_iter()
+            .filter(|&(_, f, w)| f.contains(TcpFlags::RST) && w == 0)
+            .map(|(n, _, _)| n)
+            .collect();
+        assert!(!rst_zero.is_empty(), "{name}: has RSTs with window 0");
+        let mut reader = CaptureReader::open(&path(name)).expect("readable");
+        let marks = pipeline::frame_marks(&mut reader).expect("marks");
+        for (frame, mark) in marks {
+            assert!(
+                !(rst_zero.contains(&frame)
+                    && matches!(mark, FrameMark::ZeroWindow | FrameMark::DuplicateAck)),
+                "{name}: frame {frame} is a RST, marked {mark:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_zero_window_is_found_without_the_handshake() {
+    // the Windows Update download of 206_example_b: the client closed its
+    // window (tshark marks 57 zero windows); cut before its handshake, the
+    // capture starts with the transfer already under way
+    let name = "zeek_http-206-example-b.pcap";
+    let full = reports(name);
+    assert!(
+        ids(&full[0]).contains(&"zero-window"),
+        "{:?}",
+        ids(&full[0])
+    );
+    let bytes = std::fs::read(path(name)).expect("read");
+    let cut = drop_first_records(&bytes, 3);
+    let mut reader = CaptureReader::new(Box::new(std::io::Cursor::new(cut))).expect("reader");
+    let mut mid = Vec::new();
+    pipeline::run(&mut reader, &mut |r| mid.push(r), &mut |_| {}).expect("analysed");
+    mid.sort_by_key(|r| r.index);
+    let r = &mid[0];
+    assert!(
+        r.notes.iter().any(|n| n.contains("mid-connection")),
+        "the cut copy starts mid-connection: {:?}",
+        r.notes
+    );
+    let z = r
+        .findings
+        .iter()
+        .find(|f| f.id == "zero-window")
+        .unwrap_or_else(|| panic!("no zero-window without the handshake: {:?}", ids(r)));
+    let f = full[0]
+        .findings
+        .iter()
+        .find(|f| f.id == "zero-window")
+        .expect("full");
+    // the same episodes, renumbered: the cut dropped three frames
+    assert_eq!(z.evidence[0].frame + 3, f.evidence[0].frame);
+    assert!(z.cost.ms > 0.0 && z.cost.ms <= r.duration_ms);
+}
+
+/// A classic pcap without its first `n` records.
+fn drop_first_records(file: &[u8], n: usize) -> Vec<u8> {
+    assert_eq!(
+        &file[..4],
+        &[0xd4, 0xc3, 0xb2, 0xa1],
+        "little-endian µs pcap"
+    );
+    let mut out = file[..24].to_vec();
+    let (mut i, mut k) = (24, 0);
+    while i + 16 <= file.len() {
+        let incl = u32::from_le_bytes(file[i + 8..i + 12].try_into().expect("4 bytes")) as usize;
+        if k >= n {
+            out.extend_from_slice(&file[i..(i + 16 + incl).min(file.len())]);
+        }
+        i += 16 + incl;
+        k += 1;
+    }
+    out
+}
+
+#[test]
+fn time_after_both_sides_closed_costs_nothing() {
+    // zeek's tls12-ecdhe: after the server's FIN and the client's, the
+    // client's close_notify (53 B) is retransmitted; nobody waits for it
+    let name = "zeek_tls12-ecdhe.pcap";
+    let flags = tcp_flags(name);
+    let fins: Vec<u64> = flags
+        .iter()
+        .filter(|(_, f, _)| f.contains(TcpFlags::FIN))
+        .map(|&(n, _, _)| n)
+        .collect();
+    let mut reader = CaptureReader::open(&path(name)).expect("readable");
+    let retx: Vec<u64> = pipeline::frame_marks(&mut reader)
+        .expect("marks")
+        .into_iter()
+        .filter(|(_, m)| matches!(m, FrameMark::Retransmission(_)))
+        .map(|(n, _)| n)
+        .collect();
+    assert!(fins.len() >= 2, "both sides close: {fins:?}");
+    let both_closed = fins[1];
+    assert!(
+        retx.iter().any(|&n| n > both_closed),
+        "a retransmission after both FINs (frames {fins:?}): {retx:?}"
+    );
+    let r = &reports(name)[0];
+    for f in &r.findings {
+        assert!(
+            f.evidence.iter().all(|e| e.frame < both_closed) || f.cost.ms == 0.0,
+            "{} costs {} ms for frames after both sides closed (frame {both_closed}): {:?}",
+            f.id,
+            f.cost.ms,
+            f.evidence
+        );
+    }
+    // what happened before the close is still there
+    assert!(ids(r).contains(&"tls12-full-handshake"), "{:?}", ids(r));
+}
+
+#[test]
+fn an_initial_window_needs_a_full_segment() {
+    // a first flight shorter than one segment is the application's write
+    let r = &reports("sv_tcp-empty-sack.pcap")[0];
+    let t = r.transfer.as_ref().expect("a transfer");
+    let iw = t.initial_window.as_ref().expect("first round measured");
+    assert!(iw.segments < 1.0, "first round under one segment: {iw:?}");
+    assert!(!ids(r).contains(&"initial-window"), "{:?}", ids(r));
+    // two full segments (Windows XP's IW2, 2004) are a window
+    let r = &reports("ws_http.cap")[0];
+    assert!(ids(r).contains(&"initial-window"), "{:?}", ids(r));
+}
+
+#[test]
+fn a_syn_ack_lost_after_the_capture_point_is_said_so() {
+    // 206_example_a's second connection: SYN, SYN-ACK seen, SYN again 3 s
+    // later (the SYN-ACK never reached the client), then the handshake
+    let r = &reports("zeek_http-206-example-a.pcap")[1];
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.id == "syn-retransmission" && f.evidence[0].what == "first SYN")
+        .expect("syn-retransmission of the SYN");
+    let frames: Vec<u64> = f.evidence.iter().map(|e| e.frame).collect();
+    assert!(
+        frames.windows(2).all(|w| w[0] <= w[1]),
+        "in capture order: {frames:?}"
+    );
+    assert!(
+        f.evidence[1].what.contains("lost on its way to the client"),
+        "{:?}",
+        f.evidence
+    );
+    assert!((2900.0..3100.0).contains(&f.cost.ms), "{}", f.cost.ms);
+}
+
+/// Every connection of `name`, analysed and detected as the pipeline does.
+fn analyses(name: &str, each: &mut dyn FnMut(&rttlens_core::analysis::Analysis)) {
+    let mut reader = CaptureReader::open(&path(name)).expect("readable");
+    let mut table = FlowTable::new();
+    let mut conns = Vec::new();
+    while let Some(f) = reader.next_frame().expect("frame") {
+        if let Ok(Decoded::Tcp(seg)) = wire::decode(f.link_type, f.data, f.orig_len) {
+            let at = Mark {
+                frame: f.number,
+                ts: f.ts,
+            };
+            table.push(&seg, at, &mut |c| conns.push(c));
+        }
+    }
+    table.finish(&mut |c| conns.push(c));
+    for c in conns {
+        each(&analyze(c));
+    }
+}
+
+#[test]
+fn the_self_check_catches_a_cost_nobody_paid() {
+    let mut checked = 0;
+    analyses("zeek_http-206-example-a.pcap", &mut |a| {
+        let mut findings = detect::run_all(a);
+        assert_eq!(self_check::check(a, &findings), Vec::<String>::new());
+        let Some(f) = findings.iter_mut().find(|f| f.cost.ms > 0.0) else {
+            return;
+        };
+        let lasted = (a.conn.last.ts - a.conn.first.ts).as_millis_f64();
+        f.cost.ms = lasted + 1.0;
+        f.evidence.reverse();
+        f.evidence.push(detect::Evidence {
+            frame: a.conn.last.frame + 1,
+            what: "beyond the connection".to_string(),
+        });
+        let bad = self_check::check(a, &findings);
+        let has = |s: &str| bad.iter().any(|b| b.contains(s));
+        assert!(has("longer than the connection"), "{bad:?}");
+        assert!(has("longer than the time it accrued in"), "{bad:?}");
+        assert!(has("outside the connection's frames"), "{bad:?}");
+        checked += 1;
+    });
+    assert!(checked > 0, "a finding with a cost to inflate");
+}
