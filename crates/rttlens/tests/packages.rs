@@ -4,6 +4,8 @@
 //! next new dependency cannot make the README's commands fail on a fresh
 //! machine while CI stays green (issue 8).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -142,17 +144,8 @@ fn the_lab_s_programs_are_what_scripts_deps_lab_installs() {
 #[test]
 fn readme_and_ci_install_through_the_one_list() {
     let readme = read("README.md");
-    let setup = readme
-        .split("## Set-up on a fresh machine")
-        .nth(1)
-        .and_then(|s| s.split("```sh").nth(1))
-        .and_then(|s| s.split("```").next())
-        .expect("README: a ```sh block under `## Set-up on a fresh machine`");
-    let commands: Vec<&str> = setup
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .collect();
+    let commands = common::readme_setup_commands(&readme);
+    let setup = commands.join("\n");
     assert_eq!(
         commands.len(),
         2,
@@ -168,7 +161,7 @@ fn readme_and_ci_install_through_the_one_list() {
     let ci = read(".ci/run");
     let test = read("scripts/test");
     for (name, text) in [
-        ("README set-up", setup),
+        ("README set-up", &setup),
         (".ci/run", &ci),
         ("scripts/test", &test),
     ] {

@@ -17,6 +17,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+mod common;
+use common::readme_setup_commands as setup_commands;
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -24,22 +27,6 @@ fn repo() -> PathBuf {
 fn readme() -> String {
     let p = repo().join("README.md");
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()))
-}
-
-/// The commands of the ```sh block under `## Set-up on a fresh machine`.
-fn setup_commands(readme: &str) -> Vec<String> {
-    let block = readme
-        .split("## Set-up on a fresh machine")
-        .nth(1)
-        .and_then(|s| s.split("```sh").nth(1))
-        .and_then(|s| s.split("```").next())
-        .expect("README: a ```sh block under `## Set-up on a fresh machine`");
-    block
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(str::to_string)
-        .collect()
 }
 
 /// The inline command after "To analyse a real capture instead:".

@@ -90,30 +90,22 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
                 }
             ),
         )];
-        let answer = if sa.first.frame < plain.frame {
-            evidence.push(ev(
-                sa.first.frame,
-                "SYN-ACK seen before the client gave up on TFO",
-            ));
-            evidence.push(ev(
-                plain.frame,
-                format!(
-                    "plain SYN {:.0} ms after the first: TFO given up",
-                    (plain.ts - syn.first.ts).as_millis_f64()
-                ),
-            ));
-            None
-        } else {
-            evidence.push(ev(
-                plain.frame,
-                format!(
-                    "plain SYN {:.0} ms after the first: TFO given up",
-                    (plain.ts - syn.first.ts).as_millis_f64()
-                ),
-            ));
-            Some(ev(sa.first.frame, "SYN-ACK to the plain SYN"))
-        };
-        evidence.extend(answer);
+        // evidence is sorted into capture order by run_all
+        evidence.push(ev(
+            plain.frame,
+            format!(
+                "plain SYN {:.0} ms after the first: TFO given up",
+                (plain.ts - syn.first.ts).as_millis_f64()
+            ),
+        ));
+        evidence.push(ev(
+            sa.first.frame,
+            if sa.first.frame < plain.frame {
+                "SYN-ACK seen before the client gave up on TFO"
+            } else {
+                "SYN-ACK to the plain SYN"
+            },
+        ));
         return vec![finding(
             ID_FALLBACK,
             format!("TCP Fast Open SYN went unanswered; the client fell back to a plain SYN {:.0} ms later", (plain.ts - syn.first.ts).as_millis_f64()),

@@ -30,3 +30,20 @@ pub fn scratch(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("scratch dir");
     dir.join(name)
 }
+
+/// The commands of the README's ```sh block under `## Set-up on a fresh
+/// machine`, comments and blank lines left out.
+pub fn readme_setup_commands(readme: &str) -> Vec<String> {
+    let block = readme
+        .split("## Set-up on a fresh machine")
+        .nth(1)
+        .and_then(|s| s.split("```sh").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("README: a ```sh block under `## Set-up on a fresh machine`");
+    block
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
