@@ -229,6 +229,12 @@ pub const CLOSE_TAIL: u64 = 96;
 /// smaller segment size than this.
 pub const MIN_MSS: u64 = 536;
 
+/// The most a full-sized segment can fall short of the MSS its peer
+/// announced: the TCP options of each segment come out of it, and they are
+/// at most 40 B (RFC 9293 §3.1, data offset ≤ 15 words; timestamps alone
+/// take 12 B, RFC 7323 §3.2).
+pub const OPTIONS_MAX: u64 = 40;
+
 /// A sender's MSS (bytes): the flow layer's, from the SYNs ([`Half::mss`](crate::flow::half::Half)),
 /// else the largest segment it sent but never below [`MIN_MSS`], else 1460
 /// (Ethernet).

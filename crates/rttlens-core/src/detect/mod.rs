@@ -112,11 +112,7 @@ fn bound_cost(a: &Analysis, f: &mut Finding, from: Timestamp, until: Timestamp) 
 
 /// Run every detector on `a`; material findings sorted by cost, highest first.
 pub fn run_all(a: &Analysis) -> Vec<Finding> {
-    let mut out: Vec<Finding> = DETECTORS
-        .iter()
-        .flat_map(|(_, d)| d(a))
-        .filter(|f| ALWAYS_REPORTED.contains(&f.id) || f.cost.is_material())
-        .collect();
+    let mut out: Vec<Finding> = DETECTORS.iter().flat_map(|(_, d)| d(a)).collect();
     // a cost is time someone waited: within the connection, and not after
     // both sides were done (docs/design.md §4 "Materiality")
     let (from, until) = (a.conn.first.ts, a.waited_until());

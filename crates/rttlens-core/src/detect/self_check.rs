@@ -21,7 +21,7 @@
 
 use super::finding::Finding;
 use super::util::union_len;
-use crate::analysis::connection::MIN_MSS;
+use crate::analysis::connection::{MIN_MSS, OPTIONS_MAX};
 use crate::analysis::Analysis;
 use crate::side::Side;
 use crate::time::Duration;
@@ -100,12 +100,12 @@ pub fn check(a: &Analysis, findings: &[Finding]) -> Vec<String> {
     for side in [Side::Client, Side::Server] {
         let i = side.index();
         // what a side may send is announced in its peer's SYN; the
-        // segments' own options (up to 40 B) come out of it
+        // segments' own options come out of it
         let announced = a.tcp.mss_option[side.peer().index()];
         let mss = a.tcp.mss[i];
         let floor = announced
             .map_or(MIN_MSS, |m| u64::from(m).min(MIN_MSS))
-            .saturating_sub(40)
+            .saturating_sub(OPTIONS_MAX)
             .max(1);
         if mss < floor || mss > u64::from(u16::MAX) {
             bad.push(format!(

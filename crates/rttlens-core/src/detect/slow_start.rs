@@ -12,6 +12,7 @@
 //! `tcp_init_cwnd()` (route `initcwnd`), `net.ipv4.tcp_slow_start_after_idle`.
 
 use super::finding::{conf, ev, Finding, Level};
+use crate::analysis::connection::OPTIONS_MAX;
 use crate::analysis::rounds::{slow_start_rounds, Limit};
 use crate::analysis::Analysis;
 
@@ -23,10 +24,6 @@ pub const ID_SLOW_START: &str = "slow-start";
 pub const IW10: u64 = 10;
 /// Slow-start rounds (after the first) needed to report `slow-start`.
 const MIN_SLOW_START_ROUNDS: usize = 3;
-/// A full-sized segment may carry up to 40 B less than the MSS the SYN
-/// announced: the TCP options of each segment (timestamps: 12 B) come out
-/// of it (RFC 9293 §3.7.1, RFC 7323 §3.2).
-const MSS_SLACK: u64 = 40;
 
 /// See the module docs.
 pub fn detect(a: &Analysis) -> Vec<Finding> {
@@ -51,7 +48,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     let first_cwnd_limited = t
         .rounds
         .first()
-        .is_some_and(|r| r.limit.is_cwnd() && iw.bytes + MSS_SLACK >= full)
+        .is_some_and(|r| r.limit.is_cwnd() && iw.bytes + OPTIONS_MAX >= full)
         && t.rounds.len() >= 2;
     if first_cwnd_limited && iw.bytes + mss / 2 < IW10 * mss {
         let rounds_now = slow_start_rounds(t.bytes, iw.bytes, u64::MAX);

@@ -38,6 +38,15 @@ pub fn fell_back(syn: &SynInfo) -> bool {
         && syn.last_data_len == 0
 }
 
+/// `" and N B of data"` for a SYN that carried data, else `none`.
+fn data_in(syn: &SynInfo, none: &str) -> String {
+    if syn.data_len > 0 {
+        format!(" and {} B of data", syn.data_len)
+    } else {
+        none.to_string()
+    }
+}
+
 /// See the module docs.
 pub fn detect(a: &Analysis) -> Vec<Finding> {
     let (Some(syn), Some(sa)) = (a.conn.syn, a.conn.syn_ack) else {
@@ -81,14 +90,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         let lost = until - syn.first.ts;
         let mut evidence = vec![ev(
             syn.first.frame,
-            format!(
-                "SYN with a TFO option{}",
-                if syn.data_len > 0 {
-                    format!(" and {} B of data", syn.data_len)
-                } else {
-                    String::new()
-                }
-            ),
+            format!("SYN with a TFO option{}", data_in(&syn, "")),
         )];
         // evidence is sorted into capture order by run_all
         evidence.push(ev(
@@ -165,14 +167,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
                 let mut evidence = vec![
                     ev(
                         syn.first.frame,
-                        format!(
-                            "SYN with a {len} B cookie{}",
-                            if syn.data_len > 0 {
-                                format!(" and {} B of data", syn.data_len)
-                            } else {
-                                " but no data".to_string()
-                            }
-                        ),
+                        format!("SYN with a {len} B cookie{}", data_in(&syn, " but no data")),
                     ),
                     ev(
                         sa.first.frame,
