@@ -555,12 +555,22 @@ fn zero_window_marks(path: &std::path::Path) -> (Vec<u64>, Vec<u64>) {
 
 /// The frames tshark's display filter `filter` selects (tshark: a CI package).
 fn tshark_frames(path: &std::path::Path, filter: &str) -> Vec<u64> {
-    let o = std::process::Command::new("tshark")
-        .args(["-n", "-r"])
+    tshark_fields(path, filter, &["frame.number"])
+        .iter()
+        .filter_map(|l| l[0].parse().ok())
+        .collect()
+}
+
+/// `fields` of each frame tshark's display filter `filter` selects.
+fn tshark_fields(path: &std::path::Path, filter: &str, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut cmd = std::process::Command::new("tshark");
+    cmd.args(["-n", "-r"])
         .arg(path)
-        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
-        .output()
-        .expect("tshark (Debian package tshark) runs");
+        .args(["-Y", filter, "-T", "fields"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let o = cmd.output().expect("tshark (Debian package tshark) runs");
     assert!(
         o.status.success(),
         "tshark: {}",
@@ -568,8 +578,52 @@ fn tshark_frames(path: &std::path::Path, filter: &str) -> Vec<u64> {
     );
     String::from_utf8_lossy(&o.stdout)
         .lines()
-        .filter_map(|l| l.trim().parse().ok())
+        .map(|l| l.split('\t').map(str::to_string).collect::<Vec<_>>())
+        .filter(|v| v.len() == fields.len())
         .collect()
+}
+
+/// The delay line's own queue (ms), read from the two captures: each
+/// direction's one-way delay per segment (first sight at the receiving
+/// host's capture − first sight at the sending host's, one clock), its worst
+/// minus its best; the two directions summed bound what the line added to
+/// any round trip beyond its fixed delay. The line is userspace Python: on
+/// a loaded machine it falls behind, and the RTT then really rises.
+fn line_queue_ms(paths: &[PathBuf; 2]) -> f64 {
+    let [client, server] = paths;
+    let mut total = 0.0;
+    for (from, to, port) in [
+        (server, client, "tcp.srcport == 80"),
+        (client, server, "tcp.dstport == 80"),
+    ] {
+        let fields = [
+            "tcp.seq_raw",
+            "tcp.ack_raw",
+            "tcp.len",
+            "tcp.window_size_value",
+            "frame.time_epoch",
+        ];
+        let seen = |path: &PathBuf| {
+            let mut first = std::collections::HashMap::new();
+            for v in tshark_fields(path, port, &fields) {
+                let t: f64 = v[4].parse().unwrap_or(f64::NAN);
+                first.entry(v[..4].join(" ")).or_insert(t);
+            }
+            first
+        };
+        let (sent, got) = (seen(from), seen(to));
+        let delays: Vec<f64> = got
+            .iter()
+            .filter_map(|(k, t)| Some((t - sent.get(k)?) * 1e3))
+            .filter(|d| d.is_finite())
+            .collect();
+        let lo = delays.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = delays.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if lo.is_finite() && hi.is_finite() {
+            total += hi - lo;
+        }
+    }
+    total
 }
 
 /// Control: the same 4 MiB download with no loss and a reader that keeps up.
@@ -586,6 +640,10 @@ fn clean_download_has_no_loss_findings() {
     let paths = lab.stop_both(caps);
     let kernel = Kernel::read(&lab);
     assert_eq!(kernel.retrans, 0, "fixture: a clean link: {kernel:?}");
+    // the userspace delay line falls behind on a loaded machine: a queue of
+    // its own that `queueing-delay` rightly names; the control knows it
+    // from the captures and accepts the finding when the queue explains it
+    let link_late_ms = line_queue_ms(&paths);
     for a in analyze_both(&paths) {
         // tcpdump on a veth stamps packets on the CPU that handles them, so
         // on a loaded machine one can be a few µs older than the one before
@@ -612,7 +670,6 @@ fn clean_download_has_no_loss_findings() {
                         "capture-drops",
                         "rto-backoff",
                         "transfer-stall",
-                        "queueing-delay",
                     ]
                     .contains(id)
             })
@@ -623,6 +680,21 @@ fn clean_download_has_no_loss_findings() {
             a.name(),
             c.findings
         );
+        if let Some(q) = c.findings.iter().find(|f| f.id == "queueing-delay") {
+            assert!(
+                link_late_ms >= q.cost.ms / 2.0,
+                "{}: clean transfer, yet queueing-delay of {} ms while the delay line itself \
+                 queued at most {link_late_ms:.1} ms: {q:#?}",
+                a.name(),
+                q.cost.ms
+            );
+            eprintln!(
+                "{}: queueing-delay {:.1} ms, explained by the delay line's own queue \
+                 (up to {link_late_ms:.1} ms): the machine was loaded",
+                a.name(),
+                q.cost.ms
+            );
+        }
     }
 }
 
