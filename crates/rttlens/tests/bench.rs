@@ -446,8 +446,14 @@ fn lab_targets_take_the_round_trips_they_should() {
         assert_eq!(r["lab"]["server"], server);
         assert_eq!(r["lab"]["cert"], cert);
         // the link kept its deadlines, so the round trips below are the
-        // servers'
-        assert!(f(&r, &["link", "late_p99_ms"]) < 1.0, "{}", r["link"]);
+        // servers': late by less than a tenth of the RTT at p99, which
+        // cannot move a p50 out of the ±(RTT/4 + 2 ms) checked below (a
+        // loaded 2-core machine ran it 1.007 ms late with the p50s exact)
+        assert!(
+            f(&r, &["link", "late_p99_ms"]) < rtt / 10.0,
+            "{}",
+            r["link"]
+        );
         assert_eq!(
             r["errors"].as_array().map(Vec::len),
             Some(0),
