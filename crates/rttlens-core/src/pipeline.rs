@@ -14,6 +14,7 @@ use crate::flow::{Conn, FlowTable, SWEEP_EVERY, SWEEP_INTERVAL, SWEEP_MIN};
 use crate::report::ConnReport;
 use crate::side::Mark;
 use crate::time::Timestamp;
+use crate::wire::duplicates::Duplicates;
 use crate::wire::{self, Decoded, TcpSegment};
 
 /// Counted problems with the capture (docs/design.md §9): the analysis went
@@ -36,6 +37,11 @@ pub struct Quality {
     /// on an end host with TSO/GSO/GRO offload (not an error: the analysis
     /// counts bytes, so rounds and flight stay right).
     pub oversized_segments: u64,
+    /// Exact copies of a segment just seen (captured on two interfaces or
+    /// from a SPAN port), dropped before the flow layer
+    /// ([`wire::duplicates`]). Absent from the JSON when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub duplicate_frames: u64,
 }
 
 impl Quality {
@@ -48,6 +54,7 @@ impl Quality {
             && self.reader_notes.values().all(|n| *n == 0)
             && self.late_segments == 0
             && self.oversized_segments == 0
+            && self.duplicate_frames == 0
     }
 
     /// Each note in a person's words (empty when clean), as the text and
@@ -79,6 +86,13 @@ impl Quality {
             parts.push(format!(
                 "{} segments larger than the MSS (TSO/GSO/GRO offload at the capture point)",
                 self.oversized_segments
+            ));
+        }
+        if self.duplicate_frames > 0 {
+            parts.push(format!(
+                "{} exact duplicate frames (the same packet captured twice: two interfaces \
+                 or a SPAN port) dropped before the analysis",
+                self.duplicate_frames
             ));
         }
         if let Some(t) = &self.truncated {
@@ -270,6 +284,8 @@ struct Intake<'f> {
     light: bool,
     /// Tracked segments and `now` at the last sweep.
     swept: (u64, Timestamp),
+    /// The last segments, to drop exact copies of them.
+    copies: Duplicates,
 }
 
 impl<'f> Intake<'f> {
@@ -286,6 +302,7 @@ impl<'f> Intake<'f> {
             tracked: 0,
             light: false,
             swept: (0, Timestamp::default()),
+            copies: Duplicates::default(),
         }
     }
 
@@ -304,6 +321,10 @@ impl<'f> Intake<'f> {
                 self.sum.tcp_segments += 1;
                 if self.filter.is_some_and(|f| !f.matches(&seg)) {
                     self.sum.filtered_out += 1;
+                    return None;
+                }
+                if self.copies.is_copy(&seg, frame.ts) {
+                    self.sum.quality.duplicate_frames += 1;
                     return None;
                 }
                 if (seg.payload.len() as u32) < seg.payload_len {

@@ -258,3 +258,58 @@ fn the_self_check_catches_a_cost_nobody_paid() {
     });
     assert!(checked > 0, "a finding with a cost to inflate");
 }
+
+#[test]
+fn a_packet_captured_twice_is_counted_once() {
+    // zeek's m57-long and vnd.ms-cab captures hold every packet twice, a
+    // few µs apart with the same IPv4 Identification (Wireshark marks the
+    // copies as retransmissions and duplicate ACKs)
+    for (name, rtt_ms) in [
+        ("zeek_http-m57-long-49583-80.pcap", 96.4),
+        ("zeek_http-vnd-ms-cab-multi-conn.pcap", 24.0),
+    ] {
+        let mut reader = CaptureReader::open(&path(name)).expect("readable");
+        let mut conns = Vec::new();
+        let sum = pipeline::run(&mut reader, &mut |r| conns.push(r), &mut |_| {}).expect("ran");
+        let copies = sum.quality.duplicate_frames;
+        assert!(
+            copies * 3 >= sum.frames,
+            "{name}: {copies} copies of {} frames",
+            sum.frames
+        );
+        assert!(!sum.quality.is_clean(), "{name}: copies are a quality note");
+        let c = &conns[0];
+        let rtt = c
+            .rtt
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name}: RTT known once copies are dropped"));
+        assert!(
+            (rtt.min_ms - rtt_ms).abs() < rtt_ms * 0.1,
+            "{name}: RTT {} ms (tshark's iRTT {rtt_ms} ms)",
+            rtt.min_ms
+        );
+        // a copy is not a retransmission
+        let mut reader = CaptureReader::open(&path(name)).expect("readable");
+        let retx = pipeline::frame_marks(&mut reader)
+            .expect("marks")
+            .into_iter()
+            .filter(|(_, m)| matches!(m, FrameMark::Retransmission(_)))
+            .count() as u64;
+        assert!(
+            retx * 10 < copies,
+            "{name}: {retx} retransmissions among {copies} copies"
+        );
+    }
+}
+
+#[test]
+fn segments_at_the_paths_size_are_full() {
+    // vnd.ms-cab: the server's SYN-ACK announces 1460 B but its segments
+    // are 1380 B (the path's MTU): a 1380 B segment is full, not a small
+    // segment Nagle could hold, and two of them are two segments
+    let r = &reports("zeek_http-vnd-ms-cab-multi-conn.pcap")[2];
+    assert!(!ids(r).contains(&"nagle-stall"), "{:?}", ids(r));
+    let t = r.transfer.as_ref().expect("a transfer");
+    assert_eq!(t.mss, 1380);
+    assert_eq!(t.initial_window.as_ref().map(|w| w.segments), Some(2.0));
+}

@@ -235,15 +235,16 @@ pub const MIN_MSS: u64 = 536;
 /// take 12 B, RFC 7323 §3.2).
 pub const OPTIONS_MAX: u64 = 40;
 
-/// A sender's MSS (bytes): the flow layer's, from the SYNs ([`Half::mss`](crate::flow::half::Half)),
-/// else the largest segment it sent but never below [`MIN_MSS`], else 1460
+/// A sender's MSS (bytes): its full segment size from the SYNs and the path
+/// ([`Half::full_size`](crate::flow::half::Half::full_size)), else the
+/// largest segment it sent but never below [`MIN_MSS`], else 1460
 /// (Ethernet).
 fn effective_mss(conn: &Conn, sender: Side) -> u64 {
     let h = &conn.half[sender.index()];
     match (h.mss, h.max_payload as u64) {
         (0, 0) => 1460,
         (0, observed) => observed.max(MIN_MSS),
-        (mss, _) => mss,
+        _ => h.full_size(),
     }
 }
 

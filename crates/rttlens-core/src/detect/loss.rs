@@ -8,9 +8,13 @@
 //!
 //! A spurious retransmission costs no time by itself: the stall before it
 //! belongs to whatever delayed the ACK (think time, delayed ACK, a delay
-//! spike), which other findings cost. It is reported at cost 0 when it
-//! matters: an RTO among them (Linux cuts cwnd to 1 unless F-RTO/D-SACK
-//! undo it) or at least [`SPURIOUS_REPORT_MIN`] of them.
+//! spike), which other findings cost. It is reported when it matters: an
+//! RTO among them (Linux cuts cwnd to 1 unless F-RTO/D-SACK undo it) or at
+//! least [`SPURIOUS_REPORT_MIN`] of them. One exception has a cost: a
+//! timeout whose ACKs the capture saw in time for the sender, which resent
+//! anyway — the ACKs were lost on the way to it, and it sent nothing new
+//! until its timer fired: from one RTT after its last segment (when the
+//! ACK would have released more) to the retransmission.
 //!
 //! Sources: RFC 5681 §3.2 (fast retransmit), RFC 6675 (SACK recovery),
 //! RFC 8985 (RACK-TLP), RFC 6298 (RTO), RFC 2883 (D-SACK); Linux
@@ -41,7 +45,10 @@ fn finding(
 ) -> Option<Finding> {
     let first = list.first()?;
     let span: Vec<_> = if id == ID_SPURIOUS {
-        Vec::new()
+        list.iter()
+            .filter(|r| r.kind == RetxKind::Rto && r.lost_ack.is_some() && r.silence > a.rtt_min)
+            .map(|r| (r.at.ts - r.silence + a.rtt_min, r.at.ts))
+            .collect()
     } else {
         list.iter().map(|r| (r.at.ts - r.delay, r.at.ts)).collect()
     };
@@ -86,8 +93,26 @@ fn finding(
                     String::new()
                 }
             ),
+            _ if r.kind == RetxKind::Rto && r.lost_ack.is_some() => format!(
+                "timeout after {:.1} ms of silence, resending data the capture saw acknowledged: the ACKs were lost on the way to the {}",
+                r.silence.as_millis_f64(),
+                sender.as_str()
+            ),
             _ => "retransmission of data the receiver already had".to_string(),
         };
+        if let Some(k) = r
+            .lost_ack
+            .filter(|_| id == ID_SPURIOUS && r.kind == RetxKind::Rto)
+        {
+            evidence.push(ev(
+                k,
+                format!(
+                    "the {}'s ACK of these bytes: seen here in time, never heard by the {}",
+                    sender.peer().as_str(),
+                    sender.as_str()
+                ),
+            ));
+        }
         evidence.push(ev(r.at.frame, what));
     }
     let n = list.len();
@@ -113,6 +138,13 @@ fn finding(
             vec!["RFC 6298 §5", "Linux tcp_retransmit_timer(), TCP_RTO_MIN"],
             Level::High,
             format!("≥ {} ms of silence before the retransmission", crate::flow::half::RTO_MIN.as_millis_f64()),
+        ),
+        _ if !span.is_empty() => (
+            format!("{n} spurious retransmission{} by the {who}: data the receiver already had, resent on a timeout because the ACKs were lost on the way to the {who}, which sent nothing new until its timer fired", if n == 1 { "" } else { "s" }),
+            "ACKs lost between the receiver and the sender: look for loss on the return path (a policer, a full queue, a flapping link); a lower minimum RTO on low-RTT paths shortens the stall (`ip route change <route> rto_min 20ms`); keep `net.ipv4.tcp_frto=2` so the cwnd cut is undone.",
+            vec!["RFC 6298 §5", "RFC 5682 (F-RTO)", "Linux tcp_retransmit_timer(), tcp_try_undo_*()"],
+            Level::Medium,
+            "the ACKs covering the data were seen in time for the sender, which resent it after a timer's silence".to_string(),
         ),
         _ => (
             format!("{n} spurious retransmission{} by the {who}: data the receiver already had (no time lost by itself; a spurious RTO cuts cwnd unless undone)", if n == 1 { "" } else { "s" }),

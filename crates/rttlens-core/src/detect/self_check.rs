@@ -16,7 +16,7 @@
 //!   the connection's duration;
 //! - evidence frames lie within the connection's frames, in capture order;
 //! - each sender's MSS is at least what its SYN announced allows, or
-//!   [`MIN_MSS`](crate::analysis::connection::MIN_MSS) without one, and fits a 16-bit option;
+//!   [`MIN_MSS`] without one, and fits a 16-bit option;
 //! - a round's peak bytes in flight is never above what the sender sent.
 
 use super::finding::Finding;

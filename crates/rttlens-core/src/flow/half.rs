@@ -30,6 +30,13 @@ pub const RTO_MIN: Duration = Duration::from_millis(200);
 /// Events of a kind kept with their frame (zero windows, capture drops).
 pub const MAX_EVENTS_KEPT: usize = 64;
 
+/// The most a path's MTU can take off the MSS a SYN announced and still
+/// leave the sender's segments full-sized (bytes): IPsec ESP in tunnel mode
+/// with AES-GCM adds about 73 B, a GRE/IPIP tunnel 24 B, PPPoE 8 B, a VPN
+/// over UDP up to ~100 B; 160 leaves room for two of them. A segment further
+/// below the MSS than that is small, however often it was sent.
+pub const TUNNEL_OVERHEAD_MAX: u64 = 160;
+
 /// What the engine said of one frame, in the terms of Wireshark's
 /// `tcp.analysis.*` flags (for cross-checks; `docs/wireshark.md` says where
 /// and why the two differ).
@@ -102,6 +109,11 @@ pub struct Retransmission {
     pub spurious: bool,
     /// Classified without dupACK/SACK evidence (RACK or unknown trigger).
     pub inferred: bool,
+    /// The frame of an ACK covering the data that was seen long enough
+    /// before for the sender to have it, yet it resent: that ACK (and any
+    /// after it) was lost on the way to the sender, and its timer, not the
+    /// ACKs, clocked it.
+    pub lost_ack: Option<u64>,
     /// Time the data was held up: retransmission − original send (or hole
     /// opening when the original was not seen).
     pub delay: Duration,
@@ -223,6 +235,8 @@ struct Hole {
 #[derive(Debug, Clone, Copy)]
 struct AckEv {
     ts: Timestamp,
+    /// Frame of the run's first ACK.
+    frame: u64,
     /// The latest ACK of the run: a repeat of the one before (same ACK,
     /// window and SACK, not a duplicate ACK) only moves the time the sender
     /// last heard from the peer ([`Eligible::any_ts`]), so it joins the run
@@ -249,6 +263,8 @@ struct Eligible {
     seen: bool,
     /// When the latest advancing ACK was seen at the capture point.
     ack_ts: Timestamp,
+    /// Its frame.
+    ack_frame: u64,
     /// When the latest ACK of any kind (dupACKs too) was seen.
     any_ts: Timestamp,
 }
@@ -296,6 +312,8 @@ pub struct Half {
     pub data_segments: u64,
     /// Largest payload seen (bytes).
     pub max_payload: u32,
+    /// Data segments of exactly [`max_payload`](Self::max_payload) bytes.
+    max_payload_count: u32,
     /// Data segments larger than the MSS: the capture was taken on an end
     /// host with TSO/GSO (sent) or GRO (received) offload, which hands the
     /// capture one large segment for several on the wire. Counted only when
@@ -410,6 +428,7 @@ impl Half {
             bytes_sent: 0,
             data_segments: 0,
             max_payload: 0,
+            max_payload_count: 0,
             oversized: 0,
             retx: Vec::new(),
             marks: None,
@@ -479,6 +498,21 @@ impl Half {
         self.isn = Some(isn);
         if self.base.is_none() {
             self.base = Some(isn.add(1));
+        }
+    }
+
+    /// The size of this sender's full segments (bytes; 0 while the MSS is
+    /// unknown): its MSS, or the largest payload it sent at least twice when
+    /// that sits within [`TUNNEL_OVERHEAD_MAX`] below the MSS: a path whose
+    /// MTU is smaller than the MSS announced (a tunnel, PPPoE, an MSS clamp
+    /// in one direction only; 1380 B segments under a 1460 B MSS) makes the
+    /// sender's segments that size, and they are full, not small.
+    pub fn full_size(&self) -> u64 {
+        let cap = u64::from(self.max_payload);
+        if self.max_payload_count >= 2 && cap < self.mss && self.mss - cap <= TUNNEL_OVERHEAD_MAX {
+            cap
+        } else {
+            self.mss
         }
     }
 
@@ -630,6 +664,7 @@ impl Half {
         self.max_window = self.max_window.max(window);
         let ev = AckEv {
             ts: at.ts,
+            frame: at.frame,
             last_ts: at.ts,
             ack: off,
             window,
@@ -693,6 +728,7 @@ impl Half {
                 self.elig.dupacks = 0;
                 self.elig.ack = a.ack;
                 self.elig.ack_ts = a.ts;
+                self.elig.ack_frame = a.frame;
                 self.retx_since_advance = 0;
                 if self.rto_recovery.is_some_and(|p| a.ack >= p) {
                     self.rto_recovery = None;
@@ -768,7 +804,11 @@ impl Half {
         self.advance_eligible(at.ts, h_x);
         self.bytes_sent += len as u64;
         self.data_segments += 1;
-        self.max_payload = self.max_payload.max(len);
+        match len.cmp(&self.max_payload) {
+            std::cmp::Ordering::Greater => (self.max_payload, self.max_payload_count) = (len, 1),
+            std::cmp::Ordering::Equal => self.max_payload_count += 1,
+            std::cmp::Ordering::Less => {}
+        }
         if self.mss > 0 && u64::from(len) > self.mss {
             self.oversized += 1;
         }
@@ -946,7 +986,7 @@ impl Half {
     fn check_nagle(&mut self, off: u64, len: u32, at: Mark, h_x: Duration, rtt_min: Duration) {
         // full-size segments are never held, and leave Minshall's state
         // (the last small segment sent, `tp->snd_sml`) as it is
-        if self.mss == 0 || len as u64 >= self.mss {
+        if self.mss == 0 || len as u64 >= self.full_size() {
             return;
         }
         let last = self.last_small.take();
@@ -996,7 +1036,7 @@ impl Half {
         // most one segment's worth of new data. An ACK of many segments at
         // once was held for another reason (a receiver that stopped
         // reading, ACK coalescing), which the window findings cover.
-        if self.mss > 0 && newly_acked > self.mss {
+        if self.mss > 0 && newly_acked > self.full_size() {
             return;
         }
         let held = (a.ts - y.ts) - h_peer;
@@ -1070,8 +1110,13 @@ impl Half {
         let spurious = self.ack_seen && self.acked >= end;
         // what the sender's timer saw: silence since its last segment and
         // since the last ACK reached it (an ACK seen at M at t_a reaches the
-        // sender h_x/2 later; a segment seen at t_p left it h_x/2 earlier)
-        let silence = if e.seen {
+        // sender h_x/2 later; a segment seen at t_p left it h_x/2 earlier).
+        // A sender never resends bytes it has seen acknowledged (it resends
+        // from snd_una, RFC 9293 §3.10.7.4; Linux tcp_retransmit_skb()): when
+        // the ACKs it can have had by now already cover these bytes, they
+        // were lost on the way to it, and only its own sends timed its timer
+        let lost_acks = e.seen && e.ack >= end;
+        let silence = if e.seen && !lost_acks {
             t.since_send.min((at.ts - t.h_x) - e.any_ts)
         } else {
             t.since_send
@@ -1118,6 +1163,7 @@ impl Half {
                 },
                 spurious,
                 inferred,
+                lost_ack: lost_acks.then_some(e.ack_frame),
                 delay,
             });
         }

@@ -714,6 +714,7 @@ mod tests {
                 options: opts,
                 payload: &payload,
                 payload_len: len,
+                ip_id: None,
             };
             self.frame += 1;
             let at = Mark {

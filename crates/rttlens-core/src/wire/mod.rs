@@ -25,6 +25,7 @@
 //! A frame that cannot be decoded gives a [`DecodeError`]; inside a capture
 //! that is a counted capture-quality note, never a reason to stop.
 
+pub mod duplicates;
 pub mod ip;
 pub mod link;
 pub mod tcp;
@@ -77,6 +78,10 @@ pub struct TcpSegment<'a> {
     pub payload: &'a [u8],
     /// Payload length on the wire, in octets, from the IP length fields.
     pub payload_len: u32,
+    /// The IPv4 Identification field (RFC 791 §3.1; `None` for IPv6): two
+    /// copies of one packet share it, a retransmission from Linux does not
+    /// (its per-socket counter, `ip_select_ident()`).
+    pub ip_id: Option<u16>,
 }
 
 impl TcpSegment<'_> {

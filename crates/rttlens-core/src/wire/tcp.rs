@@ -286,6 +286,7 @@ fn parse_cut_header<'a>(datagram: &Datagram<'a>) -> Option<TcpSegment<'a>> {
         options: TcpOptions::parse(&b[20..]),
         payload: &[],
         payload_len: u32::try_from(datagram.payload_len - header_len).unwrap_or(u32::MAX),
+        ip_id: datagram.ip_id,
     })
 }
 
@@ -367,6 +368,7 @@ pub(super) fn parse_segment_with<'a>(
         },
         payload: datagram.payload.get(header_len..).unwrap_or(&[]),
         payload_len: u32::try_from(payload_len).unwrap_or(u32::MAX),
+        ip_id: datagram.ip_id,
     })
 }
 
