@@ -21,7 +21,7 @@ fn seg(src: &str, sp: u16, dst: &str, dp: u16) -> TcpSegment<'static> {
         options: TcpOptions::default(),
         payload: &[],
         payload_len: 0,
-        ip_id: None,
+        ip_id: 0,
     }
 }
 

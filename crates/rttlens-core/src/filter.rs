@@ -459,7 +459,7 @@ mod tests {
             options: TcpOptions::default(),
             payload: &[],
             payload_len: 0,
-            ip_id: None,
+            ip_id: 0,
         }
     }
 

@@ -714,7 +714,7 @@ mod tests {
                 options: opts,
                 payload: &payload,
                 payload_len: len,
-                ip_id: None,
+                ip_id: 0,
             };
             self.frame += 1;
             let at = Mark {

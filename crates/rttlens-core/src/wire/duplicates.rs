@@ -10,9 +10,12 @@
 //! lost and recovered. The pipeline drops them before the flow layer and
 //! counts them (`quality.duplicate_frames`).
 //!
-//! What makes a copy: the same addresses, ports, sequence and
-//! acknowledgment numbers, flags, window and payload length as one of the
-//! last [`WINDOW`] segments, and
+//! What makes a copy: the same ports, sequence and acknowledgment numbers,
+//! flags, window and payload length as one of the last [`WINDOW`] segments
+//! (the addresses are not compared: two connections on the same ports
+//! whose random 32-bit sequence and acknowledgment numbers both coincide
+//! within a few frames do not happen, and the key stays small on this
+//! per-packet path), and
 //! - with an IPv4 Identification other than 0, the same Identification
 //!   within [`MAX_GAP_WITH_ID`]: a sender's retransmission carries a new one
 //!   (Linux: a per-socket counter, `ip_select_ident()`; RFC 6864 §4.1), so
@@ -24,8 +27,6 @@
 //!
 //! The TCP options are not compared, so the same frames are copies whether
 //! or not they were decoded (the parallel reader skips the options).
-
-use std::net::IpAddr;
 
 use crate::seq::SeqNumber;
 use crate::time::{Duration, Timestamp};
@@ -43,7 +44,7 @@ pub const MAX_GAP_WITH_ID: Duration = Duration::from_millis(10);
 pub const MAX_GAP_WITHOUT_ID: Duration = Duration::from_micros(100);
 
 /// What two copies of a segment share.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct Key {
     seq: SeqNumber,
     ack: SeqNumber,
@@ -51,8 +52,7 @@ struct Key {
     flags: TcpFlags,
     window: u16,
     payload_len: u32,
-    ip_id: Option<u16>,
-    addrs: (IpAddr, IpAddr),
+    ip_id: u16,
 }
 
 impl Key {
@@ -65,25 +65,30 @@ impl Key {
             window: seg.window,
             payload_len: seg.payload_len,
             ip_id: seg.ip_id,
-            addrs: (seg.src, seg.dst),
         }
     }
 
     /// How far apart two segments with this key may be to be copies;
     /// `None` when the key cannot tell a copy from a real repeat.
     fn max_gap(&self) -> Option<Duration> {
-        match self.ip_id {
-            Some(id) if id != 0 => Some(MAX_GAP_WITH_ID),
-            _ if self.payload_len > 0 => Some(MAX_GAP_WITHOUT_ID),
-            _ => None,
+        if self.ip_id != 0 {
+            Some(MAX_GAP_WITH_ID)
+        } else if self.payload_len > 0 {
+            Some(MAX_GAP_WITHOUT_ID)
+        } else {
+            None
         }
     }
 }
 
-/// The last [`WINDOW`] segments, to recognise copies among them.
+/// The last [`WINDOW`] segments, to recognise copies among them. Their
+/// sequence numbers sit apart in one small array, scanned first: on this
+/// per-packet path almost every segment differs from all of them there.
 #[derive(Debug, Default)]
 pub struct Duplicates {
-    recent: [Option<(Key, Timestamp)>; WINDOW],
+    seqs: [u32; WINDOW],
+    recent: [(Key, Timestamp); WINDOW],
+    len: usize,
     next: usize,
 }
 
@@ -93,17 +98,19 @@ impl Duplicates {
     pub fn is_copy(&mut self, seg: &TcpSegment<'_>, ts: Timestamp) -> bool {
         let key = Key::of(seg);
         if let Some(gap) = key.max_gap() {
-            let copy = self
-                .recent
-                .iter()
-                .flatten()
-                .any(|(k, t)| k.seq == key.seq && *k == key && ts >= *t && ts - *t <= gap);
-            if copy {
-                return true;
+            for i in 0..self.len {
+                if self.seqs[i] == key.seq.0 {
+                    let (k, t) = self.recent[i];
+                    if k == key && ts >= t && ts - t <= gap {
+                        return true;
+                    }
+                }
             }
         }
-        self.recent[self.next] = Some((key, ts));
+        self.seqs[self.next] = key.seq.0;
+        self.recent[self.next] = (key, ts);
         self.next = (self.next + 1) % WINDOW;
+        self.len = (self.len + 1).min(WINDOW);
         false
     }
 }
@@ -113,7 +120,7 @@ mod tests {
     use super::*;
     use crate::wire::TcpOptions;
 
-    fn seg(ip_id: Option<u16>, seq: u32, len: u32) -> TcpSegment<'static> {
+    fn seg(ip_id: u16, seq: u32, len: u32) -> TcpSegment<'static> {
         TcpSegment {
             src: "10.0.0.1".parse().expect("address"),
             dst: "10.0.0.2".parse().expect("address"),
@@ -137,33 +144,33 @@ mod tests {
     #[test]
     fn a_copy_with_the_same_ip_id_is_dropped_a_retransmission_is_not() {
         let mut d = Duplicates::default();
-        assert!(!d.is_copy(&seg(Some(9), 100, 1448), at(0)));
-        assert!(d.is_copy(&seg(Some(9), 100, 1448), at(1)));
+        assert!(!d.is_copy(&seg(9, 100, 1448), at(0)));
+        assert!(d.is_copy(&seg(9, 100, 1448), at(1)));
         // the sender's retransmission: same bytes, a new Identification
-        assert!(!d.is_copy(&seg(Some(10), 100, 1448), at(5)));
+        assert!(!d.is_copy(&seg(10, 100, 1448), at(5)));
         // the same Identification, too late to be a copy
-        assert!(!d.is_copy(&seg(Some(9), 100, 1448), at(20_001)));
+        assert!(!d.is_copy(&seg(9, 100, 1448), at(20_001)));
     }
 
     #[test]
     fn without_an_identification_only_close_data_copies_are_dropped() {
         let mut d = Duplicates::default();
-        assert!(!d.is_copy(&seg(None, 100, 1448), at(0)));
-        assert!(d.is_copy(&seg(None, 100, 1448), at(2)));
-        assert!(!d.is_copy(&seg(None, 100, 1448), at(500)));
+        assert!(!d.is_copy(&seg(0, 100, 1448), at(0)));
+        assert!(d.is_copy(&seg(0, 100, 1448), at(2)));
+        assert!(!d.is_copy(&seg(0, 100, 1448), at(500)));
         // identical pure ACKs: a receiver's duplicate ACKs, kept
-        assert!(!d.is_copy(&seg(None, 200, 0), at(600)));
-        assert!(!d.is_copy(&seg(Some(0), 200, 0), at(601)));
-        assert!(!d.is_copy(&seg(None, 200, 0), at(602)));
+        assert!(!d.is_copy(&seg(0, 200, 0), at(600)));
+        assert!(!d.is_copy(&seg(0, 200, 0), at(601)));
+        assert!(!d.is_copy(&seg(0, 200, 0), at(602)));
     }
 
     #[test]
     fn only_the_last_window_of_segments_is_searched() {
         let mut d = Duplicates::default();
-        assert!(!d.is_copy(&seg(Some(1), 0, 10), at(0)));
+        assert!(!d.is_copy(&seg(1, 0, 10), at(0)));
         for i in 0..WINDOW as u32 {
-            assert!(!d.is_copy(&seg(Some(100 + i as u16), 1000 + i, 10), at(1)));
+            assert!(!d.is_copy(&seg(100 + i as u16, 1000 + i, 10), at(1)));
         }
-        assert!(!d.is_copy(&seg(Some(1), 0, 10), at(2)));
+        assert!(!d.is_copy(&seg(1, 0, 10), at(2)));
     }
 }

@@ -37,9 +37,9 @@ pub struct Datagram<'a> {
     /// The datagram is a fragment other than the first: `payload` does not
     /// start with an upper-layer header.
     pub non_first_fragment: bool,
-    /// IPv4 Identification field (RFC 791 §3.1); `None` for IPv6, whose
+    /// IPv4 Identification field (RFC 791 §3.1); 0 for IPv6, whose
     /// datagrams carry one only in a fragment header.
-    pub ip_id: Option<u16>,
+    pub ip_id: u16,
 }
 
 impl Datagram<'_> {
@@ -95,7 +95,7 @@ pub fn parse_ipv4(bytes: &[u8], wire_len: usize) -> Result<Datagram<'_>, DecodeE
             .unwrap_or(&[]),
         payload_len: total_len - header_len,
         non_first_fragment: header.fragments_offset().value() != 0,
-        ip_id: Some(header.identification()),
+        ip_id: header.identification(),
     };
     if datagram.protocol == IPPROTO_AH && !datagram.non_first_fragment {
         let complete = datagram.is_complete();
@@ -183,6 +183,6 @@ pub fn parse_ipv6(bytes: &[u8], wire_len: usize) -> Result<Datagram<'_>, DecodeE
         payload: rest,
         payload_len: payload_len.saturating_sub(exts.slice().len()),
         non_first_fragment,
-        ip_id: None,
+        ip_id: 0,
     })
 }

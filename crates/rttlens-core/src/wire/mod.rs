@@ -78,10 +78,11 @@ pub struct TcpSegment<'a> {
     pub payload: &'a [u8],
     /// Payload length on the wire, in octets, from the IP length fields.
     pub payload_len: u32,
-    /// The IPv4 Identification field (RFC 791 §3.1; `None` for IPv6): two
-    /// copies of one packet share it, a retransmission from Linux does not
-    /// (its per-socket counter, `ip_select_ident()`).
-    pub ip_id: Option<u16>,
+    /// The IPv4 Identification field (RFC 791 §3.1; 0 for IPv6): two copies
+    /// of one packet share it, a retransmission from Linux does not (its
+    /// per-socket counter, `ip_select_ident()`). 0 tells nothing either way:
+    /// IPv6 has none, and some stacks send 0 on every DF datagram.
+    pub ip_id: u16,
 }
 
 impl TcpSegment<'_> {
