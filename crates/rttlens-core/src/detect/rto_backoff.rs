@@ -109,9 +109,9 @@ pub fn episodes(half: &Half) -> Vec<Backoff> {
         let mut from = gaps.len();
         while from > first_retx
             && gaps[from - 1] >= MIN_GAP
-            && gaps
-                .get(from)
-                .is_none_or(|next| next.nanos * 10 >= gaps[from - 1].nanos * 9)
+            && gaps.get(from).is_none_or(|next| {
+                i128::from(next.nanos) * 10 >= i128::from(gaps[from - 1].nanos) * 9
+            })
         {
             from -= 1;
         }

@@ -89,7 +89,9 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             .copied();
         let ack_late = quick.map(|k| (k, (k.ts - q.ts) - h_s));
         let ack_with_answer = ack_late.is_some_and(|(k, late)| {
-            late.nanos * 4 >= think.nanos * 3 && (r.ts - k.ts).nanos * 4 <= think.nanos
+            // i128: a damaged capture's timestamps can be anything
+            i128::from(late.nanos) * 4 >= i128::from(think.nanos) * 3
+                && i128::from((r.ts - k.ts).nanos) * 4 <= i128::from(think.nanos)
         });
         let quick_ack = Duration::from_millis(1).max(a.rtt_min / 4);
         if ack_late.is_some_and(|(_, late)| late > quick_ack) {
