@@ -175,19 +175,24 @@ impl Analysis {
     /// The moment after which nobody waited on this connection: its reset,
     /// or the later of the two FINs once each side's data had been
     /// acknowledged by the other up to at most [`CLOSE_TAIL`] bytes before
-    /// its FIN; else the last frame. Time after it costs nothing (issue 21:
+    /// its FIN, with no data short of that tail sent again after it (a side
+    /// that closed its sending half early may still wait for the other's
+    /// data); else the last frame. Time after it costs nothing (issue 21:
     /// a server resending close_notify + FIN ten times after the client
     /// had its whole response and had closed its own side was charged 57 s).
     pub fn waited_until(&self) -> crate::time::Timestamp {
         let c = &self.conn;
         let mut end = c.last.ts;
         if let (Some(fc), Some(fs)) = (c.half[0].fin, c.half[1].fin) {
-            let delivered = c
-                .half
-                .iter()
-                .all(|h| h.snd_nxt.saturating_sub(h.acked) <= CLOSE_TAIL);
+            let closed = fc.ts.max(fs.ts);
+            let delivered = c.half.iter().all(|h| {
+                h.snd_nxt.saturating_sub(h.acked) <= CLOSE_TAIL
+                    && !h.retx.iter().any(|r| {
+                        r.at.ts > closed && r.offset + u64::from(r.len) + CLOSE_TAIL < h.snd_nxt
+                    })
+            });
             if delivered {
-                end = end.min(fc.ts.max(fs.ts));
+                end = end.min(closed);
             }
         }
         if let Some((_, rst)) = c.rst {
