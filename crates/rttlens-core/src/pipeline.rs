@@ -205,7 +205,7 @@ pub fn run_with(
     } else {
         FlowTable::new()
     };
-    let mut sum = scan(reader, options, table, &mut finish, progress)?;
+    let mut sum = scan(reader, options, table, &mut finish, progress, None)?;
     sum.findings_by_id = findings_by_id;
     Ok(sum)
 }
@@ -257,13 +257,16 @@ pub fn frame_marks(reader: &mut dyn FrameSource) -> Result<Vec<(u64, FrameMark)>
         }
     };
     let options = Options::default();
+    let mut copies = Vec::new();
     scan(
         reader,
         &options,
         FlowTable::with_marks(),
         &mut take,
         &mut |_| {},
+        Some(&mut copies),
     )?;
+    marks.extend(copies.into_iter().map(|f| (f, FrameMark::CapturedTwice)));
     marks.sort_by_key(|&(f, _)| f);
     Ok(marks)
 }
@@ -286,6 +289,8 @@ struct Intake<'f> {
     swept: (u64, Timestamp),
     /// The last segments, to drop exact copies of them.
     copies: Duplicates,
+    /// The frames dropped as copies, when [`frame_marks`] asks for them.
+    copy_frames: Option<Vec<u64>>,
 }
 
 impl<'f> Intake<'f> {
@@ -303,6 +308,7 @@ impl<'f> Intake<'f> {
             light: false,
             swept: (0, Timestamp::default()),
             copies: Duplicates::default(),
+            copy_frames: None,
         }
     }
 
@@ -325,6 +331,9 @@ impl<'f> Intake<'f> {
                 }
                 if self.copies.is_copy(&seg, frame.ts) {
                     self.sum.quality.duplicate_frames += 1;
+                    if let Some(v) = &mut self.copy_frames {
+                        v.push(frame.number);
+                    }
                     return None;
                 }
                 if (seg.payload.len() as u32) < seg.payload_len {
@@ -457,8 +466,10 @@ fn scan(
     mut table: FlowTable,
     finish: &mut dyn FnMut(Box<Conn>, Timestamp),
     progress: &mut dyn FnMut(Progress),
+    copies: Option<&mut Vec<u64>>,
 ) -> Result<CaptureSummary, CaptureError> {
     let mut intake = Intake::new(options.filter.as_ref());
+    intake.copy_frames = copies.as_ref().map(|_| Vec::new());
     let mut connections = 0u64;
     let mut oversized = 0u64;
     let mut finish = |conn: Box<Conn>, start: Timestamp| {
@@ -480,6 +491,9 @@ fn scan(
                 frames: intake.sum.frames,
             });
         }
+    }
+    if let (Some(out), Some(found)) = (copies, intake.copy_frames.take()) {
+        *out = found;
     }
     let start = intake.start();
     let peak_open = table.peak_open;

@@ -48,11 +48,20 @@ pub enum FrameMark {
     DuplicateAck,
     /// A window field of 0.
     ZeroWindow,
-    /// A data segment that fills the receiver's window as the sender had it.
+    /// New data ending at the right edge of the receiver's window as the
+    /// sender had it (cumulative ACK + window).
     WindowFull,
     /// A data segment beyond the highest one seen: the bytes between were
     /// not captured.
     PreviousSegmentLost,
+    /// An ACK of bytes the capture never saw (Wireshark's
+    /// `tcp.analysis.ack_lost_segment`): the gap is counted here, once, and
+    /// the data segment after it is contiguous for the engine.
+    AckedUnseen,
+    /// An exact copy of a frame just before it (captured twice), dropped
+    /// before the flow layer (`wire/duplicates.rs`): Wireshark calls it a
+    /// retransmission or a duplicate ACK.
+    CapturedTwice,
 }
 
 /// How a retransmission was triggered (docs/design.md §4 "Loss", order of
@@ -298,6 +307,9 @@ pub struct Half {
     pub wscale_evidence: Option<WscaleEvidence>,
     hist: VecDeque<AckEv>,
     elig: Eligible,
+    /// This side's last segment was a keep-alive (seq = snd_una − 1): the
+    /// peer's next ACK answers it and is no duplicate ACK.
+    keepalive_out: bool,
     unacked: VecDeque<SentSeg>,
     holes: Vec<Hole>,
     /// The sender's last segment (at the capture point).
@@ -420,6 +432,7 @@ impl Half {
             wscale_evidence: None,
             hist: VecDeque::new(),
             elig: Eligible::default(),
+            keepalive_out: false,
             unacked: VecDeque::new(),
             holes: Vec::new(),
             last_send: None,
@@ -527,12 +540,14 @@ impl Half {
     }
 
     /// Process an ACK (and its raw window field, and SACK blocks)
-    /// that the peer sent at `at`. `pure` is true for a segment without payload, SYN or FIN.
+    /// that the peer sent at `at`. `pure` is true for a segment without
+    /// payload, SYN, FIN or RST. `window` is `None` for a RST, whose window
+    /// field means nothing (RFC 9293 §3.10.7): the last one stays.
     #[allow(clippy::too_many_arguments)]
     pub fn on_peer_ack(
         &mut self,
         ack: SeqNumber,
-        window: u64,
+        window: Option<u64>,
         sack: &[(SeqNumber, SeqNumber)],
         pure: bool,
         at: Mark,
@@ -540,20 +555,31 @@ impl Half {
         sink: Option<&mut dyn StreamSink>,
     ) {
         let Some(off) = self.offset(ack) else { return };
+        let window_known = window.is_some();
+        let window = window.unwrap_or(self.window);
         let fin_extra = self.fin.is_some() as u64;
         if off > self.snd_nxt + fin_extra {
             // ACKed unseen: the receiver has bytes the capture never saw
             let bytes = off - self.snd_nxt - fin_extra;
             self.note_drop(at, bytes);
+            self.mark(at, FrameMark::AckedUnseen);
             self.snd_nxt = off - fin_extra.min(off);
         }
         let advanced = !self.ack_seen || off > self.acked;
         let acked_before = self.acked;
-        let dup = pure
+        // a duplicate ACK as Wireshark's `tcp.analysis.duplicate_ack`
+        // (packet-tcp.c): a pure ACK repeating the last ACK number and a
+        // non-zero window (a zero window repeated is the receiver still
+        // full), not the answer to a keep-alive; counted towards fast
+        // retransmit only with data outstanding
+        let dup_mark = pure
             && self.ack_seen
             && off == self.acked
+            && window != 0
             && window == self.window
-            && self.snd_nxt > self.acked;
+            && !self.keepalive_out;
+        let dup = dup_mark && self.snd_nxt > self.acked;
+        self.keepalive_out = false;
         // holes below the ACK were delivered past the capture point
         if advanced && !self.holes.is_empty() {
             let mut lost = 0;
@@ -578,15 +604,17 @@ impl Half {
                 self.reasm.skip_to(covered, sink);
             }
         }
-        if dup {
+        if dup_mark {
             self.mark(at, FrameMark::DuplicateAck);
         }
-        if window == 0 {
+        if window_known && window == 0 {
             self.mark(at, FrameMark::ZeroWindow);
         }
         // zero-window episodes: a zero window is zero at any scale, so the
         // first ACK a mid-stream capture holds counts too
-        if window == 0 {
+        if !window_known {
+            // a RST: no window news
+        } else if window == 0 {
             if self.zero_windows.last().is_none_or(|z| z.end.is_some())
                 && self.zero_windows.len() < MAX_EVENTS_KEPT
             {
@@ -703,7 +731,34 @@ impl Half {
     /// `t_p` when `t_a ≤ t_p − h_x + ε`, ε = h_x/10 + 20 µs (timing noise).
     fn advance_eligible(&mut self, now: Timestamp, h_x: Duration) {
         let eps = Duration::from_nanos(h_x.nanos / 10) + Duration::from_micros(20);
-        let horizon = now - h_x + eps;
+        self.eligible_until(now - h_x + eps);
+    }
+
+    /// New data ending at `end` beyond the right edge of the window the
+    /// sender is taken to have seen: a sender never sends past the window it
+    /// was offered (RFC 9293 §3.8.6), so it had already received a later ACK
+    /// (the path's delay estimate was long by a little). Make ACKs eligible
+    /// up to the first one whose window covers `end`; when none does (a
+    /// sender that overran the window, or a scale not known), nothing moves.
+    fn advance_to_cover(&mut self, end: u64) {
+        if !self.wscale_known || !self.elig.seen {
+            return;
+        }
+        if end <= self.elig.ack + self.scaled(self.elig.window) {
+            return;
+        }
+        let covering = self
+            .hist
+            .iter()
+            .find(|a| a.ack >= self.elig.ack && end <= a.ack + self.scaled(a.window))
+            .map(|a| a.ts);
+        if let Some(ts) = covering {
+            self.eligible_until(ts);
+        }
+    }
+
+    /// Make the ACKs seen at the capture point up to `horizon` eligible.
+    fn eligible_until(&mut self, horizon: Timestamp) {
         while let Some(a) = self.hist.front_mut() {
             if a.ts > horizon {
                 break;
@@ -802,6 +857,9 @@ impl Half {
         let Some(off) = self.offset(seq) else { return };
         let end = off + len as u64;
         self.advance_eligible(at.ts, h_x);
+        if len > 1 && end > self.snd_nxt {
+            self.advance_to_cover(end);
+        }
         self.bytes_sent += len as u64;
         self.data_segments += 1;
         match len.cmp(&self.max_payload) {
@@ -824,6 +882,7 @@ impl Half {
             && ((self.ack_seen && end <= self.acked) || (self.elig.seen && self.elig.window == 0));
         let mut retx = false;
         let mut new_bytes = 0;
+        self.keepalive_out = probe && self.ack_seen && end <= self.acked;
         if probe {
             // keep-alive or zero-window probe: not a retransmission
         } else if off < self.snd_nxt {
@@ -920,7 +979,16 @@ impl Half {
         if !probe && !retx {
             self.infer_wscale(end, at);
         }
-        if self.elig.seen && self.elig.window > 0 && flight >= self.scaled(self.elig.window) {
+        // new data reaching the right edge of the window the sender had
+        // seen, as Wireshark's `tcp.analysis.window_full` (the edge itself:
+        // data past it is an overrun, and a retransmission fills nothing)
+        if new_bytes > 0
+            && !retx
+            && !probe
+            && self.elig.seen
+            && self.elig.window > 0
+            && end == self.elig.ack + self.scaled(self.elig.window)
+        {
             self.window_full += 1;
             self.mark(at, FrameMark::WindowFull);
         }
@@ -1201,7 +1269,7 @@ mod tests {
         );
         for i in 0..acks {
             let at = mark(2 + i, 10 + i as i64);
-            h.on_peer_ack(SeqNumber(1100), 512, &[], false, at, &mut rtt, None);
+            h.on_peer_ack(SeqNumber(1100), Some(512), &[], false, at, &mut rtt, None);
         }
         h
     }

@@ -267,13 +267,21 @@ impl Conn {
             // marks no zero window or duplicate ACK on one): keep the last
             let rst = flags.contains(TcpFlags::RST);
             let window = if is_syn {
-                (seg.window as u64) >> self.half[p].peer_wscale.min(14)
+                Some((seg.window as u64) >> self.half[p].peer_wscale.min(14))
             } else if rst {
-                self.half[p].window
+                None
             } else {
-                seg.window as u64
+                Some(seg.window as u64)
             };
-            let pure = seg.payload_len == 0 && !is_syn && !rst && !flags.contains(TcpFlags::FIN);
+            // pure: no payload, SYN, FIN or RST, and at the sender's next
+            // sequence number (a keep-alive sits one below it)
+            let pure = seg.payload_len == 0
+                && !is_syn
+                && !rst
+                && !flags.contains(TcpFlags::FIN)
+                && self.half[s]
+                    .offset(seg.seq)
+                    .is_none_or(|o| o >= self.half[s].snd_nxt);
             let n = seg.options.sack_count.min(4) as usize;
             let sack = &seg.options.sack_blocks[..n];
             let mut sink = SideSink {

@@ -20,10 +20,15 @@
 //!   within [`MAX_GAP_WITH_ID`]: a sender's retransmission carries a new one
 //!   (Linux: a per-socket counter, `ip_select_ident()`; RFC 6864 §4.1), so
 //!   only a copy repeats it;
-//! - without one (IPv6, or stacks that send 0 with DF set), only a segment
-//!   carrying data, within [`MAX_GAP_WITHOUT_ID`]: no sender retransmits
-//!   data that fast (it needs an ACK or a timer), while two identical pure
-//!   ACKs that close together are the receiver's real duplicate ACKs.
+//! - without one (IPv6, or stacks that send 0 with DF set), a segment
+//!   carrying data within [`MAX_GAP_WITHOUT_ID`]: no sender retransmits
+//!   data that fast (it needs an ACK or a timer);
+//! - a pure ACK without one only when it repeats the segment captured just
+//!   before it within [`MAX_GAP_PURE_ACK`]: a receiver's real duplicate
+//!   ACKs each answer a segment that arrived in between (at its vantage the
+//!   capture holds that segment between them; at the sender's, the path
+//!   spaces them by at least the segments' serialization time, and with
+//!   SACK their blocks differ).
 //!
 //! The TCP options are not compared, so the same frames are copies whether
 //! or not they were decoded (the parallel reader skips the options).
@@ -31,6 +36,12 @@
 use crate::seq::SeqNumber;
 use crate::time::{Duration, Timestamp};
 use crate::wire::{TcpFlags, TcpSegment};
+
+/// Largest gap between a pure ACK without an Identification and its copy
+/// (the segment captured just before it): copies made by the capture
+/// itself (`-i any` on a bridge or bond) carry the same timestamp or one
+/// a microsecond apart.
+pub const MAX_GAP_PURE_ACK: Duration = Duration::from_micros(1);
 
 /// Segments a copy is looked for among (`editcap -d` compares 5 frames;
 /// a capture on two interfaces interleaves a few more).
@@ -106,6 +117,11 @@ impl Duplicates {
                     }
                 }
             }
+        } else if self.len > 0 {
+            let (k, t) = self.recent[(self.next + WINDOW - 1) % WINDOW];
+            if k == key && ts >= t && ts - t <= MAX_GAP_PURE_ACK {
+                return true;
+            }
         }
         self.seqs[self.next] = key.seq.0;
         self.recent[self.next] = (key, ts);
@@ -158,10 +174,17 @@ mod tests {
         assert!(!d.is_copy(&seg(0, 100, 1448), at(0)));
         assert!(d.is_copy(&seg(0, 100, 1448), at(2)));
         assert!(!d.is_copy(&seg(0, 100, 1448), at(500)));
-        // identical pure ACKs: a receiver's duplicate ACKs, kept
+        // identical pure ACKs microseconds apart: a receiver's duplicate
+        // ACKs, kept
         assert!(!d.is_copy(&seg(0, 200, 0), at(600)));
-        assert!(!d.is_copy(&seg(0, 200, 0), at(601)));
         assert!(!d.is_copy(&seg(0, 200, 0), at(602)));
+        assert!(!d.is_copy(&seg(0, 200, 0), at(605)));
+        // the same pure ACK at the same instant, right after itself: a copy
+        assert!(d.is_copy(&seg(0, 200, 0), at(605)));
+        assert!(d.is_copy(&seg(0, 200, 0), at(606)));
+        // ... but not once another segment came between
+        assert!(!d.is_copy(&seg(0, 300, 1448), at(606)));
+        assert!(!d.is_copy(&seg(0, 200, 0), at(606)));
     }
 
     #[test]
