@@ -313,3 +313,69 @@ fn segments_at_the_paths_size_are_full() {
     assert_eq!(t.mss, 1380);
     assert_eq!(t.initial_window.as_ref().map(|w| w.segments), Some(2.0));
 }
+
+#[test]
+fn a_hole_below_the_first_byte_seen_is_a_fast_retransmission() {
+    // suricata-verify's tcp-empty-sack: the client's 608 B at relative seq
+    // 2084 (frame 21) are lost, the server's duplicate ACKs at 2084 carry
+    // SACK blocks above it (frames 25, 26), and frame 27 resends them.
+    // Cut so the capture begins after the lost segment (frame 22 on), the
+    // hole lies below the first client byte the copy holds: Wireshark still
+    // flags two duplicate ACKs and a fast retransmission (frames 4-6 of the
+    // copy), and so must the engine.
+    let name = "sv_tcp-empty-sack.pcap";
+    let bytes = std::fs::read(path(name)).expect("read");
+    let cut = drop_first_records(&bytes, 21);
+    let mut reader =
+        CaptureReader::new(Box::new(std::io::Cursor::new(cut.clone()))).expect("reader");
+    let marks = pipeline::frame_marks(&mut reader).expect("marks");
+    let at = |f: u64| {
+        marks
+            .iter()
+            .filter(|(g, _)| *g == f)
+            .map(|(_, m)| *m)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(at(4), vec![FrameMark::DuplicateAck], "{marks:?}");
+    assert_eq!(at(5), vec![FrameMark::DuplicateAck], "{marks:?}");
+    assert_eq!(
+        at(6),
+        vec![FrameMark::Retransmission(
+            rttlens_core::flow::half::RetxKind::FastRetransmit
+        )],
+        "{marks:?}"
+    );
+    let mut reader = CaptureReader::new(Box::new(std::io::Cursor::new(cut))).expect("reader");
+    let mut mid = Vec::new();
+    pipeline::run(&mut reader, &mut |r| mid.push(r), &mut |_| {}).expect("analysed");
+    let f = mid[0]
+        .findings
+        .iter()
+        .find(|f| f.id == "fast-retransmit")
+        .unwrap_or_else(|| panic!("no fast-retransmit: {:?}", ids(&mid[0])));
+    assert!(f.evidence.iter().any(|e| e.frame == 6), "{:?}", f.evidence);
+    // held up from the first ACK showing the hole (frame 3) to frame 6
+    assert!((60.0..=80.0).contains(&f.cost.ms), "{}", f.cost.ms);
+}
+
+#[test]
+fn only_a_block_the_ack_already_covers_is_a_duplicate_sack() {
+    // tcp-empty-sack again, whole: frame 29 ACKs 3326 with a SACK block
+    // 2692-3954 that straddles the ACK (a stale block, not a D-SACK); frame
+    // 31 ACKs 3954 with 3326-3954, wholly below it: a D-SACK for the
+    // retransmission at frame 28 (RFC 2883 §4). Frame 27's resend filled a
+    // real hole.
+    let mut seen = 0;
+    analyses("sv_tcp-empty-sack.pcap", &mut |a| {
+        let client = &a.conn.half[0];
+        for r in &client.retx {
+            match r.at.frame {
+                27 => assert!(!r.spurious, "frame 27 filled a hole: {r:?}"),
+                28 => assert!(r.spurious, "frame 28 was D-SACKed: {r:?}"),
+                _ => continue,
+            }
+            seen += 1;
+        }
+    });
+    assert_eq!(seen, 2);
+}

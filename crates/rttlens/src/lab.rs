@@ -148,7 +148,9 @@ fn list(all: &[Scenario]) -> std::io::Result<()> {
         what.extend(s.variants.iter().map(|v| match v {
             Variant::MidStream => "mid-stream copy: the same".to_string(),
             Variant::Offload => "offload (GRO) copy: the same".to_string(),
-            Variant::MidStreamSaysLess { why } => format!("mid-stream copy: says less ({why})"),
+            Variant::MidStreamSaysLess { why, expect } => {
+                format!("mid-stream copy: expect {} ({why})", expect.join(", "))
+            }
             Variant::SenderOnly { expect } => {
                 format!("sender-only copy: expect {}", expect.join(", "))
             }

@@ -350,7 +350,8 @@ pub fn analyze(mut conn: Box<Conn>) -> Analysis {
         mss[sender.index()],
         rtt_min,
     );
-    if coverage.mid_stream || coverage.only.is_some() || conn.payload_cut > 0 {
+    if coverage.mid_stream || coverage.only.is_some() || (conn.payload_cut > 0 && !http_cut(&conn))
+    {
         // the first round seen is not the sender's first (or, with the
         // payloads cut, may be a TLS handshake flight rather than data)
         if let Some(t) = &mut transfer {
@@ -403,11 +404,19 @@ fn coverage_notes(conn: &Conn, coverage: Coverage, rtt_known: bool) -> Vec<Strin
         ));
     }
     if conn.payload_cut > 0 {
-        notes.push(format!(
-            "{} data segments cut by the snapshot length: TLS and HTTP unknown (not guessed), \
-             the TCP analysis is complete",
-            conn.payload_cut
-        ));
+        notes.push(if http_cut(conn) {
+            format!(
+                "{} data segments cut by the snapshot length: the first request line was \
+                 captured (HTTP), the rest of HTTP unknown; the TCP analysis is complete",
+                conn.payload_cut
+            )
+        } else {
+            format!(
+                "{} data segments cut by the snapshot length: TLS and HTTP unknown (not \
+                 guessed), the TCP analysis is complete",
+                conn.payload_cut
+            )
+        });
     }
     if coverage.mid_stream {
         notes.push(
@@ -445,22 +454,40 @@ fn coverage_notes(conn: &Conn, coverage: Coverage, rtt_known: bool) -> Vec<Strin
     notes
 }
 
+/// Payloads cut by the snapshot length, and the client's first captured
+/// bytes open with an HTTP request line: its first data is the request, the
+/// server's first data the response (RFC 9112 §3).
+fn http_cut(conn: &Conn) -> bool {
+    conn.payload_cut > 0 && conn.client_opening == Some(crate::flow::Opening::HttpRequest)
+}
+
 /// Timeline for TCP that is neither TLS nor HTTP: the first data of each side.
 fn tcp_timeline(conn: &Conn) -> AppTimeline {
     let c = &conn.half[0];
     let s = &conn.half[1];
     // payloads cut by the snapshot length: the first data may be a TLS
-    // handshake or anything else, so no request is named
-    let request_first = c.first_data.filter(|_| conn.payload_cut == 0);
+    // handshake or anything else, so no request is named unless its
+    // captured bytes open with a request line
+    let request_first = c
+        .first_data
+        .filter(|_| conn.payload_cut == 0 || http_cut(conn));
     let response_first = match (request_first, s.first_data) {
         (Some(q), Some(r)) if r.frame > q.frame => Some(r),
         (None, r) => r,
         _ => None,
     };
+    // the request's last byte: the client's last data before the answer
+    // that acknowledged it (a request written in several segments)
+    let request_last = match conn.turns.first {
+        Some(t) if request_first.is_some() && Some(t.response_first) == response_first => {
+            Some(t.request_last)
+        }
+        _ => request_first,
+    };
     AppTimeline {
         protocol: "tcp",
         request_first,
-        request_last: request_first,
+        request_last,
         response_first,
         response_offset: 0,
         response_last: s.last_new_data,

@@ -40,6 +40,11 @@ pub enum Limit {
     /// only queue more (T-RAT's "bandwidth-limited", Zhang et al., SIGCOMM
     /// 2002).
     Bottleneck,
+    /// Flat (±1 MSS) for ≥ 3 loss-free rounds at the receiver's window as
+    /// far as the capture can tell, with that window's scale inferred (no
+    /// SYNs): a window capped the flight, the receiver's or the sender's
+    /// (send buffer, clamp); the capture cannot say which.
+    Window,
     /// The sender had nothing more to send (round ends on a sub-MSS segment
     /// with room left, and the next send is not ACK-timed).
     App,
@@ -56,6 +61,7 @@ impl Limit {
             Limit::Rwnd => "rwnd",
             Limit::Sndbuf => "sndbuf",
             Limit::Bottleneck => "bottleneck",
+            Limit::Window => "window",
             Limit::App => "app",
             Limit::Unknown => "unknown",
         }
@@ -275,7 +281,9 @@ pub const UNSCALED_MAX_WINDOW: u64 = 65535;
 /// receiver's window as it changes), when the window field sat at its
 /// unscaled maximum ([`UNSCALED_MAX_WINDOW`]) in all of them, or when the
 /// flight met the window to the byte in one of them; otherwise they are
-/// `unknown`.
+/// `unknown`, except runs of at least [`FLAT_ROUNDS`] loss-free ones whose
+/// flights stay within one MSS of each other: `window` (a window capped the
+/// flight; the receiver's or the sender's, the capture cannot say).
 pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration, rwnd_exact: bool) {
     let mss = mss.max(1);
     let ack_timed = Duration::from_millis(1).max(rtt / 4);
@@ -344,6 +352,39 @@ pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration, rwnd_exact: bool)
         if !followed && !unscaled_max && !to_the_byte {
             for r in rounds.iter_mut().filter(|r| r.limit == Limit::Rwnd) {
                 r.limit = Limit::Unknown;
+            }
+            // ... but a flight flat at that window round after round is
+            // capped by a window all the same, whose the capture cannot say
+            let mut i = 0;
+            while i < n {
+                let at = |r: &Round| {
+                    r.limit == Limit::Unknown
+                        && !r.loss
+                        && r.rwnd > 0
+                        && r.max_flight + RWND_SLACK_MSS * mss >= r.rwnd
+                        && r.max_flight >= FLAT_MIN_MSS * mss
+                };
+                if !at(&rounds[i]) {
+                    i += 1;
+                    continue;
+                }
+                let (mut lo, mut hi) = (rounds[i].max_flight, rounds[i].max_flight);
+                let mut j = i + 1;
+                while j < n && at(&rounds[j]) {
+                    let f = rounds[j].max_flight;
+                    if f.max(hi) - f.min(lo) > mss {
+                        break;
+                    }
+                    lo = lo.min(f);
+                    hi = hi.max(f);
+                    j += 1;
+                }
+                if j - i >= FLAT_ROUNDS {
+                    for r in &mut rounds[i..j] {
+                        r.limit = Limit::Window;
+                    }
+                }
+                i = j.max(i + 1);
             }
         }
     }
@@ -440,6 +481,31 @@ mod tests {
             answers_peer: false,
             limit: Limit::Unknown,
         }
+    }
+
+    #[test]
+    fn a_flat_flight_at_an_inferred_window_is_a_window_cap() {
+        // no SYNs: the window (a lower bound) hardly moves and the flight
+        // sits just under it for 120 rounds, short of it by more than a byte
+        let rtt = Duration::from_millis(26);
+        let mut rounds: Vec<Round> = (0..120)
+            .map(|i| round(i, 8688, 8832 + (i as u64 % 2) * 64, 1448))
+            .collect();
+        classify(&mut rounds, 1448, rtt, false);
+        assert!(
+            rounds.iter().all(|r| r.limit == Limit::Window),
+            "{:?}",
+            rounds.iter().map(|r| r.limit).collect::<Vec<_>>()
+        );
+        // the same rounds with the SYNs seen: the receiver's window
+        classify(&mut rounds, 1448, rtt, true);
+        assert!(rounds.iter().all(|r| r.limit == Limit::Rwnd));
+        // a flight that grows under an inferred window is no cap
+        let mut growing: Vec<Round> = (0..6)
+            .map(|i| round(i, 14480 << i, (14480 << i) + 100, 1448))
+            .collect();
+        classify(&mut growing, 1448, rtt, false);
+        assert!(growing.iter().all(|r| r.limit != Limit::Window));
     }
 
     #[test]

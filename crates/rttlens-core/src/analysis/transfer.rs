@@ -111,7 +111,7 @@ impl Transfer {
                 }),
             }
         }
-        let bound = [Limit::Sndbuf, Limit::Rwnd, Limit::Bottleneck]
+        let bound = [Limit::Sndbuf, Limit::Rwnd, Limit::Bottleneck, Limit::Window]
             .into_iter()
             .find_map(|lim| {
                 let mut f: Vec<u64> = rounds

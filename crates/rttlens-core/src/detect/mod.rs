@@ -25,6 +25,7 @@ pub mod tls12_full_handshake;
 pub mod tls_resumption;
 pub mod transfer_stall;
 pub(crate) mod util;
+pub mod window_limit;
 pub mod zero_rtt;
 pub mod zero_window;
 
@@ -43,6 +44,7 @@ pub const DETECTORS: &[(&[&str], Detector)] = &[
     (&[large_tls_record::ID], large_tls_record::detect),
     (&[sender_window_cap::ID], sender_window_cap::detect),
     (&[receive_window_limit::ID], receive_window_limit::detect),
+    (&[window_limit::ID], window_limit::detect),
     (
         &[slow_start::ID_INITIAL_WINDOW, slow_start::ID_SLOW_START],
         slow_start::detect,

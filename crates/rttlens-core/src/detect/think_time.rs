@@ -3,7 +3,10 @@
 //!
 //! - server think = first response byte − last request byte − h_s
 //!   (docs/design.md §4 "Think time"): time at the server between having the
-//!   request and sending its answer.
+//!   request and sending its answer. The request is the application's
+//!   first exchange or, when longer, the longest request/response turn at
+//!   the TCP level ([`crate::flow::turns`]): any protocol, cut payloads,
+//!   later requests on a keep-alive connection.
 //! - client think = first request byte − the moment the client could send
 //!   it (connection or TLS handshake done) − h_c.
 //!
@@ -22,7 +25,7 @@
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::rtt::Vantage;
 use crate::analysis::Analysis;
-use crate::side::Side;
+use crate::side::{Mark, Side};
 use crate::time::Duration;
 
 /// Finding id of server think time.
@@ -67,67 +70,146 @@ fn swing(a: &Analysis, side: Side, exclude: u64) -> Duration {
     p90 - v[0]
 }
 
+/// How far the server's application is from the capture point (M→server→M):
+/// h_s, unless the SYN-ACK took more than [`PROXY_RATIO`] times as long.
+/// Then something closer than the server acknowledges its data (a NAT or a
+/// split-TCP proxy that opens the upstream connection before answering the
+/// SYN, and ACKs data itself): the application answers from as far as the
+/// SYN-ACK came, and a think time measured against the near ACKs would
+/// count the path as the server's time. A SYN-ACK slowed by the server
+/// (SYN backlog, cookies) only makes think times smaller: said less, never
+/// more.
+fn path_to_server(a: &Analysis) -> Duration {
+    let h_s = a.h_s();
+    let handshake = match (a.conn.syn, a.conn.syn_ack) {
+        (Some(s), Some(sa)) if sa.first.frame > s.last.frame => sa.first.ts - s.last.ts,
+        _ => return h_s,
+    };
+    if handshake.nanos > h_s.nanos.saturating_mul(PROXY_RATIO) {
+        handshake
+    } else {
+        h_s
+    }
+}
+
+/// See [`path_to_server`].
+pub const PROXY_RATIO: i64 = 4;
+
 /// RTT samples of a half needed to judge its swing.
 pub const SWING_MIN_SAMPLES: usize = 5;
+
+/// The server's think time between the client's last byte `q` and the
+/// server's answer `r`, as a finding when it is material and not explained
+/// by the path (see the module docs). `turn` carries the server's ACK of a
+/// turn seen at the TCP level (the protocol was not read there).
+fn server_think(a: &Analysis, q: Mark, r: Mark, turn: Option<Mark>) -> Option<(Duration, Finding)> {
+    let h_s = path_to_server(a);
+    // time the server's kernel held the answer (Nagle) is not think time
+    let think = (r.ts - q.ts) - h_s - a.held_by_nagle(Side::Server, q.ts, r.ts);
+    let (mut level, mut why) = confidence(a, think);
+    let path_swing = swing(a, Side::Server, r.frame);
+    // the server's TCP acknowledged the request before the response
+    // (an answer that carries the ACK itself says nothing of the path)
+    let quick = turn.filter(|k| k.frame != r.frame).or_else(|| {
+        a.conn.half[Side::Client.index()]
+            .full_acks
+            .iter()
+            .find(|m| m.frame > q.frame && m.frame < r.frame)
+            .copied()
+    });
+    let ack_late = quick.map(|k| (k, (k.ts - q.ts) - h_s));
+    let ack_with_answer = ack_late.is_some_and(|(k, late)| {
+        // i128: a damaged capture's timestamps can be anything
+        i128::from(late.nanos) * 4 >= i128::from(think.nanos) * 3
+            && i128::from((r.ts - k.ts).nanos) * 4 <= i128::from(think.nanos)
+    });
+    let quick_ack = Duration::from_millis(1).max(a.rtt_min / 4);
+    if ack_late.is_some_and(|(_, late)| late > quick_ack) {
+        level = level.min(Level::Medium);
+        why = "the server's ACK of the request was late too: part of the time may be the path's";
+    }
+    // runs on every connection: skip the strings when it will be dropped
+    if !(a.cost(think).is_material() && think > path_swing && !ack_with_answer) {
+        return None;
+    }
+    let (what_q, what_r, title) = if turn.is_some() {
+        (
+            "the client's last data before the server answered",
+            "the server's next data",
+            format!(
+                "server took {:.1} ms to answer after the client's data arrived (a request/response turn at the TCP level)",
+                think.as_millis_f64()
+            ),
+        )
+    } else {
+        (
+            "last byte of the request",
+            "first byte of the response",
+            format!(
+                "server took {:.1} ms to answer after the request arrived",
+                think.as_millis_f64()
+            ),
+        )
+    };
+    let mut e = vec![ev(q.frame, what_q)];
+    if let Some((k, late)) = ack_late {
+        let what = if late <= quick_ack {
+            format!("the server's TCP acknowledged it {:.2} ms later (h_s = {:.2} ms): network and kernel were quick", (k.ts - q.ts).as_millis_f64(), h_s.as_millis_f64())
+        } else {
+            format!("the server's TCP acknowledged it {:.2} ms later, {:.2} ms more than h_s: the path or the server's kernel was slow as well", (k.ts - q.ts).as_millis_f64(), late.as_millis_f64())
+        };
+        e.push(ev(k.frame, what));
+    }
+    e.push(ev(
+        r.frame,
+        format!(
+            "{what_r}, {:.1} ms later (h_s = {:.1} ms)",
+            (r.ts - q.ts).as_millis_f64(),
+            h_s.as_millis_f64()
+        ),
+    ));
+    Some((
+        think,
+        Finding {
+            id: ID_SERVER,
+            connection: a.conn.index,
+            title,
+            cost: a.cost(think),
+            evidence: e,
+            confidence: conf(level, why),
+            fix: "Application latency at the server: profile the handler and its upstreams (nginx `$request_time` vs `$upstream_response_time` in the access log), caches, database calls.".to_string(),
+            references: vec!["docs/design.md §4 (think time)"],
+            span: vec![(r.ts - think, r.ts)],
+        },
+    ))
+}
 
 /// See the module docs.
 pub fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     let app = &a.app;
-    if let (Some(q), Some(r)) = (app.request_last, app.response_first) {
-        // time the server's kernel held the answer (Nagle) is not think time
-        let think =
-            (r.ts - q.ts) - a.h_s() - a.held_by_nagle(crate::side::Side::Server, q.ts, r.ts);
-        let (mut level, mut why) = confidence(a, think);
-        let h_s = a.h_s();
-        let path_swing = swing(a, crate::side::Side::Server, r.frame);
-        // the server's TCP acknowledged the request before the response
-        let quick = a.conn.half[crate::side::Side::Client.index()]
-            .full_acks
-            .iter()
-            .find(|m| m.frame > q.frame && m.frame < r.frame)
-            .copied();
-        let ack_late = quick.map(|k| (k, (k.ts - q.ts) - h_s));
-        let ack_with_answer = ack_late.is_some_and(|(k, late)| {
-            // i128: a damaged capture's timestamps can be anything
-            i128::from(late.nanos) * 4 >= i128::from(think.nanos) * 3
-                && i128::from((r.ts - k.ts).nanos) * 4 <= i128::from(think.nanos)
-        });
-        let quick_ack = Duration::from_millis(1).max(a.rtt_min / 4);
-        if ack_late.is_some_and(|(_, late)| late > quick_ack) {
-            level = level.min(Level::Medium);
-            why =
-                "the server's ACK of the request was late too: part of the time may be the path's";
-        }
-        // runs on every connection: skip the strings when it will be dropped
-        let material = a.cost(think).is_material() && think > path_swing && !ack_with_answer;
-        if material {
-            out.push(Finding {
-            id: ID_SERVER,
-            connection: a.conn.index,
-            title: format!("server took {:.1} ms to answer after the request arrived", think.as_millis_f64()),
-            cost: a.cost(think),
-            evidence: {
-                let mut e = vec![ev(q.frame, "last byte of the request")];
-                if let Some((k, late)) = ack_late {
-                    let what = if late <= quick_ack {
-                        format!("the server's TCP acknowledged it {:.2} ms later (h_s = {:.2} ms): network and kernel were quick", (k.ts - q.ts).as_millis_f64(), h_s.as_millis_f64())
-                    } else {
-                        format!("the server's TCP acknowledged it {:.2} ms later, {:.2} ms more than h_s: the path or the server's kernel was slow as well", (k.ts - q.ts).as_millis_f64(), late.as_millis_f64())
-                    };
-                    e.push(ev(k.frame, what));
-                }
-                e.push(
-                ev(r.frame, format!("first byte of the response, {:.1} ms later (h_s = {:.1} ms)", (r.ts - q.ts).as_millis_f64(), a.h_s().as_millis_f64())));
-                e
-            },
-            confidence: conf(level, why),
-            fix: "Application latency at the server: profile the handler and its upstreams (nginx `$request_time` vs `$upstream_response_time` in the access log), caches, database calls.".to_string(),
-            references: vec!["docs/design.md §4 (think time)"],
-            span: vec![(r.ts - think, r.ts)],
-        });
-        }
-    }
+    let from_app = match (app.request_last, app.response_first) {
+        (Some(q), Some(r)) => server_think(a, q, r, None),
+        _ => None,
+    };
+    // the longest turn at the TCP level, when the application layer did not
+    // time that one (another request, a protocol not read, cut payloads)
+    let from_turn = a
+        .conn
+        .turns
+        .longest
+        .filter(|t| {
+            app.request_last.is_none()
+                || app
+                    .response_first
+                    .is_none_or(|r| r.frame != t.response_first.frame)
+        })
+        .and_then(|t| server_think(a, t.request_last, t.response_first, Some(t.ack)));
+    let best = match (from_app, from_turn) {
+        (Some(x), Some(y)) => Some(if y.0 > x.0 { y } else { x }),
+        (x, y) => x.or(y),
+    };
+    out.extend(best.map(|(_, f)| f));
     let ready = a.app.request_first.and_then(|q| {
         let tls_done = a.app.client_ready.filter(|m| m.frame < q.frame);
         let conn_done = a

@@ -222,6 +222,28 @@ struct SentSeg {
     rtos: u8,
 }
 
+/// How far below the first sequence number a mid-stream capture saw from a
+/// sender the peer's ACKs may point and still be taken as a hole there
+/// (bytes): a few windows' worth.
+pub const BELOW_BASE_MAX: u64 = 1 << 24;
+
+/// A capture that began mid-connection (no SYN) whose peer ACKs bytes below
+/// the first sequence number it saw from this sender: the hole's bytes were
+/// sent before the capture began, and their retransmission is coming.
+#[derive(Debug, Clone, Copy)]
+struct BelowBase {
+    /// The peer's cumulative ACK (below the first byte seen).
+    ack: SeqNumber,
+    /// The window field that came with it.
+    window: u64,
+    /// The first ACK at this number.
+    first: Mark,
+    /// Duplicate ACKs at this number since.
+    dupacks: u32,
+    /// A SACK block reported bytes above the hole.
+    sack_above: bool,
+}
+
 /// Timing inputs of a retransmission's classification.
 #[derive(Debug, Clone, Copy)]
 struct RetxTiming {
@@ -310,6 +332,8 @@ pub struct Half {
     /// This side's last segment was a keep-alive (seq = snd_una − 1): the
     /// peer's next ACK answers it and is no duplicate ACK.
     keepalive_out: bool,
+    /// Mid-stream: the peer's ACKs below the first byte the capture saw.
+    below: Option<BelowBase>,
     unacked: VecDeque<SentSeg>,
     holes: Vec<Hole>,
     /// The sender's last segment (at the capture point).
@@ -359,6 +383,8 @@ pub struct Half {
     /// one followed by a late answer means the peer's application was slow,
     /// not its TCP (docs/design.md §4 "Think time").
     pub full_acks: Vec<Mark>,
+    /// The latest of them (kept when the list is full).
+    pub last_full_ack: Option<Mark>,
     awaiting_full_ack: bool,
     /// Retransmissions since the sender's cumulative ACK last advanced.
     retx_since_advance: u32,
@@ -433,6 +459,7 @@ impl Half {
             hist: VecDeque::new(),
             elig: Eligible::default(),
             keepalive_out: false,
+            below: None,
             unacked: VecDeque::new(),
             holes: Vec::new(),
             last_send: None,
@@ -455,6 +482,7 @@ impl Half {
             reasm: Reassembler::default(),
             fin: None,
             full_acks: Vec::new(),
+            last_full_ack: None,
             awaiting_full_ack: false,
             retx_since_advance: 0,
             rto_recovery: None,
@@ -554,7 +582,17 @@ impl Half {
         rtt: &mut RttSamples,
         sink: Option<&mut dyn StreamSink>,
     ) {
-        let Some(off) = self.offset(ack) else { return };
+        let Some(off) = self.offset(ack) else {
+            if let Some(w) = window {
+                self.ack_below_base(ack, w, sack, pure, at);
+            }
+            return;
+        };
+        if self.below.is_some() {
+            // the ACK reached the first byte the capture saw: the hole below
+            // it is closed
+            self.below = None;
+        }
         let window_known = window.is_some();
         let window = window.unwrap_or(self.window);
         let fin_extra = self.fin.is_some() as u64;
@@ -628,8 +666,13 @@ impl Half {
                 z.end = Some(at);
             }
         }
-        // SACK blocks (RFC 2018), D-SACK (RFC 2883 §4: first block below the ACK)
+        // SACK blocks (RFC 2018), D-SACK (RFC 2883 §4: a first block the
+        // cumulative ACK already covers, or one inside the second block;
+        // a block straddling the ACK is a stale SACK, not a duplicate)
         let (mut sacked, mut sack_high) = (0u64, 0u64);
+        let second = sack
+            .get(1)
+            .and_then(|(l, r)| Some((self.offset(*l)?, self.offset(*r)?)));
         for (i, (l, r)) in sack.iter().enumerate() {
             let (Some(lo), Some(hi)) = (self.offset(*l), self.offset(*r)) else {
                 continue;
@@ -637,7 +680,10 @@ impl Half {
             if hi <= lo || hi > self.snd_nxt + 1 {
                 continue;
             }
-            if i == 0 && lo < off {
+            let dsack = i == 0
+                && (hi <= off
+                    || second.is_some_and(|(l2, r2)| l2 <= lo && hi <= r2 && (l2, r2) != (lo, hi)));
+            if dsack {
                 for r in self.retx.iter_mut().rev().take(32) {
                     if r.offset < hi && r.offset + r.len as u64 > lo {
                         r.spurious = true;
@@ -683,6 +729,7 @@ impl Half {
         }
         if pure && self.awaiting_full_ack && off >= self.snd_nxt {
             self.awaiting_full_ack = false;
+            self.last_full_ack = Some(at);
             if self.full_acks.len() < MAX_EVENTS_KEPT {
                 self.full_acks.push(at);
             }
@@ -754,6 +801,98 @@ impl Half {
             .map(|a| a.ts);
         if let Some(ts) = covering {
             self.eligible_until(ts);
+        }
+    }
+
+    /// The peer ACKs `ack`, below the first byte the capture saw from this
+    /// sender (a capture that began mid-connection, no SYN): a hole whose
+    /// bytes were sent before the capture began. Repeats are duplicate ACKs
+    /// (Wireshark flags them so), SACK blocks above it say the data after
+    /// the hole arrived; the retransmission that fills it is counted by
+    /// [`Half::data_below_base`].
+    fn ack_below_base(
+        &mut self,
+        ack: SeqNumber,
+        window: u64,
+        sack: &[(SeqNumber, SeqNumber)],
+        pure: bool,
+        at: Mark,
+    ) {
+        let Some(base) = self.base.filter(|_| self.isn.is_none()) else {
+            return;
+        };
+        let gap = base.diff(ack);
+        if gap <= 0 || gap as u64 > BELOW_BASE_MAX {
+            return;
+        }
+        let sack_above = sack.iter().any(|(l, _)| l.diff(ack) > 0);
+        match &mut self.below {
+            Some(b) if b.ack == ack => {
+                let dup = pure && window != 0 && window == b.window;
+                b.dupacks += u32::from(dup);
+                b.window = window;
+                b.sack_above |= sack_above;
+                if dup {
+                    self.mark(at, FrameMark::DuplicateAck);
+                }
+            }
+            _ => {
+                self.below = Some(BelowBase {
+                    ack,
+                    window,
+                    first: at,
+                    dupacks: 0,
+                    sack_above,
+                })
+            }
+        }
+    }
+
+    /// Data at `seq`, below the first byte the capture saw from this sender:
+    /// a retransmission of bytes first sent before the capture began, when
+    /// the peer's ACKs showed the hole there (else an old duplicate, left
+    /// alone). Classified as [`Half::note_retx`] would with the hole's ACKs:
+    /// fast after ≥ 3 duplicate ACKs or a SACK above it, a timeout after a
+    /// silence of [`RTO_MIN`] and 2.5 RTT, else time-based (RACK).
+    fn data_below_base(&mut self, seq: SeqNumber, len: u32, at: Mark, rtt_min: Duration) {
+        let Some(b) = self.below else { return };
+        let Some(base) = self.base else { return };
+        if seq.diff(b.ack) < 0 || base.diff(seq) <= 0 {
+            return;
+        }
+        self.below = None;
+        self.retx_count += 1;
+        self.bytes_sent += len as u64;
+        self.data_segments += 1;
+        let silence = at.ts - b.first.ts;
+        let timer = silence >= RTO_MIN && silence.nanos as f64 >= 2.5 * rtt_min.nanos as f64;
+        let (kind, inferred) = if b.dupacks >= 3 || b.sack_above {
+            (RetxKind::FastRetransmit, false)
+        } else if timer {
+            (RetxKind::Rto, false)
+        } else {
+            (RetxKind::FastRetransmit, true)
+        };
+        self.mark(at, FrameMark::Retransmission(kind));
+        if self.retx.len() < MAX_RETX_KEPT {
+            self.retx.push(Retransmission {
+                at,
+                original: None,
+                // the first byte the capture saw: the hole's bytes are
+                // before it, in no offset the capture numbers
+                offset: 0,
+                len: len.min(base.diff(seq).unsigned_abs() as u32),
+                kind,
+                silence,
+                dupacks: b.dupacks,
+                sack_above: b.sack_above,
+                backoff: 0,
+                spurious: false,
+                inferred,
+                lost_ack: None,
+                // held up at least from the first ACK that showed the hole
+                delay: silence,
+            });
         }
     }
 
@@ -854,7 +993,10 @@ impl Half {
         if self.base.is_none() {
             self.base = Some(seq);
         }
-        let Some(off) = self.offset(seq) else { return };
+        let Some(off) = self.offset(seq) else {
+            self.data_below_base(seq, len, at, rtt_min);
+            return;
+        };
         let end = off + len as u64;
         self.advance_eligible(at.ts, h_x);
         if len > 1 && end > self.snd_nxt {

@@ -15,6 +15,7 @@ pub mod half;
 pub mod protocols;
 pub mod reassembly;
 pub mod trace;
+pub mod turns;
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -28,6 +29,7 @@ use crate::wire::{TcpFlags, TcpOptions, TcpSegment};
 use half::Half;
 use protocols::{Protocols, SideSink};
 use trace::{Trace, TracePacket};
+use turns::Turns;
 
 /// A connection closed (FIN both ways or RST) and quiet this long is handed on.
 pub const CLOSED_LINGER: Duration = Duration::from_millis(1_000);
@@ -102,22 +104,49 @@ struct SynData {
 /// record header and a handshake type, RFC 8446 §5.1 and §4; a request
 /// method or `HTTP/1.`, RFC 9112 §3 and §4), so no parser is needed.
 fn role_from_payload(payload: &[u8]) -> Option<bool> {
-    const METHODS: [&[u8]; 8] = [
-        b"GET ",
-        b"POST ",
-        b"HEAD ",
-        b"PUT ",
-        b"DELETE ",
-        b"OPTIONS ",
-        b"PATCH ",
-        b"CONNECT ",
-    ];
-    match payload {
-        [0x16, 0x03, _, _, _, 1, ..] => Some(true),
-        [0x16, 0x03, _, _, _, 2, ..] => Some(false),
-        p if METHODS.iter().any(|m| p.starts_with(m)) => Some(true),
-        p if p.starts_with(b"HTTP/1.") => Some(false),
-        _ => None,
+    Opening::of(payload).map(Opening::from_client)
+}
+
+/// What the first bytes of a stream say it carries (see
+/// [`role_from_payload`]): enough to tell a request from a TLS handshake
+/// when the snapshot length cut the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    /// A TLS handshake record holding a ClientHello.
+    TlsClientHello,
+    /// A TLS handshake record holding a ServerHello.
+    TlsServerHello,
+    /// An HTTP/1.x request line (a method and a space).
+    HttpRequest,
+    /// An HTTP/1.x status line.
+    HttpResponse,
+}
+
+impl Opening {
+    /// The opening of `payload`, if it is one of these.
+    pub fn of(payload: &[u8]) -> Option<Opening> {
+        const METHODS: [&[u8]; 8] = [
+            b"GET ",
+            b"POST ",
+            b"HEAD ",
+            b"PUT ",
+            b"DELETE ",
+            b"OPTIONS ",
+            b"PATCH ",
+            b"CONNECT ",
+        ];
+        match payload {
+            [0x16, 0x03, _, _, _, 1, ..] => Some(Opening::TlsClientHello),
+            [0x16, 0x03, _, _, _, 2, ..] => Some(Opening::TlsServerHello),
+            p if METHODS.iter().any(|m| p.starts_with(m)) => Some(Opening::HttpRequest),
+            p if p.starts_with(b"HTTP/1.") => Some(Opening::HttpResponse),
+            _ => None,
+        }
+    }
+
+    /// A client sends it.
+    pub fn from_client(self) -> bool {
+        matches!(self, Opening::TlsClientHello | Opening::HttpRequest)
     }
 }
 
@@ -163,6 +192,10 @@ pub struct Conn {
     pub rtt: RttSamples,
     /// Protocol trackers fed by the reassembled streams.
     pub protocols: Protocols,
+    /// Request/response turns at the TCP level.
+    pub turns: Turns,
+    /// What the client's first data opened with, from its captured bytes.
+    pub client_opening: Option<Opening>,
     /// Every packet, when the table keeps traces ([`FlowTable::with_trace`]).
     pub trace: Option<Box<Trace>>,
     syn_data: Option<SynData>,
@@ -207,6 +240,8 @@ impl Conn {
             rst: None,
             rtt: RttSamples::default(),
             protocols: Protocols::default(),
+            turns: Turns::default(),
+            client_opening: None,
             trace: None,
             syn_data: None,
         }
@@ -291,6 +326,13 @@ impl Conn {
             let sink: Option<&mut dyn reassembly::StreamSink> =
                 if wants { Some(&mut sink) } else { None };
             self.half[p].on_peer_ack(seg.ack, window, sack, pure, at, &mut self.rtt, sink);
+            if side == Side::Server && self.half[p].last_full_ack == Some(at) {
+                let (c, s) = (&self.half[p], &self.half[s]);
+                if let Some(q) = c.last_new_data {
+                    let answered = s.last_new_data.is_some_and(|r| r.frame > q.frame);
+                    self.turns.on_server_full_ack(q, at, answered);
+                }
+            }
         }
         if let Some((tsval, tsecr)) = seg.options.timestamps {
             self.half[s].note_tsval(tsval, at.ts);
@@ -319,6 +361,10 @@ impl Conn {
             let sink: Option<&mut dyn reassembly::StreamSink> =
                 if wants { Some(&mut sink) } else { None };
             let h_peer = self.rtt.h(side.peer()).unwrap_or(Duration::ZERO);
+            let new_before = self.half[s].last_new_data;
+            if side == Side::Client && self.half[s].first_data.is_none() {
+                self.client_opening = Opening::of(seg.payload);
+            }
             self.half[s].on_data(
                 seq,
                 seg.payload_len,
@@ -329,6 +375,22 @@ impl Conn {
                 rtt_min,
                 sink,
             );
+            if self.half[s].last_new_data == Some(at) {
+                match side {
+                    Side::Client => self.turns.on_client_data(),
+                    Side::Server => {
+                        // this answer acknowledges all the client sent, and
+                        // the server sent nothing new since the client's last
+                        let c = &self.half[p];
+                        let unanswered = c.last_new_data.filter(|q| {
+                            is_ack
+                                && c.acked >= c.snd_nxt
+                                && new_before.is_none_or(|r| r.frame < q.frame)
+                        });
+                        self.turns.on_server_data(at, unanswered);
+                    }
+                }
+            }
         }
         if seg.payload_len > 0 || flags.contains(TcpFlags::FIN) {
             // what the other side sends next may answer this (not Nagle,

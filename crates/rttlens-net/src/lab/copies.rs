@@ -45,6 +45,11 @@ impl CaptureCopy {
         let i = usize::try_from(frame.checked_sub(1)?).ok()?;
         self.origin.get(i).copied()
     }
+
+    /// Frames of the copy that stand for several original ones.
+    pub fn merged(&self) -> usize {
+        self.origin.iter().filter(|(a, b)| b > a).count()
+    }
 }
 
 /// What a frame is, as far as the cut needs it.

@@ -202,17 +202,19 @@ fn limit_colour(l: Limit) -> RGBColor {
         Limit::Rwnd => colour::PURPLE,
         Limit::Sndbuf => colour::RED,
         Limit::Bottleneck => colour::BROWN,
+        Limit::Window => RGBColor(227, 119, 194),
         Limit::App => colour::GREY,
         Limit::Unknown => RGBColor(199, 199, 199),
     }
 }
 
-const LIMITS: [Limit; 7] = [
+const LIMITS: [Limit; 8] = [
     Limit::SlowStart,
     Limit::CongestionAvoidance,
     Limit::Rwnd,
     Limit::Sndbuf,
     Limit::Bottleneck,
+    Limit::Window,
     Limit::App,
     Limit::Unknown,
 ];
@@ -259,9 +261,12 @@ pub fn flight(c: &ConnReport) -> Figure {
         .map(|r| (r.index as f64, r.rwnd as f64))
         .collect();
     let rwnd = plot::clip(plot::envelope(&rwnd, &x), &x, &y);
-    let cap = tr
-        .bound
-        .filter(|b| matches!(b.limit, Limit::Sndbuf | Limit::Rwnd | Limit::Bottleneck));
+    let cap = tr.bound.filter(|b| {
+        matches!(
+            b.limit,
+            Limit::Sndbuf | Limit::Rwnd | Limit::Bottleneck | Limit::Window
+        )
+    });
     let pins: Vec<Pin> = evidence(c)
         .filter_map(|(id, frame, text)| {
             let r = rounds

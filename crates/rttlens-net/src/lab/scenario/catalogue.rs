@@ -288,7 +288,8 @@ static CATALOGUE: [Scenario; 29] = [
         link: plain_link,
         run: small_rcvbuf,
         variants: &[Variant::MidStreamSaysLess {
-            why: "the window scale is inferred and the window hardly moves: a flight at a lower bound is `unknown` unless it meets the window to the byte",
+            why: "the window scale is inferred and the window hardly moves: a flight flat at a lower bound is a window cap, the receiver's or the sender's",
+            expect: &["receive-window-limit|window-limit"],
         }],
     },
     Scenario {

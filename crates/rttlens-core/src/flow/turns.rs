@@ -1,0 +1,135 @@
+//! Request/response turns at the TCP level, whatever the protocol: the
+//! client sends data, the server's TCP acknowledges all of it (a pure ACK,
+//! or the answer's own ACK field: so the server had it), and the server's
+//! next data comes later. The
+//! wait from the client's last byte to the server's answer, less the path,
+//! is time the server's application took (docs/design.md §4 "Think time").
+//!
+//! This needs no payload: it times the requests of a protocol rttlens does
+//! not read, of a capture whose snapshot length cut the payloads, and of
+//! any later request on a keep-alive connection, where the application
+//! layer times only the first exchange. Only the longest turn is kept, so
+//! a connection's state does not grow with its requests.
+
+use crate::side::Mark;
+
+/// One turn: the client's last data, the server's ACK covering it, and the
+/// server's next new data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Turn {
+    /// The client's last data segment before the answer.
+    pub request_last: Mark,
+    /// The server's first ACK covering everything the client had sent: a
+    /// pure ACK before the answer, or the answer itself.
+    pub ack: Mark,
+    /// The server's first new data after it.
+    pub response_first: Mark,
+}
+
+impl Turn {
+    fn wait(&self) -> i64 {
+        (self.response_first.ts - self.request_last.ts).nanos
+    }
+}
+
+/// The turns of one connection, as the segments come.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Turns {
+    /// The client's last data and the server's ACK of it, while the server
+    /// has not answered.
+    open: Option<(Mark, Mark)>,
+    /// The first complete turn.
+    pub first: Option<Turn>,
+    /// The longest complete turn.
+    pub longest: Option<Turn>,
+    /// Complete turns.
+    pub count: u32,
+}
+
+impl Turns {
+    /// The server's pure ACK `ack` covered all the client's data, the last
+    /// of which was `request_last`; `answered` when the server sent new data
+    /// since that (the ACK then opens no turn).
+    pub fn on_server_full_ack(&mut self, request_last: Mark, ack: Mark, answered: bool) {
+        if !answered && self.open.is_none() {
+            self.open = Some((request_last, ack));
+        }
+    }
+
+    /// The client sent new data: a turn still open is not over (the
+    /// request goes on).
+    pub fn on_client_data(&mut self) {
+        self.open = None;
+    }
+
+    /// The server sent new data at `at`: an open turn ends here. Without
+    /// one, `unanswered` is the client's last data when this segment
+    /// acknowledges all of it and the server sent nothing new since: the
+    /// answer carries the ACK.
+    pub fn on_server_data(&mut self, at: Mark, unanswered: Option<Mark>) {
+        let turn = match self.open.take() {
+            Some((request_last, ack)) => Some((request_last, ack)),
+            None => unanswered.map(|q| (q, at)),
+        };
+        if let Some((request_last, ack)) = turn {
+            let t = Turn {
+                request_last,
+                ack,
+                response_first: at,
+            };
+            self.count = self.count.saturating_add(1);
+            self.first.get_or_insert(t);
+            if self.longest.is_none_or(|l| t.wait() > l.wait()) {
+                self.longest = Some(t);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::Timestamp;
+
+    fn m(frame: u64, ms: i64) -> Mark {
+        Mark {
+            frame,
+            ts: Timestamp::from_nanos(ms * 1_000_000),
+        }
+    }
+
+    #[test]
+    fn the_longest_acknowledged_wait_is_kept() {
+        let mut t = Turns::default();
+        t.on_server_full_ack(m(1, 0), m(2, 10), false);
+        t.on_server_data(m(3, 30), None);
+        t.on_client_data();
+        t.on_server_full_ack(m(4, 100), m(5, 110), false);
+        t.on_server_data(m(6, 500), None);
+        t.on_server_full_ack(m(7, 600), m(8, 610), false);
+        t.on_server_data(m(9, 620), None);
+        assert_eq!(t.count, 3);
+        assert_eq!(t.longest.map(|l| l.response_first.frame), Some(6));
+        assert_eq!(t.first.map(|l| l.response_first.frame), Some(3));
+    }
+
+    #[test]
+    fn more_client_data_or_an_earlier_answer_opens_no_turn() {
+        let mut t = Turns::default();
+        // the request goes on after the ACK
+        t.on_server_full_ack(m(1, 0), m(2, 10), false);
+        t.on_client_data();
+        t.on_server_data(m(3, 500), None);
+        // the server had answered before its ACK
+        t.on_server_full_ack(m(4, 600), m(5, 610), true);
+        t.on_server_data(m(6, 900), None);
+        assert_eq!(t.count, 0);
+        assert!(t.longest.is_none());
+        // an answer that acknowledges the whole request itself
+        t.on_server_data(m(8, 1500), Some(m(7, 1000)));
+        assert_eq!(
+            t.longest.map(|l| (l.ack.frame, l.request_last.frame)),
+            Some((8, 7))
+        );
+    }
+}
