@@ -154,7 +154,19 @@ fn list(all: &[Scenario]) -> std::io::Result<()> {
             Variant::SenderOnly { expect } => {
                 format!("sender-only copy: expect {}", expect.join(", "))
             }
+            Variant::Snaplen => "snaplen copy: what the headers prove".to_string(),
         }));
+        // every scenario's capture is also cut to 96 B a frame
+        let header_only = s.header_only();
+        what.push(format!(
+            "snaplen ({} B) copy: {}",
+            rttlens_net::lab::scenario::SNAPLEN,
+            if header_only.is_empty() {
+                "no expectation the headers alone prove".to_string()
+            } else {
+                format!("expect {}", header_only.join(", "))
+            }
+        ));
         writeln!(out, "{:<w$} {}", "", what.join("; "))?;
     }
     Ok(())

@@ -112,6 +112,34 @@ fn bound_cost(a: &Analysis, f: &mut Finding, from: Timestamp, until: Timestamp) 
     }
 }
 
+/// Findings the TCP/IP headers and their timing prove without a byte of
+/// payload: a capture cut by a small snapshot length keeps them (the
+/// server's think time through the turns at the TCP level,
+/// [`crate::flow::turns`]). The others read TLS or HTTP.
+pub const HEADER_ONLY: [&str; 21] = [
+    syn_retransmission::ID,
+    loss::ID_FAST,
+    loss::ID_RTO,
+    loss::ID_TLP,
+    rto_backoff::ID,
+    loss::ID_SPURIOUS,
+    receive_window_limit::ID,
+    sender_window_cap::ID,
+    window_limit::ID,
+    zero_window::ID,
+    capture_drops::ID,
+    queueing_delay::ID,
+    transfer_stall::ID,
+    nagle::ID_STALL,
+    nagle::ID_DELAYED_ACK,
+    delayed_ack::ID,
+    tfo::ID_FALLBACK,
+    tfo::ID_COOKIE,
+    tfo::ID_ACCEPTED,
+    tfo::ID_REFUSED,
+    think_time::ID_SERVER,
+];
+
 /// Run every detector on `a`; material findings sorted by cost, highest first.
 pub fn run_all(a: &Analysis) -> Vec<Finding> {
     let mut out: Vec<Finding> = DETECTORS.iter().flat_map(|(_, d)| d(a)).collect();

@@ -63,7 +63,11 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
             || h.acked < h.snd_nxt
             || h.scaled(h.window) < mss
             || silence < min_stall
-            || a.app.response_last.is_some_and(|r| r.frame <= last.frame) && side == Side::Server
+            // a response the application layer saw complete (at the TCP
+            // level the last data is not known to end anything)
+            || a.app.protocol != "tcp"
+                && a.app.response_last.is_some_and(|r| r.frame <= last.frame)
+                && side == Side::Server
         {
             continue;
         }

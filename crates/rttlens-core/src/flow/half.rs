@@ -529,6 +529,12 @@ impl Half {
         });
     }
 
+    /// Everything this side sent so far has been acknowledged (true before
+    /// any data).
+    pub fn ack_seen_all(&self) -> bool {
+        self.acked >= self.snd_nxt
+    }
+
     /// Payload of the last segment that carried new data (bytes; 0 before any).
     pub fn last_data_len(&self) -> u32 {
         self.last_data.map_or(0, |d| d.2)

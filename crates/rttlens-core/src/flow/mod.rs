@@ -362,6 +362,12 @@ impl Conn {
                 if wants { Some(&mut sink) } else { None };
             let h_peer = self.rtt.h(side.peer()).unwrap_or(Duration::ZERO);
             let new_before = self.half[s].last_new_data;
+            // all this side's earlier data acknowledged, and it waited longer
+            // than that ACK's way to it: its application paused
+            let paused = self.half[s].ack_seen_all()
+                && self.half[s].last_full_ack.is_some_and(|k| {
+                    (at.ts - k.ts) - h_x > Duration::from_millis(1).max(rtt_min / 4)
+                });
             if side == Side::Client && self.half[s].first_data.is_none() {
                 self.client_opening = Opening::of(seg.payload);
             }
@@ -387,7 +393,14 @@ impl Conn {
                                 && c.acked >= c.snd_nxt
                                 && new_before.is_none_or(|r| r.frame < q.frame)
                         });
-                        self.turns.on_server_data(at, unanswered);
+                        let full = match self.half[s].full_size() {
+                            0 => u64::from(self.half[s].max_payload).max(536),
+                            m => m,
+                        };
+                        let len = u64::from(seg.payload_len);
+                        let drops = self.half[s].dropped_bytes;
+                        self.turns
+                            .on_server_data(at, unanswered, len, paused, full, drops);
                     }
                 }
             }

@@ -38,6 +38,11 @@ pub struct Turns {
     /// The client's last data and the server's ACK of it, while the server
     /// has not answered.
     open: Option<(Mark, Mark)>,
+    /// A turn whose answer so far is shorter than a full segment (a TLS
+    /// NewSessionTicket, response headers written apart), and its bytes:
+    /// when the server then falls silent with all its data acknowledged,
+    /// the data after the silence is the answer proper.
+    preamble: Option<(Mark, Mark, u64, u64)>,
     /// The first complete turn.
     pub first: Option<Turn>,
     /// The longest complete turn.
@@ -60,34 +65,95 @@ impl Turns {
     /// request goes on).
     pub fn on_client_data(&mut self) {
         self.open = None;
+        self.preamble = None;
     }
 
     /// The server sent new data at `at`: an open turn ends here. Without
     /// one, `unanswered` is the client's last data when this segment
     /// acknowledges all of it and the server sent nothing new since: the
     /// answer carries the ACK.
-    pub fn on_server_data(&mut self, at: Mark, unanswered: Option<Mark>) {
+    ///
+    /// `len` is the segment's payload and `full` a full segment's size;
+    /// `paused` says all the server's earlier data was acknowledged and the
+    /// server then waited longer than the ACK's way to it (it was not
+    /// waiting for that ACK: its application paused); `drops` counts the
+    /// server's bytes the capture missed so far. A turn answered so far by
+    /// less than one full segment, then such a pause with nothing missed,
+    /// is timed to the data after the pause (the answer proper).
+    pub fn on_server_data(
+        &mut self,
+        at: Mark,
+        unanswered: Option<Mark>,
+        len: u64,
+        paused: bool,
+        full: u64,
+        drops: u64,
+    ) {
         let turn = match self.open.take() {
             Some((request_last, ack)) => Some((request_last, ack)),
             None => unanswered.map(|q| (q, at)),
         };
         if let Some((request_last, ack)) = turn {
-            let t = Turn {
+            self.record(Turn {
                 request_last,
                 ack,
                 response_first: at,
-            };
+            });
             self.count = self.count.saturating_add(1);
-            self.first.get_or_insert(t);
-            if self.longest.is_none_or(|l| t.wait() > l.wait()) {
-                self.longest = Some(t);
-            }
+            self.preamble = (len < full).then_some((request_last, ack, len, drops));
+            return;
+        }
+        let Some((request_last, ack, bytes, drops_then)) = self.preamble else {
+            return;
+        };
+        if drops != drops_then {
+            // the capture missed some of the answer: no pause is proven
+            self.preamble = None;
+        } else if paused {
+            self.preamble = None;
+            self.record(Turn {
+                request_last,
+                ack,
+                response_first: at,
+            });
+        } else if bytes + len >= full {
+            self.preamble = None;
+        } else {
+            self.preamble = Some((request_last, ack, bytes + len, drops));
+        }
+    }
+
+    fn record(&mut self, t: Turn) {
+        self.first.get_or_insert(t);
+        if self.longest.is_none_or(|l| t.wait() > l.wait()) {
+            self.longest = Some(t);
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_short_first_answer_then_silence_is_timed_to_the_answer_proper() {
+        let mut t = Turns::default();
+        // request at 0, a 250 B ticket at 41 ms carrying the ACK, the
+        // response 200 ms later once the ticket was acknowledged
+        t.on_server_data(m(3, 41), Some(m(2, 0)), 250, false, 1448, 0);
+        t.on_server_data(m(5, 241), None, 1448, true, 1448, 0);
+        assert_eq!(t.longest.map(|l| l.response_first.frame), Some(5));
+        assert_eq!(t.first.map(|l| l.response_first.frame), Some(3));
+        // a full first answer: later data is the answer going on
+        let mut t = Turns::default();
+        t.on_server_data(m(3, 41), Some(m(2, 0)), 1448, false, 1448, 0);
+        t.on_server_data(m(5, 1041), None, 1448, true, 1448, 0);
+        assert_eq!(t.longest.map(|l| l.response_first.frame), Some(3));
+        // data the capture missed between: no pause is proven
+        let mut t = Turns::default();
+        t.on_server_data(m(3, 41), Some(m(2, 0)), 250, false, 1448, 0);
+        t.on_server_data(m(5, 241), None, 1448, true, 1448, 1448);
+        assert_eq!(t.longest.map(|l| l.response_first.frame), Some(3));
+    }
+
     use super::*;
     use crate::time::Timestamp;
 
@@ -102,12 +168,12 @@ mod tests {
     fn the_longest_acknowledged_wait_is_kept() {
         let mut t = Turns::default();
         t.on_server_full_ack(m(1, 0), m(2, 10), false);
-        t.on_server_data(m(3, 30), None);
+        t.on_server_data(m(3, 30), None, 1448, false, 1448, 0);
         t.on_client_data();
         t.on_server_full_ack(m(4, 100), m(5, 110), false);
-        t.on_server_data(m(6, 500), None);
+        t.on_server_data(m(6, 500), None, 1448, false, 1448, 0);
         t.on_server_full_ack(m(7, 600), m(8, 610), false);
-        t.on_server_data(m(9, 620), None);
+        t.on_server_data(m(9, 620), None, 1448, false, 1448, 0);
         assert_eq!(t.count, 3);
         assert_eq!(t.longest.map(|l| l.response_first.frame), Some(6));
         assert_eq!(t.first.map(|l| l.response_first.frame), Some(3));
@@ -119,14 +185,14 @@ mod tests {
         // the request goes on after the ACK
         t.on_server_full_ack(m(1, 0), m(2, 10), false);
         t.on_client_data();
-        t.on_server_data(m(3, 500), None);
+        t.on_server_data(m(3, 500), None, 1448, false, 1448, 0);
         // the server had answered before its ACK
         t.on_server_full_ack(m(4, 600), m(5, 610), true);
-        t.on_server_data(m(6, 900), None);
+        t.on_server_data(m(6, 900), None, 1448, false, 1448, 0);
         assert_eq!(t.count, 0);
         assert!(t.longest.is_none());
         // an answer that acknowledges the whole request itself
-        t.on_server_data(m(8, 1500), Some(m(7, 1000)));
+        t.on_server_data(m(8, 1500), Some(m(7, 1000)), 1448, false, 1448, 0);
         assert_eq!(
             t.longest.map(|l| (l.ack.frame, l.request_last.frame)),
             Some((8, 7))

@@ -26,6 +26,9 @@ pub enum Cut {
     AfterHandshake,
     /// Only the packets this address sent.
     FromHost(IpAddr),
+    /// Every frame, cut to this many bytes as `tcpdump -s N` (or `editcap
+    /// -s N`) would have taken it; the wire length stays.
+    Snaplen(u32),
 }
 
 /// A copy written to disk.
@@ -106,7 +109,11 @@ fn serialize(e: impl std::fmt::Debug) -> LabError {
 pub fn copy(from: &Path, to: &Path, cut: Cut) -> Result<CaptureCopy, LabError> {
     let bytes = read(from)?;
     let cap = parse(from, &bytes)?;
-    let mut out = cap.header.clone().to_vec_raw().map_err(serialize)?;
+    let mut header = cap.header.clone();
+    if let Cut::Snaplen(n) = cut {
+        header.snaplen = n;
+    }
+    let mut out = header.to_vec_raw().map_err(serialize)?;
     let mut origin = Vec::new();
     let mut started = false;
     for (i, rec) in cap.blocks.iter().enumerate() {
@@ -117,11 +124,23 @@ pub fn copy(from: &Path, to: &Path, cut: Cut) -> Result<CaptureCopy, LabError> {
                 started
             }
             Cut::FromHost(ip) => seen.src == Some(ip),
+            Cut::Snaplen(_) => true,
         };
-        if keep {
-            out.extend(rec.to_vec_raw().map_err(serialize)?);
-            origin.push((i as u64 + 1, i as u64 + 1));
+        if !keep {
+            continue;
         }
+        if let Cut::Snaplen(n) = cut {
+            let data = &rec.data[..rec.data.len().min(n as usize)];
+            let short = pcap_parser::LegacyPcapBlock {
+                caplen: data.len() as u32,
+                data,
+                ..*rec
+            };
+            out.extend(short.to_vec_raw().map_err(serialize)?);
+        } else {
+            out.extend(rec.to_vec_raw().map_err(serialize)?);
+        }
+        origin.push((i as u64 + 1, i as u64 + 1));
     }
     std::fs::write(to, out).map_err(io_error("writing", to))?;
     Ok(CaptureCopy {

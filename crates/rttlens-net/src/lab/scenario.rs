@@ -112,7 +112,33 @@ pub enum Variant {
         /// Findings that must appear (the scenario's syntax).
         expect: &'static [&'static str],
     },
+    /// The vantage capture cut to [`SNAPLEN`] bytes a frame, as `tcpdump
+    /// -s 96` takes it: TLS and HTTP unreadable. Run for every scenario.
+    /// The expectations the headers alone prove
+    /// ([`rttlens_core::detect::HEADER_ONLY`]) must hold; the others may go.
+    Snaplen,
 }
+
+impl Scenario {
+    /// What the [`Variant::Snaplen`] copy must still prove: the
+    /// expectations the headers alone prove (every alternative of one,
+    /// [`rttlens_core::detect::HEADER_ONLY`]).
+    pub fn header_only(&self) -> Vec<&'static str> {
+        self.expect
+            .iter()
+            .copied()
+            .filter(|e| {
+                parse_expect(e)
+                    .1
+                    .iter()
+                    .all(|id| rttlens_core::detect::HEADER_ONLY.contains(id))
+            })
+            .collect()
+    }
+}
+
+/// Bytes a frame kept by the [`Variant::Snaplen`] copies.
+pub const SNAPLEN: u32 = 96;
 
 impl Variant {
     /// Short name (`mid-stream`, `sender-only`).
@@ -121,6 +147,7 @@ impl Variant {
             Variant::MidStream | Variant::MidStreamSaysLess { .. } => "mid-stream",
             Variant::Offload => "offload",
             Variant::SenderOnly { .. } => "sender-only",
+            Variant::Snaplen => "snaplen",
         }
     }
 }
@@ -650,6 +677,13 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
         };
         variants.push(run_variant(s, v, source, full, &path)?);
     }
+    variants.push(run_variant(
+        s,
+        Variant::Snaplen,
+        &client_capture,
+        &conns,
+        &path,
+    )?);
     let findings = conns
         .iter()
         .map(|c| c.findings.iter().map(|f| f.id).collect())
@@ -670,7 +704,7 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
 }
 
 /// One [`Found`] per expectation, looked up in `conns`.
-fn expectations(conns: &[ConnReport], expect: &'static [&'static str]) -> Vec<Found> {
+fn expectations(conns: &[ConnReport], expect: &[&'static str]) -> Vec<Found> {
     expect
         .iter()
         .map(|&e| match lookup(conns, e) {
@@ -738,6 +772,16 @@ fn run_variant(
             copies::copy(source, &out, copies::Cut::FromHost(Lab::SERVER_V4.into()))?,
             expect,
         ),
+        Variant::Snaplen => (
+            copies::copy(source, &out, copies::Cut::Snaplen(SNAPLEN))?,
+            &[][..],
+        ),
+    };
+    let header_only = s.header_only();
+    let expect: &[&'static str] = if v == Variant::Snaplen {
+        &header_only
+    } else {
+        expect
     };
     let (conns, summary) = analyze_summary(&copy.path)?;
     let found = expectations(&conns, expect);
@@ -813,6 +857,12 @@ fn run_variant(
                         "connection {i} does not say only the server was seen"
                     ));
                 }
+            }
+        }
+        Variant::Snaplen => {
+            // every connection with data says its payloads were cut
+            if summary.quality.snaplen_cut == 0 {
+                problems.push("no segment counted as cut by the snapshot length".into());
             }
         }
     }
