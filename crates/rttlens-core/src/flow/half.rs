@@ -1252,7 +1252,13 @@ impl Half {
         // most one segment's worth of new data. An ACK of many segments at
         // once was held for another reason (a receiver that stopped
         // reading, ACK coalescing), which the window findings cover.
-        if self.mss > 0 && newly_acked > self.full_size() {
+        // (without the SYNs, the largest segment seen stands for the MSS)
+        let full = if self.mss > 0 {
+            self.full_size()
+        } else {
+            u64::from(self.max_payload)
+        };
+        if full > 0 && newly_acked > full {
             return;
         }
         let held = (a.ts - y.ts) - h_peer;

@@ -327,10 +327,8 @@ impl Conn {
                 if wants { Some(&mut sink) } else { None };
             self.half[p].on_peer_ack(seg.ack, window, sack, pure, at, &mut self.rtt, sink);
             if side == Side::Server && self.half[p].last_full_ack == Some(at) {
-                let (c, s) = (&self.half[p], &self.half[s]);
-                if let Some(q) = c.last_new_data {
-                    let answered = s.last_new_data.is_some_and(|r| r.frame > q.frame);
-                    self.turns.on_server_full_ack(q, at, answered);
+                if let Some(q) = self.half[p].last_new_data {
+                    self.turns.on_server_full_ack(q, at);
                 }
             }
         }
@@ -361,7 +359,6 @@ impl Conn {
             let sink: Option<&mut dyn reassembly::StreamSink> =
                 if wants { Some(&mut sink) } else { None };
             let h_peer = self.rtt.h(side.peer()).unwrap_or(Duration::ZERO);
-            let new_before = self.half[s].last_new_data;
             // all this side's earlier data acknowledged, and it waited longer
             // than that ACK's way to it: its application paused
             let paused = self.half[s].ack_seen_all()
@@ -385,14 +382,9 @@ impl Conn {
                 match side {
                     Side::Client => self.turns.on_client_data(),
                     Side::Server => {
-                        // this answer acknowledges all the client sent, and
-                        // the server sent nothing new since the client's last
+                        // this answer acknowledges all the client sent
                         let c = &self.half[p];
-                        let unanswered = c.last_new_data.filter(|q| {
-                            is_ack
-                                && c.acked >= c.snd_nxt
-                                && new_before.is_none_or(|r| r.frame < q.frame)
-                        });
+                        let acks = c.last_new_data.filter(|_| is_ack && c.acked >= c.snd_nxt);
                         let full = match self.half[s].full_size() {
                             0 => u64::from(self.half[s].max_payload).max(536),
                             m => m,
@@ -400,7 +392,7 @@ impl Conn {
                         let len = u64::from(seg.payload_len);
                         let drops = self.half[s].dropped_bytes;
                         self.turns
-                            .on_server_data(at, unanswered, len, paused, full, drops);
+                            .on_server_data(at, acks, len, paused, full, drops);
                     }
                 }
             }

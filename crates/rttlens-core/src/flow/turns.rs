@@ -43,6 +43,9 @@ pub struct Turns {
     /// when the server then falls silent with all its data acknowledged,
     /// the data after the silence is the answer proper.
     preamble: Option<(Mark, Mark, u64, u64)>,
+    /// The frame of the client's data the server last answered (its data
+    /// acknowledging all of it): a later ACK of it opens no turn.
+    answered: Option<u64>,
     /// The first complete turn.
     pub first: Option<Turn>,
     /// The longest complete turn.
@@ -53,10 +56,10 @@ pub struct Turns {
 
 impl Turns {
     /// The server's pure ACK `ack` covered all the client's data, the last
-    /// of which was `request_last`; `answered` when the server sent new data
-    /// since that (the ACK then opens no turn).
-    pub fn on_server_full_ack(&mut self, request_last: Mark, ack: Mark, answered: bool) {
-        if !answered && self.open.is_none() {
+    /// of which was `request_last` (unless the server's data had already
+    /// answered it).
+    pub fn on_server_full_ack(&mut self, request_last: Mark, ack: Mark) {
+        if self.answered != Some(request_last.frame) && self.open.is_none() {
             self.open = Some((request_last, ack));
         }
     }
@@ -69,9 +72,10 @@ impl Turns {
     }
 
     /// The server sent new data at `at`: an open turn ends here. Without
-    /// one, `unanswered` is the client's last data when this segment
-    /// acknowledges all of it and the server sent nothing new since: the
-    /// answer carries the ACK.
+    /// one, `acks` is the client's last data when this segment acknowledges
+    /// all of it: unless answered before, the answer carries the ACK. (Data
+    /// that crossed the client's in flight, a TLS NewSessionTicket passing
+    /// the request, answers nothing.)
     ///
     /// `len` is the segment's payload and `full` a full segment's size;
     /// `paused` says all the server's earlier data was acknowledged and the
@@ -83,7 +87,7 @@ impl Turns {
     pub fn on_server_data(
         &mut self,
         at: Mark,
-        unanswered: Option<Mark>,
+        acks: Option<Mark>,
         len: u64,
         paused: bool,
         full: u64,
@@ -91,9 +95,12 @@ impl Turns {
     ) {
         let turn = match self.open.take() {
             Some((request_last, ack)) => Some((request_last, ack)),
-            None => unanswered.map(|q| (q, at)),
+            None => acks
+                .filter(|q| self.answered != Some(q.frame))
+                .map(|q| (q, at)),
         };
         if let Some((request_last, ack)) = turn {
+            self.answered = Some(request_last.frame);
             self.record(Turn {
                 request_last,
                 ack,
@@ -167,12 +174,12 @@ mod tests {
     #[test]
     fn the_longest_acknowledged_wait_is_kept() {
         let mut t = Turns::default();
-        t.on_server_full_ack(m(1, 0), m(2, 10), false);
+        t.on_server_full_ack(m(1, 0), m(2, 10));
         t.on_server_data(m(3, 30), None, 1448, false, 1448, 0);
         t.on_client_data();
-        t.on_server_full_ack(m(4, 100), m(5, 110), false);
+        t.on_server_full_ack(m(4, 100), m(5, 110));
         t.on_server_data(m(6, 500), None, 1448, false, 1448, 0);
-        t.on_server_full_ack(m(7, 600), m(8, 610), false);
+        t.on_server_full_ack(m(7, 600), m(8, 610));
         t.on_server_data(m(9, 620), None, 1448, false, 1448, 0);
         assert_eq!(t.count, 3);
         assert_eq!(t.longest.map(|l| l.response_first.frame), Some(6));
@@ -183,12 +190,18 @@ mod tests {
     fn more_client_data_or_an_earlier_answer_opens_no_turn() {
         let mut t = Turns::default();
         // the request goes on after the ACK
-        t.on_server_full_ack(m(1, 0), m(2, 10), false);
+        t.on_server_full_ack(m(1, 0), m(2, 10));
         t.on_client_data();
         t.on_server_data(m(3, 500), None, 1448, false, 1448, 0);
-        // the server had answered before its ACK
-        t.on_server_full_ack(m(4, 600), m(5, 610), true);
-        t.on_server_data(m(6, 900), None, 1448, false, 1448, 0);
+        assert_eq!(t.count, 0);
+        // an answer carrying the ACK, then a pure ACK of the same request
+        // and more data: one turn
+        let mut t = Turns::default();
+        t.on_server_data(m(5, 610), Some(m(4, 600)), 1448, false, 1448, 0);
+        t.on_server_full_ack(m(4, 600), m(6, 620));
+        t.on_server_data(m(7, 900), Some(m(4, 600)), 1448, false, 1448, 0);
+        assert_eq!(t.count, 1);
+        let mut t = Turns::default();
         assert_eq!(t.count, 0);
         assert!(t.longest.is_none());
         // an answer that acknowledges the whole request itself

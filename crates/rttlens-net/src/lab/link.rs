@@ -153,6 +153,22 @@ pub struct LinkConfig {
     /// Write a pcapng of the forwarded packets to this file (raw IP,
     /// nanosecond timestamps). Default none.
     pub capture: Option<(PathBuf, Capture)>,
+    /// A delay spike (a route change, a burst of link-layer retries): once
+    /// the payload segment it names passes, every packet of its direction
+    /// is held until the spike ends, then released in order. Default none.
+    pub spike: Option<Spike>,
+}
+
+/// A delay spike on one direction of the link ([`LinkConfig::spike`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spike {
+    /// The direction and 1-based payload index of the segment whose
+    /// arrival starts the spike.
+    pub after: (Dir, u64),
+    /// The direction held.
+    pub held: Dir,
+    /// How long it is held.
+    pub hold: Duration,
 }
 
 impl Default for LinkConfig {
@@ -170,6 +186,7 @@ impl Default for LinkConfig {
             jitter: Duration::ZERO,
             jitter_seed: 0,
             capture: None,
+            spike: None,
         }
     }
 }
@@ -376,6 +393,8 @@ struct Shared {
     stats: Mutex<LinkStats>,
     /// `[client TUN, server TUN]`
     devs: [Arc<SyncDevice>; 2],
+    /// When the configured [`Spike`] ends, once it started.
+    spike_until: Mutex<Option<Instant>>,
 }
 
 impl Shared {
@@ -485,6 +504,7 @@ impl Link {
                 ..LinkStats::default()
             }),
             devs: [Arc::new(client), Arc::new(server)],
+            spike_until: Mutex::new(None),
         });
         // Each thread reports once it has its real-time priority; `start`
         // returns only then, so the first packets of a fresh lab do not wait
@@ -645,6 +665,14 @@ fn reader(s: &Shared, dir: Dir, ready: &std::sync::mpsc::Sender<()>) {
                     .payload_segments[dir.idx()] = index;
             }
         }
+        if let Some(sp) = s
+            .cfg
+            .spike
+            .filter(|sp| sp.after == (dir, index) && index > 0)
+        {
+            let mut until = s.spike_until.lock().unwrap_or_else(|e| e.into_inner());
+            until.get_or_insert(arrival + sp.hold);
+        }
         let loss = s.cfg.loss(dir);
         let drop_syn = loss.first_syn && !st.syn_dropped && info.is_some_and(|i| i.syn);
         let drop_syn_data =
@@ -681,6 +709,12 @@ fn schedule(s: &Shared, dir: Dir, st: &mut DirState, arrival: Instant, data: Vec
     let cfg = &s.cfg;
     st.packets += 1;
     let mut base = arrival;
+    if cfg.spike.is_some_and(|sp| sp.held == dir) {
+        // held until the spike ends (packets before it started pass)
+        if let Some(until) = *s.spike_until.lock().unwrap_or_else(|e| e.into_inner()) {
+            base = base.max(until);
+        }
+    }
     if cfg.rate_bps > 0 {
         let start = st.free_at.max(arrival);
         let backlog =

@@ -7,19 +7,30 @@ use rttlens_lab_server::builtin::{HandshakeWrites, ServerConfig};
 use rttlens_lab_server::TlsVersion;
 
 use super::{Ctx, Scenario, Variant};
-use crate::lab::link::LinkConfig;
+use crate::lab::link::{Dir, LinkConfig, Spike};
 use crate::lab::{Lab, LabError, Side, Sysctls};
 
 const NAGLE: &str = "nagle-stall|nagle-delayed-ack";
 
 fn plain_link(_: &mut LinkConfig) {}
 
+/// A delay spike on the ACK path: from the server's first response segment
+/// on, the client's packets are held 600 ms, well past the server's
+/// retransmission timeout (200 ms + RTT), then delivered.
+fn ack_spike(l: &mut LinkConfig) {
+    l.spike = Some(Spike {
+        after: (Dir::ServerToClient, 1),
+        held: Dir::ClientToServer,
+        hold: Duration::from_millis(600),
+    });
+}
+
 /// `https://SERVER:port/size/n`.
 fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 29] = [
+static CATALOGUE: [Scenario; 31] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -291,6 +302,28 @@ static CATALOGUE: [Scenario; 29] = [
             why: "the window scale is inferred and the window hardly moves: a flight flat at a lower bound is a window cap, the receiver's or the sender's",
             expect: &["receive-window-limit|window-limit"],
         }],
+    },
+    Scenario {
+        name: "slow-reader",
+        about: "curl reads at 64 KB/s through a 16 KB receive buffer: the client's window closes (0) until it reads",
+        expect: &["zero-window"],
+        forbid: &["fast-retransmit", "rto"],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: slow_reader,
+        variants: &[Variant::MidStream],
+    },
+    Scenario {
+        name: "spurious-rto",
+        about: "the client's ACKs are held 600 ms once the response starts (a delay spike): the server's timer fires, the data had arrived, the client's D-SACK says so",
+        expect: &["spurious-retransmission"],
+        forbid: &["fast-retransmit", "rto", "rto-backoff"],
+        key: "transfer",
+        vantage: Side::Server,
+        link: ack_spike,
+        run: |c| download_plain(c, 64_000),
+        variants: &[],
     },
     Scenario {
         name: "client-think",
@@ -757,6 +790,19 @@ fn small_rcvbuf(c: &mut Ctx) -> Result<(), LabError> {
         },
     )?;
     download(c, ServerConfig::default(), 2_000_000)
+}
+
+fn slow_reader(c: &mut Ctx) -> Result<(), LabError> {
+    c.sysctls(
+        Side::Client,
+        &Sysctls {
+            tcp_rmem: Some([4096, 16384, 16384]),
+            ..Sysctls::default()
+        },
+    )?;
+    let port = c.builtin(ServerConfig::default())?;
+    c.curl(&["--tlsv1.3", "--limit-rate", "64k", &url(port, 256_000)])?;
+    Ok(())
 }
 
 fn client_think(c: &mut Ctx) -> Result<(), LabError> {
