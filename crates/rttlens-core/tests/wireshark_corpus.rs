@@ -16,7 +16,7 @@ mod wireshark;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use wireshark::{compare, Tally, CLASSES};
+use wireshark::{check_totals, compare, print_header, tally, Tally};
 
 /// Agreement required per class, intended differences apart.
 const MIN_AGREEMENT: f64 = 0.95;
@@ -58,55 +58,16 @@ fn agreement_with_wireshark_on_the_public_corpus() {
     let mut total: BTreeMap<&str, Tally> = BTreeMap::new();
     let (mut ooo, mut copies, mut gap_twice) = (0, 0, 0);
     let mut problems = Vec::new();
-    eprintln!(
-        "{:<40} {:<20} {:>5} {:>7} {:>7} {:>8}",
-        "capture", "class", "both", "tshark", "rttlens", "intended"
-    );
+    print_header();
     for cap in corpus() {
         let name = cap.file_name().expect("name").to_string_lossy().to_string();
         let c = compare(&cap);
         ooo += c.out_of_order;
         copies += c.copies;
         gap_twice += c.gap_twice;
-        for class in CLASSES {
-            let t = c.tally[class];
-            total.entry(class).or_default().add(&t);
-            if t.both + t.only_tshark + t.only_ours + t.intended > 0 {
-                eprintln!(
-                    "{name:<40} {class:<20} {:>5} {:>7} {:>7} {:>8}",
-                    t.both, t.only_tshark, t.only_ours, t.intended
-                );
-            }
-            // facts of the packet: frame for frame
-            if matches!(class, "zero_window" | "lost_segment")
-                && (t.only_tshark > 0 || t.only_ours > 0)
-            {
-                problems.push(format!(
-                    "{name} {class}: tshark only {:?}, rttlens only {:?}",
-                    c.only_tshark[class].iter().take(8).collect::<Vec<_>>(),
-                    c.only_ours[class].iter().take(8).collect::<Vec<_>>()
-                ));
-            }
-        }
+        tally(&name, &c, &mut total, &mut problems);
     }
-    eprintln!("agreement (both / either, intended differences apart):");
-    for (class, t) in &total {
-        eprintln!(
-            "  {class:<20} {:>6.1} %  ({} both, {} tshark only, {} rttlens only, {} intended)",
-            100.0 * t.agreement(),
-            t.both,
-            t.only_tshark,
-            t.only_ours,
-            t.intended
-        );
-        if t.agreement() < MIN_AGREEMENT {
-            problems.push(format!(
-                "{class}: {:.1} % agreement, below {:.0} %: {t:?}",
-                100.0 * t.agreement(),
-                100.0 * MIN_AGREEMENT
-            ));
-        }
-    }
+    check_totals(&total, MIN_AGREEMENT, &mut problems);
     eprintln!(
         "  counted apart: {ooo} retransmissions Wireshark calls out-of-order, \
          {copies} retransmissions and duplicate ACKs on frames captured twice, \

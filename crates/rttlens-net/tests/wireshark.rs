@@ -18,7 +18,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use rttlens_net::lab::scenario;
-use wireshark::{compare, Tally, CLASSES};
+use wireshark::{check_totals, compare, print_header, tally, Tally};
 
 /// Scenarios whose captures are compared (at 20 ms).
 const SCENARIOS: [&str; 9] = [
@@ -92,63 +92,21 @@ fn agreement_with_wireshark_tcp_analysis() {
     let mut total: BTreeMap<&str, Tally> = BTreeMap::new();
     let mut problems = Vec::new();
     let mut ooo = 0;
-    eprintln!(
-        "{:<44} {:<20} {:>5} {:>7} {:>7} {:>8}",
-        "capture", "class", "both", "tshark", "rttlens", "intended"
-    );
+    print_header();
     for cap in &captures {
         let name = cap.strip_prefix(&dir).unwrap_or(cap).display().to_string();
         let c = compare(cap);
         ooo += c.out_of_order;
-        for class in CLASSES {
-            let t = c.tally[class];
-            total.entry(class).or_default().add(&t);
-            if t.both + t.only_tshark + t.only_ours + t.intended > 0 {
-                eprintln!(
-                    "{name:<44} {class:<20} {:>5} {:>7} {:>7} {:>8}",
-                    t.both, t.only_tshark, t.only_ours, t.intended
-                );
-            }
-            // where the two must agree frame for frame: a window field of 0
-            // and a sequence number beyond the highest seen are facts of
-            // the packet
-            if matches!(class, "zero_window" | "lost_segment")
-                && (t.only_tshark > 0 || t.only_ours > 0)
-            {
-                problems.push(format!(
-                    "{name} {class}: tshark only {:?}, rttlens only {:?}",
-                    c.only_tshark[class].iter().take(8).collect::<Vec<_>>(),
-                    c.only_ours[class].iter().take(8).collect::<Vec<_>>()
-                ));
-            }
-        }
+        tally(&name, &c, &mut total, &mut problems);
     }
     eprintln!(
-        "agreement over {} captures (both / either, intended differences apart):",
+        "{} captures; resent data Wireshark calls out-of-order: {ooo}, counted apart",
         captures.len()
     );
-    for (class, t) in &total {
-        eprintln!(
-            "  {class:<20} {:>6.1} %  ({} both, {} tshark only, {} rttlens only, {} intended)",
-            100.0 * t.agreement(),
-            t.both,
-            t.only_tshark,
-            t.only_ours,
-            t.intended
-        );
-    }
-    eprintln!("  resent data Wireshark calls out-of-order: {ooo}, counted apart");
     // every retransmission, duplicate ACK or full window Wireshark sees is
     // one for the engine and the other way round (whatever each calls a
     // retransmission's cause), intended differences apart
-    for (class, t) in &total {
-        if t.agreement() < 0.95 {
-            problems.push(format!(
-                "{class}: only {:.1} % agreement: {t:?}",
-                100.0 * t.agreement()
-            ));
-        }
-    }
+    check_totals(&total, 0.95, &mut problems);
     // a fast retransmission for Wireshark (after duplicate ACKs) is one for
     // the engine too; the engine may also call one fast that Wireshark calls
     // plain (SACK or RACK detected, docs/wireshark.md)

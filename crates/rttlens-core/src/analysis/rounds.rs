@@ -355,48 +355,55 @@ pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration, rwnd_exact: bool)
             }
             // ... but a flight flat at that window round after round is
             // capped by a window all the same, whose the capture cannot say
-            let mut i = 0;
-            while i < n {
-                let at = |r: &Round| {
-                    r.limit == Limit::Unknown
-                        && !r.loss
-                        && r.rwnd > 0
-                        && r.max_flight + RWND_SLACK_MSS * mss >= r.rwnd
-                        && r.max_flight >= FLAT_MIN_MSS * mss
-                };
-                if !at(&rounds[i]) {
-                    i += 1;
-                    continue;
+            let at = |r: &Round| {
+                r.limit == Limit::Unknown
+                    && r.rwnd > 0
+                    && r.max_flight + RWND_SLACK_MSS * mss >= r.rwnd
+            };
+            for run in flat_runs(rounds, mss, at) {
+                for r in &mut rounds[run] {
+                    r.limit = Limit::Window;
                 }
-                let (mut lo, mut hi) = (rounds[i].max_flight, rounds[i].max_flight);
-                let mut j = i + 1;
-                while j < n && at(&rounds[j]) {
-                    let f = rounds[j].max_flight;
-                    if f.max(hi) - f.min(lo) > mss {
-                        break;
-                    }
-                    lo = lo.min(f);
-                    hi = hi.max(f);
-                    j += 1;
-                }
-                if j - i >= FLAT_ROUNDS {
-                    for r in &mut rounds[i..j] {
-                        r.limit = Limit::Window;
-                    }
-                }
-                i = j.max(i + 1);
             }
         }
     }
-    // Flat runs below rwnd: sndbuf. Scan maximal runs of loss-free, non-app,
-    // non-rwnd rounds whose flights stay within one MSS of each other.
+    // Flat runs below rwnd: sndbuf (loss-free, non-app, non-rwnd rounds)
+    let cwnd = |r: &Round| matches!(r.limit, Limit::SlowStart | Limit::CongestionAvoidance);
+    for run in flat_runs(rounds, mss, cwnd) {
+        // busy end to end: the median of span / period over the run
+        let mut busy: Vec<f64> = run
+            .clone()
+            .filter_map(|k| {
+                let next = rounds.get(k + 1)?;
+                let period = (next.first.ts - rounds[k].first.ts).nanos;
+                let span = (rounds[k].last.ts - rounds[k].first.ts).nanos;
+                (period > 0).then(|| span as f64 / period as f64)
+            })
+            .collect();
+        busy.sort_by(f64::total_cmp);
+        let limit = match busy.get(busy.len() / 2) {
+            Some(b) if *b >= BUSY_SHARE => Limit::Bottleneck,
+            _ => Limit::Sndbuf,
+        };
+        for r in &mut rounds[run] {
+            r.limit = limit;
+        }
+    }
+}
+
+/// The maximal runs of at least [`FLAT_ROUNDS`] consecutive rounds that
+/// `pick` accepts, loss-free, of at least [`FLAT_MIN_MSS`] in flight, whose
+/// flights stay within one MSS of each other: a flight held flat.
+fn flat_runs(
+    rounds: &[Round],
+    mss: u64,
+    pick: impl Fn(&Round) -> bool,
+) -> Vec<std::ops::Range<usize>> {
+    let eligible = |r: &Round| !r.loss && r.max_flight >= FLAT_MIN_MSS * mss && pick(r);
+    let n = rounds.len();
+    let mut runs = Vec::new();
     let mut i = 0;
     while i < n {
-        let eligible = |r: &Round| {
-            !r.loss
-                && r.max_flight >= FLAT_MIN_MSS * mss
-                && matches!(r.limit, Limit::SlowStart | Limit::CongestionAvoidance)
-        };
         if !eligible(&rounds[i]) {
             i += 1;
             continue;
@@ -413,26 +420,11 @@ pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration, rwnd_exact: bool)
             j += 1;
         }
         if j - i >= FLAT_ROUNDS {
-            // busy end to end: the median of span / period over the run
-            let mut busy: Vec<f64> = (i..j)
-                .filter_map(|k| {
-                    let next = rounds.get(k + 1)?;
-                    let period = (next.first.ts - rounds[k].first.ts).nanos;
-                    let span = (rounds[k].last.ts - rounds[k].first.ts).nanos;
-                    (period > 0).then(|| span as f64 / period as f64)
-                })
-                .collect();
-            busy.sort_by(f64::total_cmp);
-            let limit = match busy.get(busy.len() / 2) {
-                Some(b) if *b >= BUSY_SHARE => Limit::Bottleneck,
-                _ => Limit::Sndbuf,
-            };
-            for r in &mut rounds[i..j] {
-                r.limit = limit;
-            }
+            runs.push(i..j);
         }
         i = j.max(i + 1);
     }
+    runs
 }
 
 /// Duration of `rounds` transfers if the flight could grow by slow start

@@ -46,14 +46,27 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         let mss = a.tcp.mss[sender.index()].max(1);
         let mut evidence = Vec::new();
         for st in stalls.iter().take(3) {
+            let in_flight = if st.flight_here == st.flight {
+                format!(
+                    "{} B ({:.1} MSS) in flight",
+                    st.flight,
+                    st.flight as f64 / mss as f64
+                )
+            } else {
+                format!(
+                    "{} B in flight by the ACKs seen here ({} B, {:.1} MSS, as the {} had it: later ACKs were still on their way to it)",
+                    st.flight_here,
+                    st.flight,
+                    st.flight as f64 / mss as f64,
+                    sender.as_str()
+                )
+            };
             evidence.push(ev(
                 st.y.frame,
                 format!(
-                    "{} B from the {} with {} B ({:.1} MSS) in flight; nothing more follows",
+                    "{} B from the {} with {in_flight}; nothing more follows",
                     st.y_len,
                     sender.as_str(),
-                    st.flight,
-                    st.flight as f64 / mss as f64
                 ),
             ));
             evidence.push(ev(

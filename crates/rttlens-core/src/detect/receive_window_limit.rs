@@ -7,7 +7,7 @@
 //! `tcp_rcv_space_adjust()` (receive buffer autotuning), `net.ipv4.tcp_rmem`.
 
 use super::finding::{conf, ev, Finding, Level};
-use super::util::{back_to_back, capped_cost, median};
+use super::util::{capped_cost, median, window_limited};
 use crate::analysis::rounds::{Limit, UNSCALED_MAX_WINDOW};
 use crate::analysis::Analysis;
 use crate::side::Side;
@@ -20,16 +20,9 @@ const MIN_ROUNDS: usize = 2;
 
 /// See the module docs.
 pub fn detect(a: &Analysis) -> Vec<Finding> {
-    let Some(t) = &a.transfer else { return vec![] };
-    // an RTT that rose under the transfer: the flight sits in a queue at
-    // the bottleneck, and no bigger window could help (queueing-delay says so)
-    if super::queueing_delay::queue(a).is_some() {
+    let Some((t, limited)) = window_limited(a, Limit::Rwnd, MIN_ROUNDS) else {
         return vec![];
-    }
-    let limited: Vec<_> = t.rounds_with(Limit::Rwnd).collect();
-    if limited.len() < MIN_ROUNDS || !back_to_back(a, &t.rounds, &limited) {
-        return vec![];
-    }
+    };
     let rwnd = median(limited.iter().map(|r| r.rwnd));
     let (cost, span) = capped_cost(
         a,

@@ -6,7 +6,7 @@
 //! for ≥ 3 loss-free rounds); Linux `tcp_sndbuf_expand()` / `net.ipv4.tcp_wmem`.
 
 use super::finding::{conf, ev, Finding, Level};
-use super::util::{back_to_back, capped_cost, median};
+use super::util::{capped_cost, capped_rounds_evidence, median, per_rtt_mb_s, window_limited};
 use crate::analysis::rounds::Limit;
 use crate::analysis::Analysis;
 
@@ -15,16 +15,9 @@ pub const ID: &str = "sender-window-cap";
 
 /// See the module docs.
 pub fn detect(a: &Analysis) -> Vec<Finding> {
-    let Some(t) = &a.transfer else { return vec![] };
-    // an RTT that rose under the transfer: the flight sits in a queue at
-    // the bottleneck, and no bigger window could help (queueing-delay says so)
-    if super::queueing_delay::queue(a).is_some() {
+    let Some((t, capped)) = window_limited(a, Limit::Sndbuf, 1) else {
         return vec![];
-    }
-    let capped: Vec<_> = t.rounds_with(Limit::Sndbuf).collect();
-    if capped.is_empty() || !back_to_back(a, &t.rounds, &capped) {
-        return vec![];
-    }
+    };
     let flight = median(capped.iter().map(|r| r.max_flight));
     let rwnd = median(capped.iter().map(|r| r.rwnd));
     let (cost, span) = capped_cost(a, &t.rounds, capped[0].index, flight, rwnd.max(flight));
@@ -37,32 +30,13 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     } else {
         "at least "
     };
-    let rate = if a.rtt_min.nanos > 0 {
-        flight as f64 / a.rtt_min.as_secs_f64() / 1e6
-    } else {
-        0.0
-    };
-    let mut evidence = Vec::new();
-    for r in capped.iter().take(3) {
-        evidence.push(ev(
-            r.max_flight_frame,
-            format!(
-                "round {}: {} B in flight, receiver window {at_least}{} B",
-                r.index, r.max_flight, r.rwnd
-            ),
-        ));
-    }
-    if let Some(r) = capped.last().filter(|_| capped.len() > 3) {
-        evidence.push(ev(
-            r.max_flight_frame,
-            format!(
-                "round {}: still {} B in flight ({} rounds flat)",
-                r.index,
-                r.max_flight,
-                capped.len()
-            ),
-        ));
-    }
+    let rate = per_rtt_mb_s(a, flight);
+    let mut evidence = capped_rounds_evidence(&capped, |r| {
+        format!(
+            "round {}: {} B in flight, receiver window {at_least}{} B",
+            r.index, r.max_flight, r.rwnd
+        )
+    });
     let near_64k = flight.abs_diff(65535) <= t.mss;
     let mut fix = format!(
         "Let the {sender} keep more than {flight} B in flight: raise its send buffer (nginx `listen … sndbuf=4m` or remove a small `sndbuf=`; \

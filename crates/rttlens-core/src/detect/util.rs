@@ -102,6 +102,59 @@ pub fn union_len(mut iv: Vec<(Timestamp, Timestamp)>) -> Duration {
     total
 }
 
+/// Evidence of a run of window-capped rounds: the first three, each said by
+/// `say`, and the last one when there are more ("still N B in flight").
+pub fn capped_rounds_evidence(
+    capped: &[&Round],
+    say: impl Fn(&Round) -> String,
+) -> Vec<super::finding::Evidence> {
+    let mut evidence: Vec<_> = capped
+        .iter()
+        .take(3)
+        .map(|r| super::finding::ev(r.max_flight_frame, say(r)))
+        .collect();
+    if let Some(r) = capped.last().filter(|_| capped.len() > 3) {
+        evidence.push(super::finding::ev(
+            r.max_flight_frame,
+            format!(
+                "round {}: still {} B in flight ({} rounds flat)",
+                r.index,
+                r.max_flight,
+                capped.len()
+            ),
+        ));
+    }
+    evidence
+}
+
+/// The transfer of `a` and its rounds that `limit` held, when there are at
+/// least `min` of them, they paced the transfer ([`back_to_back`]) and no
+/// queue under the transfer explains the flight (an RTT that rose: the
+/// flight sits in a queue at the bottleneck and no bigger window could
+/// help; `queueing-delay` says so). What every window finding starts from.
+pub fn window_limited(
+    a: &Analysis,
+    limit: Limit,
+    min: usize,
+) -> Option<(&crate::analysis::transfer::Transfer, Vec<&Round>)> {
+    let t = a.transfer.as_ref()?;
+    if super::queueing_delay::queue(a).is_some() {
+        return None;
+    }
+    let rounds: Vec<_> = t.rounds_with(limit).collect();
+    (rounds.len() >= min.max(1) && back_to_back(a, &t.rounds, &rounds)).then_some((t, rounds))
+}
+
+/// `bytes` per RTT in MB/s (0 with the RTT unknown): the throughput a
+/// window of that many bytes allows.
+pub fn per_rtt_mb_s(a: &Analysis, bytes: u64) -> f64 {
+    if a.rtt_min.nanos > 0 {
+        bytes as f64 / a.rtt_min.as_secs_f64() / 1e6
+    } else {
+        0.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

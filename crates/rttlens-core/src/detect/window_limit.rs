@@ -8,11 +8,11 @@
 //! given; the full capture (with the SYNs) tells them apart
 //! (`receive-window-limit` or `sender-window-cap`).
 //!
-//! Source: docs/design.md §4 "Round limits" (`window`) and "Mid-stream";
+//! Source: docs/design.md §4 "Round limits" (`window`) and "Without the handshake";
 //! RFC 7323 §2.2 (the scale is only in the SYNs).
 
 use super::finding::{conf, ev, Finding, Level};
-use super::util::{back_to_back, capped_cost, median};
+use super::util::{capped_cost, capped_rounds_evidence, median, per_rtt_mb_s, window_limited};
 use crate::analysis::rounds::{Limit, FLAT_ROUNDS};
 use crate::analysis::Analysis;
 
@@ -21,16 +21,9 @@ pub const ID: &str = "window-limit";
 
 /// See the module docs.
 pub fn detect(a: &Analysis) -> Vec<Finding> {
-    let Some(t) = &a.transfer else { return vec![] };
-    // an RTT that rose under the transfer: the flight sits in a queue at
-    // the bottleneck, and no bigger window could help (queueing-delay says so)
-    if super::queueing_delay::queue(a).is_some() {
+    let Some((t, capped)) = window_limited(a, Limit::Window, FLAT_ROUNDS) else {
         return vec![];
-    }
-    let capped: Vec<_> = t.rounds_with(Limit::Window).collect();
-    if capped.len() < FLAT_ROUNDS || !back_to_back(a, &t.rounds, &capped) {
-        return vec![];
-    }
+    };
     let flight = median(capped.iter().map(|r| r.max_flight));
     let rwnd = median(capped.iter().map(|r| r.rwnd));
     // as for a receive window: against slow start unbounded, the rounds a
@@ -38,32 +31,13 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     let (cost, span) = capped_cost(a, &t.rounds, capped[0].index, flight, u64::MAX);
     let sender = t.sender.as_str();
     let receiver = t.sender.peer().as_str();
-    let rate = if a.rtt_min.nanos > 0 {
-        flight as f64 / a.rtt_min.as_secs_f64() / 1e6
-    } else {
-        0.0
-    };
-    let mut evidence = Vec::new();
-    for r in capped.iter().take(3) {
-        evidence.push(ev(
-            r.max_flight_frame,
-            format!(
-                "round {}: {} B in flight, the {receiver}'s window at least {} B",
-                r.index, r.max_flight, r.rwnd
-            ),
-        ));
-    }
-    if let Some(r) = capped.last().filter(|_| capped.len() > 3) {
-        evidence.push(ev(
-            r.max_flight_frame,
-            format!(
-                "round {}: still {} B in flight ({} rounds flat)",
-                r.index,
-                r.max_flight,
-                capped.len()
-            ),
-        ));
-    }
+    let rate = per_rtt_mb_s(a, flight);
+    let mut evidence = capped_rounds_evidence(&capped, |r| {
+        format!(
+            "round {}: {} B in flight, the {receiver}'s window at least {} B",
+            r.index, r.max_flight, r.rwnd
+        )
+    });
     if let Some(w) = a.tcp.window_scale_inferred[t.sender.peer().index()] {
         evidence.push(ev(
             w.at.frame,

@@ -168,9 +168,13 @@ pub struct AckStall {
     pub y: Mark,
     /// Its payload (bytes).
     pub y_len: u32,
-    /// Bytes in flight once y was sent (sent, not yet acknowledged at the
-    /// capture point).
+    /// Bytes in flight once y was sent, as the sender saw it (the ACKs that
+    /// could have reached it).
     pub flight: u64,
+    /// The same by the ACKs seen at the capture point (Wireshark's
+    /// `tcp.analysis.bytes_in_flight`): less at a receiver's vantage, where
+    /// the latest ACKs had not yet reached the sender.
+    pub flight_here: u64,
     /// The peer's pure ACK covering y.
     pub ack: Mark,
     /// How long the peer held that ACK: ACK − y − the peer's side of the
@@ -412,7 +416,7 @@ pub struct Half {
     pub peer_spoke: bool,
     /// The last new-data segment, any size: (end offset, mark, length,
     /// bytes in flight after it).
-    last_data: Option<(u64, Mark, u32, u64)>,
+    last_data: Option<(u64, Mark, u32, u64, u64)>,
     /// The first ACK from the peer covering `last_data`, whether it was
     /// pure, and how many bytes it newly acknowledged.
     last_data_ack: Option<(Mark, bool, u64)>,
@@ -728,7 +732,7 @@ impl Half {
                 self.last_small_ack = Some((at, pure));
             }
         }
-        if let Some((y_end, _, _, _)) = self.last_data {
+        if let Some((y_end, ..)) = self.last_data {
             if self.last_data_ack.is_none() && off >= y_end {
                 self.last_data_ack = Some((at, pure, off.saturating_sub(acked_before)));
             }
@@ -1142,7 +1146,9 @@ impl Half {
         }
         let answers_peer = self.peer_spoke_since_data;
         if new_bytes > 0 && !retx {
-            self.last_data = Some((self.snd_nxt, at, len, flight));
+            // in flight by the ACKs seen here (Wireshark's bytes in flight)
+            let here = self.snd_nxt.saturating_sub(self.acked);
+            self.last_data = Some((self.snd_nxt, at, len, flight, here));
             self.last_data_ack = None;
             self.peer_spoke_since_data = false;
         }
@@ -1240,7 +1246,7 @@ impl Half {
         h_peer: Duration,
         rtt_min: Duration,
     ) {
-        let (Some((y_end, y, y_len, flight)), Some((a, true, newly_acked)), false) = (
+        let (Some((y_end, y, y_len, flight, flight_here)), Some((a, true, newly_acked)), false) = (
             self.last_data,
             self.last_data_ack,
             self.peer_spoke_since_data,
@@ -1271,6 +1277,7 @@ impl Half {
                 y,
                 y_len,
                 flight,
+                flight_here,
                 ack: a,
                 held,
                 x: at,

@@ -305,3 +305,63 @@ pub fn compare(path: &Path) -> Compared {
     }
     c
 }
+
+/// Adds one capture's comparison to `total`, prints its rows, and notes in
+/// `problems` where the facts of the packet differ (a window of 0, a
+/// sequence number beyond the highest seen: frame for frame).
+pub fn tally(
+    name: &str,
+    c: &Compared,
+    total: &mut BTreeMap<&'static str, Tally>,
+    problems: &mut Vec<String>,
+) {
+    for class in CLASSES {
+        let t = c.tally[class];
+        total.entry(class).or_default().add(&t);
+        if t.both + t.only_tshark + t.only_ours + t.intended > 0 {
+            eprintln!(
+                "{name:<44} {class:<20} {:>5} {:>7} {:>7} {:>8}",
+                t.both, t.only_tshark, t.only_ours, t.intended
+            );
+        }
+        if matches!(class, "zero_window" | "lost_segment") && (t.only_tshark > 0 || t.only_ours > 0)
+        {
+            problems.push(format!(
+                "{name} {class}: tshark only {:?}, rttlens only {:?}",
+                c.only_tshark[class].iter().take(8).collect::<Vec<_>>(),
+                c.only_ours[class].iter().take(8).collect::<Vec<_>>()
+            ));
+        }
+    }
+}
+
+/// Prints the agreement per class and notes in `problems` every class
+/// below `min` (intended differences apart).
+pub fn check_totals(total: &BTreeMap<&'static str, Tally>, min: f64, problems: &mut Vec<String>) {
+    eprintln!("agreement (both / either, intended differences apart):");
+    for (class, t) in total {
+        eprintln!(
+            "  {class:<20} {:>6.1} %  ({} both, {} tshark only, {} rttlens only, {} intended)",
+            100.0 * t.agreement(),
+            t.both,
+            t.only_tshark,
+            t.only_ours,
+            t.intended
+        );
+        if t.agreement() < min {
+            problems.push(format!(
+                "{class}: {:.1} % agreement, below {:.0} %: {t:?}",
+                100.0 * t.agreement(),
+                100.0 * min
+            ));
+        }
+    }
+}
+
+/// The header of the rows [`tally`] prints.
+pub fn print_header() {
+    eprintln!(
+        "{:<44} {:<20} {:>5} {:>7} {:>7} {:>8}",
+        "capture", "class", "both", "tshark", "rttlens", "intended"
+    );
+}
