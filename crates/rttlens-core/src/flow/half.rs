@@ -27,6 +27,9 @@ pub const MAX_RETX_KEPT: usize = 256;
 pub const MAX_UNACKED: usize = 1 << 16;
 /// Minimum retransmission timeout on Linux (`TCP_RTO_MIN`, include/net/tcp.h): 200 ms.
 pub const RTO_MIN: Duration = Duration::from_millis(200);
+/// ACKs still on their way to a sender that [`Half::advance_to_cover`]
+/// looks through for one whose window covers its new data.
+const COVER_SCAN: usize = 64;
 /// Events of a kind kept with their frame (zero windows, capture drops).
 pub const MAX_EVENTS_KEPT: usize = 64;
 
@@ -804,9 +807,12 @@ impl Half {
         if end <= self.elig.ack + self.scaled(self.elig.window) {
             return;
         }
+        // the next few ACKs on their way (bounded: a sender that overran
+        // every window would otherwise rescan them all per segment)
         let covering = self
             .hist
             .iter()
+            .take(COVER_SCAN)
             .find(|a| a.ack >= self.elig.ack && end <= a.ack + self.scaled(a.window))
             .map(|a| a.ts);
         if let Some(ts) = covering {

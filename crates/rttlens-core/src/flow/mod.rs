@@ -361,7 +361,9 @@ impl Conn {
             let h_peer = self.rtt.h(side.peer()).unwrap_or(Duration::ZERO);
             // all this side's earlier data acknowledged, and it waited longer
             // than that ACK's way to it: its application paused
-            let paused = self.half[s].ack_seen_all()
+            let paused = side == Side::Server
+                && self.turns.pending(self.half[p].last_new_data)
+                && self.half[s].ack_seen_all()
                 && self.half[s].last_full_ack.is_some_and(|k| {
                     (at.ts - k.ts) - h_x > Duration::from_millis(1).max(rtt_min / 4)
                 });
@@ -381,7 +383,7 @@ impl Conn {
             if self.half[s].last_new_data == Some(at) {
                 match side {
                     Side::Client => self.turns.on_client_data(),
-                    Side::Server => {
+                    Side::Server if self.turns.pending(self.half[p].last_new_data) => {
                         // this answer acknowledges all the client sent
                         let c = &self.half[p];
                         let acks = c.last_new_data.filter(|_| is_ack && c.acked >= c.snd_nxt);
@@ -394,6 +396,7 @@ impl Conn {
                         self.turns
                             .on_server_data(at, acks, len, paused, full, drops);
                     }
+                    Side::Server => {}
                 }
             }
         }

@@ -64,6 +64,16 @@ impl Turns {
         }
     }
 
+    /// Whether the server's next data can end or time a turn, the
+    /// client's last data being `request_last`: a turn is open, an answer
+    /// is short so far, or that data is not answered yet. (Most server
+    /// segments of a transfer are none of these: they skip the rest.)
+    pub fn pending(&self, request_last: Option<Mark>) -> bool {
+        self.open.is_some()
+            || self.preamble.is_some()
+            || request_last.is_some_and(|q| self.answered != Some(q.frame))
+    }
+
     /// The client sent new data: a turn still open is not over (the
     /// request goes on).
     pub fn on_client_data(&mut self) {
