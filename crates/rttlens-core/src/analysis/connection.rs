@@ -228,11 +228,7 @@ impl Analysis {
 /// up.
 pub const CLOSE_TAIL: u64 = 96;
 
-/// The smallest MSS a host may assume without an MSS option: 536 B
-/// (RFC 9293 §3.7.1; RFC 1122 §4.2.2.6). Without the SYNs, a connection that
-/// only sent small segments (keep-alives, a chat, a cut snapshot) proves no
-/// smaller segment size than this.
-pub const MIN_MSS: u64 = 536;
+pub use crate::flow::half::MIN_MSS;
 
 /// The most a full-sized segment can fall short of the MSS its peer
 /// announced: the TCP options of each segment come out of it, and they are

@@ -27,6 +27,11 @@ pub const MAX_RETX_KEPT: usize = 256;
 pub const MAX_UNACKED: usize = 1 << 16;
 /// Minimum retransmission timeout on Linux (`TCP_RTO_MIN`, include/net/tcp.h): 200 ms.
 pub const RTO_MIN: Duration = Duration::from_millis(200);
+/// The smallest MSS a host may assume without an MSS option: 536 B
+/// (RFC 9293 §3.7.1; RFC 1122 §4.2.2.6). Without the SYNs, a connection that
+/// only sent small segments (keep-alives, a chat, a cut snapshot) proves no
+/// smaller segment size than this.
+pub const MIN_MSS: u64 = 536;
 /// ACKs still on their way to a sender that [`Half::advance_to_cover`]
 /// looks through for one whose window covers its new data.
 const COVER_SCAN: usize = 64;
@@ -567,6 +572,17 @@ impl Half {
             cap
         } else {
             self.mss
+        }
+    }
+
+    /// A full segment of this sender as far as the capture tells (bytes):
+    /// [`Half::full_size`] with the MSS known, else the largest payload it
+    /// sent, never below [`MIN_MSS`] (no SYNs in the capture).
+    pub fn segment_size(&self) -> u64 {
+        if self.mss > 0 {
+            self.full_size()
+        } else {
+            u64::from(self.max_payload).max(MIN_MSS)
         }
     }
 
@@ -1265,12 +1281,7 @@ impl Half {
         // once was held for another reason (a receiver that stopped
         // reading, ACK coalescing), which the window findings cover.
         // (without the SYNs, the largest segment seen stands for the MSS)
-        let full = if self.mss > 0 {
-            self.full_size()
-        } else {
-            u64::from(self.max_payload)
-        };
-        if full > 0 && newly_acked > full {
+        if newly_acked > self.segment_size() {
             return;
         }
         let held = (a.ts - y.ts) - h_peer;

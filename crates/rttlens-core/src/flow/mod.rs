@@ -387,12 +387,9 @@ impl Conn {
                         // this answer acknowledges all the client sent
                         let c = &self.half[p];
                         let acks = c.last_new_data.filter(|_| is_ack && c.acked >= c.snd_nxt);
-                        let full = match self.half[s].full_size() {
-                            0 => u64::from(self.half[s].max_payload).max(536),
-                            m => m,
-                        };
+                        let (full, drops) =
+                            (self.half[s].segment_size(), self.half[s].dropped_bytes);
                         let len = u64::from(seg.payload_len);
-                        let drops = self.half[s].dropped_bytes;
                         self.turns
                             .on_server_data(at, acks, len, paused, full, drops);
                     }
