@@ -79,16 +79,17 @@ fn swing(a: &Analysis, side: Side, exclude: u64) -> Duration {
 /// count the path as the server's time. A SYN-ACK slowed by the server
 /// (SYN backlog, cookies) only makes think times smaller: said less, never
 /// more.
-fn path_to_server(a: &Analysis) -> Duration {
+/// Returns the time, and whether it is the SYN-ACK's (a proxy's ACKs).
+fn path_to_server(a: &Analysis) -> (Duration, bool) {
     let h_s = a.h_s();
     let handshake = match (a.conn.syn, a.conn.syn_ack) {
         (Some(s), Some(sa)) if sa.first.frame > s.last.frame => sa.first.ts - s.last.ts,
-        _ => return h_s,
+        _ => return (h_s, false),
     };
     if handshake.nanos > h_s.nanos.saturating_mul(PROXY_RATIO) {
-        handshake
+        (handshake, true)
     } else {
-        h_s
+        (h_s, false)
     }
 }
 
@@ -103,7 +104,8 @@ pub const SWING_MIN_SAMPLES: usize = 5;
 /// by the path (see the module docs). `turn` carries the server's ACK of a
 /// turn seen at the TCP level (the protocol was not read there).
 fn server_think(a: &Analysis, q: Mark, r: Mark, turn: Option<Mark>) -> Option<(Duration, Finding)> {
-    let h_s = path_to_server(a);
+    let (h_s, proxied) = path_to_server(a);
+    let path = if proxied { "its SYN-ACK's time" } else { "h_s" };
     // time the server's kernel held the answer (Nagle) is not think time
     let think = (r.ts - q.ts) - h_s - a.held_by_nagle(Side::Server, q.ts, r.ts);
     let (mut level, mut why) = confidence(a, think);
@@ -153,17 +155,19 @@ fn server_think(a: &Analysis, q: Mark, r: Mark, turn: Option<Mark>) -> Option<(D
     };
     let mut e = vec![ev(q.frame, what_q)];
     if let Some((k, late)) = ack_late {
-        let what = if late <= quick_ack {
-            format!("the server's TCP acknowledged it {:.2} ms later (h_s = {:.2} ms): network and kernel were quick", (k.ts - q.ts).as_millis_f64(), h_s.as_millis_f64())
+        let what = if proxied {
+            format!("an ACK {:.2} ms later, from nearer than the server (its SYN-ACK took {:.2} ms): a NAT or proxy acknowledges for it", (k.ts - q.ts).as_millis_f64(), h_s.as_millis_f64())
+        } else if late <= quick_ack {
+            format!("the server's TCP acknowledged it {:.2} ms later ({path} = {:.2} ms): network and kernel were quick", (k.ts - q.ts).as_millis_f64(), h_s.as_millis_f64())
         } else {
-            format!("the server's TCP acknowledged it {:.2} ms later, {:.2} ms more than h_s: the path or the server's kernel was slow as well", (k.ts - q.ts).as_millis_f64(), late.as_millis_f64())
+            format!("the server's TCP acknowledged it {:.2} ms later, {:.2} ms more than {path}: the path or the server's kernel was slow as well", (k.ts - q.ts).as_millis_f64(), late.as_millis_f64())
         };
         e.push(ev(k.frame, what));
     }
     e.push(ev(
         r.frame,
         format!(
-            "{what_r}, {:.1} ms later (h_s = {:.1} ms)",
+            "{what_r}, {:.1} ms later ({path} = {:.1} ms)",
             (r.ts - q.ts).as_millis_f64(),
             h_s.as_millis_f64()
         ),
