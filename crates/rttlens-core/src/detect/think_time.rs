@@ -93,7 +93,7 @@ fn path_to_server(a: &Analysis) -> (Duration, bool) {
     }
 }
 
-/// See [`path_to_server`].
+/// See `path_to_server`.
 pub const PROXY_RATIO: i64 = 4;
 
 /// RTT samples of a half needed to judge its swing.

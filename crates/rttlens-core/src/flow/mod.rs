@@ -108,7 +108,7 @@ fn role_from_payload(payload: &[u8]) -> Option<bool> {
 }
 
 /// What the first bytes of a stream say it carries (see
-/// [`role_from_payload`]): enough to tell a request from a TLS handshake
+/// `role_from_payload`): enough to tell a request from a TLS handshake
 /// when the snapshot length cut the rest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Opening {
