@@ -443,7 +443,7 @@ fn starts_value(w: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::seq::SeqNumber;
+    use crate::base::seq::SeqNumber;
     use crate::wire::{TcpFlags, TcpOptions};
 
     fn seg(src: &str, sp: u16, dst: &str, dp: u16) -> TcpSegment<'static> {

@@ -22,7 +22,11 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+// TRANSITION: old paths until the other crates move to `base::`
+pub use base::{seq, side, time};
+
 pub mod analysis;
+pub mod base;
 pub mod capture;
 pub mod detect;
 pub mod filter;
@@ -30,7 +34,4 @@ pub mod flow;
 pub mod pipeline;
 pub mod proto;
 pub mod report;
-pub mod seq;
-pub mod side;
-pub mod time;
 pub mod wire;

@@ -6,14 +6,15 @@ use std::collections::BTreeMap;
 pub mod parallel;
 
 use crate::analysis;
+use crate::base::side::Mark;
+use crate::base::time::Timestamp;
 use crate::capture::{CaptureError, Frame, FrameSource, SharedFrame};
 use crate::detect;
 use crate::filter::Filter;
 use crate::flow::half::FrameMark;
 use crate::flow::{Conn, FlowTable, SWEEP_EVERY, SWEEP_INTERVAL, SWEEP_MIN};
+use crate::proto::protocols::Protocols;
 use crate::report::ConnReport;
-use crate::side::Mark;
-use crate::time::Timestamp;
 use crate::wire::duplicates::Duplicates;
 use crate::wire::{self, Decoded, TcpSegment};
 
@@ -196,7 +197,7 @@ pub fn run_with(
         return parallel::run(reader, options, on_conn, progress);
     }
     let mut findings_by_id: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let mut finish = |conn: Box<Conn>, start: Timestamp| {
+    let mut finish = |conn: Box<Conn<Protocols>>, start: Timestamp| {
         let report = report_of(conn, start, &mut findings_by_id);
         on_conn(report);
     };
@@ -213,13 +214,13 @@ pub fn run_with(
 /// The analysis of one finished connection: analysis, detectors, report;
 /// its findings counted by id.
 fn report_of(
-    conn: Box<Conn>,
+    conn: Box<Conn<Protocols>>,
     start: Timestamp,
     findings_by_id: &mut BTreeMap<&'static str, u64>,
 ) -> ConnReport {
     let mut a = analysis::analyze(conn);
     let trace = a.conn.take_trace().map(|mut t| {
-        t.labels = crate::flow::trace::labels(&a);
+        t.labels = crate::analysis::connection::frame_labels(&a);
         t
     });
     let findings = detect::run_all(&a);
@@ -251,7 +252,7 @@ fn report_of(
 /// As [`run`]: only when not a single frame could be read.
 pub fn frame_marks(reader: &mut dyn FrameSource) -> Result<Vec<(u64, FrameMark)>, CaptureError> {
     let mut marks = Vec::new();
-    let mut take = |c: Box<Conn>, _: Timestamp| {
+    let mut take = |c: Box<Conn<Protocols>>, _: Timestamp| {
         for h in c.half {
             marks.extend(h.marks.into_iter().flatten().map(|(m, k)| (m.frame, k)));
         }
@@ -463,8 +464,8 @@ impl<'f> Intake<'f> {
 fn scan(
     reader: &mut dyn FrameSource,
     options: &Options,
-    mut table: FlowTable,
-    finish: &mut dyn FnMut(Box<Conn>, Timestamp),
+    mut table: FlowTable<Protocols>,
+    finish: &mut dyn FnMut(Box<Conn<Protocols>>, Timestamp),
     progress: &mut dyn FnMut(Progress),
     copies: Option<&mut Vec<u64>>,
 ) -> Result<CaptureSummary, CaptureError> {
@@ -472,7 +473,7 @@ fn scan(
     intake.copy_frames = copies.as_ref().map(|_| Vec::new());
     let mut connections = 0u64;
     let mut oversized = 0u64;
-    let mut finish = |conn: Box<Conn>, start: Timestamp| {
+    let mut finish = |conn: Box<Conn<Protocols>>, start: Timestamp| {
         connections += 1;
         oversized += conn.half[0].oversized + conn.half[1].oversized;
         finish(conn, start);

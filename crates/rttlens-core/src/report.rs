@@ -4,14 +4,15 @@
 
 use crate::analysis::connection::{Coverage, TcpFacts};
 use crate::analysis::ladder::Phase;
-use crate::analysis::rounds::Limit;
-use crate::analysis::rtt::{RttMethod, Vantage};
+use crate::analysis::rtt::Vantage;
 use crate::analysis::tls::TlsInfo;
 use crate::analysis::transfer::{Bound, InitialWindow, LimitCount};
 use crate::analysis::Analysis;
-use crate::detect::finding::round3;
+use crate::base::cost::round3;
+use crate::base::side::Side;
 use crate::detect::Finding;
-use crate::side::Side;
+use crate::flow::rounds::Limit;
+use crate::flow::rtt::RttMethod;
 
 /// RTT figures in milliseconds.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -148,7 +149,7 @@ impl ConnReport {
     pub fn new(
         mut a: Analysis,
         findings: Vec<Finding>,
-        capture_start: crate::time::Timestamp,
+        capture_start: crate::base::time::Timestamp,
     ) -> ConnReport {
         let measured_tls_rtts = a.phase("tls").map(|p| p.rtts).unwrap_or(0.0);
         let vantage = a.vantage();

@@ -3,8 +3,8 @@
 
 use std::io::{self, Cursor, Read};
 
+use rttlens_core::base::time::Timestamp;
 use rttlens_core::capture::{CaptureError, CaptureFormat, CaptureReader, LinkType};
-use rttlens_core::time::Timestamp;
 
 fn u16b(be: bool, v: u16) -> [u8; 2] {
     if be {

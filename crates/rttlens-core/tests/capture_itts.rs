@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use proptest::prelude::*;
+use rttlens_core::base::seq::SeqNumber;
+use rttlens_core::base::time::Timestamp;
 use rttlens_core::capture::{CaptureError, CaptureFormat, CaptureReader, Frame, LinkType};
-use rttlens_core::seq::SeqNumber;
-use rttlens_core::time::Timestamp;
 use rttlens_core::wire::{decode, Decoded, TcpFlags};
 
 const CAPTURES: [(&str, u64); 4] = [

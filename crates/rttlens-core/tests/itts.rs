@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use rttlens_core::analysis::rounds::Limit;
 use rttlens_core::capture::CaptureReader;
+use rttlens_core::flow::rounds::Limit;
 use rttlens_core::pipeline::{self, CaptureSummary};
 use rttlens_core::report::ConnReport;
 

@@ -19,8 +19,8 @@ mod support;
 use std::ops::{Range, RangeInclusive};
 use std::path::PathBuf;
 
-use rttlens_core::analysis::rounds::Limit;
 use rttlens_core::detect::Finding;
+use rttlens_core::flow::rounds::Limit;
 use support::{
     analyze, analyze_both, body, marked_transmissions, seq_after, Analyzed, Host, Lab, Packet,
     MARK, MSS, NGINX_PORT, PY_PORT, SERVER_IP,

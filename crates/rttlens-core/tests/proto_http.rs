@@ -3,10 +3,10 @@
 //! properties over random chunkings and mutations.
 
 use proptest::prelude::*;
+use rttlens_core::base::side::{Mark, Side};
+use rttlens_core::base::time::Timestamp;
 use rttlens_core::proto::http::{HttpExchange, HttpTracker, EXCHANGE_DETAIL_CAP, TARGET_CHARS};
 use rttlens_core::proto::{NoteKind, PARSE_BUFFER_CAP};
-use rttlens_core::side::{Mark, Side};
-use rttlens_core::time::Timestamp;
 
 fn mark(frame: u64) -> Mark {
     Mark {

@@ -3,13 +3,13 @@
 //! there), and properties over random chunkings and mutations.
 
 use proptest::prelude::*;
+use rttlens_core::base::side::{Mark, Side};
+use rttlens_core::base::time::Timestamp;
 use rttlens_core::proto::tls::{
     ContentType, HandshakeKind, HandshakeType, Step, TlsSummary, TlsTracker,
     HELLO_RETRY_REQUEST_RANDOM, RECORD_DETAIL_CAP,
 };
 use rttlens_core::proto::NoteKind;
-use rttlens_core::side::{Mark, Side};
-use rttlens_core::time::Timestamp;
 
 // ---------------------------------------------------------------------------
 // Byte builders (RFC 8446 §4, §5.1; RFC 5246 §7.4)

@@ -8,13 +8,14 @@
 use std::path::PathBuf;
 
 use rttlens_core::analysis::analyze;
+use rttlens_core::base::side::Mark;
 use rttlens_core::capture::CaptureReader;
 use rttlens_core::detect::{self, self_check};
 use rttlens_core::flow::half::FrameMark;
 use rttlens_core::flow::FlowTable;
 use rttlens_core::pipeline;
+use rttlens_core::proto::protocols::Protocols;
 use rttlens_core::report::ConnReport;
-use rttlens_core::side::Mark;
 use rttlens_core::wire::{self, Decoded, TcpFlags};
 
 fn path(name: &str) -> PathBuf {
@@ -216,7 +217,7 @@ fn a_syn_ack_lost_after_the_capture_point_is_said_so() {
 /// Every connection of `name`, analysed and detected as the pipeline does.
 fn analyses(name: &str, each: &mut dyn FnMut(&rttlens_core::analysis::Analysis)) {
     let mut reader = CaptureReader::open(&path(name)).expect("readable");
-    let mut table = FlowTable::new();
+    let mut table = FlowTable::<Protocols>::new();
     let mut conns = Vec::new();
     while let Some(f) = reader.next_frame().expect("frame") {
         if let Ok(Decoded::Tcp(seg)) = wire::decode(f.link_type, f.data, f.orig_len) {

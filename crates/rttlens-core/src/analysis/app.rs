@@ -1,16 +1,56 @@
 //! From what the protocol trackers found to the [`AppTimeline`] the ladder
 //! is built on and the [`TlsFacts`] the TLS detectors read.
 
-use crate::analysis::connection::{AppTimeline, FirstRecord};
 use crate::analysis::tls::{EarlyDataFacts, TlsFacts, TlsInfo, TlsKind};
-use crate::flow::protocols::Found;
+use crate::base::side::{Mark, Side};
 use crate::flow::Conn;
 use crate::proto::http::HttpTracker;
+use crate::proto::protocols::{Found, Protocols};
 use crate::proto::tls::{version_name, ContentType, HandshakeKind, Step, TlsSummary};
-use crate::side::Side;
+
+/// The application exchange the ladder is built around: the first request
+/// and its response, located by the protocol layer (TLS records, HTTP
+/// messages) or, for other TCP, by the first data of each side.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct AppTimeline {
+    /// `tls`, `http` or `tcp`.
+    pub protocol: &'static str,
+    /// First byte of the first request (client).
+    pub request_first: Option<Mark>,
+    /// Last byte of the first request.
+    pub request_last: Option<Mark>,
+    /// First byte of its response (server): TTFB.
+    pub response_first: Option<Mark>,
+    /// Stream offset of the response's first byte in the server's stream.
+    pub response_offset: u64,
+    /// Last byte of the response, when known.
+    pub response_last: Option<Mark>,
+    /// The first application record of the response (TLS only).
+    pub first_record: Option<FirstRecord>,
+    /// Requests seen on the connection.
+    pub exchanges: u64,
+    /// When the client could first send its request (the packet completing
+    /// the TLS handshake at the client); `None` for plain TCP.
+    pub client_ready: Option<Mark>,
+}
+
+/// The first TLS application record of the response: the first decrypted
+/// byte is available when it completes.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct FirstRecord {
+    /// Record length (bytes, without the 5-byte header).
+    pub len: u64,
+    /// Segment carrying its first byte.
+    pub first: Mark,
+    /// Segment completing it.
+    pub complete: Mark,
+}
 
 /// Timeline and TLS facts from the trackers' findings (`None`: plain TCP).
-pub fn from_found(found: &Found, conn: &Conn) -> (Option<AppTimeline>, Option<TlsFacts>) {
+pub fn from_found(
+    found: &Found,
+    conn: &Conn<Protocols>,
+) -> (Option<AppTimeline>, Option<TlsFacts>) {
     match found {
         Found::Tls(s) => tls(s, conn),
         Found::Http(h) => (http(h), None),
@@ -26,7 +66,7 @@ fn short_version(v: u16) -> String {
     }
 }
 
-fn tls(s: &TlsSummary, conn: &Conn) -> (Option<AppTimeline>, Option<TlsFacts>) {
+fn tls(s: &TlsSummary, conn: &Conn<Protocols>) -> (Option<AppTimeline>, Option<TlsFacts>) {
     let Some(hs) = s.handshake() else {
         return (None, None);
     };

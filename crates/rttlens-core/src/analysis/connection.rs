@@ -1,54 +1,19 @@
 //! Everything derived from one finished connection: the input of the
 //! detectors and of the report.
 
+use crate::analysis::app::AppTimeline;
 use crate::analysis::ladder::{ClientClock, Dir, Phase};
-use crate::analysis::rounds::{classify, Limit, Round};
+use crate::analysis::rounds::classify;
 use crate::analysis::rtt::{RttEstimate, Vantage};
 use crate::analysis::tls::TlsKind;
 use crate::analysis::transfer::Transfer;
-use crate::detect::finding::round3;
+use crate::base::cost::round3;
+use crate::base::side::{Mark, Side};
+use crate::base::time::Duration;
 use crate::flow::half::WscaleEvidence;
+use crate::flow::rounds::{Limit, Round};
 use crate::flow::{Conn, SynInfo};
-use crate::side::{Mark, Side};
-use crate::time::Duration;
-
-/// The application exchange the ladder is built around: the first request
-/// and its response, located by the protocol layer (TLS records, HTTP
-/// messages) or, for other TCP, by the first data of each side.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct AppTimeline {
-    /// `tls`, `http` or `tcp`.
-    pub protocol: &'static str,
-    /// First byte of the first request (client).
-    pub request_first: Option<Mark>,
-    /// Last byte of the first request.
-    pub request_last: Option<Mark>,
-    /// First byte of its response (server): TTFB.
-    pub response_first: Option<Mark>,
-    /// Stream offset of the response's first byte in the server's stream.
-    pub response_offset: u64,
-    /// Last byte of the response, when known.
-    pub response_last: Option<Mark>,
-    /// The first application record of the response (TLS only).
-    pub first_record: Option<FirstRecord>,
-    /// Requests seen on the connection.
-    pub exchanges: u64,
-    /// When the client could first send its request (the packet completing
-    /// the TLS handshake at the client); `None` for plain TCP.
-    pub client_ready: Option<Mark>,
-}
-
-/// The first TLS application record of the response: the first decrypted
-/// byte is available when it completes.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
-pub struct FirstRecord {
-    /// Record length (bytes, without the 5-byte header).
-    pub len: u64,
-    /// Segment carrying its first byte.
-    pub first: Mark,
-    /// Segment completing it.
-    pub complete: Mark,
-}
+use crate::proto::protocols::Protocols;
 
 /// TCP facts of the connection (from the SYNs and the data).
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -107,7 +72,7 @@ pub struct Coverage {
 #[derive(Debug)]
 pub struct Analysis {
     /// The flow state.
-    pub conn: Box<Conn>,
+    pub conn: Box<Conn<Protocols>>,
     /// RTT and vantage, when both halves had samples.
     pub rtt: Option<RttEstimate>,
     /// Baseline RTT (zero when unknown).
@@ -168,8 +133,8 @@ impl Analysis {
     }
 
     /// `d` as a cost of this connection.
-    pub fn cost(&self, d: Duration) -> crate::detect::finding::Cost {
-        crate::detect::finding::Cost::of(d, self.rtt_min)
+    pub fn cost(&self, d: Duration) -> crate::base::cost::Cost {
+        crate::base::cost::Cost::of(d, self.rtt_min)
     }
 
     /// The moment after which nobody waited on this connection: its reset,
@@ -180,7 +145,7 @@ impl Analysis {
     /// data); else the last frame. Time after it costs nothing (issue 21:
     /// a server resending close_notify + FIN ten times after the client
     /// had its whole response and had closed its own side was charged 57 s).
-    pub fn waited_until(&self) -> crate::time::Timestamp {
+    pub fn waited_until(&self) -> crate::base::time::Timestamp {
         let c = &self.conn;
         let mut end = c.last.ts;
         if let (Some(fc), Some(fs)) = (c.half[0].fin, c.half[1].fin) {
@@ -206,8 +171,8 @@ impl Analysis {
     pub fn held_by_nagle(
         &self,
         sender: Side,
-        from: crate::time::Timestamp,
-        to: crate::time::Timestamp,
+        from: crate::base::time::Timestamp,
+        to: crate::base::time::Timestamp,
     ) -> Duration {
         let iv = self.conn.half[sender.index()]
             .nagle
@@ -217,7 +182,7 @@ impl Analysis {
                 (s < e).then_some((s, e))
             })
             .collect();
-        crate::detect::util::union_len(iv)
+        crate::base::time::union_len(iv)
     }
 }
 
@@ -240,7 +205,7 @@ pub const OPTIONS_MAX: u64 = 40;
 /// ([`Half::full_size`](crate::flow::half::Half::full_size)), else the
 /// largest segment it sent but never below [`MIN_MSS`], else 1460
 /// (Ethernet).
-fn effective_mss(conn: &Conn, sender: Side) -> u64 {
+fn effective_mss(conn: &Conn<Protocols>, sender: Side) -> u64 {
     let h = &conn.half[sender.index()];
     match (h.mss, h.max_payload as u64) {
         (0, 0) => 1460,
@@ -250,13 +215,13 @@ fn effective_mss(conn: &Conn, sender: Side) -> u64 {
 }
 
 /// Analyse a finished connection: RTT, rounds, app timeline, transfer and ladder.
-pub fn analyze(mut conn: Box<Conn>) -> Analysis {
+pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
     let found = std::mem::take(&mut conn.protocols).finish();
     for h in &mut conn.half {
         h.finish_nagle();
     }
     let (app, tls) = crate::analysis::app::from_found(&found, &conn);
-    let rtt = conn.rtt.estimate();
+    let rtt = RttEstimate::from_samples(&conn.rtt);
     let rtt_min = rtt.map(|r| r.min).unwrap_or(Duration::ZERO);
     let (syn, sa) = (conn.syn, conn.syn_ack);
     let ts = syn.is_some_and(|s| s.options.timestamps.is_some())
@@ -374,7 +339,7 @@ pub fn analyze(mut conn: Box<Conn>) -> Analysis {
 
 /// What a person must know about what the capture holds of `conn`: one
 /// direction only, no handshake (and what that leaves unknown), no RTT.
-fn coverage_notes(conn: &Conn, coverage: Coverage, rtt_known: bool) -> Vec<String> {
+fn coverage_notes(conn: &Conn<Protocols>, coverage: Coverage, rtt_known: bool) -> Vec<String> {
     let mut notes = Vec::new();
     if let Some(side) = coverage.only {
         notes.push(format!(
@@ -453,12 +418,12 @@ fn coverage_notes(conn: &Conn, coverage: Coverage, rtt_known: bool) -> Vec<Strin
 /// Payloads cut by the snapshot length, and the client's first captured
 /// bytes open with an HTTP request line: its first data is the request, the
 /// server's first data the response (RFC 9112 §3).
-fn http_cut(conn: &Conn) -> bool {
+fn http_cut(conn: &Conn<Protocols>) -> bool {
     conn.payload_cut > 0 && conn.client_opening == Some(crate::flow::Opening::HttpRequest)
 }
 
 /// Timeline for TCP that is neither TLS nor HTTP: the first data of each side.
-fn tcp_timeline(conn: &Conn) -> AppTimeline {
+fn tcp_timeline(conn: &Conn<Protocols>) -> AppTimeline {
     let c = &conn.half[0];
     let s = &conn.half[1];
     // payloads cut by the snapshot length: the first data may be a TLS
@@ -626,4 +591,32 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
         ladder.push(p);
     }
     ladder
+}
+
+/// Name the frames the analysis placed: TLS handshake messages and the
+/// first HTTP exchange (the ladder diagram writes them beside the arrows).
+pub(crate) fn frame_labels(a: &Analysis) -> Vec<(u64, &'static str)> {
+    let mut v: Vec<(u64, &'static str)> = Vec::new();
+    let mut put = |m: Option<Mark>, name: &'static str| {
+        if let Some(m) = m {
+            v.push((m.frame, name));
+        }
+    };
+    if let Some(t) = &a.tls {
+        put(Some(t.client_hello), "ClientHello");
+        put(t.hello_retry, "HelloRetryRequest");
+        put(t.server_hello, "ServerHello");
+        put(t.server_flight_end, "server flight end");
+        put(t.server_finished, "server Finished");
+        put(t.client_finished, "client Finished");
+        put(t.early_data.as_ref().and_then(|e| e.first), "0-RTT data");
+    }
+    let app = &a.app;
+    put(app.request_first, "request");
+    put(app.response_first, "first response byte");
+    put(app.first_record.map(|r| r.complete), "first decrypted byte");
+    put(app.response_last, "response end");
+    v.sort_by_key(|l| l.0);
+    v.dedup();
+    v
 }

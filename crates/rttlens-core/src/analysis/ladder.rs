@@ -7,8 +7,8 @@
 //! times are the capture's own. Phase names follow curl's `-w` timings
 //! (`connect`, `appconnect`, `starttransfer`) where they exist.
 
-use crate::side::Mark;
-use crate::time::{Duration, Timestamp};
+use crate::base::side::Mark;
+use crate::base::time::{Duration, Timestamp};
 
 /// One phase of the ladder.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -82,8 +82,8 @@ impl ClientClock {
             name,
             start_frame: start.0.frame,
             end_frame: end.0.frame,
-            ms: crate::detect::finding::round3(d.as_millis_f64()),
-            rtts: crate::detect::finding::round3(d.in_rtts(self.rtt).unwrap_or(0.0)),
+            ms: crate::base::cost::round3(d.as_millis_f64()),
+            rtts: crate::base::cost::round3(d.in_rtts(self.rtt).unwrap_or(0.0)),
             detail,
             parts: Vec::new(),
         }
@@ -94,8 +94,8 @@ impl ClientClock {
         let d = d.max(Duration::ZERO);
         Part {
             name,
-            ms: crate::detect::finding::round3(d.as_millis_f64()),
-            rtts: crate::detect::finding::round3(d.in_rtts(self.rtt).unwrap_or(0.0)),
+            ms: crate::base::cost::round3(d.as_millis_f64()),
+            rtts: crate::base::cost::round3(d.in_rtts(self.rtt).unwrap_or(0.0)),
         }
     }
 }

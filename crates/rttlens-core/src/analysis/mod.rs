@@ -9,4 +9,5 @@ pub mod rtt;
 pub mod tls;
 pub mod transfer;
 
-pub use connection::{analyze, Analysis, AppTimeline, FirstRecord};
+pub use app::{AppTimeline, FirstRecord};
+pub use connection::{analyze, Analysis};

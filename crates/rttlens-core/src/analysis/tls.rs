@@ -2,7 +2,7 @@
 //! the frames of its milestones. Filled from the protocol layer's summary
 //! ([`crate::proto::tls`]) by [`crate::analysis::app`].
 
-use crate::side::Mark;
+use crate::base::side::Mark;
 
 /// Handshake kinds (docs/design.md §2 "Handshake kinds") with their round
 /// trips by design.

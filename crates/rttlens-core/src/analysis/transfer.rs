@@ -1,9 +1,9 @@
 //! The transfer phase: rounds of the sender of the response, the initial
 //! window, what limited each round, and the throughput bound that follows.
 
-use crate::analysis::rounds::{Limit, Round};
-use crate::side::{Mark, Side};
-use crate::time::Duration;
+use crate::base::side::{Mark, Side};
+use crate::base::time::Duration;
+use crate::flow::rounds::{Limit, Round};
 
 /// The initial window, measured as the first transfer round's flight.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -98,7 +98,7 @@ impl Transfer {
         };
         let initial_window = Some(InitialWindow {
             bytes: first.max_flight,
-            segments: crate::detect::finding::round3(first.max_flight as f64 / mss.max(1) as f64),
+            segments: crate::base::cost::round3(first.max_flight as f64 / mss.max(1) as f64),
             frame: first.max_flight_frame,
         });
         let mut limits: Vec<LimitCount> = Vec::new();

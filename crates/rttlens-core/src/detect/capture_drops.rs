@@ -3,9 +3,10 @@
 //! that depend on those holes get a lower confidence (docs/design.md §4
 //! "Capture quality").
 
-use super::finding::{conf, ev, Cost, Finding, Level};
+use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
-use crate::side::Side;
+use crate::base::cost::Cost;
+use crate::base::side::Side;
 
 /// Finding id.
 pub const ID: &str = "capture-drops";

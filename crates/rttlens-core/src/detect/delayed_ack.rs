@@ -15,10 +15,10 @@
 //! (overlaps counted once).
 
 use super::finding::{conf, ev, Finding, Level};
-use super::util::union_len;
 use crate::analysis::Analysis;
+use crate::base::side::Side;
+use crate::base::time::union_len;
 use crate::flow::half::AckStall;
-use crate::side::Side;
 
 /// Finding id.
 pub const ID: &str = "delayed-ack";

@@ -20,11 +20,12 @@
 //! RFC 8985 (RACK-TLP), RFC 6298 (RTO), RFC 2883 (D-SACK); Linux
 //! `tcp_fastretrans_alert()`, `tcp_send_loss_probe()`, `tcp_retransmit_timer()`.
 
-use super::finding::{conf, ev, Cost, Finding, Level};
-use super::util::union_len;
+use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
+use crate::base::cost::Cost;
+use crate::base::side::Side;
+use crate::base::time::union_len;
 use crate::flow::half::{Retransmission, RetxKind};
-use crate::side::Side;
 
 /// Finding id of fast retransmissions.
 pub const ID_FAST: &str = "fast-retransmit";

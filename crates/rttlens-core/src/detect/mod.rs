@@ -30,9 +30,10 @@ pub mod zero_rtt;
 pub mod zero_window;
 
 use crate::analysis::Analysis;
-use crate::time::Timestamp;
-pub use finding::{Confidence, Cost, Evidence, Finding, Level};
-use util::union_len;
+pub use crate::base::cost::Cost;
+use crate::base::time::union_len;
+use crate::base::time::Timestamp;
+pub use finding::{Confidence, Evidence, Finding, Level};
 
 /// A detector: the findings one cause produces on one connection.
 pub type Detector = fn(&Analysis) -> Vec<Finding>;

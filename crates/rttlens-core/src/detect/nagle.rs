@@ -15,11 +15,11 @@
 //! Linux `tcp_nagle_check()`, `tcp_minshall_check()`, `tcp_send_delayed_ack()`.
 
 use super::finding::{conf, ev, Finding, Level};
-use super::util::union_len;
 use crate::analysis::Analysis;
+use crate::base::side::Side;
+use crate::base::time::union_len;
+use crate::base::time::Duration;
 use crate::flow::half::NagleStall;
-use crate::side::Side;
-use crate::time::Duration;
 
 /// Finding id: Nagle held a segment for about one round trip.
 pub const ID_STALL: &str = "nagle-stall";

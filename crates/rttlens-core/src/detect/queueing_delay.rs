@@ -20,10 +20,10 @@
 //! reported alongside it (see [`queue`]).
 
 use super::finding::{conf, ev, Finding, Level};
-use crate::analysis::rtt::RttSample;
 use crate::analysis::Analysis;
-use crate::side::Side;
-use crate::time::Duration;
+use crate::base::side::Side;
+use crate::base::time::Duration;
+use crate::flow::rtt::RttSample;
 
 /// Finding id.
 pub const ID: &str = "queueing-delay";

@@ -8,9 +8,10 @@
 
 use super::finding::{conf, ev, Finding, Level};
 use super::util::{capped_cost, median, window_limited};
-use crate::analysis::rounds::{Limit, UNSCALED_MAX_WINDOW};
+use crate::analysis::rounds::UNSCALED_MAX_WINDOW;
 use crate::analysis::Analysis;
-use crate::side::Side;
+use crate::base::side::Side;
+use crate::flow::rounds::Limit;
 
 /// Finding id.
 pub const ID: &str = "receive-window-limit";

@@ -13,9 +13,9 @@
 
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
+use crate::base::side::{Mark, Side};
+use crate::base::time::Duration;
 use crate::flow::half::{Half, Retransmission};
-use crate::side::{Mark, Side};
-use crate::time::Duration;
 
 /// Finding id.
 pub const ID: &str = "rto-backoff";

@@ -20,11 +20,11 @@
 //! - a round's peak bytes in flight is never above what the sender sent.
 
 use super::finding::Finding;
-use super::util::union_len;
 use crate::analysis::connection::{MIN_MSS, OPTIONS_MAX};
 use crate::analysis::Analysis;
-use crate::side::Side;
-use crate::time::Duration;
+use crate::base::side::Side;
+use crate::base::time::union_len;
+use crate::base::time::Duration;
 
 /// Rounding slack of costs (ms): costs are rounded to 3 decimals.
 const SLACK_MS: f64 = 0.002;

@@ -13,8 +13,9 @@
 
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::connection::OPTIONS_MAX;
-use crate::analysis::rounds::{slow_start_rounds, Limit};
+use crate::analysis::rounds::slow_start_rounds;
 use crate::analysis::Analysis;
+use crate::flow::rounds::Limit;
 
 /// Finding id of a small initial window.
 pub const ID_INITIAL_WINDOW: &str = "initial-window";

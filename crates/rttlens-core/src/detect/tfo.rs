@@ -8,10 +8,11 @@
 //! (RFC 7413 §4.2), saving the round trip the request would otherwise wait
 //! for. Linux: `tcp_fastopen_cookie_check()`, `tcp_try_fastopen()`.
 
-use super::finding::{conf, ev, Cost, Finding, Level};
+use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
+use crate::base::cost::Cost;
+use crate::base::time::Timestamp;
 use crate::flow::SynInfo;
-use crate::time::Timestamp;
 use crate::wire::FastOpen;
 
 /// A cookie was requested (and perhaps granted): informational.

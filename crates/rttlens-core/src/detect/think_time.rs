@@ -25,8 +25,8 @@
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::rtt::Vantage;
 use crate::analysis::Analysis;
-use crate::side::{Mark, Side};
-use crate::time::Duration;
+use crate::base::side::{Mark, Side};
+use crate::base::time::Duration;
 
 /// Finding id of server think time.
 pub const ID_SERVER: &str = "server-think-time";
@@ -36,7 +36,7 @@ pub const ID_CLIENT: &str = "client-think-time";
 /// How sure a think time of `think` is: the vantage correction can be off by
 /// at most one RTT, so a think time of several RTTs is sure wherever the
 /// capture was taken.
-fn confidence(a: &Analysis, think: crate::time::Duration) -> (Level, &'static str) {
+fn confidence(a: &Analysis, think: crate::base::time::Duration) -> (Level, &'static str) {
     if think.nanos >= a.rtt_min.nanos.saturating_mul(4) {
         return (
             Level::High,
@@ -225,7 +225,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
     });
     if let Some((m, q)) = ready {
         let think =
-            (q.ts - m.ts) - a.h_c() - a.held_by_nagle(crate::side::Side::Client, m.ts, q.ts);
+            (q.ts - m.ts) - a.h_c() - a.held_by_nagle(crate::base::side::Side::Client, m.ts, q.ts);
         let (level, why) = confidence(a, think);
         if !a.cost(think).is_material() {
             return out;

@@ -4,9 +4,10 @@
 //! certificate exchange (and in TLS 1.2 a round trip); a declined one in
 //! TLS 1.2 is costed by `tls12-full-handshake`.
 
-use super::finding::{conf, ev, Cost, Finding, Level};
+use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::tls::TlsKind;
 use crate::analysis::Analysis;
+use crate::base::cost::Cost;
 
 /// Finding id.
 pub const ID: &str = "tls-resumption";

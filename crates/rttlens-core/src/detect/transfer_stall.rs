@@ -16,8 +16,8 @@
 
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
-use crate::side::Side;
-use crate::time::Duration;
+use crate::base::side::Side;
+use crate::base::time::Duration;
 
 /// Finding id.
 pub const ID: &str = "transfer-stall";

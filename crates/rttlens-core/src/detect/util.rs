@@ -1,9 +1,10 @@
 //! Helpers shared by detectors.
 
-use crate::analysis::rounds::{slow_start_rounds, Limit, Round};
+use crate::analysis::rounds::slow_start_rounds;
 use crate::analysis::Analysis;
-use crate::detect::finding::Cost;
-use crate::time::{Duration, Timestamp};
+use crate::base::cost::Cost;
+use crate::base::time::Timestamp;
+use crate::flow::rounds::{Limit, Round};
 
 /// Median of a sequence of byte counts (0 when empty).
 pub fn median(it: impl Iterator<Item = u64>) -> u64 {
@@ -81,27 +82,6 @@ pub fn back_to_back(a: &Analysis, all: &[Round], limited: &[&Round]) -> bool {
     shares[shares.len() / 2] >= BINDING_SHARE
 }
 
-/// Total length of the union of time intervals `[start, end]`.
-pub fn union_len(mut iv: Vec<(Timestamp, Timestamp)>) -> Duration {
-    iv.sort();
-    let mut total = Duration::ZERO;
-    let mut cur: Option<(Timestamp, Timestamp)> = None;
-    for (s, e) in iv {
-        match cur {
-            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
-            Some((cs, ce)) => {
-                total = total + (ce - cs);
-                cur = Some((s, e));
-            }
-            None => cur = Some((s, e)),
-        }
-    }
-    if let Some((cs, ce)) = cur {
-        total = total + (ce - cs);
-    }
-    total
-}
-
 /// Evidence of a run of window-capped rounds: the first three, each said by
 /// `say`, and the last one when there are more ("still N B in flight").
 pub fn capped_rounds_evidence(
@@ -158,6 +138,7 @@ pub fn per_rtt_mb_s(a: &Analysis, bytes: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::time::{union_len, Duration};
 
     #[test]
     fn union_merges_overlaps() {

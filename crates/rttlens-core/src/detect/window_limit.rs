@@ -13,8 +13,9 @@
 
 use super::finding::{conf, ev, Finding, Level};
 use super::util::{capped_cost, capped_rounds_evidence, median, per_rtt_mb_s, window_limited};
-use crate::analysis::rounds::{Limit, FLAT_ROUNDS};
+use crate::analysis::rounds::FLAT_ROUNDS;
 use crate::analysis::Analysis;
+use crate::flow::rounds::Limit;
 
 /// Finding id.
 pub const ID: &str = "window-limit";

@@ -4,8 +4,9 @@
 //! (cost 1 RTT). Acceptance is read from the client's EndOfEarlyData, which
 //! it sends only when the server accepted (RFC 8446 §4.5).
 
-use super::finding::{conf, ev, Cost, Finding, Level};
+use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
+use crate::base::cost::Cost;
 
 /// Finding id.
 pub const ID: &str = "zero-rtt";

@@ -6,9 +6,9 @@
 //! `tcp_select_window()`.
 
 use super::finding::{conf, ev, Finding, Level};
-use super::util::union_len;
 use crate::analysis::Analysis;
-use crate::side::Side;
+use crate::base::side::Side;
+use crate::base::time::union_len;
 
 /// Finding id.
 pub const ID: &str = "zero-window";

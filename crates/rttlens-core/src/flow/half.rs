@@ -3,12 +3,12 @@
 
 use std::collections::VecDeque;
 
-use crate::analysis::rounds::{RoundSegment, RoundTracker};
-use crate::analysis::rtt::{RttMethod, RttSamples};
+use crate::base::seq::SeqNumber;
+use crate::base::side::{Mark, Side};
+use crate::base::time::{Duration, Timestamp};
 use crate::flow::reassembly::{Reassembler, StreamSink};
-use crate::seq::SeqNumber;
-use crate::side::{Mark, Side};
-use crate::time::{Duration, Timestamp};
+use crate::flow::rounds::{RoundSegment, RoundTracker};
+use crate::flow::rtt::{RttMethod, RttSamples};
 
 /// TSvals kept waiting for their echo per side: about 4 s of a TSval
 /// clock ticking every ms, enough for any queue; a bound on memory per

@@ -12,8 +12,9 @@
 //! classes, zero windows, capture drops, rounds and in-order reassembly.
 
 pub mod half;
-pub mod protocols;
 pub mod reassembly;
+pub mod rounds;
+pub mod rtt;
 pub mod trace;
 pub mod turns;
 
@@ -21,13 +22,13 @@ use std::net::{IpAddr, SocketAddr};
 
 use rustc_hash::FxHashMap;
 
-use crate::analysis::rtt::{RttMethod, RttSamples};
-use crate::seq::SeqNumber;
-use crate::side::{Mark, Side};
-use crate::time::{Duration, Timestamp};
+use crate::base::seq::SeqNumber;
+use crate::base::side::{Mark, Side};
+use crate::base::time::{Duration, Timestamp};
+use crate::flow::rtt::{RttMethod, RttSamples};
 use crate::wire::{TcpFlags, TcpOptions, TcpSegment};
 use half::Half;
-use protocols::{Protocols, SideSink};
+use reassembly::{SideSink, Trackers};
 use trace::{Trace, TracePacket};
 use turns::Turns;
 
@@ -152,7 +153,7 @@ impl Opening {
 
 /// One TCP connection.
 #[derive(Debug)]
-pub struct Conn {
+pub struct Conn<P> {
     /// 0-based index in order of first packet (matches Wireshark's `tcp.stream`
     /// for captures that start before their connections).
     pub index: u64,
@@ -191,7 +192,7 @@ pub struct Conn {
     /// RTT samples.
     pub rtt: RttSamples,
     /// Protocol trackers fed by the reassembled streams.
-    pub protocols: Protocols,
+    pub protocols: P,
     /// Request/response turns at the TCP level.
     pub turns: Turns,
     /// What the client's first data opened with, from its captured bytes.
@@ -201,8 +202,8 @@ pub struct Conn {
     syn_data: Option<SynData>,
 }
 
-impl Conn {
-    fn new(index: u64, seg: &TcpSegment<'_>, at: Mark) -> Conn {
+impl<P: Trackers> Conn<P> {
+    fn new(index: u64, seg: &TcpSegment<'_>, at: Mark) -> Conn<P> {
         let src = SocketAddr::new(seg.src, seg.src_port);
         let dst = SocketAddr::new(seg.dst, seg.dst_port);
         let syn = seg.flags.contains(TcpFlags::SYN);
@@ -239,7 +240,7 @@ impl Conn {
             handshake_ack: None,
             rst: None,
             rtt: RttSamples::default(),
-            protocols: Protocols::default(),
+            protocols: P::default(),
             turns: Turns::default(),
             client_opening: None,
             trace: None,
@@ -562,20 +563,20 @@ pub(crate) fn conn_hash(seg: &TcpSegment<'_>) -> u64 {
 /// a sweep then reads the table's own array, not every connection's
 /// memory (thousands of cache misses per sweep on a busy capture).
 #[derive(Debug)]
-struct Slot {
+struct Slot<P> {
     /// [`Conn::index`].
     index: u64,
     /// The connection's last segment's time.
     last: Timestamp,
     /// [`Conn::is_closed`] after its last segment.
     closed: bool,
-    conn: Box<Conn>,
+    conn: Box<Conn<P>>,
 }
 
 /// The connection table.
 #[derive(Debug, Default)]
-pub struct FlowTable {
-    conns: FxHashMap<FlowKey, Slot>,
+pub struct FlowTable<P> {
+    conns: FxHashMap<FlowKey, Slot<P>>,
     /// Closed connections handed on, and when.
     closed: FxHashMap<FlowKey, Timestamp>,
     /// Segments ignored because their connection had closed.
@@ -591,29 +592,29 @@ pub struct FlowTable {
     trace: bool,
 }
 
-impl FlowTable {
+impl<P: Trackers> FlowTable<P> {
     /// An empty table.
-    pub fn new() -> FlowTable {
-        FlowTable::default()
+    pub fn new() -> FlowTable<P> {
+        Self::default()
     }
 
     /// An empty table whose connections keep every frame's TCP analysis
     /// marks ([`half::Half::marks`]): memory grows with the capture, so only
     /// for cross-checks.
-    pub fn with_marks() -> FlowTable {
-        FlowTable {
+    pub fn with_marks() -> FlowTable<P> {
+        Self {
             marks: true,
-            ..FlowTable::default()
+            ..Self::default()
         }
     }
 
     /// An empty table whose connections keep every packet ([`Conn::trace`])
     /// for the pictures: memory grows with the packets of the connections
     /// open at once.
-    pub fn with_trace() -> FlowTable {
-        FlowTable {
+    pub fn with_trace() -> FlowTable<P> {
+        Self {
             trace: true,
-            ..FlowTable::default()
+            ..Self::default()
         }
     }
 
@@ -629,7 +630,7 @@ impl FlowTable {
         &mut self,
         seg: &TcpSegment<'_>,
         at: Mark,
-        done: &mut dyn FnMut(Box<Conn>),
+        done: &mut dyn FnMut(Box<Conn<P>>),
     ) -> bool {
         let key = FlowKey::of(seg);
         let syn_only = seg.flags.contains(TcpFlags::SYN) && !seg.flags.contains(TcpFlags::ACK);
@@ -687,7 +688,7 @@ impl FlowTable {
     /// [`CLOSED_LINGER`] or silent for [`IDLE_TIMEOUT`] at `now` (the
     /// latest timestamp of the capture so far), and forget tombstones older
     /// than [`TOMBSTONE`].
-    pub fn sweep(&mut self, now: Timestamp, done: &mut dyn FnMut(Box<Conn>)) {
+    pub fn sweep(&mut self, now: Timestamp, done: &mut dyn FnMut(Box<Conn<P>>)) {
         // reused from sweep to sweep: a fresh vector of thousands of keys
         // each time cost page faults
         let mut over = std::mem::take(&mut self.over);
@@ -717,8 +718,8 @@ impl FlowTable {
     }
 
     /// End of capture: hand on every connection still open, in index order.
-    pub fn finish(self, done: &mut dyn FnMut(Box<Conn>)) {
-        let mut rest: Vec<Box<Conn>> = self.conns.into_values().map(|s| s.conn).collect();
+    pub fn finish(self, done: &mut dyn FnMut(Box<Conn<P>>)) {
+        let mut rest: Vec<Box<Conn<P>>> = self.conns.into_values().map(|s| s.conn).collect();
         rest.sort_by_key(|c| c.index);
         for c in rest {
             done(c);
@@ -746,11 +747,25 @@ mod tests {
         assert_eq!(role_from_payload(b""), None);
     }
 
+    /// No protocol layer: these tests look at TCP only.
+    #[derive(Debug, Default)]
+    struct NoTrackers;
+
+    impl Trackers for NoTrackers {
+        fn wants_bytes(&self) -> bool {
+            false
+        }
+        fn data(&mut self, _: Side, _: u64, _: &[u8], _: Mark) {}
+        fn gap(&mut self, _: Side, _: u64, _: u64) {}
+    }
+
+    type Conn = super::Conn<NoTrackers>;
+
     const C: ([u8; 4], u16) = ([10, 0, 0, 1], 40000);
     const S: ([u8; 4], u16) = ([10, 0, 0, 2], 443);
 
     struct Net {
-        table: FlowTable,
+        table: FlowTable<NoTrackers>,
         done: Vec<Conn>,
         frame: u64,
     }

@@ -11,7 +11,7 @@
 //! offsets, frame marks and gap notices, and must not buffer payload they do
 //! not need; no reassembly crate we checked offers that shape.
 
-use crate::side::Mark;
+use crate::base::side::{Mark, Side};
 
 /// Upper bound on out-of-order bytes held per direction (bytes). Past it the
 /// oldest hole is declared a gap, so memory stays bounded per connection.
@@ -24,6 +24,39 @@ pub trait StreamSink {
     fn data(&mut self, offset: u64, data: &[u8], at: Mark);
     /// Bytes `[offset, offset + len)` that the capture never saw.
     fn gap(&mut self, offset: u64, len: u64);
+}
+
+/// The protocol layer of one connection as the flow layer drives it: both
+/// directions' bytes in stream order, and the holes the capture left. The
+/// flow layer knows TCP only; `proto::protocols::Protocols` (TLS, HTTP/1.1)
+/// is the implementation the pipeline uses, and a new protocol tracker goes
+/// there, not here.
+pub trait Trackers: Default {
+    /// Whether any tracker still wants bytes (when none does, the flow layer
+    /// stops reassembling the connection's streams).
+    fn wants_bytes(&self) -> bool;
+    /// In-order bytes of `side`'s stream at `offset`, completed at `at`.
+    fn data(&mut self, side: Side, offset: u64, data: &[u8], at: Mark);
+    /// Bytes `[offset, offset + len)` of `side`'s stream the capture never saw.
+    fn gap(&mut self, side: Side, offset: u64, len: u64);
+}
+
+/// One direction's view of a connection's [`Trackers`], as a [`StreamSink`].
+pub struct SideSink<'a, P> {
+    /// The sender of the bytes.
+    pub side: Side,
+    /// The trackers.
+    pub protocols: &'a mut P,
+}
+
+impl<P: Trackers> StreamSink for SideSink<'_, P> {
+    fn data(&mut self, offset: u64, data: &[u8], at: Mark) {
+        self.protocols.data(self.side, offset, data, at);
+    }
+
+    fn gap(&mut self, offset: u64, len: u64) {
+        self.protocols.gap(self.side, offset, len);
+    }
 }
 
 #[derive(Debug)]

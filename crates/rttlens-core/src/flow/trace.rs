@@ -6,8 +6,8 @@
 //! bytes per packet ([`TracePacket`]) and 32 per RTT sample, so it is kept
 //! only while a picture is wanted.
 
-use crate::analysis::rtt::RttSample;
-use crate::side::{Mark, Side};
+use crate::base::side::{Mark, Side};
+use crate::flow::rtt::RttSample;
 use crate::wire::TcpFlags;
 
 /// One packet as the pictures need it.
@@ -72,34 +72,6 @@ impl Trace {
             .take_while(move |l| l.0 == frame)
             .map(|l| l.1)
     }
-}
-
-/// Name the frames the analysis placed: TLS handshake messages and the
-/// first HTTP exchange (the ladder diagram writes them beside the arrows).
-pub(crate) fn labels(a: &crate::analysis::connection::Analysis) -> Vec<(u64, &'static str)> {
-    let mut v: Vec<(u64, &'static str)> = Vec::new();
-    let mut put = |m: Option<Mark>, name: &'static str| {
-        if let Some(m) = m {
-            v.push((m.frame, name));
-        }
-    };
-    if let Some(t) = &a.tls {
-        put(Some(t.client_hello), "ClientHello");
-        put(t.hello_retry, "HelloRetryRequest");
-        put(t.server_hello, "ServerHello");
-        put(t.server_flight_end, "server flight end");
-        put(t.server_finished, "server Finished");
-        put(t.client_finished, "client Finished");
-        put(t.early_data.as_ref().and_then(|e| e.first), "0-RTT data");
-    }
-    let app = &a.app;
-    put(app.request_first, "request");
-    put(app.response_first, "first response byte");
-    put(app.first_record.map(|r| r.complete), "first decrypted byte");
-    put(app.response_last, "response end");
-    v.sort_by_key(|l| l.0);
-    v.dedup();
-    v
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! layer times only the first exchange. Only the longest turn is kept, so
 //! a connection's state does not grow with its requests.
 
-use crate::side::Mark;
+use crate::base::side::Mark;
 
 /// One turn: the client's last data, the server's ACK covering it, and the
 /// server's next new data.
@@ -172,7 +172,7 @@ mod tests {
     }
 
     use super::*;
-    use crate::time::Timestamp;
+    use crate::base::time::Timestamp;
 
     fn m(frame: u64, ms: i64) -> Mark {
         Mark {

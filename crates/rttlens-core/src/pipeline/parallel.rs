@@ -44,11 +44,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use rustc_hash::FxHashMap;
 
 use super::{report_of, CaptureSummary, Intake, Options, Progress};
+use crate::base::side::Mark;
+use crate::base::time::Timestamp;
 use crate::capture::{CaptureError, FrameSource, LinkType};
 use crate::flow::{Conn, FlowTable};
+use crate::proto::protocols::Protocols;
 use crate::report::ConnReport;
-use crate::side::Mark;
-use crate::time::Timestamp;
 use crate::wire::{self, Decoded};
 
 /// A batch is sent once it holds this many frames over all shards…
@@ -317,7 +318,7 @@ fn read_frames(
 /// merger's name for it).
 struct Shard {
     index: usize,
-    table: FlowTable,
+    table: FlowTable<Protocols>,
 }
 
 /// Runs one batch of `shard`'s frames through flow tracking, analysis and
@@ -334,7 +335,7 @@ fn process(shard: &mut Shard, batch: Batch) -> (Answer, Batch) {
         malformed_options: 0,
     };
     let start = batch.start;
-    let end = |c: Box<Conn>, frame: u64, phase: Phase, a: &mut Answer| {
+    let end = |c: Box<Conn<Protocols>>, frame: u64, phase: Phase, a: &mut Answer| {
         a.oversized += c.half[0].oversized + c.half[1].oversized;
         let local = c.index;
         let report = report_of(c, start, &mut a.findings_by_id);

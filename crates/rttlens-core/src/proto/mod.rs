@@ -9,7 +9,7 @@
 //! - `push(side, offset, data, at)`: `side` is the *sender* of the bytes,
 //!   `offset` the stream offset of `data[0]` in bytes (0 = the first payload
 //!   byte after the SYN, i.e. relative sequence number − 1), and `at` the
-//!   [`Mark`](crate::side::Mark) (frame number and timestamp) of the segment
+//!   [`Mark`](crate::base::side::Mark) (frame number and timestamp) of the segment
 //!   that delivered the bytes. For a retransmission that fills a hole, `at` is
 //!   the retransmission's frame.
 //! - `gap(side, offset, len)`: `len` bytes at `offset` that the capture never
@@ -39,6 +39,7 @@
 //! that direction when it cannot know where the next item starts.
 
 pub mod http;
+pub mod protocols;
 mod stream;
 pub mod tls;
 

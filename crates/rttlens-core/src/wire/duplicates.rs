@@ -33,8 +33,8 @@
 //! The TCP options are not compared, so the same frames are copies whether
 //! or not they were decoded (the parallel reader skips the options).
 
-use crate::seq::SeqNumber;
-use crate::time::{Duration, Timestamp};
+use crate::base::seq::SeqNumber;
+use crate::base::time::{Duration, Timestamp};
 use crate::wire::{TcpFlags, TcpSegment};
 
 /// Largest gap between a pure ACK without an Identification and its copy

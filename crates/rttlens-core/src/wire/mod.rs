@@ -34,8 +34,8 @@ use std::net::IpAddr;
 
 pub use tcp::{FastOpen, TcpFlags, TcpOptions};
 
+use crate::base::seq::SeqNumber;
 use crate::capture::LinkType;
-use crate::seq::SeqNumber;
 
 /// What a frame holds, as far as rttlens is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

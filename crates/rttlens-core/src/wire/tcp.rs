@@ -12,7 +12,7 @@ use etherparse::TcpHeaderSlice;
 
 use super::ip::Datagram;
 use super::{DecodeError, TcpSegment};
-use crate::seq::SeqNumber;
+use crate::base::seq::SeqNumber;
 
 /// TCP control bits (RFC 9293 §3.1; ECE and CWR from RFC 3168; AE from
 /// RFC 9768, formerly NS).

@@ -3,7 +3,7 @@
 //! connection's findings pinned to the frames they cite.
 
 use plotters::prelude::*;
-use rttlens_core::analysis::rounds::Limit;
+use rttlens_core::flow::rounds::Limit;
 use rttlens_core::flow::trace::{Trace, TracePacket};
 use rttlens_core::report::ConnReport;
 use rttlens_core::side::Side;

@@ -29,8 +29,8 @@
 
 mod parser;
 
+use crate::base::side::{Mark, Side};
 use crate::proto::Notes;
-use crate::side::{Mark, Side};
 pub use parser::{response_head, Framing};
 use parser::{Parser, Shared};
 

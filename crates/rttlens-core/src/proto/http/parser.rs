@@ -7,9 +7,9 @@ use super::{
     HttpDirection, HttpExchange, HttpInterim, HttpRequest, HttpResponse, EXCHANGE_DETAIL_CAP,
     INTERIM_DETAIL_CAP, TARGET_CHARS,
 };
+use crate::base::side::{Mark, Side};
 use crate::proto::stream::InOrder;
 use crate::proto::{lossy_truncated, NoteKind, PARSE_BUFFER_CAP};
-use crate::side::{Mark, Side};
 
 /// Requests remembered while awaiting their response (pipelining depth), to
 /// apply the `HEAD`/`CONNECT` rules to the response.

@@ -9,7 +9,7 @@ use super::{
     ClientHelloInfo, ContentType, HandshakeMessage, HandshakeType, ServerHelloInfo, TlsDirection,
     TlsRecord, TlsSummary,
 };
-use crate::side::{Mark, Side};
+use crate::base::side::{Mark, Side};
 
 /// Handshake kinds, named as in docs/design.md §2 "Handshake kinds".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]

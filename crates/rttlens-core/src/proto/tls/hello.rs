@@ -15,8 +15,8 @@ use tls_parser::{
     TlsExtension, TlsExtensionType,
 };
 
+use crate::base::side::Mark;
 use crate::proto::lossy_truncated;
-use crate::side::Mark;
 
 /// `ServerHello.random` of a HelloRetryRequest (RFC 8446 §4.1.3: the
 /// SHA-256 of `"HelloRetryRequest"`).

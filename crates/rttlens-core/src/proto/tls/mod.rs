@@ -41,8 +41,8 @@ mod handshake;
 mod hello;
 mod record;
 
+use crate::base::side::{Mark, Side};
 use crate::proto::Notes;
-use crate::side::{Mark, Side};
 
 pub use handshake::{
     EarlyData, Handshake, HandshakeKind, Step, NST_LEN_MAX, NST_LEN_MIN, NST_MAX_COUNT,

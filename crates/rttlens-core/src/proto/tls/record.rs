@@ -7,9 +7,9 @@ use super::{
     ContentType, HandshakeMessage, HandshakeType, TlsAlert, TlsDirection, TlsRecord,
     ALERT_DETAIL_CAP, MAX_RECORD_LEN, MESSAGE_DETAIL_CAP, RECORD_DETAIL_CAP,
 };
+use crate::base::side::Mark;
 use crate::proto::stream::{Framer, InOrder};
 use crate::proto::{NoteKind, PARSE_BUFFER_CAP};
-use crate::side::Mark;
 
 /// Where a direction's parser writes what it finds: its own
 /// [`TlsDirection`] and the hello slots its side can fill.

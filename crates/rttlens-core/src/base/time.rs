@@ -169,6 +169,27 @@ impl fmt::Display for Duration {
     }
 }
 
+/// Total length of the union of time intervals `[start, end]`.
+pub fn union_len(mut iv: Vec<(Timestamp, Timestamp)>) -> Duration {
+    iv.sort();
+    let mut total = Duration::ZERO;
+    let mut cur: Option<(Timestamp, Timestamp)> = None;
+    for (s, e) in iv {
+        match cur {
+            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total = total + (ce - cs);
+                cur = Some((s, e));
+            }
+            None => cur = Some((s, e)),
+        }
+    }
+    if let Some((cs, ce)) = cur {
+        total = total + (ce - cs);
+    }
+    total
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

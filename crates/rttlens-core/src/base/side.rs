@@ -1,7 +1,7 @@
 //! Which end of a connection something belongs to, and where in the capture
 //! it was seen.
 
-use crate::time::Timestamp;
+use crate::base::time::Timestamp;
 
 /// One end of a TCP connection. The client is the host that sent the SYN (or,
 /// without a SYN, the host on the higher, ephemeral port).

@@ -5,10 +5,10 @@
 //! dropped, so a connection costs at most one tracker after its first bytes
 //! and none when it is neither.
 
-use crate::flow::reassembly::StreamSink;
+use crate::base::side::{Mark, Side};
+use crate::flow::reassembly::Trackers;
 use crate::proto::http::HttpTracker;
 use crate::proto::tls::{TlsSummary, TlsTracker};
-use crate::side::{Mark, Side};
 
 /// The protocol trackers of one connection.
 #[derive(Debug)]
@@ -39,11 +39,6 @@ pub enum Found {
 }
 
 impl Protocols {
-    /// Whether any tracker still wants bytes.
-    pub fn wants_bytes(&self) -> bool {
-        self.tls.is_some() || self.http.is_some()
-    }
-
     fn settle(&mut self) {
         match self.tls.as_ref().and_then(|t| t.is_tls()) {
             Some(false) => self.tls = None,
@@ -77,32 +72,28 @@ impl Protocols {
     }
 }
 
-/// One direction's view of [`Protocols`], as a [`StreamSink`].
-pub struct SideSink<'a> {
-    /// The sender of the bytes.
-    pub side: Side,
-    /// The trackers.
-    pub protocols: &'a mut Protocols,
-}
-
-impl StreamSink for SideSink<'_> {
-    fn data(&mut self, offset: u64, data: &[u8], at: Mark) {
-        if let Some(t) = self.protocols.tls.as_mut() {
-            t.push(self.side, offset, data, at);
-        }
-        if let Some(h) = self.protocols.http.as_mut() {
-            h.push(self.side, offset, data, at);
-        }
-        self.protocols.settle();
+impl Trackers for Protocols {
+    fn wants_bytes(&self) -> bool {
+        self.tls.is_some() || self.http.is_some()
     }
 
-    fn gap(&mut self, offset: u64, len: u64) {
-        if let Some(t) = self.protocols.tls.as_mut() {
-            t.gap(self.side, offset, len);
+    fn data(&mut self, side: Side, offset: u64, data: &[u8], at: Mark) {
+        if let Some(t) = self.tls.as_mut() {
+            t.push(side, offset, data, at);
         }
-        if let Some(h) = self.protocols.http.as_mut() {
-            h.gap(self.side, offset, len);
+        if let Some(h) = self.http.as_mut() {
+            h.push(side, offset, data, at);
         }
-        self.protocols.settle();
+        self.settle();
+    }
+
+    fn gap(&mut self, side: Side, offset: u64, len: u64) {
+        if let Some(t) = self.tls.as_mut() {
+            t.gap(side, offset, len);
+        }
+        if let Some(h) = self.http.as_mut() {
+            h.gap(side, offset, len);
+        }
+        self.settle();
     }
 }

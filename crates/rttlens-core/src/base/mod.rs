@@ -1,0 +1,9 @@
+//! The base layer: leaf types every layer of the pipeline shares — time in
+//! the capture's clock, TCP sequence numbers, the two ends of a connection
+//! and a frame reference, a finding's cost and the rounding of every figure.
+//! Nothing here imports any other module of the crate.
+
+pub mod cost;
+pub mod seq;
+pub mod side;
+pub mod time;
