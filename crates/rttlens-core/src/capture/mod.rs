@@ -29,6 +29,7 @@
 //! it are a [`CaptureError`]; a truncated tail is reported only after every
 //! complete record before it has been returned.
 
+mod input;
 mod pcap;
 mod pcapng;
 mod reader;
@@ -99,7 +100,7 @@ impl FrameSource for CaptureReader {
     }
 }
 
-use crate::time::Timestamp;
+use crate::base::time::Timestamp;
 
 /// A link-layer header type (the `LINKTYPE_*` values of
 /// <https://www.tcpdump.org/linktypes.html>), kept open: an unknown value is

@@ -1,7 +1,7 @@
 //! Classic libpcap files: the 24-byte file header and the records.
 //!
 //! Parsing is pcap-parser's (`parse_pcap_header`, `parse_pcap_frame*`); this
-//! module only frames the records in the reader's buffer and converts the
+//! module only frames the records in the input's buffer and converts the
 //! timestamps.
 
 use pcap_parser::nom;
@@ -10,9 +10,9 @@ use pcap_parser::{
     LegacyPcapBlock, PcapError,
 };
 
-use super::reader::{CaptureReader, Record, RecordMeta, MAX_RECORD};
+use super::input::{Input, Record, RecordMeta, MAX_RECORD};
 use super::{CaptureError, CaptureFormat, LinkType};
-use crate::time::Timestamp;
+use crate::base::time::Timestamp;
 
 /// Length of the file header.
 const FILE_HEADER_LEN: usize = 24;
@@ -112,8 +112,8 @@ impl PcapState {
         Timestamp::from_nanos(i64::from(ts_sec) * 1_000_000_000 + frac)
     }
 
-    /// Reads the record at the front of the reader's buffer.
-    pub fn read_record(self, r: &mut CaptureReader) -> Result<Record, CaptureError> {
+    /// Reads the record at the front of the input's buffer.
+    pub fn read_record(self, r: &mut Input) -> Result<Record, CaptureError> {
         let offset = r.offset();
         let header_len = self.record_header_len();
         if !r.fill(header_len)? {

@@ -17,9 +17,9 @@ use pcap_parser::{
 
 use pcap_parser::traits::PcapNGPacketBlock;
 
-use super::reader::{CaptureReader, Record, RecordMeta, MAX_RECORD};
+use super::input::{Input, Record, RecordMeta, MAX_RECORD};
 use super::{CaptureError, CaptureNotes, LinkType};
-use crate::time::Timestamp;
+use crate::base::time::Timestamp;
 
 /// Section Header Block type; a palindrome, so the same in both orders.
 pub(super) const NG_SHB_MAGIC: u32 = 0x0A0D_0D0A;
@@ -168,8 +168,8 @@ enum Parsed {
 }
 
 impl NgState {
-    /// Reads the block at the front of the reader's buffer.
-    pub fn read_block(&mut self, r: &mut CaptureReader) -> Result<Record, CaptureError> {
+    /// Reads the block at the front of the input's buffer.
+    pub fn read_block(&mut self, r: &mut Input) -> Result<Record, CaptureError> {
         let offset = r.offset();
         if !r.fill(8)? {
             return if r.buf.data().is_empty() {

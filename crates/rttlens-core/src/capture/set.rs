@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{CaptureError, CaptureNotes, CaptureReader, Frame, FrameSource, SharedFrame};
-use crate::time::Timestamp;
+use crate::base::time::Timestamp;
 
 /// One file of the set.
 struct Member {
