@@ -29,13 +29,13 @@ pub enum Limit {
     /// Congestion window, growing slowly: congestion avoidance.
     CongestionAvoidance,
     /// The receiver's advertised window: flight ≥ rwnd − 2 MSS
-    /// ([`RWND_SLACK_MSS`]).
+    /// (`analysis::rounds::RWND_SLACK_MSS`).
     Rwnd,
     /// Flat (±1 MSS) below rwnd for ≥ 3 loss-free rounds: the sender's send
     /// buffer, a window clamp, or a middlebox/CC plateau.
     Sndbuf,
     /// Flat like `sndbuf`, but each round's data spread over most of the
-    /// round (≥ [`BUSY_SHARE`] of it): the bottleneck link was busy end to
+    /// round (≥ `analysis::rounds::BUSY_SHARE` of it): the bottleneck link was busy end to
     /// end, so the flight is the path's rate × RTT and a bigger window would
     /// only queue more (T-RAT's "bandwidth-limited", Zhang et al., SIGCOMM
     /// 2002).
