@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 pub mod parallel;
 
 use crate::analysis;
-use crate::base::side::Mark;
+use crate::base::side::FrameRef;
 use crate::base::time::Timestamp;
 use crate::capture::{CaptureError, Frame, FrameSource, SharedFrame};
 use crate::detect;
@@ -314,7 +314,7 @@ impl<'f> Intake<'f> {
     }
 
     /// Counts `frame`; the TCP segment to track, if any.
-    fn take<'a>(&mut self, frame: &Frame<'a>) -> Option<(TcpSegment<'a>, Mark)> {
+    fn take<'a>(&mut self, frame: &Frame<'a>) -> Option<(TcpSegment<'a>, FrameRef)> {
         self.sum.frames += 1;
         self.first.get_or_insert(frame.ts);
         self.last = self.last.max(frame.ts);
@@ -337,7 +337,7 @@ impl<'f> Intake<'f> {
                     }
                     return None;
                 }
-                if (seg.payload.len() as u32) < seg.payload_len {
+                if seg.is_cut() {
                     self.sum.quality.snaplen_cut += 1;
                 }
                 if seg.options.malformed {
@@ -345,7 +345,7 @@ impl<'f> Intake<'f> {
                 }
                 self.tracked += 1;
                 self.now = self.now.max(frame.ts);
-                let at = Mark {
+                let at = FrameRef {
                     frame: frame.number,
                     ts: frame.ts,
                 };

@@ -3,13 +3,13 @@
 //! properties over random chunkings and mutations.
 
 use proptest::prelude::*;
-use rttlens_core::base::side::{Mark, Side};
+use rttlens_core::base::side::{FrameRef, Side};
 use rttlens_core::base::time::Timestamp;
 use rttlens_core::proto::http::{HttpExchange, HttpTracker, EXCHANGE_DETAIL_CAP, TARGET_CHARS};
 use rttlens_core::proto::{NoteKind, PARSE_BUFFER_CAP};
 
-fn mark(frame: u64) -> Mark {
-    Mark {
+fn mark(frame: u64) -> FrameRef {
+    FrameRef {
         frame,
         ts: Timestamp::from_nanos(frame as i64 * 1_000_000),
     }
@@ -47,7 +47,7 @@ impl Conv {
     }
 }
 
-fn frame(m: Option<Mark>) -> Option<u64> {
+fn frame(m: Option<FrameRef>) -> Option<u64> {
     m.map(|m| m.frame)
 }
 

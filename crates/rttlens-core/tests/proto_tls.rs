@@ -3,7 +3,7 @@
 //! there), and properties over random chunkings and mutations.
 
 use proptest::prelude::*;
-use rttlens_core::base::side::{Mark, Side};
+use rttlens_core::base::side::{FrameRef, Side};
 use rttlens_core::base::time::Timestamp;
 use rttlens_core::proto::tls::{
     ContentType, HandshakeKind, HandshakeType, Step, TlsSummary, TlsTracker,
@@ -14,8 +14,8 @@ use rttlens_core::proto::NoteKind;
 // ---------------------------------------------------------------------------
 // Byte builders (RFC 8446 §4, §5.1; RFC 5246 §7.4)
 
-fn mark(frame: u64) -> Mark {
-    Mark {
+fn mark(frame: u64) -> FrameRef {
+    FrameRef {
         frame,
         ts: Timestamp::from_nanos(1_000_000_000 + frame as i64 * 1_000_000),
     }

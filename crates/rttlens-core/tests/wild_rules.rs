@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use rttlens_core::analysis::analyze;
-use rttlens_core::base::side::Mark;
+use rttlens_core::base::side::FrameRef;
 use rttlens_core::capture::CaptureReader;
 use rttlens_core::detect::{self, self_check};
 use rttlens_core::flow::half::FrameMark;
@@ -221,7 +221,7 @@ fn analyses(name: &str, each: &mut dyn FnMut(&rttlens_core::analysis::Analysis))
     let mut conns = Vec::new();
     while let Some(f) = reader.next_frame().expect("frame") {
         if let Ok(Decoded::Tcp(seg)) = wire::decode(f.link_type, f.data, f.orig_len) {
-            let at = Mark {
+            let at = FrameRef {
                 frame: f.number,
                 ts: f.ts,
             };

@@ -2,7 +2,7 @@
 //! is built on and the [`TlsFacts`] the TLS detectors read.
 
 use crate::analysis::tls::{EarlyDataFacts, TlsFacts, TlsInfo, TlsKind};
-use crate::base::side::{Mark, Side};
+use crate::base::side::{FrameRef, Side};
 use crate::flow::Conn;
 use crate::proto::http::HttpTracker;
 use crate::proto::protocols::{Found, Protocols};
@@ -16,22 +16,22 @@ pub struct AppTimeline {
     /// `tls`, `http` or `tcp`.
     pub protocol: &'static str,
     /// First byte of the first request (client).
-    pub request_first: Option<Mark>,
+    pub request_first: Option<FrameRef>,
     /// Last byte of the first request.
-    pub request_last: Option<Mark>,
+    pub request_last: Option<FrameRef>,
     /// First byte of its response (server): TTFB.
-    pub response_first: Option<Mark>,
+    pub response_first: Option<FrameRef>,
     /// Stream offset of the response's first byte in the server's stream.
     pub response_offset: u64,
     /// Last byte of the response, when known.
-    pub response_last: Option<Mark>,
+    pub response_last: Option<FrameRef>,
     /// The first application record of the response (TLS only).
     pub first_record: Option<FirstRecord>,
     /// Requests seen on the connection.
     pub exchanges: u64,
     /// When the client could first send its request (the packet completing
     /// the TLS handshake at the client); `None` for plain TCP.
-    pub client_ready: Option<Mark>,
+    pub client_ready: Option<FrameRef>,
 }
 
 /// The first TLS application record of the response: the first decrypted
@@ -41,9 +41,9 @@ pub struct FirstRecord {
     /// Record length (bytes, without the 5-byte header).
     pub len: u64,
     /// Segment carrying its first byte.
-    pub first: Mark,
+    pub first: FrameRef,
     /// Segment completing it.
-    pub complete: Mark,
+    pub complete: FrameRef,
 }
 
 /// Timeline and TLS facts from the trackers' findings (`None`: plain TCP).

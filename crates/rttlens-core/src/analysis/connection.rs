@@ -8,7 +8,7 @@ use crate::analysis::rtt::{RttEstimate, Vantage};
 use crate::analysis::tls::TlsKind;
 use crate::analysis::transfer::Transfer;
 use crate::base::cost::round3;
-use crate::base::side::{Mark, Side};
+use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
 use crate::flow::half::WscaleEvidence;
 use crate::flow::rounds::{Limit, Round};
@@ -569,7 +569,7 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
         }
         ladder.push(clock.phase("transfer", (t.first, dir), (t.last, dir), detail));
     }
-    let fins: Vec<Mark> = [c.half[0].fin, c.half[1].fin]
+    let fins: Vec<FrameRef> = [c.half[0].fin, c.half[1].fin]
         .into_iter()
         .flatten()
         .collect();
@@ -597,7 +597,7 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
 /// first HTTP exchange (the ladder diagram writes them beside the arrows).
 pub(crate) fn frame_labels(a: &Analysis) -> Vec<(u64, &'static str)> {
     let mut v: Vec<(u64, &'static str)> = Vec::new();
-    let mut put = |m: Option<Mark>, name: &'static str| {
+    let mut put = |m: Option<FrameRef>, name: &'static str| {
         if let Some(m) = m {
             v.push((m.frame, name));
         }

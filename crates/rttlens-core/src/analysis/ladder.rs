@@ -7,7 +7,7 @@
 //! times are the capture's own. Phase names follow curl's `-w` timings
 //! (`connect`, `appconnect`, `starttransfer`) where they exist.
 
-use crate::base::side::Mark;
+use crate::base::side::FrameRef;
 use crate::base::time::{Duration, Timestamp};
 
 /// One phase of the ladder.
@@ -41,7 +41,7 @@ pub struct Part {
     pub rtts: f64,
 }
 
-/// Whether the client sent or received the packet at a [`Mark`].
+/// Whether the client sent or received the packet at a [`FrameRef`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dir {
     /// The client sent it.
@@ -61,7 +61,7 @@ pub struct ClientClock {
 
 impl ClientClock {
     /// The client-clock time of the packet at `m`.
-    pub fn at(&self, m: Mark, dir: Dir) -> Timestamp {
+    pub fn at(&self, m: FrameRef, dir: Dir) -> Timestamp {
         match dir {
             Dir::Sent => m.ts - self.h_c / 2,
             Dir::Received => m.ts + self.h_c / 2,
@@ -72,8 +72,8 @@ impl ClientClock {
     pub fn phase(
         &self,
         name: &'static str,
-        start: (Mark, Dir),
-        end: (Mark, Dir),
+        start: (FrameRef, Dir),
+        end: (FrameRef, Dir),
         detail: String,
     ) -> Phase {
         let d = self.at(end.0, end.1) - self.at(start.0, start.1);
@@ -110,7 +110,7 @@ mod tests {
             h_c: Duration::from_millis(10),
             rtt: Duration::from_millis(40),
         };
-        let m = |ms: i64| Mark {
+        let m = |ms: i64| FrameRef {
             frame: ms as u64,
             ts: Timestamp::from_nanos(ms * 1_000_000),
         };

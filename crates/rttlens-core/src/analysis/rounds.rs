@@ -224,17 +224,17 @@ pub fn slow_start_rounds(bytes: u64, start_flight: u64, cap: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::side::Mark;
+    use crate::base::side::FrameRef;
     use crate::base::time::Timestamp;
 
     fn round(i: u32, flight: u64, rwnd: u64, last_len: u32) -> Round {
         Round {
             index: i,
-            first: Mark {
+            first: FrameRef {
                 frame: i as u64 * 10,
                 ts: Timestamp::from_nanos(i as i64 * 26_000_000),
             },
-            last: Mark {
+            last: FrameRef {
                 frame: i as u64 * 10 + 9,
                 ts: Timestamp::from_nanos(i as i64 * 26_000_000 + 1_000_000),
             },

@@ -88,7 +88,7 @@ impl RttEstimate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::side::{Mark, Side};
+    use crate::base::side::{FrameRef, Side};
 
     #[test]
     fn vantage_from_halves() {
@@ -96,13 +96,13 @@ mod tests {
         assert!(RttEstimate::from_samples(&s).is_none());
         s.add(
             Side::Server,
-            Mark::default(),
+            FrameRef::default(),
             Duration::from_micros(25_663),
             RttMethod::Handshake,
         );
         s.add(
             Side::Client,
-            Mark::default(),
+            FrameRef::default(),
             Duration::from_micros(76),
             RttMethod::Handshake,
         );
@@ -114,19 +114,19 @@ mod tests {
         let mut m = RttSamples::default();
         m.add(
             Side::Server,
-            Mark::default(),
+            FrameRef::default(),
             Duration::from_millis(10),
             RttMethod::DataAck,
         );
         m.add(
             Side::Client,
-            Mark::default(),
+            FrameRef::default(),
             Duration::from_millis(15),
             RttMethod::DataAck,
         );
         m.add(
             Side::Client,
-            Mark::default(),
+            FrameRef::default(),
             Duration::from_millis(55),
             RttMethod::DataAck,
         );

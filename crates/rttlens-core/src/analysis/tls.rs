@@ -2,7 +2,7 @@
 //! the frames of its milestones. Filled from the protocol layer's summary
 //! ([`crate::proto::tls`]) by [`crate::analysis::app`].
 
-use crate::base::side::Mark;
+use crate::base::side::FrameRef;
 
 /// Handshake kinds (docs/design.md §2 "Handshake kinds") with their round
 /// trips by design.
@@ -78,23 +78,23 @@ pub struct TlsFacts {
     /// Kind.
     pub kind: TlsKind,
     /// The ClientHello (first segment).
-    pub client_hello: Mark,
+    pub client_hello: FrameRef,
     /// Highest version the client offered, e.g. `1.3`.
     pub client_max_version: String,
     /// The ServerHello.
-    pub server_hello: Option<Mark>,
+    pub server_hello: Option<FrameRef>,
     /// Segment completing the server's first flight (ServerHelloDone in 1.2,
     /// the server Finished in 1.3).
-    pub server_flight_end: Option<Mark>,
+    pub server_flight_end: Option<FrameRef>,
     /// The client's Finished (its last handshake record).
-    pub client_finished: Option<Mark>,
+    pub client_finished: Option<FrameRef>,
     /// The server's Finished in a TLS 1.2 full handshake (after its CCS).
-    pub server_finished: Option<Mark>,
+    pub server_finished: Option<FrameRef>,
     /// HelloRetryRequest, if the server asked for another key share.
-    pub hello_retry: Option<Mark>,
+    pub hello_retry: Option<FrameRef>,
     /// Segment after which the client could send application data: the
     /// handshake is done at the client when this packet reaches it.
-    pub done: Option<Mark>,
+    pub done: Option<FrameRef>,
     /// Whether `done` is a packet the client sent (abbreviated 1.2: its own
     /// Finished) rather than received.
     pub done_sent_by_client: bool,
@@ -112,7 +112,7 @@ pub struct EarlyDataFacts {
     /// Payload bytes.
     pub bytes: u64,
     /// The first early-data record.
-    pub first: Option<Mark>,
+    pub first: Option<FrameRef>,
     /// Accepted (`Some(true)`), rejected, or unknown.
     pub accepted: Option<bool>,
 }

@@ -1,7 +1,7 @@
 //! The transfer phase: rounds of the sender of the response, the initial
 //! window, what limited each round, and the throughput bound that follows.
 
-use crate::base::side::{Mark, Side};
+use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
 use crate::flow::rounds::{Limit, Round};
 
@@ -44,9 +44,9 @@ pub struct Transfer {
     /// New payload bytes sent during the transfer.
     pub bytes: u64,
     /// First segment.
-    pub first: Mark,
+    pub first: FrameRef,
     /// Last new-data segment.
-    pub last: Mark,
+    pub last: FrameRef,
     /// Duration (capture clock).
     pub duration: Duration,
     /// `bytes / duration` (bytes per second); 0 for a single instant.

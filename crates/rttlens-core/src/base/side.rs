@@ -40,10 +40,11 @@ impl Side {
     }
 }
 
-/// A frame of the capture: its Wireshark number (1-based, counting every
+/// A reference to a frame of the capture: its Wireshark number
+/// (`frame.number`, 1-based, counting every
 /// record in the file, TCP or not) and its capture timestamp.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize)]
-pub struct Mark {
+pub struct FrameRef {
     /// Wireshark frame number (1-based).
     pub frame: u64,
     /// Capture timestamp.

@@ -83,13 +83,13 @@ pub const DETECTORS: &[(&[&str], Detector)] = &[
 /// capture or of wasted work rather than of time lost, and their detectors
 /// decide themselves when they are worth reporting.
 pub const ALWAYS_REPORTED: &[&str] = &[
-    "capture-drops",
-    "spurious-retransmission",
+    capture_drops::ID,
+    loss::ID_SPURIOUS,
     // verified outcomes: what TFO, resumption and 0-RTT did (or saved)
-    "tfo-cookie",
-    "tfo-accepted",
-    "tls-resumption",
-    "zero-rtt",
+    tfo::ID_COOKIE,
+    tfo::ID_ACCEPTED,
+    tls_resumption::ID,
+    zero_rtt::ID,
 ];
 
 /// Clip `f`'s span to `[from, until]` and its cost to the clipped span's

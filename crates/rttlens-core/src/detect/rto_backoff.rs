@@ -13,7 +13,7 @@
 
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
-use crate::base::side::{Mark, Side};
+use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
 use crate::flow::half::{Half, Retransmission};
 
@@ -35,7 +35,7 @@ pub struct Backoff {
     pub offset: u64,
     /// Every transmission: the original (when the capture saw it) then each
     /// retransmission.
-    pub attempts: Vec<Mark>,
+    pub attempts: Vec<FrameRef>,
     /// The capture saw the original transmission (`attempts[0]`).
     pub original: bool,
     /// Index in `attempts` of the first timer-driven retransmission: the
@@ -98,7 +98,7 @@ pub fn episodes(half: &Half) -> Vec<Backoff> {
         if list.len() < MIN_RETRANSMISSIONS {
             continue;
         }
-        let mut attempts: Vec<Mark> = list[0].original.into_iter().collect();
+        let mut attempts: Vec<FrameRef> = list[0].original.into_iter().collect();
         attempts.extend(list.iter().map(|r| r.at));
         let original = list[0].original.is_some();
         // the timer's run: the longest tail of gaps each at least MIN_GAP
@@ -166,7 +166,7 @@ pub fn detect(a: &Analysis) -> Vec<Finding> {
         let lost = end.ts - first.ts;
         let retries = b.attempts.len() - usize::from(b.original);
         let mut evidence: Vec<_> = Vec::new();
-        let mut prev: Option<Mark> = None;
+        let mut prev: Option<FrameRef> = None;
         for (i, m) in b.attempts.iter().enumerate() {
             let what = match (i, prev) {
                 (0, _) if b.original => {

@@ -25,7 +25,7 @@
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::rtt::Vantage;
 use crate::analysis::Analysis;
-use crate::base::side::{Mark, Side};
+use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
 
 /// Finding id of server think time.
@@ -103,7 +103,12 @@ pub const SWING_MIN_SAMPLES: usize = 5;
 /// server's answer `r`, as a finding when it is material and not explained
 /// by the path (see the module docs). `turn` carries the server's ACK of a
 /// turn seen at the TCP level (the protocol was not read there).
-fn server_think(a: &Analysis, q: Mark, r: Mark, turn: Option<Mark>) -> Option<(Duration, Finding)> {
+fn server_think(
+    a: &Analysis,
+    q: FrameRef,
+    r: FrameRef,
+    turn: Option<FrameRef>,
+) -> Option<(Duration, Finding)> {
     let (h_s, proxied) = path_to_server(a);
     let path = if proxied { "its SYN-ACK's time" } else { "h_s" };
     // time the server's kernel held the answer (Nagle) is not think time

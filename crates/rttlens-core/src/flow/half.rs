@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use crate::base::seq::SeqNumber;
-use crate::base::side::{Mark, Side};
+use crate::base::side::{FrameRef, Side};
 use crate::base::time::{Duration, Timestamp};
 use crate::flow::reassembly::{Reassembler, StreamSink};
 use crate::flow::rounds::{RoundSegment, RoundTracker};
@@ -102,10 +102,10 @@ impl RetxKind {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Retransmission {
     /// The retransmitted segment.
-    pub at: Mark,
+    pub at: FrameRef,
     /// The original transmission, when the capture saw it (not when the
     /// original was lost before the capture point).
-    pub original: Option<Mark>,
+    pub original: Option<FrameRef>,
     /// Stream offset and length (bytes).
     pub offset: u64,
     /// Payload length (bytes).
@@ -140,9 +140,9 @@ pub struct Retransmission {
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct ZeroWindow {
     /// The ACK advertising window 0.
-    pub start: Mark,
+    pub start: FrameRef,
     /// The ACK that opened the window again (None: never, within the capture).
-    pub end: Option<Mark>,
+    pub end: Option<FrameRef>,
 }
 
 /// A small segment held back until the ACK of the previous small segment
@@ -152,13 +152,13 @@ pub struct ZeroWindow {
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct NagleStall {
     /// The earlier small segment (y).
-    pub y: Mark,
+    pub y: FrameRef,
     /// Its payload (bytes).
     pub y_len: u32,
     /// The peer's pure ACK covering y.
-    pub ack: Mark,
+    pub ack: FrameRef,
     /// The held segment (x), sent as soon as that ACK arrived.
-    pub x: Mark,
+    pub x: FrameRef,
     /// Its payload (bytes).
     pub x_len: u32,
 }
@@ -173,7 +173,7 @@ pub struct NagleStall {
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct AckStall {
     /// The sender's last segment before the stall (y).
-    pub y: Mark,
+    pub y: FrameRef,
     /// Its payload (bytes).
     pub y_len: u32,
     /// Bytes in flight once y was sent, as the sender saw it (the ACKs that
@@ -184,12 +184,12 @@ pub struct AckStall {
     /// the latest ACKs had not yet reached the sender.
     pub flight_here: u64,
     /// The peer's pure ACK covering y.
-    pub ack: Mark,
+    pub ack: FrameRef,
     /// How long the peer held that ACK: ACK − y − the peer's side of the
     /// path.
     pub held: Duration,
     /// The next new data, sent as soon as that ACK arrived (x).
-    pub x: Mark,
+    pub x: FrameRef,
 }
 
 /// An ACK held at least this long beyond the path was delayed by the
@@ -206,7 +206,7 @@ pub const DELAYED_ACK_MIN: Duration = Duration::from_millis(30);
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct WscaleEvidence {
     /// The data segment that reached past `raw << (shift − 1)`.
-    pub at: Mark,
+    pub at: FrameRef,
     /// Its end − the eligible cumulative ACK (bytes).
     pub flight: u64,
     /// The window field the sender had last heard (unscaled).
@@ -219,7 +219,7 @@ pub struct WscaleEvidence {
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct CaptureDrop {
     /// The ACK that revealed it.
-    pub at: Mark,
+    pub at: FrameRef,
     /// Bytes acknowledged but never seen.
     pub bytes: u64,
 }
@@ -228,7 +228,7 @@ pub struct CaptureDrop {
 struct SentSeg {
     offset: u64,
     end: u64,
-    at: Mark,
+    at: FrameRef,
     retx: u8,
     /// Retransmissions of it by timeout (for the backoff count).
     rtos: u8,
@@ -249,7 +249,7 @@ struct BelowBase {
     /// The window field that came with it.
     window: u64,
     /// The first ACK at this number.
-    first: Mark,
+    first: FrameRef,
     /// Duplicate ACKs at this number since.
     dupacks: u32,
     /// A SACK block reported bytes above the hole.
@@ -271,7 +271,7 @@ struct RetxTiming {
 struct Hole {
     start: u64,
     end: u64,
-    opened: Mark,
+    opened: FrameRef,
 }
 
 /// One ACK from the peer, or a run of ACKs that differ only in time.
@@ -349,11 +349,11 @@ pub struct Half {
     unacked: VecDeque<SentSeg>,
     holes: Vec<Hole>,
     /// The sender's last segment (at the capture point).
-    pub last_send: Option<Mark>,
+    pub last_send: Option<FrameRef>,
     /// First data segment.
-    pub first_data: Option<Mark>,
+    pub first_data: Option<FrameRef>,
     /// Last segment that carried new data.
-    pub last_new_data: Option<Mark>,
+    pub last_new_data: Option<FrameRef>,
     /// Payload bytes on the wire, retransmissions included.
     pub bytes_sent: u64,
     /// Data segments (payload > 0).
@@ -371,7 +371,7 @@ pub struct Half {
     pub retx: Vec<Retransmission>,
     /// Every frame's TCP analysis marks, in capture order; `None` unless
     /// asked for ([`crate::flow::FlowTable::with_marks`]).
-    pub marks: Option<Vec<(Mark, FrameMark)>>,
+    pub marks: Option<Vec<(FrameRef, FrameMark)>>,
     /// Retransmissions in total.
     pub retx_count: u64,
     /// Segments that filled a hole soon after it opened: reordering.
@@ -389,14 +389,14 @@ pub struct Half {
     /// In-order delivery to the protocol trackers.
     pub reasm: Reassembler,
     /// FIN from this side.
-    pub fin: Option<Mark>,
+    pub fin: Option<FrameRef>,
     /// Pure ACKs from the peer that acknowledged everything this side had
     /// sent, one per burst of new data (first [`MAX_EVENTS_KEPT`]): a quick
     /// one followed by a late answer means the peer's application was slow,
     /// not its TCP (docs/design.md §4 "Think time").
-    pub full_acks: Vec<Mark>,
+    pub full_acks: Vec<FrameRef>,
     /// The latest of them (kept when the list is full).
-    pub last_full_ack: Option<Mark>,
+    pub last_full_ack: Option<FrameRef>,
     awaiting_full_ack: bool,
     /// Retransmissions since the sender's cumulative ACK last advanced.
     retx_since_advance: u32,
@@ -413,9 +413,9 @@ pub struct Half {
     /// The sender's MSS (bytes; 0 while unknown), for "small segment" tests.
     pub mss: u64,
     /// The last new-data segment if it was small: (end offset, mark, length).
-    last_small: Option<(u64, Mark, u32)>,
+    last_small: Option<(u64, FrameRef, u32)>,
     /// The first ACK from the peer covering `last_small`, and whether it was pure.
-    last_small_ack: Option<(Mark, bool)>,
+    last_small_ack: Option<(FrameRef, bool)>,
     /// Nagle stalls (first [`MAX_EVENTS_KEPT`]).
     pub nagle: Vec<NagleStall>,
     /// A candidate stall, confirmed once the sender stays quiet after it.
@@ -424,10 +424,10 @@ pub struct Half {
     pub peer_spoke: bool,
     /// The last new-data segment, any size: (end offset, mark, length,
     /// bytes in flight after it).
-    last_data: Option<(u64, Mark, u32, u64, u64)>,
+    last_data: Option<(u64, FrameRef, u32, u64, u64)>,
     /// The first ACK from the peer covering `last_data`, whether it was
     /// pure, and how many bytes it newly acknowledged.
-    last_data_ack: Option<(Mark, bool, u64)>,
+    last_data_ack: Option<(FrameRef, bool, u64)>,
     /// The peer sent data since `last_data`.
     pub peer_spoke_since_data: bool,
     /// Stalls on a delayed ACK (first [`MAX_EVENTS_KEPT`]).
@@ -446,7 +446,13 @@ fn min_stall(rtt_min: Duration) -> Duration {
 /// only makes it later, so the window is from max(0.3 ms, RTT/20) before to
 /// max(1 ms, RTT/4) after), at least [`min_stall`] after y. Shared by the
 /// Nagle and delayed-ACK stalls.
-fn released_by_ack(x: Mark, y: Mark, a: Mark, h_x: Duration, rtt_min: Duration) -> bool {
+fn released_by_ack(
+    x: FrameRef,
+    y: FrameRef,
+    a: FrameRef,
+    h_x: Duration,
+    rtt_min: Duration,
+) -> bool {
     let released = x.ts - (a.ts + h_x);
     let early = Duration::from_micros(300).max(rtt_min / 20);
     let late = Duration::from_millis(1).max(rtt_min / 4);
@@ -522,7 +528,7 @@ impl Half {
     /// Raise the inferred window-scale shift until the peer's window (as
     /// last heard by the sender) covers data ending at `end` (see
     /// [`WscaleEvidence`]). Only without the SYNs.
-    fn infer_wscale(&mut self, end: u64, at: Mark) {
+    fn infer_wscale(&mut self, end: u64, at: FrameRef) {
         if self.wscale_known || !self.elig.seen || self.elig.window == 0 {
             return;
         }
@@ -607,7 +613,7 @@ impl Half {
         window: Option<u64>,
         sack: &[(SeqNumber, SeqNumber)],
         pure: bool,
-        at: Mark,
+        at: FrameRef,
         rtt: &mut RttSamples,
         sink: Option<&mut dyn StreamSink>,
     ) {
@@ -789,13 +795,13 @@ impl Half {
         }
     }
 
-    fn mark(&mut self, at: Mark, m: FrameMark) {
+    fn mark(&mut self, at: FrameRef, m: FrameMark) {
         if let Some(v) = &mut self.marks {
             v.push((at, m));
         }
     }
 
-    fn note_drop(&mut self, at: Mark, bytes: u64) {
+    fn note_drop(&mut self, at: FrameRef, bytes: u64) {
         self.dropped_bytes += bytes;
         if self.drops.len() < MAX_EVENTS_KEPT {
             self.drops.push(CaptureDrop { at, bytes });
@@ -848,7 +854,7 @@ impl Half {
         window: u64,
         sack: &[(SeqNumber, SeqNumber)],
         pure: bool,
-        at: Mark,
+        at: FrameRef,
     ) {
         let Some(base) = self.base.filter(|_| self.isn.is_none()) else {
             return;
@@ -886,7 +892,7 @@ impl Half {
     /// alone). Classified as [`Half::note_retx`] would with the hole's ACKs:
     /// fast after ≥ 3 duplicate ACKs or a SACK above it, a timeout after a
     /// silence of [`RTO_MIN`] and 2.5 RTT, else time-based (RACK).
-    fn data_below_base(&mut self, seq: SeqNumber, len: u32, at: Mark, rtt_min: Duration) {
+    fn data_below_base(&mut self, seq: SeqNumber, len: u32, at: FrameRef, rtt_min: Duration) {
         let Some(b) = self.below else { return };
         let Some(base) = self.base else { return };
         if seq.diff(b.ack) < 0 || base.diff(seq) <= 0 {
@@ -991,7 +997,7 @@ impl Half {
     /// The peer echoed `tsecr` in the segment `at`: a sample of h_peer.
     /// The peer's TS.Recent only moves forward (RFC 7323 §4.3), so values
     /// older than the echo will not be echoed any more and are dropped.
-    pub fn on_tsecr(&mut self, tsecr: u32, at: Mark, rtt: &mut RttSamples) {
+    pub fn on_tsecr(&mut self, tsecr: u32, at: FrameRef, rtt: &mut RttSamples) {
         if self.last_tsecr == Some(tsecr) {
             return; // looked up already: only the first echo is a sample
         }
@@ -1016,7 +1022,7 @@ impl Half {
         seq: SeqNumber,
         len: u32,
         payload: &[u8],
-        at: Mark,
+        at: FrameRef,
         h_x: Duration,
         h_peer: Duration,
         rtt_min: Duration,
@@ -1199,7 +1205,7 @@ impl Half {
     /// held segment is the end of the send queue (else the kernel would
     /// have filled it), while a window-limited sender that cut a segment
     /// short goes on sending at once. `at` is the sender's next new data.
-    fn settle_nagle(&mut self, at: Mark, rtt_min: Duration) {
+    fn settle_nagle(&mut self, at: FrameRef, rtt_min: Duration) {
         if let Some(p) = self.pending_nagle.take() {
             if at.ts - p.x.ts >= Duration::from_millis(1).max(rtt_min / 4) {
                 self.confirm_nagle(p);
@@ -1227,7 +1233,7 @@ impl Half {
     /// (from max(0.3 ms, RTT/20) before to max(1 ms, RTT/4) after), after a
     /// pause of at least max(1 ms, RTT/2). A pure ACK carries nothing an
     /// application could react to, so x was ready and held by the kernel.
-    fn check_nagle(&mut self, off: u64, len: u32, at: Mark, h_x: Duration, rtt_min: Duration) {
+    fn check_nagle(&mut self, off: u64, len: u32, at: FrameRef, h_x: Duration, rtt_min: Duration) {
         // full-size segments are never held, and leave Minshall's state
         // (the last small segment sent, `tp->snd_sml`) as it is
         if self.mss == 0 || len as u64 >= self.full_size() {
@@ -1263,7 +1269,7 @@ impl Half {
     fn check_ack_stall(
         &mut self,
         off: u64,
-        at: Mark,
+        at: FrameRef,
         h_x: Duration,
         h_peer: Duration,
         rtt_min: Duration,
@@ -1343,8 +1349,8 @@ impl Half {
         &mut self,
         off: u64,
         len: u32,
-        at: Mark,
-        original: Option<Mark>,
+        at: FrameRef,
+        original: Option<FrameRef>,
         delay: Duration,
         t: RetxTiming,
         rtos_before: u8,
@@ -1421,8 +1427,8 @@ impl Half {
 mod tests {
     use super::*;
 
-    fn mark(frame: u64, ms: i64) -> Mark {
-        Mark {
+    fn mark(frame: u64, ms: i64) -> FrameRef {
+        FrameRef {
             frame,
             ts: Timestamp::from_nanos(ms * 1_000_000),
         }
@@ -1465,7 +1471,7 @@ mod tests {
     }
 
     /// The client's second request at `ms`, with h_x = 10 ms.
-    fn second_request(h: &mut Half, ms: i64) -> (Mark, Duration) {
+    fn second_request(h: &mut Half, ms: i64) -> (FrameRef, Duration) {
         let (at, h_x) = (mark(5_000, ms), Duration::from_millis(10));
         h.on_data(
             SeqNumber(1100),

@@ -23,7 +23,7 @@ use std::net::{IpAddr, SocketAddr};
 use rustc_hash::FxHashMap;
 
 use crate::base::seq::SeqNumber;
-use crate::base::side::{Mark, Side};
+use crate::base::side::{FrameRef, Side};
 use crate::base::time::{Duration, Timestamp};
 use crate::flow::rtt::{RttMethod, RttSamples};
 use crate::wire::{TcpFlags, TcpOptions, TcpSegment};
@@ -59,9 +59,9 @@ pub const SWEEP_INTERVAL: Duration = Duration::from_millis(100);
 #[derive(Debug, Clone, Copy)]
 pub struct SynInfo {
     /// First transmission.
-    pub first: Mark,
+    pub first: FrameRef,
     /// Latest transmission.
-    pub last: Mark,
+    pub last: FrameRef,
     /// Transmissions seen (1 = no retransmission).
     pub count: u32,
     /// Initial sequence number.
@@ -82,7 +82,7 @@ pub struct SynInfo {
     pub last_fast_open: Option<crate::wire::FastOpen>,
     /// The first transmission without a Fast Open option after one with it:
     /// where a client gave up on TFO (RFC 7413 §4.1.3).
-    pub first_plain: Option<Mark>,
+    pub first_plain: Option<FrameRef>,
 }
 
 /// Data carried by the client's SYN (TCP Fast Open), held until the SYN-ACK
@@ -93,7 +93,7 @@ struct SynData {
     seq: SeqNumber,
     len: u32,
     bytes: Vec<u8>,
-    at: Mark,
+    at: FrameRef,
 }
 
 /// Without a SYN: whether a first payload's sender is the client (`true`:
@@ -166,16 +166,16 @@ pub struct Conn<P> {
     /// server).
     pub roles_from_syn: bool,
     /// First and last packet.
-    pub first: Mark,
+    pub first: FrameRef,
     /// Last packet.
-    pub last: Mark,
+    pub last: FrameRef,
     /// Packets of this connection.
     pub frames: u64,
     /// Packets each side sent, indexed by [`Side::index`] (one of them 0:
     /// the capture saw one direction only).
     pub segments: [u64; 2],
     /// Each side's latest packet, indexed by [`Side::index`].
-    pub last_seen: [Option<Mark>; 2],
+    pub last_seen: [Option<FrameRef>; 2],
     /// Data segments whose payload the snapshot length cut: the byte
     /// stream has holes, TLS and HTTP cannot be read.
     pub payload_cut: u64,
@@ -186,9 +186,9 @@ pub struct Conn<P> {
     /// The server's SYN-ACK.
     pub syn_ack: Option<SynInfo>,
     /// The client's ACK completing the handshake.
-    pub handshake_ack: Option<Mark>,
+    pub handshake_ack: Option<FrameRef>,
     /// First reset and who sent it.
-    pub rst: Option<(Side, Mark)>,
+    pub rst: Option<(Side, FrameRef)>,
     /// RTT samples.
     pub rtt: RttSamples,
     /// Protocol trackers fed by the reassembled streams.
@@ -203,7 +203,7 @@ pub struct Conn<P> {
 }
 
 impl<P: Trackers> Conn<P> {
-    fn new(index: u64, seg: &TcpSegment<'_>, at: Mark) -> Conn<P> {
+    fn new(index: u64, seg: &TcpSegment<'_>, at: FrameRef) -> Conn<P> {
         let src = SocketAddr::new(seg.src, seg.src_port);
         let dst = SocketAddr::new(seg.dst, seg.dst_port);
         let syn = seg.flags.contains(TcpFlags::SYN);
@@ -258,7 +258,7 @@ impl<P: Trackers> Conn<P> {
         Some(self.rtt.h(Side::Client)? + self.rtt.h(Side::Server)?)
     }
 
-    fn push(&mut self, seg: &TcpSegment<'_>, at: Mark) {
+    fn push(&mut self, seg: &TcpSegment<'_>, at: FrameRef) {
         self.frames += 1;
         self.last = at;
         let side = if SocketAddr::new(seg.src, seg.src_port) == self.client {
@@ -270,7 +270,7 @@ impl<P: Trackers> Conn<P> {
         let p = side.peer().index();
         self.segments[s] += 1;
         self.last_seen[s] = Some(at);
-        if (seg.payload.len() as u64) < u64::from(seg.payload_len) {
+        if seg.is_cut() {
             self.payload_cut += 1;
         }
         let flags = seg.flags;
@@ -439,7 +439,7 @@ impl<P: Trackers> Conn<P> {
         Some(t)
     }
 
-    fn on_syn(&mut self, side: Side, seg: &TcpSegment<'_>, at: Mark) {
+    fn on_syn(&mut self, side: Side, seg: &TcpSegment<'_>, at: FrameRef) {
         let info = SynInfo {
             first: at,
             last: at,
@@ -629,7 +629,7 @@ impl<P: Trackers> FlowTable<P> {
     pub fn push(
         &mut self,
         seg: &TcpSegment<'_>,
-        at: Mark,
+        at: FrameRef,
         done: &mut dyn FnMut(Box<Conn<P>>),
     ) -> bool {
         let key = FlowKey::of(seg);
@@ -755,7 +755,7 @@ mod tests {
         fn wants_bytes(&self) -> bool {
             false
         }
-        fn data(&mut self, _: Side, _: u64, _: &[u8], _: Mark) {}
+        fn data(&mut self, _: Side, _: u64, _: &[u8], _: FrameRef) {}
         fn gap(&mut self, _: Side, _: u64, _: u64) {}
     }
 
@@ -807,7 +807,7 @@ mod tests {
                 ip_id: 0,
             };
             self.frame += 1;
-            let at = Mark {
+            let at = FrameRef {
                 frame: self.frame,
                 ts: Timestamp::from_nanos((ms * 1e6) as i64),
             };

@@ -3,7 +3,7 @@
 //! Segments arrive in capture order, which is not stream order when packets
 //! were reordered, lost upstream of the capture point and retransmitted, or
 //! dropped by the capture itself. [`Reassembler`] hands the protocol layer
-//! bytes strictly in stream order, each chunk tagged with the [`Mark`] of the
+//! bytes strictly in stream order, each chunk tagged with the [`FrameRef`] of the
 //! segment that completed it, and a gap when the bytes are known to be lost
 //! to the capture (the receiver acknowledged them, so they will never come).
 //!
@@ -11,7 +11,7 @@
 //! offsets, frame marks and gap notices, and must not buffer payload they do
 //! not need; no reassembly crate we checked offers that shape.
 
-use crate::base::side::{Mark, Side};
+use crate::base::side::{FrameRef, Side};
 
 /// Upper bound on out-of-order bytes held per direction (bytes). Past it the
 /// oldest hole is declared a gap, so memory stays bounded per connection.
@@ -21,7 +21,7 @@ pub const MAX_OUT_OF_ORDER_BYTES: usize = 1 << 20;
 pub trait StreamSink {
     /// In-order bytes `[offset, offset + data.len())` of the stream, completed
     /// by the segment at `at`.
-    fn data(&mut self, offset: u64, data: &[u8], at: Mark);
+    fn data(&mut self, offset: u64, data: &[u8], at: FrameRef);
     /// Bytes `[offset, offset + len)` that the capture never saw.
     fn gap(&mut self, offset: u64, len: u64);
 }
@@ -36,7 +36,7 @@ pub trait Trackers: Default {
     /// stops reassembling the connection's streams).
     fn wants_bytes(&self) -> bool;
     /// In-order bytes of `side`'s stream at `offset`, completed at `at`.
-    fn data(&mut self, side: Side, offset: u64, data: &[u8], at: Mark);
+    fn data(&mut self, side: Side, offset: u64, data: &[u8], at: FrameRef);
     /// Bytes `[offset, offset + len)` of `side`'s stream the capture never saw.
     fn gap(&mut self, side: Side, offset: u64, len: u64);
 }
@@ -50,7 +50,7 @@ pub struct SideSink<'a, P> {
 }
 
 impl<P: Trackers> StreamSink for SideSink<'_, P> {
-    fn data(&mut self, offset: u64, data: &[u8], at: Mark) {
+    fn data(&mut self, offset: u64, data: &[u8], at: FrameRef) {
         self.protocols.data(self.side, offset, data, at);
     }
 
@@ -63,7 +63,7 @@ impl<P: Trackers> StreamSink for SideSink<'_, P> {
 struct Pending {
     offset: u64,
     data: Vec<u8>,
-    at: Mark,
+    at: FrameRef,
 }
 
 /// Per-direction in-order reassembly by stream offset (0 = first byte after the SYN).
@@ -88,7 +88,7 @@ impl Reassembler {
         offset: u64,
         data: &[u8],
         wire_len: u64,
-        at: Mark,
+        at: FrameRef,
         sink: &mut dyn StreamSink,
     ) {
         let end = offset + wire_len;
@@ -108,7 +108,7 @@ impl Reassembler {
         offset: u64,
         data: &[u8],
         wire_len: u64,
-        at: Mark,
+        at: FrameRef,
         sink: &mut dyn StreamSink,
     ) {
         let skip = (self.next - offset) as usize;
@@ -124,7 +124,7 @@ impl Reassembler {
         }
     }
 
-    fn hold(&mut self, offset: u64, data: &[u8], at: Mark, sink: &mut dyn StreamSink) {
+    fn hold(&mut self, offset: u64, data: &[u8], at: FrameRef, sink: &mut dyn StreamSink) {
         if self.pending.iter().any(|p| p.offset == offset) {
             return;
         }
@@ -184,7 +184,7 @@ mod tests {
         frames: Vec<u64>,
     }
     impl StreamSink for Collect {
-        fn data(&mut self, offset: u64, data: &[u8], at: Mark) {
+        fn data(&mut self, offset: u64, data: &[u8], at: FrameRef) {
             assert_eq!(
                 offset as usize,
                 self.bytes.len() + self.gaps.iter().map(|g| g.1 as usize).sum::<usize>()
@@ -196,10 +196,10 @@ mod tests {
             self.gaps.push((offset, len));
         }
     }
-    fn m(frame: u64) -> Mark {
-        Mark {
+    fn m(frame: u64) -> FrameRef {
+        FrameRef {
             frame,
-            ..Mark::default()
+            ..FrameRef::default()
         }
     }
 

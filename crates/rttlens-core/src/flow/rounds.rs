@@ -13,7 +13,7 @@
 //! bytes: what the sender itself counted when it sent it (RFC 6675 "pipe",
 //! without the retransmission term).
 
-use crate::base::side::Mark;
+use crate::base::side::FrameRef;
 use crate::base::time::Duration;
 
 /// At most this many rounds are kept per direction; later rounds are counted
@@ -79,9 +79,9 @@ pub struct Round {
     /// 0-based index within the direction.
     pub index: u32,
     /// First segment of the round.
-    pub first: Mark,
+    pub first: FrameRef,
     /// Last segment of the round.
-    pub last: Mark,
+    pub last: FrameRef,
     /// Stream offset of the first new byte sent in the round.
     pub start_offset: u64,
     /// New (never sent before) payload bytes.
@@ -117,7 +117,7 @@ pub struct Round {
 #[derive(Debug, Clone, Copy)]
 pub struct RoundSegment {
     /// Where it was seen.
-    pub at: Mark,
+    pub at: FrameRef,
     /// Stream offset of its first byte.
     pub offset: u64,
     /// Payload length (bytes).

@@ -15,7 +15,7 @@
 //! The estimate and the vantage point it reveals are
 //! `analysis::rtt::RttEstimate`'s.
 
-use crate::base::side::{Mark, Side};
+use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
 
 /// How many samples per half are kept for the median (the first ones; the
@@ -50,7 +50,7 @@ impl RttMethod {
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct RttSample {
     /// The ACK or timestamp echo that gave the sample.
-    pub at: Mark,
+    pub at: FrameRef,
     /// M→host→M.
     pub d: Duration,
 }
@@ -68,7 +68,7 @@ pub struct HalfSamples {
 impl HalfSamples {
     /// Record one sample taken at `at`; negative samples (clock steps) are
     /// ignored.
-    pub fn add(&mut self, at: Mark, d: Duration, method: RttMethod) {
+    pub fn add(&mut self, at: FrameRef, d: Duration, method: RttMethod) {
         if d.nanos < 0 {
             return;
         }
@@ -108,7 +108,7 @@ pub struct RttSamples {
 
 impl RttSamples {
     /// Add a sample of the half on `side`, taken at `at`.
-    pub fn add(&mut self, side: Side, at: Mark, d: Duration, method: RttMethod) {
+    pub fn add(&mut self, side: Side, at: FrameRef, d: Duration, method: RttMethod) {
         self.half[side.index()].add(at, d, method);
         if let Some(all) = &mut self.all {
             if method != RttMethod::Handshake && d.nanos >= 0 {

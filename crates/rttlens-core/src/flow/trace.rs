@@ -6,7 +6,7 @@
 //! bytes per packet ([`TracePacket`]) and 32 per RTT sample, so it is kept
 //! only while a picture is wanted.
 
-use crate::base::side::{Mark, Side};
+use crate::base::side::{FrameRef, Side};
 use crate::flow::rtt::RttSample;
 use crate::wire::TcpFlags;
 
@@ -14,7 +14,7 @@ use crate::wire::TcpFlags;
 #[derive(Debug, Clone, Copy)]
 pub struct TracePacket {
     /// Frame number and capture time.
-    pub at: Mark,
+    pub at: FrameRef,
     /// Sender.
     pub side: Side,
     /// TCP flags.

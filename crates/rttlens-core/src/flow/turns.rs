@@ -11,19 +11,19 @@
 //! layer times only the first exchange. Only the longest turn is kept, so
 //! a connection's state does not grow with its requests.
 
-use crate::base::side::Mark;
+use crate::base::side::FrameRef;
 
 /// One turn: the client's last data, the server's ACK covering it, and the
 /// server's next new data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Turn {
     /// The client's last data segment before the answer.
-    pub request_last: Mark,
+    pub request_last: FrameRef,
     /// The server's first ACK covering everything the client had sent: a
     /// pure ACK before the answer, or the answer itself.
-    pub ack: Mark,
+    pub ack: FrameRef,
     /// The server's first new data after it.
-    pub response_first: Mark,
+    pub response_first: FrameRef,
 }
 
 impl Turn {
@@ -37,12 +37,12 @@ impl Turn {
 pub struct Turns {
     /// The client's last data and the server's ACK of it, while the server
     /// has not answered.
-    open: Option<(Mark, Mark)>,
+    open: Option<(FrameRef, FrameRef)>,
     /// A turn whose answer so far is shorter than a full segment (a TLS
     /// NewSessionTicket, response headers written apart), and its bytes:
     /// when the server then falls silent with all its data acknowledged,
     /// the data after the silence is the answer proper.
-    preamble: Option<(Mark, Mark, u64, u64)>,
+    preamble: Option<(FrameRef, FrameRef, u64, u64)>,
     /// The frame of the client's data the server last answered (its data
     /// acknowledging all of it): a later ACK of it opens no turn.
     answered: Option<u64>,
@@ -58,7 +58,7 @@ impl Turns {
     /// The server's pure ACK `ack` covered all the client's data, the last
     /// of which was `request_last` (unless the server's data had already
     /// answered it).
-    pub fn on_server_full_ack(&mut self, request_last: Mark, ack: Mark) {
+    pub fn on_server_full_ack(&mut self, request_last: FrameRef, ack: FrameRef) {
         if self.answered != Some(request_last.frame) && self.open.is_none() {
             self.open = Some((request_last, ack));
         }
@@ -68,7 +68,7 @@ impl Turns {
     /// client's last data being `request_last`: a turn is open, an answer
     /// is short so far, or that data is not answered yet. (Most server
     /// segments of a transfer are none of these: they skip the rest.)
-    pub fn pending(&self, request_last: Option<Mark>) -> bool {
+    pub fn pending(&self, request_last: Option<FrameRef>) -> bool {
         self.open.is_some()
             || self.preamble.is_some()
             || request_last.is_some_and(|q| self.answered != Some(q.frame))
@@ -96,8 +96,8 @@ impl Turns {
     /// is timed to the data after the pause (the answer proper).
     pub fn on_server_data(
         &mut self,
-        at: Mark,
-        acks: Option<Mark>,
+        at: FrameRef,
+        acks: Option<FrameRef>,
         len: u64,
         paused: bool,
         full: u64,
@@ -174,8 +174,8 @@ mod tests {
     use super::*;
     use crate::base::time::Timestamp;
 
-    fn m(frame: u64, ms: i64) -> Mark {
-        Mark {
+    fn m(frame: u64, ms: i64) -> FrameRef {
+        FrameRef {
             frame,
             ts: Timestamp::from_nanos(ms * 1_000_000),
         }

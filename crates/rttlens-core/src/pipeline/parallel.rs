@@ -44,7 +44,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use rustc_hash::FxHashMap;
 
 use super::{report_of, CaptureSummary, Intake, Options, Progress};
-use crate::base::side::Mark;
+use crate::base::side::FrameRef;
 use crate::base::time::Timestamp;
 use crate::capture::{CaptureError, FrameSource, LinkType};
 use crate::flow::{Conn, FlowTable};
@@ -62,7 +62,7 @@ const QUEUE: usize = 2;
 /// What a shard's batch holds: frames of its connections, and sweeps.
 enum Item {
     Frame {
-        at: Mark,
+        at: FrameRef,
         link: LinkType,
         orig_len: u32,
         /// Where the frame's bytes are.

@@ -9,7 +9,7 @@
 //! - `push(side, offset, data, at)`: `side` is the *sender* of the bytes,
 //!   `offset` the stream offset of `data[0]` in bytes (0 = the first payload
 //!   byte after the SYN, i.e. relative sequence number − 1), and `at` the
-//!   [`Mark`](crate::base::side::Mark) (frame number and timestamp) of the segment
+//!   [`FrameRef`](crate::base::side::FrameRef) (frame number and timestamp) of the segment
 //!   that delivered the bytes. For a retransmission that fills a hole, `at` is
 //!   the retransmission's frame.
 //! - `gap(side, offset, len)`: `len` bytes at `offset` that the capture never

@@ -5,7 +5,7 @@
 //! dropped, so a connection costs at most one tracker after its first bytes
 //! and none when it is neither.
 
-use crate::base::side::{Mark, Side};
+use crate::base::side::{FrameRef, Side};
 use crate::flow::reassembly::Trackers;
 use crate::proto::http::HttpTracker;
 use crate::proto::tls::{TlsSummary, TlsTracker};
@@ -77,7 +77,7 @@ impl Trackers for Protocols {
         self.tls.is_some() || self.http.is_some()
     }
 
-    fn data(&mut self, side: Side, offset: u64, data: &[u8], at: Mark) {
+    fn data(&mut self, side: Side, offset: u64, data: &[u8], at: FrameRef) {
         if let Some(t) = self.tls.as_mut() {
             t.push(side, offset, data, at);
         }

@@ -29,7 +29,7 @@
 
 mod parser;
 
-use crate::base::side::{Mark, Side};
+use crate::base::side::{FrameRef, Side};
 use crate::proto::Notes;
 pub use parser::{response_head, Framing};
 use parser::{Parser, Shared};
@@ -54,14 +54,14 @@ pub struct HttpRequest {
     /// Stream offset of the message's first byte.
     pub offset: u64,
     /// Segment that carried the first byte.
-    pub first: Mark,
+    pub first: FrameRef,
     /// Segment that completed the header block.
-    pub head_complete: Mark,
+    pub head_complete: FrameRef,
     /// Header block length in bytes (request line to the empty line).
     pub head_len: u32,
     /// Segment that delivered the last byte (`None` until complete, or when
     /// the last byte fell in a gap).
-    pub last: Option<Mark>,
+    pub last: Option<FrameRef>,
     /// The whole message (head and body) was walked.
     pub complete: bool,
     /// Stream offset just past the message (when complete).
@@ -90,15 +90,15 @@ pub struct HttpResponse {
     /// Stream offset of the message's first byte.
     pub offset: u64,
     /// Segment that carried the first byte.
-    pub first: Mark,
+    pub first: FrameRef,
     /// Segment that completed the header block.
-    pub head_complete: Mark,
+    pub head_complete: FrameRef,
     /// Header block length in bytes.
     pub head_len: u32,
     /// Segment that delivered the last byte (`None` until complete, or when
     /// the last byte fell in a gap). For an until-close body it is set by
     /// [`HttpTracker::end`].
-    pub last: Option<Mark>,
+    pub last: Option<FrameRef>,
     /// The whole message was walked (an until-close body: once
     /// [`HttpTracker::end`] was called).
     pub complete: bool,
@@ -126,9 +126,9 @@ pub struct HttpInterim {
     /// Status code (100, 102, 103).
     pub status: u16,
     /// Segment that carried its first byte.
-    pub first: Mark,
+    pub first: FrameRef,
     /// Segment that completed its header block.
-    pub head_complete: Mark,
+    pub head_complete: FrameRef,
 }
 
 /// A request and its response (either may be missing: not yet seen, or lost
@@ -214,7 +214,7 @@ impl HttpTracker {
     /// Bytes `data` sent by `side` at stream `offset`, delivered by the
     /// segment `at`. Cheap no-op once [`HttpTracker::is_http`] is
     /// `Some(false)`.
-    pub fn push(&mut self, side: Side, offset: u64, data: &[u8], at: Mark) {
+    pub fn push(&mut self, side: Side, offset: u64, data: &[u8], at: FrameRef) {
         if self.is_http() == Some(false) {
             return;
         }

@@ -7,7 +7,7 @@ use super::{
     HttpDirection, HttpExchange, HttpInterim, HttpRequest, HttpResponse, EXCHANGE_DETAIL_CAP,
     INTERIM_DETAIL_CAP, TARGET_CHARS,
 };
-use crate::base::side::{Mark, Side};
+use crate::base::side::{FrameRef, Side};
 use crate::proto::stream::InOrder;
 use crate::proto::{lossy_truncated, NoteKind, PARSE_BUFFER_CAP};
 
@@ -133,7 +133,7 @@ enum State {
     Head {
         buf: Vec<u8>,
         eol: Eol,
-        start: Option<(u64, Mark)>,
+        start: Option<(u64, FrameRef)>,
     },
     /// Walking a body of `Content-Length` bytes.
     Length { left: u64 },
@@ -216,7 +216,7 @@ impl Shared {
 
 /// The fields that track a message's body, request or response alike.
 struct Tail<'a> {
-    last: &'a mut Option<Mark>,
+    last: &'a mut Option<FrameRef>,
     complete: &'a mut bool,
     end: &'a mut Option<u64>,
     body_len: &'a mut u64,
@@ -234,8 +234,8 @@ pub(super) struct Parser {
     current: Option<u64>,
     /// Whether this direction's first bytes look like HTTP.
     looks_http: Option<bool>,
-    /// Mark of the last body byte of an until-close body.
-    last_data: Option<Mark>,
+    /// FrameRef of the last body byte of an until-close body.
+    last_data: Option<FrameRef>,
 }
 
 impl Parser {
@@ -286,7 +286,7 @@ impl Parser {
         &mut self,
         offset: u64,
         data: &[u8],
-        at: Mark,
+        at: FrameRef,
         dir: &mut HttpDirection,
         sh: &mut Shared,
     ) {
@@ -306,7 +306,7 @@ impl Parser {
     }
 
     /// Consumes a prefix of `data` in the current state.
-    fn step(&mut self, data: &mut &[u8], at: Mark, dir: &mut HttpDirection, sh: &mut Shared) {
+    fn step(&mut self, data: &mut &[u8], at: FrameRef, dir: &mut HttpDirection, sh: &mut Shared) {
         let pos = self.pos;
         match &mut self.state {
             State::Stopped => *data = &[],
@@ -452,7 +452,7 @@ impl Parser {
 
     /// The current message ended at stream offset `end`; the next byte
     /// starts a new head.
-    fn message_done(&mut self, last: Option<Mark>, end: u64, sh: &mut Shared) {
+    fn message_done(&mut self, last: Option<FrameRef>, end: u64, sh: &mut Shared) {
         if let Some(t) = self.tail(sh) {
             *t.last = last;
             *t.complete = true;
@@ -468,9 +468,9 @@ impl Parser {
     fn on_head(
         &mut self,
         buf: &[u8],
-        start: (u64, Mark),
+        start: (u64, FrameRef),
         end: u64,
-        at: Mark,
+        at: FrameRef,
         dir: &mut HttpDirection,
         sh: &mut Shared,
     ) {
@@ -519,9 +519,9 @@ impl Parser {
     fn on_request(
         &mut self,
         head: Head,
-        (offset, first): (u64, Mark),
+        (offset, first): (u64, FrameRef),
         head_len: u32,
-        at: Mark,
+        at: FrameRef,
         sh: &mut Shared,
     ) -> Result<Framing, NoteKind> {
         // RFC 9112 §6.3: a request without Transfer-Encoding or
@@ -576,9 +576,9 @@ impl Parser {
     fn on_response(
         &mut self,
         head: Head,
-        (offset, first): (u64, Mark),
+        (offset, first): (u64, FrameRef),
         head_len: u32,
-        at: Mark,
+        at: FrameRef,
         sh: &mut Shared,
     ) -> Result<Framing, NoteKind> {
         let status = head.status;

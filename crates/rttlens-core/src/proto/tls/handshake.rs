@@ -9,7 +9,7 @@ use super::{
     ClientHelloInfo, ContentType, HandshakeMessage, HandshakeType, ServerHelloInfo, TlsDirection,
     TlsRecord, TlsSummary,
 };
-use crate::base::side::{Mark, Side};
+use crate::base::side::{FrameRef, Side};
 
 /// Handshake kinds, named as in docs/design.md §2 "Handshake kinds".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -72,9 +72,9 @@ pub struct Step {
     /// Record payload length (for a message: its body length), in bytes.
     pub length: u32,
     /// Segment that carried its first byte.
-    pub first: Mark,
+    pub first: FrameRef,
     /// Segment that delivered its last byte (`None` if not seen).
-    pub complete: Option<Mark>,
+    pub complete: Option<FrameRef>,
 }
 
 impl Step {

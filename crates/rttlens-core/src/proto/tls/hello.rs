@@ -15,7 +15,7 @@ use tls_parser::{
     TlsExtension, TlsExtensionType,
 };
 
-use crate::base::side::Mark;
+use crate::base::side::FrameRef;
 use crate::proto::lossy_truncated;
 
 /// `ServerHello.random` of a HelloRetryRequest (RFC 8446 §4.1.3: the
@@ -72,9 +72,9 @@ pub struct ClientHelloInfo {
     /// Stream offset of the handshake message header.
     pub offset: u64,
     /// Segment that carried the message's first byte.
-    pub first: Mark,
+    pub first: FrameRef,
     /// Segment that delivered the message's last byte.
-    pub complete: Mark,
+    pub complete: FrameRef,
 }
 
 impl ClientHelloInfo {
@@ -124,9 +124,9 @@ pub struct ServerHelloInfo {
     /// Stream offset of the handshake message header.
     pub offset: u64,
     /// Segment that carried the message's first byte.
-    pub first: Mark,
+    pub first: FrameRef,
     /// Segment that delivered the message's last byte.
-    pub complete: Mark,
+    pub complete: FrameRef,
 }
 
 impl ServerHelloInfo {

@@ -1,5 +1,5 @@
 //! TLS without keys: records and the plaintext handshake of one connection,
-//! placed by stream offset and by the segments ([`Mark`]s) that carried them.
+//! placed by stream offset and by the segments ([`FrameRef`]s) that carried them.
 //!
 //! [`TlsTracker`] walks each direction's in-order byte stream record by record
 //! (5-byte headers, RFC 8446 §5.1; RFC 5246 §6.2), reassembles plaintext
@@ -41,7 +41,7 @@ mod handshake;
 mod hello;
 mod record;
 
-use crate::base::side::{Mark, Side};
+use crate::base::side::{FrameRef, Side};
 use crate::proto::Notes;
 
 pub use handshake::{
@@ -168,10 +168,10 @@ pub struct TlsRecord {
     /// Payload length in bytes (without the 5-byte header).
     pub length: u16,
     /// Segment that carried the header's first byte.
-    pub first: Mark,
+    pub first: FrameRef,
     /// Segment that delivered the record's last byte; `None` while the record
     /// is incomplete, or when its last byte fell in a capture gap.
-    pub complete: Option<Mark>,
+    pub complete: Option<FrameRef>,
     /// Payload bytes the capture never saw (gaps), 0 normally.
     pub missing: u32,
     /// The payload is encrypted (or otherwise unreadable): always for type
@@ -244,10 +244,10 @@ pub struct HandshakeMessage {
     /// Stream offset of its header's first byte.
     pub offset: u64,
     /// Segment that carried its first byte.
-    pub first: Mark,
+    pub first: FrameRef,
     /// Segment that delivered its last byte (`None` if incomplete or its last
     /// byte fell in a gap).
-    pub complete: Option<Mark>,
+    pub complete: Option<FrameRef>,
     /// Body bytes missing from the capture.
     pub missing: u32,
 }
@@ -258,7 +258,7 @@ pub struct TlsAlert {
     /// Index of the record.
     pub record: u64,
     /// Segment that carried the record's first byte.
-    pub first: Mark,
+    pub first: FrameRef,
     /// `AlertLevel` (1 = warning, 2 = fatal) when plaintext.
     pub level: Option<u8>,
     /// `AlertDescription` (0 = close_notify, 40 = handshake_failure, …) when
@@ -457,7 +457,7 @@ impl TlsTracker {
 
     /// Bytes `data` sent by `side` at stream `offset`, delivered by the
     /// segment `at`. Cheap no-op once [`TlsTracker::is_tls`] is `Some(false)`.
-    pub fn push(&mut self, side: Side, offset: u64, data: &[u8], at: Mark) {
+    pub fn push(&mut self, side: Side, offset: u64, data: &[u8], at: FrameRef) {
         if self.is_tls() == Some(false) {
             return;
         }

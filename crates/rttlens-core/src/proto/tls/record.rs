@@ -7,7 +7,7 @@ use super::{
     ContentType, HandshakeMessage, HandshakeType, TlsAlert, TlsDirection, TlsRecord,
     ALERT_DETAIL_CAP, MAX_RECORD_LEN, MESSAGE_DETAIL_CAP, RECORD_DETAIL_CAP,
 };
-use crate::base::side::Mark;
+use crate::base::side::FrameRef;
 use crate::proto::stream::{Framer, InOrder};
 use crate::proto::{NoteKind, PARSE_BUFFER_CAP};
 
@@ -58,7 +58,11 @@ enum Payload {
     /// (TLS 1.2 Finished) unless its first 4 bytes read as a whole plaintext
     /// hello (TLS 1.3 compatibility CCS around a HelloRetryRequest, RFC 8446
     /// §D.4). Holds those bytes and the mark of the first one.
-    Pending { buf: [u8; 4], n: usize, first: Mark },
+    Pending {
+        buf: [u8; 4],
+        n: usize,
+        first: FrameRef,
+    },
     /// A 2-byte alert (level, description).
     Alert { buf: [u8; 2], n: usize },
 }
@@ -70,7 +74,7 @@ struct Current {
     offset: u64,
     content_type: ContentType,
     length: u16,
-    first: Mark,
+    first: FrameRef,
     missing: u64,
     payload: Payload,
 }
@@ -83,7 +87,7 @@ pub(super) struct DirParser {
     pos: u64,
     framer: Framer<5>,
     /// Offset and mark of the first byte of the header being read.
-    header_start: Option<(u64, Mark)>,
+    header_start: Option<(u64, FrameRef)>,
     current: Option<Current>,
     records: u64,
     handshake: HandshakeLayer,
@@ -104,7 +108,7 @@ impl DirParser {
         self.stopped
     }
 
-    pub(super) fn push(&mut self, offset: u64, data: &[u8], at: Mark, out: &mut Out<'_>) {
+    pub(super) fn push(&mut self, offset: u64, data: &[u8], at: FrameRef, out: &mut Out<'_>) {
         let Some((hole, fresh)) = self.stream.admit(offset, data) else {
             return;
         };
@@ -124,7 +128,7 @@ impl DirParser {
         }
     }
 
-    fn walk(&mut self, mut data: &[u8], at: Mark, out: &mut Out<'_>) {
+    fn walk(&mut self, mut data: &[u8], at: FrameRef, out: &mut Out<'_>) {
         while !data.is_empty() && !self.stopped {
             if !self.framer.in_body() {
                 if self.framer.at_boundary() {
@@ -153,7 +157,7 @@ impl DirParser {
         self.current = None;
     }
 
-    fn on_header(&mut self, h: [u8; 5], at: Mark, out: &mut Out<'_>) {
+    fn on_header(&mut self, h: [u8; 5], at: FrameRef, out: &mut Out<'_>) {
         let (offset, first) = self.header_start.take().unwrap_or((self.pos - 5, at));
         let content_type = ContentType(h[0]);
         let version = u16::from_be_bytes([h[1], h[2]]);
@@ -257,7 +261,7 @@ impl DirParser {
         }
     }
 
-    fn on_payload(&mut self, body: &[u8], start: u64, at: Mark, out: &mut Out<'_>) {
+    fn on_payload(&mut self, body: &[u8], start: u64, at: FrameRef, out: &mut Out<'_>) {
         let body_done = self.framer.body_left() == 0;
         let Some(cur) = self.current.as_mut() else {
             return;
@@ -332,7 +336,7 @@ impl DirParser {
         out.dir().encrypted_handshake.get_or_insert(index);
     }
 
-    fn end_record(&mut self, complete: Option<Mark>, out: &mut Out<'_>) {
+    fn end_record(&mut self, complete: Option<FrameRef>, out: &mut Out<'_>) {
         self.framer.end_item();
         let Some(cur) = self.current.take() else {
             return;
@@ -361,7 +365,7 @@ impl DirParser {
         }
     }
 
-    fn alert(&mut self, record: u64, first: Mark, bytes: Option<[u8; 2]>, out: &mut Out<'_>) {
+    fn alert(&mut self, record: u64, first: FrameRef, bytes: Option<[u8; 2]>, out: &mut Out<'_>) {
         let dir = out.dir();
         dir.alert_count += 1;
         if dir.alerts.len() < ALERT_DETAIL_CAP {
@@ -422,7 +426,7 @@ struct Message {
     length: u32,
     record: u64,
     offset: u64,
-    first: Mark,
+    first: FrameRef,
     missing: u64,
     /// The body, for the messages parsed here (hellos within the cap).
     body: Option<Vec<u8>>,
@@ -433,7 +437,7 @@ struct Message {
 #[derive(Debug, Clone, Default)]
 struct HandshakeLayer {
     framer: Framer<4>,
-    start: Option<(u64, Mark, u64)>,
+    start: Option<(u64, FrameRef, u64)>,
     current: Option<Message>,
     lost: bool,
 }
@@ -441,7 +445,14 @@ struct HandshakeLayer {
 impl HandshakeLayer {
     /// Plaintext handshake bytes starting at stream offset `pos`, from record
     /// `record`, delivered by `at`.
-    fn feed(&mut self, mut data: &[u8], mut pos: u64, at: Mark, record: u64, out: &mut Out<'_>) {
+    fn feed(
+        &mut self,
+        mut data: &[u8],
+        mut pos: u64,
+        at: FrameRef,
+        record: u64,
+        out: &mut Out<'_>,
+    ) {
         while !data.is_empty() && !self.lost {
             if !self.framer.in_body() {
                 if self.framer.at_boundary() {
@@ -468,7 +479,7 @@ impl HandshakeLayer {
         }
     }
 
-    fn on_header(&mut self, h: [u8; 4], pos: u64, at: Mark, record: u64, out: &mut Out<'_>) {
+    fn on_header(&mut self, h: [u8; 4], pos: u64, at: FrameRef, record: u64, out: &mut Out<'_>) {
         let (offset, first, record) = self.start.take().unwrap_or((pos - 4, at, record));
         let msg_type = HandshakeType(h[0]);
         let length = u32::from_be_bytes([0, h[1], h[2], h[3]]);
@@ -510,7 +521,7 @@ impl HandshakeLayer {
         }
     }
 
-    fn finish(&mut self, complete: Option<Mark>, out: &mut Out<'_>) {
+    fn finish(&mut self, complete: Option<FrameRef>, out: &mut Out<'_>) {
         self.framer.end_item();
         let Some(m) = self.current.take() else {
             return;
