@@ -51,7 +51,7 @@ pub struct FilterError {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Dir {
+enum Qualifier {
     Src,
     Dst,
     Either,
@@ -84,7 +84,7 @@ enum Test {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Expr {
     Proto(Proto),
-    Test(Dir, Test),
+    Test(Qualifier, Test),
     Not(Box<Expr>),
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
@@ -156,10 +156,10 @@ fn eval(e: &Expr, seg: &TcpSegment<'_>) -> bool {
                 }
             };
             match dir {
-                Dir::Src => one(true),
-                Dir::Dst => one(false),
-                Dir::Either => one(true) || one(false),
-                Dir::Both => one(true) && one(false),
+                Qualifier::Src => one(true),
+                Qualifier::Dst => one(false),
+                Qualifier::Either => one(true) || one(false),
+                Qualifier::Both => one(true) && one(false),
             }
         }
     }
@@ -215,7 +215,7 @@ struct Parser<'a> {
     tokens: Vec<(usize, String)>,
     pos: usize,
     /// The last primitive's qualifiers, for a bare value after and/or.
-    last: Option<(Dir, Kind)>,
+    last: Option<(Qualifier, Kind)>,
 }
 
 const SUBSET: &str = "the filter subset is: host, net, port, portrange (with src/dst), tcp, ip, ip6, and/or/not, parentheses";
@@ -322,17 +322,17 @@ impl Parser<'_> {
         let dir = if self.eat(&["src"]) {
             if self.eat(&["or"]) {
                 self.expect_dst()?;
-                Dir::Either
+                Qualifier::Either
             } else if self.eat(&["and"]) {
                 self.expect_dst()?;
-                Dir::Both
+                Qualifier::Both
             } else {
-                Dir::Src
+                Qualifier::Src
             }
         } else if self.eat(&["dst"]) {
-            Dir::Dst
+            Qualifier::Dst
         } else {
-            Dir::Either
+            Qualifier::Either
         };
         let kind = match self.word() {
             Some("host") => Kind::Host,
@@ -357,7 +357,7 @@ impl Parser<'_> {
         }
     }
 
-    fn value(&mut self, dir: Dir, kind: Kind) -> Result<Expr, FilterError> {
+    fn value(&mut self, dir: Qualifier, kind: Kind) -> Result<Expr, FilterError> {
         let Some((col, v)) = self.peek().cloned() else {
             return Err(self.error("expected a value"));
         };

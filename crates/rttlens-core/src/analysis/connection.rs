@@ -2,7 +2,7 @@
 //! detectors and of the report.
 
 use crate::analysis::app::AppTimeline;
-use crate::analysis::ladder::{ClientClock, Dir, Phase};
+use crate::analysis::ladder::{ClientClock, ClientDir, Phase};
 use crate::analysis::rounds::classify;
 use crate::analysis::rtt::{RttEstimate, Vantage};
 use crate::analysis::tls::TlsKind;
@@ -476,8 +476,8 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
         }
         ladder.push(clock.phase(
             "connect",
-            (syn.first, Dir::Sent),
-            (sa.first, Dir::Received),
+            (syn.first, ClientDir::Sent),
+            (sa.first, ClientDir::Received),
             detail,
         ));
         connect_end = Some(sa.first);
@@ -485,13 +485,13 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
     if let (Some(t), Some(start)) = (&a.tls, connect_end) {
         if let Some(done) = t.done {
             let dir = if t.done_sent_by_client {
-                Dir::Sent
+                ClientDir::Sent
             } else {
-                Dir::Received
+                ClientDir::Received
             };
             let mut p = clock.phase(
                 "tls",
-                (start, Dir::Received),
+                (start, ClientDir::Received),
                 (done, dir),
                 format!(
                     "TLS {} handshake, {} (nominal {} RTT)",
@@ -520,8 +520,8 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
     if let (Some(q), Some(r)) = (app.request_first, app.response_first) {
         let mut p = clock.phase(
             "request",
-            (q, Dir::Sent),
-            (r, Dir::Received),
+            (q, ClientDir::Sent),
+            (r, ClientDir::Received),
             "first request byte sent → first response byte received (TTFB)".to_string(),
         );
         let last = app.request_last.unwrap_or(q);
@@ -540,17 +540,17 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
         if let Some(fr) = app.first_record {
             ladder.push(clock.phase(
                 "first-decrypted-byte",
-                (r, Dir::Received),
-                (fr.complete, Dir::Received),
+                (r, ClientDir::Received),
+                (fr.complete, ClientDir::Received),
                 format!("first application record ({} B) complete", fr.len),
             ));
         }
     }
     if let Some(t) = &a.transfer {
         let dir = if t.sender == Side::Server {
-            Dir::Received
+            ClientDir::Received
         } else {
-            Dir::Sent
+            ClientDir::Sent
         };
         let mut detail = format!(
             "{} B in {} round{}, {:.2} MB/s",
@@ -582,8 +582,8 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
         };
         let mut p = clock.phase(
             "close",
-            (*first_fin, Dir::Received),
-            (end, Dir::Received),
+            (*first_fin, ClientDir::Received),
+            (end, ClientDir::Received),
             detail,
         );
         p.ms = round3((end.ts - first_fin.ts).as_millis_f64());

@@ -43,7 +43,7 @@ pub struct Part {
 
 /// Whether the client sent or received the packet at a [`FrameRef`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dir {
+pub enum ClientDir {
     /// The client sent it.
     Sent,
     /// The client received it.
@@ -61,10 +61,10 @@ pub struct ClientClock {
 
 impl ClientClock {
     /// The client-clock time of the packet at `m`.
-    pub fn at(&self, m: FrameRef, dir: Dir) -> Timestamp {
+    pub fn at(&self, m: FrameRef, dir: ClientDir) -> Timestamp {
         match dir {
-            Dir::Sent => m.ts - self.h_c / 2,
-            Dir::Received => m.ts + self.h_c / 2,
+            ClientDir::Sent => m.ts - self.h_c / 2,
+            ClientDir::Received => m.ts + self.h_c / 2,
         }
     }
 
@@ -72,8 +72,8 @@ impl ClientClock {
     pub fn phase(
         &self,
         name: &'static str,
-        start: (FrameRef, Dir),
-        end: (FrameRef, Dir),
+        start: (FrameRef, ClientDir),
+        end: (FrameRef, ClientDir),
         detail: String,
     ) -> Phase {
         let d = self.at(end.0, end.1) - self.at(start.0, start.1);
@@ -117,16 +117,16 @@ mod tests {
         // middle vantage: SYN seen at 0, SYN-ACK at 30 (h_s = 30), h_c = 10
         let p = c.phase(
             "connect",
-            (m(0), Dir::Sent),
-            (m(30), Dir::Received),
+            (m(0), ClientDir::Sent),
+            (m(30), ClientDir::Received),
             String::new(),
         );
         assert_eq!(p.ms, 40.0);
         assert_eq!(p.rtts, 1.0);
         let q = c.phase(
             "x",
-            (m(30), Dir::Received),
-            (m(35), Dir::Sent),
+            (m(30), ClientDir::Received),
+            (m(35), ClientDir::Sent),
             String::new(),
         );
         assert_eq!(q.ms, 0.0, "clamped: the send cannot precede the receipt");

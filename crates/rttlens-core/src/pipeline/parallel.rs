@@ -1,3 +1,6 @@
+// Over 700 lines: the reader, the flow threads, their scheduler and the
+// merger share private types (batches, events, answers); apart they would
+// import each other.
 //! The pipeline on several threads, with the reports of the serial run in
 //! the serial run's order.
 //!
@@ -100,7 +103,7 @@ struct Batch {
 
 /// Where in the serial run's order an event falls (sorted as a tuple).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Phase {
+enum EventKind {
     /// Ended by a SYN with a new ISN on its 4-tuple, before that frame's
     /// segment opens the new connection.
     Reused,
@@ -114,7 +117,7 @@ enum Phase {
 
 struct Event {
     frame: u64,
-    phase: Phase,
+    phase: EventKind,
     /// The connection's index in its shard's table.
     local: u64,
     /// The report of an ended connection (with the local index, replaced
@@ -335,7 +338,7 @@ fn process(shard: &mut Shard, batch: Batch) -> (Answer, Batch) {
         malformed_options: 0,
     };
     let start = batch.start;
-    let end = |c: Box<Conn<Protocols>>, frame: u64, phase: Phase, a: &mut Answer| {
+    let end = |c: Box<Conn<Protocols>>, frame: u64, phase: EventKind, a: &mut Answer| {
         a.oversized += c.half[0].oversized + c.half[1].oversized;
         let local = c.index;
         let report = report_of(c, start, &mut a.findings_by_id);
@@ -371,25 +374,25 @@ fn process(shard: &mut Shard, batch: Batch) -> (Answer, Batch) {
                 };
                 a.malformed_options += u64::from(seg.options.malformed);
                 let opened = table.push(&seg, at, &mut |c| {
-                    end(c, at.frame, Phase::Reused, &mut a);
+                    end(c, at.frame, EventKind::Reused, &mut a);
                 });
                 if opened {
                     a.events.push(Event {
                         frame: at.frame,
-                        phase: Phase::Opened,
+                        phase: EventKind::Opened,
                         local: table.opened() - 1,
                         report: None,
                     });
                 }
             }
             Item::Sweep { now, frame } => {
-                table.sweep(now, &mut |c| end(c, frame, Phase::Swept, &mut a));
+                table.sweep(now, &mut |c| end(c, frame, EventKind::Swept, &mut a));
             }
         }
     }
     if batch.last {
         a.late_segments = table.late_segments;
-        std::mem::take(table).finish(&mut |c| end(c, u64::MAX, Phase::Left, &mut a));
+        std::mem::take(table).finish(&mut |c| end(c, u64::MAX, EventKind::Left, &mut a));
     }
     let mut batch = batch;
     batch.items.clear();
@@ -678,7 +681,7 @@ fn merge(
     let mut opened = 0u64;
     let mut open = 0usize;
     let mut events: Vec<(usize, Event)> = Vec::new();
-    let mut ended: Vec<(u64, Phase, u64, Box<ConnReport>)> = Vec::new();
+    let mut ended: Vec<(u64, EventKind, u64, Box<ConnReport>)> = Vec::new();
     while let Ok(a) = answers.recv() {
         pending.entry(a.seq).or_default().push(a);
         while pending.get(&next).is_some_and(|v| v.len() == n) {
@@ -700,7 +703,7 @@ fn merge(
             events.sort_unstable_by_key(|(shard, e)| (e.frame, e.phase, *shard, e.local));
             for (shard, e) in events.drain(..) {
                 let map = &mut index[shard];
-                if e.phase == Phase::Opened {
+                if e.phase == EventKind::Opened {
                     map.insert(e.local, opened);
                     opened += 1;
                     open += 1;

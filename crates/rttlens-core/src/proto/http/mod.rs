@@ -27,11 +27,12 @@
 //! [`HttpDirection::malformed_at`]; on the first message it makes
 //! [`HttpTracker::is_http`] `Some(false)`.
 
+mod head;
 mod parser;
 
 use crate::base::side::{FrameRef, Side};
 use crate::proto::Notes;
-pub use parser::{response_head, Framing};
+pub use head::{response_head, Framing};
 use parser::{Parser, Shared};
 
 /// Exchanges kept in detail ([`HttpTracker::exchanges`]); later ones are only
