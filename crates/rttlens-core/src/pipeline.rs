@@ -14,7 +14,7 @@ use crate::filter::Filter;
 use crate::flow::half::FrameMark;
 use crate::flow::{Conn, FlowTable, SWEEP_EVERY, SWEEP_INTERVAL, SWEEP_MIN};
 use crate::proto::protocols::Protocols;
-use crate::report::ConnReport;
+use crate::model::ConnReport;
 use crate::wire::duplicates::Duplicates;
 use crate::wire::{self, Decoded, TcpSegment};
 

@@ -19,7 +19,7 @@ const LAYERS: &[&[&str]] = &[
     &["proto"],
     &["analysis"],
     &["detect"],
-    &["report"],
+    &["model"],
     &["pipeline"],
 ];
 

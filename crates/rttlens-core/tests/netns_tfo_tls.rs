@@ -11,7 +11,7 @@ mod support;
 
 use support::{analyze, body, check_contract, Host, Lab, SERVER_IP, TLS_PORT};
 
-fn ids(c: &rttlens_core::report::ConnReport) -> Vec<&'static str> {
+fn ids(c: &rttlens_core::model::ConnReport) -> Vec<&'static str> {
     c.findings.iter().map(|f| f.id).collect()
 }
 
@@ -29,7 +29,7 @@ fn curl_ok(lab: &Lab, args: &[&str], url: &str) {
 }
 
 /// Stop the capture, analyse it, check the finding contract; connections in index order.
-fn stop_and_analyze(lab: &mut Lab, cap: support::Capture) -> Vec<rttlens_core::report::ConnReport> {
+fn stop_and_analyze(lab: &mut Lab, cap: support::Capture) -> Vec<rttlens_core::model::ConnReport> {
     let path = lab.stop(cap);
     let a = analyze(&path);
     check_contract(&a);
@@ -39,7 +39,7 @@ fn stop_and_analyze(lab: &mut Lab, cap: support::Capture) -> Vec<rttlens_core::r
 }
 
 fn phase<'a>(
-    c: &'a rttlens_core::report::ConnReport,
+    c: &'a rttlens_core::model::ConnReport,
     name: &str,
 ) -> &'a rttlens_core::analysis::ladder::Phase {
     c.ladder
@@ -49,7 +49,7 @@ fn phase<'a>(
 }
 
 /// Round trips from the client's SYN to the first response byte.
-fn syn_to_first_byte(c: &rttlens_core::report::ConnReport) -> f64 {
+fn syn_to_first_byte(c: &rttlens_core::model::ConnReport) -> f64 {
     let connect = phase(c, "connect");
     let request = phase(c, "request");
     // the request phase starts at the SYN when the request rode in it
@@ -203,7 +203,7 @@ fn tls13_resumption_and_zero_rtt() {
 /// case): the response's small tail waits behind the NewSessionTicket
 /// segment until the client ACKs it. With `tcp_nodelay on` (the control)
 /// nothing waits.
-fn nagle_run(nodelay: &str) -> Vec<rttlens_core::report::ConnReport> {
+fn nagle_run(nodelay: &str) -> Vec<rttlens_core::model::ConnReport> {
     let mut lab = Lab::new(&format!("nagle-{nodelay}"));
     lab.nginx_tls(
         &[("small", body(700))],

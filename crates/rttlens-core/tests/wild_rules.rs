@@ -15,7 +15,7 @@ use rttlens_core::flow::half::FrameMark;
 use rttlens_core::flow::FlowTable;
 use rttlens_core::pipeline;
 use rttlens_core::proto::protocols::Protocols;
-use rttlens_core::report::ConnReport;
+use rttlens_core::model::ConnReport;
 use rttlens_core::wire::{self, Decoded, TcpFlags};
 
 fn path(name: &str) -> PathBuf {

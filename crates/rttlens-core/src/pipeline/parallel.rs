@@ -52,7 +52,7 @@ use crate::base::time::Timestamp;
 use crate::capture::{CaptureError, FrameSource, LinkType};
 use crate::flow::{Conn, FlowTable};
 use crate::proto::protocols::Protocols;
-use crate::report::ConnReport;
+use crate::model::ConnReport;
 use crate::wire::{self, Decoded};
 
 /// A batch is sent once it holds this many frames over all shards…

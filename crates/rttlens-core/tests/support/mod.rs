@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use rttlens_core::capture::CaptureReader;
 use rttlens_core::detect::Finding;
 use rttlens_core::pipeline::{self, CaptureSummary};
-use rttlens_core::report::ConnReport;
+use rttlens_core::model::ConnReport;
 
 /// One-way delay of the delay line (ms): the RTT is twice this.
 pub const DELAY_MS: u32 = 5;
