@@ -13,8 +13,8 @@ use crate::detect;
 use crate::filter::Filter;
 use crate::flow::half::FrameMark;
 use crate::flow::{Conn, FlowTable, SWEEP_EVERY, SWEEP_INTERVAL, SWEEP_MIN};
-use crate::proto::protocols::Protocols;
 use crate::model::ConnReport;
+use crate::proto::protocols::Protocols;
 use crate::wire::duplicates::Duplicates;
 use crate::wire::{self, Decoded, TcpSegment};
 

@@ -51,8 +51,8 @@ use crate::base::side::FrameRef;
 use crate::base::time::Timestamp;
 use crate::capture::{CaptureError, FrameSource, LinkType};
 use crate::flow::{Conn, FlowTable};
-use crate::proto::protocols::Protocols;
 use crate::model::ConnReport;
+use crate::proto::protocols::Protocols;
 use crate::wire::{self, Decoded};
 
 /// A batch is sent once it holds this many frames over all shards…
