@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rttlens_net::bench::conn::read_response;
+use rttlens_bench::conn::read_response;
 use tokio::io::AsyncReadExt;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,21 +1,20 @@
-//! rttlens lab networking: the part of the lab (docs/design.md §6) that
-//! needs Linux and root.
+//! rttlens on the network: what the lab, the probe and the bench share
+//! (docs/design.md §6), the part that needs Linux and root.
 //!
-//! - [`lab::netns`]: named network namespaces, threads and processes inside
+//! - [`netns`]: named network namespaces, threads and processes inside
 //!   them, per-namespace sysctls.
-//! - [`lab::link`]: the userspace delay link between two TUN devices (RTT,
+//! - [`link`]: the userspace delay link between two TUN devices (RTT,
 //!   rate, loss, reordering, jitter) and its own pcapng capture.
-//! - [`lab::pcapng`]: the small pcapng writer the link uses.
-//! - [`lab::tcpdump`]: client/server vantage captures with tcpdump.
-//! - [`lab::Lab`]: ties them together and cleans up on drop, panic and
-//!   Ctrl-C.
-//! - [`probe`]: `rttlens probe URL`: DNS, TCP (optionally Fast Open),
-//!   rustls and hyper step by step, timed with curl's names, sequences that
-//!   verify resumption, 0-RTT and TFO.
-//! - [`mod@bench`]: `rttlens bench URL`: a TLS handshake load generator, open
-//!   or closed loop, full / resumed / 0-RTT mix, HDR histograms per phase.
-//! - [`selfcap`]: the probe's capture of its own packets (AF_PACKET, kernel
+//! - [`topology`]: the [`Lab`], a client and a server namespace joined by
+//!   the link, torn down on drop, panic and Ctrl-C.
+//! - [`tcpdump`]: client/server vantage captures with tcpdump.
+//! - [`pcapng`]: the small pcapng writer the link and the self-capture use.
+//! - [`selfcap`]: a program's capture of its own packets (AF_PACKET, kernel
 //!   ns timestamps), written as pcapng with the TLS key log embedded.
+//!
+//! The products are crates over this one: `rttlens-probe` (`rttlens probe`),
+//! `rttlens-lab` (the scenarios of `rttlens lab`) and `rttlens-bench`
+//! (`rttlens bench`).
 //!
 //! This crate has no `unsafe` code: namespaces go through `nix` (safe
 //! `setns`) and iproute2, TUN devices through `tun-rs`, the two packet
@@ -23,11 +22,16 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-pub mod bench;
-pub mod lab;
-pub mod probe;
+pub mod link;
+pub mod netns;
+pub mod pcapng;
 pub mod selfcap;
+pub mod tcpdump;
+pub mod topology;
 
-pub use lab::link::{Capture, Dir, LinkConfig, LinkStats, Loss};
-pub use lab::{Lab, LabError, Side, Sysctls};
+pub use link::{Capture, Dir, LinkConfig, LinkStats, Loss};
 pub use selfcap::{CaptureError, CaptureLimits, Captured, CapturedPacket, SelfCapture};
+pub use topology::{
+    check_prerequisites, cleanup_all, register_scratch, require_command, unregister_scratch, Lab,
+    LabError, Side, Sysctls, MTU, TUN_NAME,
+};

@@ -41,7 +41,7 @@ use nix::sys::socket::{
 use rttlens_core::capture::LinkType;
 use rttlens_core::wire::{decode, Decoded};
 
-use crate::lab::pcapng::{PcapngWriter, SECRETS_TLS_KEY_LOG};
+use crate::pcapng::{PcapngWriter, SECRETS_TLS_KEY_LOG};
 
 /// Why a capture could not start or finish.
 #[derive(Debug, thiserror::Error)]

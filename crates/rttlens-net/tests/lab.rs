@@ -13,8 +13,8 @@ use std::time::Duration;
 use rttlens_core::capture::CaptureReader;
 use rttlens_core::pipeline;
 use rttlens_core::report::ConnReport;
-use rttlens_net::lab::link::random_drop;
-use rttlens_net::lab::netns;
+use rttlens_net::link::random_drop;
+use rttlens_net::netns;
 use rttlens_net::{Capture, Dir, Lab, LinkConfig, Loss, Side};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -25,13 +25,13 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 /// Fail with a clear message when the lab cannot run here.
 fn require_lab() {
-    if let Err(e) = rttlens_net::lab::check_prerequisites() {
+    if let Err(e) = rttlens_net::check_prerequisites() {
         panic!("lab tests need root, /dev/net/tun and iproute2: {e}");
     }
 }
 
 fn require(cmd: &'static str, pkg: &'static str) {
-    if let Err(e) = rttlens_net::lab::require_command(cmd, pkg) {
+    if let Err(e) = rttlens_net::require_command(cmd, pkg) {
         panic!("{e}");
     }
 }
@@ -207,7 +207,7 @@ fn accuracy(rtt_ms: u64) {
         stats.error_quantile_us(0.99),
         stats.error_max_us
     );
-    if rtt_ms == 40 && rttlens_net::lab::require_command("tshark", "tshark").is_ok() {
+    if rtt_ms == 40 && rttlens_net::require_command("tshark", "tshark").is_ok() {
         let out = Command::new("tshark")
             .arg("-r")
             .arg(&link_file)

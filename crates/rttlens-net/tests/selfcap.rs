@@ -15,7 +15,7 @@ use rttlens_core::capture::{CaptureReader, LinkType};
 use rttlens_core::pipeline;
 use rttlens_core::report::ConnReport;
 use rttlens_core::wire::{decode, Decoded, TcpFlags};
-use rttlens_net::lab::netns::Netns;
+use rttlens_net::netns::Netns;
 use rttlens_net::{CaptureLimits, Captured, Lab, LinkConfig, SelfCapture, Side};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -31,7 +31,7 @@ fn require_root() {
         nix::unistd::geteuid().is_root(),
         "selfcap tests need root (CAP_NET_RAW for AF_PACKET, network namespaces): run them as root"
     );
-    if let Err(e) = rttlens_net::lab::require_command("ip", "iproute2") {
+    if let Err(e) = rttlens_net::require_command("ip", "iproute2") {
         panic!("{e}");
     }
 }
@@ -339,7 +339,7 @@ fn pipeline_reads_the_capture_as_one_connection() {
 #[test]
 fn lab_tun_handshake_rtt_from_kernel_timestamps() {
     require_root();
-    if let Err(e) = rttlens_net::lab::check_prerequisites() {
+    if let Err(e) = rttlens_net::check_prerequisites() {
         panic!("this test needs the lab (root, /dev/net/tun, iproute2): {e}");
     }
     let _g = serial();
@@ -373,7 +373,7 @@ fn lab_tun_handshake_rtt_from_kernel_timestamps() {
         })
         .expect("enter the client namespace");
     srv.join().unwrap().expect("enter the server namespace");
-    assert_eq!(x.captured.interface, rttlens_net::lab::TUN_NAME);
+    assert_eq!(x.captured.interface, rttlens_net::TUN_NAME);
     let s = segs(&x.captured);
     assert!(s
         .iter()
@@ -478,10 +478,10 @@ fn tmp(name: &str) -> PathBuf {
 #[test]
 fn tshark_decrypts_with_the_embedded_keylog() {
     require_root();
-    if let Err(e) = rttlens_net::lab::require_command("curl", "curl") {
+    if let Err(e) = rttlens_net::require_command("curl", "curl") {
         panic!("{e}");
     }
-    if rttlens_net::lab::require_command("tshark", "tshark").is_err() {
+    if rttlens_net::require_command("tshark", "tshark").is_err() {
         eprintln!(
             "NOTE: tshark is not installed, so this test checks the capture and key log \
              but NOT that Wireshark decrypts it (apt-get install tshark)"
@@ -535,7 +535,7 @@ fn tshark_decrypts_with_the_embedded_keylog() {
     assert_eq!(conns[0].protocol, "tls");
     let pcap = tmp("tls.pcapng");
     std::fs::write(&pcap, &file).unwrap();
-    if rttlens_net::lab::require_command("tshark", "tshark").is_ok() {
+    if rttlens_net::require_command("tshark", "tshark").is_ok() {
         let run = |filter: &str| {
             let out = Command::new("tshark")
                 .args(["-n", "-r"])
@@ -586,7 +586,7 @@ fn without_cap_net_raw_start_is_not_permitted() {
         return;
     }
     require_root();
-    if let Err(e) = rttlens_net::lab::require_command("setpriv", "util-linux") {
+    if let Err(e) = rttlens_net::require_command("setpriv", "util-linux") {
         panic!("{e}");
     }
     let out = Command::new("setpriv")

@@ -60,10 +60,10 @@ pub struct BenchArgs {
     /// Share of each handshake kind: full, resumed (a ticket from an
     /// earlier connection), 0rtt (resumed, the request as early data).
     #[arg(long, default_value = "full=100", value_name = "KIND=WEIGHT,…")]
-    pub mix: rttlens_net::bench::Mix,
+    pub mix: rttlens_bench::Mix,
     /// Only this TLS version.
     #[arg(long, value_name = "1.2|1.3")]
-    pub tls: Option<rttlens_net::probe::TlsVersion>,
+    pub tls: Option<rttlens_probe::TlsVersion>,
     /// Cipher suites to offer, in order (IANA names, e.g.
     /// TLS_AES_128_GCM_SHA256); default rustls' order, AES-256-GCM first.
     #[arg(long, value_delimiter = ',', value_name = "SUITE,…")]
@@ -95,7 +95,7 @@ pub struct BenchArgs {
     pub server_pid: Vec<u32>,
     /// Use ADDR for HOST:PORT instead of resolving it (curl's syntax).
     #[arg(long, value_name = "HOST:PORT:ADDR")]
-    pub resolve: Vec<rttlens_net::probe::ResolveOverride>,
+    pub resolve: Vec<rttlens_probe::ResolveOverride>,
     /// Trust the CA certificates in this PEM file instead of the system's.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
@@ -110,7 +110,7 @@ pub struct BenchArgs {
     /// delay link: nginx, go (Go's crypto/tls, built with the machine's Go)
     /// or builtin (rustls).
     #[arg(long, value_name = "SERVER", conflicts_with_all = ["allow_remote", "resolve", "server_pid"])]
-    pub lab: Option<rttlens_net::bench::lab::LabServer>,
+    pub lab: Option<rttlens_bench::lab::LabServer>,
     /// Round-trip time of the lab link (with --lab).
     #[arg(
         long,
@@ -122,7 +122,7 @@ pub struct BenchArgs {
     /// The lab server's certificate key (with --lab): p256 (ECDSA) or
     /// rsa2048 (a full handshake costs the server an RSA signature).
     #[arg(long, default_value = "p256", value_name = "KEY", requires = "lab")]
-    pub lab_cert: rttlens_net::bench::lab::LabCert,
+    pub lab_cert: rttlens_bench::lab::LabCert,
     /// Keep the lab server's files and logs in DIR (with --lab).
     #[arg(long, value_name = "DIR", requires = "lab")]
     pub keep: Option<PathBuf>,
@@ -166,7 +166,7 @@ pub struct ProbeArgs {
     /// Use ADDR for HOST:PORT instead of resolving it (curl's syntax
     /// `host:port:addr`; repeatable).
     #[arg(long, value_name = "HOST:PORT:ADDR")]
-    pub resolve: Vec<rttlens_net::probe::ResolveOverride>,
+    pub resolve: Vec<rttlens_probe::ResolveOverride>,
     /// IPv4 only.
     #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
     pub ipv4: bool,
@@ -179,7 +179,7 @@ pub struct ProbeArgs {
     pub tfo: bool,
     /// Only this TLS version.
     #[arg(long, value_name = "1.2|1.3")]
-    pub tls: Option<rttlens_net::probe::TlsVersion>,
+    pub tls: Option<rttlens_probe::TlsVersion>,
     /// ALPN protocols to offer, in order: `h2` and `http/1.1` (the one the
     /// server picks is spoken).
     #[arg(long, value_delimiter = ',', default_value = "http/1.1")]

@@ -10,8 +10,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use rttlens_net::bench::{self, BenchConfig, BenchError, BenchReport, Kind, Load, Progress, Stop};
-use rttlens_net::probe::TlsOptions;
+use rttlens_bench::{
+    self as bench, BenchConfig, BenchError, BenchReport, Kind, Load, Progress, Stop,
+};
+use rttlens_probe::TlsOptions;
 
 use crate::args::{BenchArgs, BenchFormat};
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use rttlens_net::lab::scenario::{self, Outcome, Scenario, Variant};
+use rttlens_lab::scenario::{self, Outcome, Scenario, Variant};
 
 use crate::args::{Format, LabArgs};
 use crate::output;
@@ -20,7 +20,7 @@ const EXIT_USAGE: u8 = 2;
 
 /// Run `rttlens lab`.
 pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
-    let all = scenario::catalogue();
+    let all = rttlens_lab::catalogue();
     if args.list {
         list(all)?;
         return Ok(ExitCode::from(EXIT_OK));
@@ -48,10 +48,10 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
     let Ok(rtt) = rtt else {
         return Ok(ExitCode::from(EXIT_USAGE));
     };
-    let prereq = rttlens_net::lab::check_prerequisites().and_then(|()| {
+    let prereq = rttlens_net::check_prerequisites().and_then(|()| {
         scenario::PROGRAMS
             .iter()
-            .try_for_each(|&(c, p)| rttlens_net::lab::require_command(c, p))
+            .try_for_each(|&(c, p)| rttlens_net::require_command(c, p))
     });
     if let Err(e) = prereq {
         eprintln!("rttlens lab: {e}");
@@ -160,7 +160,7 @@ fn list(all: &[Scenario]) -> std::io::Result<()> {
         let header_only = s.header_only();
         what.push(format!(
             "snaplen ({} B) copy: {}",
-            rttlens_net::lab::scenario::SNAPLEN,
+            rttlens_lab::scenario::SNAPLEN,
             if header_only.is_empty() {
                 "no expectation the headers alone prove".to_string()
             } else {

@@ -1,5 +1,5 @@
 //! `rttlens probe URL`: turns the arguments into a
-//! [`rttlens_net::probe::ProbeConfig`], runs it and renders the report.
+//! [`rttlens_probe::ProbeConfig`], runs it and renders the report.
 //! Exit codes: 0 ok, 1 the target failed (the message names the phase),
 //! 2 usage.
 
@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use rttlens_net::probe::{self, ErrorKind, Family, ProbeConfig};
+use rttlens_probe::{self as probe, ErrorKind, Family, ProbeConfig};
 
 use crate::args::{Format, ProbeArgs};
 use crate::output;

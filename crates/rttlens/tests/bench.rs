@@ -402,13 +402,13 @@ fn ctrl_c_prints_what_was_measured() {
 
 /// Fail with a clear message when the lab cannot run here.
 fn require_lab() {
-    if let Err(e) = rttlens_net::lab::check_prerequisites() {
+    if let Err(e) = rttlens_net::check_prerequisites() {
         panic!("lab tests need root, /dev/net/tun and iproute2: {e}");
     }
 }
 
 fn require(cmd: &'static str, pkg: &'static str) {
-    if let Err(e) = rttlens_net::lab::require_command(cmd, pkg) {
+    if let Err(e) = rttlens_net::require_command(cmd, pkg) {
         panic!("{e}");
     }
 }
@@ -423,7 +423,7 @@ fn lab_targets_take_the_round_trips_they_should() {
     require_lab();
     require("nginx", "nginx-light");
     // go: Go's own tarball or Debian's package
-    if let Err(e) = rttlens_net::lab::go_server::find_go() {
+    if let Err(e) = rttlens_lab::go_server::find_go() {
         panic!("{e}");
     }
     let rtt = 20.0;

@@ -364,7 +364,7 @@ fn html_to_stdout_and_the_io_interval() {
 /// Needs root and the lab's programs (fails saying so).
 #[test]
 fn lab_report_in_one_page() {
-    if let Err(e) = rttlens_net::lab::check_prerequisites() {
+    if let Err(e) = rttlens_net::check_prerequisites() {
         panic!("the lab HTML test needs root, /dev/net/tun and iproute2: {e}");
     }
     let page = scratch("lab.html");

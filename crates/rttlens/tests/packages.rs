@@ -119,7 +119,7 @@ fn every_program_the_code_and_tests_look_for_is_in_the_package_list() {
 #[test]
 fn the_lab_s_programs_are_what_scripts_deps_lab_installs() {
     let list = package_list();
-    for (program, package) in rttlens_net::lab::scenario::PROGRAMS
+    for (program, package) in rttlens_lab::scenario::PROGRAMS
         .iter()
         .chain([&("ip", "iproute2")])
     {

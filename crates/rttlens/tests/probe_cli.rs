@@ -8,10 +8,10 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use rttlens_lab::scenario::Ctx;
 use rttlens_lab_server::builtin::ServerConfig;
-use rttlens_net::lab::scenario::Ctx;
-use rttlens_net::lab::{Lab, Side};
 use rttlens_net::LinkConfig;
+use rttlens_net::{Lab, Side};
 
 static ONE_LAB: Mutex<()> = Mutex::new(());
 
@@ -56,7 +56,7 @@ fn usage_errors_exit_2() {
 /// A lab at 40 ms with the built-in server; `f` gets the context, the
 /// server's port and a way to run the binary in the client namespace.
 fn with_lab(f: impl FnOnce(&Ctx, u16, &dyn Fn(&[&str]) -> Output)) {
-    if let Err(e) = rttlens_net::lab::check_prerequisites() {
+    if let Err(e) = rttlens_net::check_prerequisites() {
         panic!("probe CLI lab tests need root, /dev/net/tun and iproute2: {e}");
     }
     let _one = ONE_LAB.lock().unwrap_or_else(|e| e.into_inner());
@@ -205,7 +205,7 @@ fn finding_ids(doc: &serde_json::Value) -> Vec<Vec<String>> {
 /// file), and `rttlens analyze` on it finds what the probe reported.
 #[test]
 fn pcap_with_keylog_decrypts_in_tshark_and_analyzes_the_same() {
-    if let Err(e) = rttlens_net::lab::require_command("tshark", "tshark") {
+    if let Err(e) = rttlens_net::require_command("tshark", "tshark") {
         panic!("this test checks the pcap with tshark: {e}");
     }
     with_lab(|ctx, port, probe| {

@@ -1,7 +1,7 @@
 //! Frame-by-frame comparison of the engine's per-frame marks
 //! ([`rttlens_core::pipeline::frame_marks`]) with tshark's TCP analysis
 //! flags (`tcp.analysis.*`, packet-tcp.c), shared by the lab cross-check
-//! (`crates/rttlens-net/tests/wireshark.rs`) and the public corpus's
+//! (`crates/rttlens-lab/tests/wireshark.rs`) and the public corpus's
 //! (`crates/rttlens-core/tests/wireshark_corpus.rs`).
 //!
 //! The differences the engine means to have are counted apart, each with

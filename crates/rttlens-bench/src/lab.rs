@@ -1,0 +1,282 @@
+//! `rttlens bench --lab SERVER`: the generator in the lab's client
+//! namespace, a server in the server namespace, the delay link (chosen
+//! RTT) between them. The servers, all with the same kind of certificate
+//! (ECDSA P-256 by default, or RSA-2048, the key whose signature makes a
+//! full handshake expensive for the server) and one core each so they
+//! compare:
+//!
+//! - `nginx`: one worker (`master_process off`), `ssl_early_data on`,
+//!   `worker_connections 16384`, `access_log off`, `backlog=4096`;
+//! - `go`: `go/tls-server.go` on `crypto/tls` + `net/http`, `GOMAXPROCS=1`
+//!   (Go's server does not implement 0-RTT: early data is rejected);
+//! - `builtin`: rttlens' rustls server, 0-RTT up to 16 KiB.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::{run, BenchConfig, BenchError, BenchReport, LabInfo, Progress};
+use rttlens_lab::go_server::GoOptions;
+use rttlens_lab::scenario::Ctx;
+use rttlens_lab_server::builtin::ServerConfig;
+use rttlens_net::LinkConfig;
+use rttlens_net::{Lab, LabError, Side};
+
+/// How late (p99, ms) the link may forward packets before the report says
+/// the link, not the server, set the figures.
+const LATE_MS: f64 = 1.0;
+
+/// The port every lab target listens on.
+pub const PORT: u16 = 443;
+
+/// A lab target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LabServer {
+    /// nginx (Debian's nginx-light, OpenSSL).
+    Nginx,
+    /// The Go `crypto/tls` server.
+    Go,
+    /// The built-in rustls server.
+    Builtin,
+}
+
+impl LabServer {
+    /// Its name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            LabServer::Nginx => "nginx",
+            LabServer::Go => "go",
+            LabServer::Builtin => "builtin",
+        }
+    }
+}
+
+impl std::str::FromStr for LabServer {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<LabServer, String> {
+        match s {
+            "nginx" => Ok(LabServer::Nginx),
+            "go" => Ok(LabServer::Go),
+            "builtin" => Ok(LabServer::Builtin),
+            _ => Err(format!("--lab '{s}': nginx, go or builtin")),
+        }
+    }
+}
+
+/// The server certificate's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LabCert {
+    /// ECDSA P-256 (rcgen).
+    #[default]
+    P256,
+    /// RSA 2048 (`openssl req -newkey rsa:2048`): the common web server
+    /// key, whose private-key operation dominates a full handshake's cost.
+    Rsa2048,
+}
+
+impl LabCert {
+    /// Its name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            LabCert::P256 => "p256",
+            LabCert::Rsa2048 => "rsa2048",
+        }
+    }
+}
+
+impl std::str::FromStr for LabCert {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<LabCert, String> {
+        match s {
+            "p256" => Ok(LabCert::P256),
+            "rsa2048" => Ok(LabCert::Rsa2048),
+            _ => Err(format!("--lab-cert '{s}': p256 or rsa2048")),
+        }
+    }
+}
+
+/// Where and how the lab target runs.
+#[derive(Debug, Clone)]
+pub struct LabTarget {
+    /// The server.
+    pub server: LabServer,
+    /// The link's RTT.
+    pub rtt: Duration,
+    /// The certificate's key.
+    pub cert: LabCert,
+    /// Keep the servers' files and logs here (else a scratch directory,
+    /// removed afterwards).
+    pub keep: Option<PathBuf>,
+    /// Write every packet to this pcapng, as the client end of the link
+    /// sees them (a client vantage, as `tcpdump` on the client would).
+    pub capture: Option<PathBuf>,
+}
+
+/// An RSA-2048 self-signed pair made by `openssl req` in `dir`.
+fn rsa2048(dir: &std::path::Path) -> Result<rttlens_lab_server::cert::SelfSigned, BenchError> {
+    rttlens_net::require_command("openssl", "openssl").map_err(lab_err)?;
+    let (cert, key) = (dir.join("rsa-cert.pem"), dir.join("rsa-key.pem"));
+    let out = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "7",
+        ])
+        .args(["-subj", "/CN=rttlens-lab", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| BenchError::Lab(format!("running openssl req: {e}")))?;
+    if !out.status.success() {
+        return Err(BenchError::Lab(format!(
+            "openssl req -newkey rsa:2048 failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let read = |p: &std::path::Path| {
+        std::fs::read_to_string(p).map_err(|e| BenchError::Lab(format!("{}: {e}", p.display())))
+    };
+    rttlens_lab_server::cert::SelfSigned::from_pem(&read(&cert)?, &read(&key)?)
+        .map_err(|e| BenchError::Lab(e.to_string()))
+}
+
+fn lab_err(e: LabError) -> BenchError {
+    BenchError::Lab(e.to_string())
+}
+
+/// Set up the lab with a link of `rtt`, start `server`, and run `cfg`
+/// against it from the client namespace (`cfg.url` is replaced by the
+/// server's; `-k` is implied, the certificate being self-signed). Its
+/// `keep` directory, if given, keeps the servers' files and logs.
+///
+/// # Errors
+/// [`BenchError::Lab`] when the lab or the server cannot start (not root,
+/// nginx or Go missing), then as [`run`].
+pub fn run_in_lab(
+    target: &LabTarget,
+    mut cfg: BenchConfig,
+    cancel: Arc<AtomicBool>,
+    mut progress: Box<dyn FnMut(&Progress) + Send>,
+) -> Result<BenchReport, BenchError> {
+    let (server, rtt) = (target.server, target.rtt);
+    let lab = Lab::new(LinkConfig {
+        rtt,
+        capture: target
+            .capture
+            .clone()
+            .map(|p| (p, rttlens_net::link::Capture::Ingress)),
+        ..LinkConfig::default()
+    })
+    .map_err(lab_err)?;
+    // thousands of connections a second from one address to one port:
+    // the whole ephemeral range, and TIME_WAIT ports reused for new
+    // outgoing connections (tcp_tw_reuse, timestamps protect them)
+    let client = lab.netns(Side::Client);
+    client
+        .set_sysctl("net/ipv4/ip_local_port_range", "1024 65535")
+        .map_err(lab_err)?;
+    client
+        .set_sysctl("net/ipv4/tcp_tw_reuse", "1")
+        .map_err(lab_err)?;
+    let scratch = target.keep.is_none();
+    let dir = target.keep.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("rttlens-bench-lab-{}", std::process::id()))
+    });
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| BenchError::Lab(format!("creating {}: {e}", dir.display())))?;
+    let result = (|| {
+        let mut ctx = Ctx::new(&lab, dir.clone());
+        let certificate = match target.cert {
+            LabCert::P256 => None,
+            LabCert::Rsa2048 => Some(rsa2048(&dir)?),
+        };
+        let port = match server {
+            LabServer::Nginx => {
+                if let Some(c) = &certificate {
+                    // nginx's configuration keeps a certificate it finds in
+                    // its directory (nginx::Config::write)
+                    let d = dir.join(format!("nginx-{PORT}"));
+                    let write = |name: &str, text: &str| {
+                        std::fs::create_dir_all(&d)
+                            .and_then(|()| std::fs::write(d.join(name), text))
+                            .map_err(|e| BenchError::Lab(format!("{}: {e}", d.display())))
+                    };
+                    write("cert.pem", &c.cert_pem)?;
+                    write("key.pem", &c.key_pem)?;
+                }
+                ctx.nginx(PORT, |n| {
+                    n.ssl_early_data = true;
+                    n.access_log = false;
+                    n.worker_connections = 16_384;
+                    n.backlog = Some(4096);
+                })
+                .map_err(lab_err)?;
+                PORT
+            }
+            LabServer::Go => {
+                let o = GoOptions {
+                    procs: 1,
+                    certificate: certificate.clone(),
+                    ..GoOptions::default()
+                };
+                ctx.go_server(PORT, &o).map_err(lab_err)?;
+                PORT
+            }
+            LabServer::Builtin => ctx
+                .builtin(ServerConfig {
+                    early_data: 16_384,
+                    backlog: 4096,
+                    certificate: certificate.clone(),
+                    ..ServerConfig::default()
+                })
+                .map_err(lab_err)?,
+        };
+        let path = rttlens_probe::Target::parse(&cfg.url).map_or_else(|_| "/".into(), |t| t.path);
+        cfg.url = format!("https://{}:{port}{path}", Lab::SERVER_V4);
+        cfg.lab = Some(LabInfo {
+            server: server.name().into(),
+            rtt_ms: rtt.as_secs_f64() * 1000.0,
+            cert: target.cert.name().into(),
+        });
+        cfg.server_pids = ctx.server_pids();
+        cfg.link_threads = lab
+            .link_stats()
+            .thread_ids
+            .iter()
+            .filter_map(|t| u32::try_from(*t).ok())
+            .collect();
+        cfg.tls.insecure = true;
+        let mut report = lab
+            .run_in(Side::Client, move || run(&cfg, &cancel, &mut *progress))
+            .map_err(|source| BenchError::Io {
+                context: "entering the lab's client namespace".into(),
+                source,
+            })??;
+        let stats = lab.link_stats();
+        if let Some(l) = report.link.as_mut() {
+            l.late_p99_ms = Some(stats.error_quantile_us(0.99) as f64 / 1000.0);
+            l.late_max_ms = Some(stats.error_max_us as f64 / 1000.0);
+            // lateness, not CPU: the scheduler thread spins before each
+            // deadline, so it looks busy long before it falls behind
+            if l.late_p99_ms.unwrap_or(0.0) > LATE_MS {
+                report.notes.push(format!(
+                    "the lab's link fell behind (packets left up to {:.1} ms late, p99 {:.2} ms; \
+                     its busiest thread {:.2} cores busy): the figures measure this machine's \
+                     userspace link as much as the server; lower --rate",
+                    l.late_max_ms.unwrap_or(0.0),
+                    l.late_p99_ms.unwrap_or(0.0),
+                    l.busiest_thread_cores_busy
+                ));
+            }
+        }
+        Ok(report)
+    })();
+    drop(lab);
+    if scratch {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    result
+}

@@ -1,0 +1,823 @@
+//! The scenarios. Each `run` starts its server(s) in the server namespace
+//! and drives real clients (curl, `openssl s_client`) from the client one.
+
+use std::time::Duration;
+
+use rttlens_lab_server::builtin::{HandshakeWrites, ServerConfig};
+use rttlens_lab_server::TlsVersion;
+
+use rttlens_net::link::{Dir, LinkConfig, Spike};
+use rttlens_net::{Lab, LabError, Side, Sysctls};
+
+use crate::scenario::{Ctx, Scenario, Variant};
+
+const NAGLE: &str = "nagle-stall|nagle-delayed-ack";
+
+fn plain_link(_: &mut LinkConfig) {}
+
+/// A delay spike on the ACK path: from the server's first response segment
+/// on, the client's packets are held 600 ms, well past the server's
+/// retransmission timeout (200 ms + RTT), then delivered.
+fn ack_spike(l: &mut LinkConfig) {
+    l.spike = Some(Spike {
+        after: (Dir::ServerToClient, 1),
+        held: Dir::ClientToServer,
+        hold: Duration::from_millis(600),
+    });
+}
+
+/// `https://SERVER:port/size/n`.
+fn url(port: u16, n: usize) -> String {
+    format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
+}
+
+static CATALOGUE: [Scenario; 31] = [
+    Scenario {
+        name: "nagle-response",
+        about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
+        expect: &[NAGLE],
+        forbid: &[],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: |c| nagle_nginx(c, false),
+        variants: &[],
+    },
+    Scenario {
+        name: "nodelay",
+        about: "control: the same with tcp_nodelay on, nothing waits",
+        expect: &[],
+        forbid: &["nagle-stall", "nagle-delayed-ack", "delayed-ack"],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: |c| nagle_nginx(c, true),
+        variants: &[],
+    },
+    Scenario {
+        name: "nagle-handshake",
+        about: "built-in server, Nagle on, server flight in two writes: the TLS 1.3 handshake takes 2 RTT",
+        expect: &[NAGLE],
+        forbid: &[],
+        key: "tls",
+        vantage: Side::Client,
+        link: plain_link,
+        run: nagle_handshake,
+        variants: &[],
+    },
+    Scenario {
+        name: "tls12-vs-tls13",
+        about: "a TLS 1.2 full handshake (2 RTT) then a TLS 1.3 one (1 RTT)",
+        expect: &["0:tls12-full-handshake"],
+        forbid: &["1:tls12-full-handshake"],
+        key: "tls",
+        vantage: Side::Client,
+        link: plain_link,
+        run: tls12_vs_tls13,
+        variants: &[],
+    },
+    Scenario {
+        name: "resumption",
+        about: "openssl s_client: a full TLS 1.3 handshake, then one resumed with its ticket",
+        expect: &["1:tls-resumption"],
+        forbid: &["0:tls-resumption"],
+        key: "tls",
+        vantage: Side::Client,
+        link: plain_link,
+        run: resumption,
+        variants: &[],
+    },
+    Scenario {
+        name: "resumption-declined",
+        about: "nginx restarts with a new ticket key between the two connections: the second offers its ticket and gets a full handshake",
+        expect: &["1:tls-resumption"],
+        forbid: &[],
+        key: "tls",
+        vantage: Side::Client,
+        link: plain_link,
+        run: resumption_declined,
+        variants: &[],
+    },
+    Scenario {
+        name: "zero-rtt",
+        about: "nginx ssl_early_data on: the third connection sends its request as 0-RTT early data",
+        expect: &["2:zero-rtt"],
+        forbid: &[],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: zero_rtt,
+        variants: &[],
+    },
+    Scenario {
+        name: "zero-rtt-rejected",
+        about: "the same, but the server that takes the third connection has ssl_early_data off (same ticket key): resumed, early data rejected and sent again",
+        expect: &["2:zero-rtt"],
+        forbid: &[],
+        key: "tls",
+        vantage: Side::Client,
+        link: plain_link,
+        run: zero_rtt_rejected,
+        variants: &[],
+    },
+    Scenario {
+        name: "probe-sequence",
+        about: "rttlens probe --sequence against nginx with early data: full, resumed, then 0-RTT, each verified by the probe",
+        expect: &["1:tls-resumption", "2:zero-rtt"],
+        forbid: &["0:tls-resumption"],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: probe_sequence,
+        variants: &[],
+    },
+    Scenario {
+        name: "tfo",
+        about: "TCP Fast Open: the first connection gets a cookie, the second carries its request in the SYN",
+        expect: &["0:tfo-cookie", "1:tfo-accepted"],
+        forbid: &[],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: tfo,
+        variants: &[],
+    },
+    Scenario {
+        name: "tfo-refused",
+        about: "TCP Fast Open with a stale cookie: the server's key changed, so the data in the SYN is refused and waits for the handshake",
+        expect: &["0:tfo-cookie", "1:tfo-refused"],
+        forbid: &["1:tfo-accepted"],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: tfo_refused,
+        variants: &[],
+    },
+    Scenario {
+        name: "tfo-fallback",
+        about: "TCP Fast Open, but the link drops the SYN that carries data: the client resends a plain SYN a second later",
+        expect: &["0:tfo-cookie", "1:tfo-fallback"],
+        forbid: &["1:tfo-accepted"],
+        key: "connect",
+        vantage: Side::Client,
+        link: |l| l.loss_c2s.first_syn_data = true,
+        run: tfo,
+        variants: &[],
+    },
+    Scenario {
+        name: "big-records",
+        about: "1 MB over 16 KB TLS records: the client decrypts only once a whole record is in",
+        expect: &["large-tls-record"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: |c| records(c, None),
+        variants: &[Variant::Offload],
+    },
+    Scenario {
+        name: "small-records",
+        about: "control: the same over ~1.4 KB records",
+        expect: &[],
+        forbid: &["large-tls-record"],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: |c| records(c, Some(1400)),
+        variants: &[],
+    },
+    Scenario {
+        name: "clean",
+        about: "control: a small TLS 1.3 download with TCP_NODELAY and small records: none of the causes",
+        expect: &[],
+        forbid: &[
+            "nagle-stall",
+            "nagle-delayed-ack",
+            "delayed-ack",
+            "tls12-full-handshake",
+            "hello-retry-request",
+            "sender-window-cap",
+            "receive-window-limit",
+            "large-tls-record",
+            "server-think-time",
+            "fast-retransmit",
+            "tail-loss-probe",
+            "rto",
+            "zero-window",
+            "syn-retransmission",
+            "capture-drops",
+        ],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: |c| download(c, ServerConfig { record_size: Some(1400), ..ServerConfig::default() }, 20_000),
+        variants: &[],
+    },
+    Scenario {
+        name: "server-think",
+        about: "the built-in server thinks 200 ms before answering",
+        expect: &["server-think-time"],
+        forbid: &[],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: server_think,
+        variants: &[Variant::Offload, Variant::MidStream],
+    },
+    Scenario {
+        name: "fast-retransmit",
+        about: "the link drops one server data segment mid-transfer; duplicate ACKs bring it back",
+        expect: &["fast-retransmit"],
+        forbid: &["rto"],
+        key: "transfer",
+        vantage: Side::Client,
+        link: |l| l.loss_s2c.indices = vec![60],
+        run: |c| download(c, ServerConfig::default(), 1_000_000),
+        variants: &[Variant::Offload, Variant::MidStream, Variant::SenderOnly { expect: &["fast-retransmit"] }],
+    },
+    Scenario {
+        name: "tail-loss",
+        about: "plain HTTP, 10 KB: the link drops the response's last segment; a tail loss probe resends it",
+        expect: &["tail-loss-probe"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Server,
+        link: |l| l.loss_s2c.indices = vec![TAIL],
+        run: |c| download_plain(c, TAIL_BYTES),
+        variants: &[Variant::MidStream, Variant::SenderOnly { expect: &["tail-loss-probe"] }],
+    },
+    Scenario {
+        name: "rto",
+        about: "plain HTTP, 10 KB: the link drops the last segment and its retransmission; only the timer recovers",
+        expect: &["rto"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Server,
+        link: |l| l.loss_s2c.indices = vec![TAIL, TAIL + 1],
+        run: |c| download_plain(c, TAIL_BYTES),
+        variants: &[Variant::MidStream, Variant::SenderOnly { expect: &["rto"] }],
+    },
+    Scenario {
+        name: "sndbuf-cap",
+        about: "nginx listen sndbuf=32k, 2 MB: the sender's buffer caps every flight",
+        expect: &["sender-window-cap"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: sndbuf_cap,
+        variants: &[Variant::Offload, Variant::MidStream],
+    },
+    Scenario {
+        name: "no-wscale",
+        about: "client without TCP window scaling, 2 MB: the 64 KB receive window caps every flight",
+        expect: &["receive-window-limit"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: no_wscale,
+        variants: &[Variant::Offload, Variant::MidStream],
+    },
+    Scenario {
+        name: "no-wscale-server",
+        about: "no-wscale seen from the server: the flight sits exactly at the 65535 B window",
+        expect: &["receive-window-limit"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Server,
+        link: plain_link,
+        run: no_wscale,
+        variants: &[Variant::MidStream],
+    },
+    Scenario {
+        name: "small-rcvbuf",
+        about: "client tcp_rmem capped at 64 KB, 2 MB: the receive buffer caps every flight",
+        expect: &["receive-window-limit"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: small_rcvbuf,
+        variants: &[Variant::MidStreamSaysLess {
+            why: "the window scale is inferred and the window hardly moves: a flight flat at a lower bound is a window cap, the receiver's or the sender's",
+            expect: &["receive-window-limit|window-limit"],
+        }],
+    },
+    Scenario {
+        name: "slow-reader",
+        about: "curl reads at 64 KB/s through a 16 KB receive buffer: the client's window closes (0) until it reads",
+        expect: &["zero-window"],
+        forbid: &["fast-retransmit", "rto"],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: slow_reader,
+        variants: &[Variant::MidStream],
+    },
+    Scenario {
+        name: "spurious-rto",
+        about: "the client's ACKs are held 600 ms once the response starts (a delay spike): the server's timer fires, the data had arrived, the client's D-SACK says so",
+        expect: &["spurious-retransmission"],
+        forbid: &["fast-retransmit", "rto", "rto-backoff"],
+        key: "transfer",
+        vantage: Side::Server,
+        link: ack_spike,
+        run: |c| download_plain(c, 64_000),
+        variants: &[],
+    },
+    Scenario {
+        name: "client-think",
+        about: "openssl s_client waits 300 ms after the handshake before sending its request",
+        expect: &["client-think-time"],
+        forbid: &["server-think-time"],
+        key: "request",
+        vantage: Side::Client,
+        link: plain_link,
+        run: client_think,
+        variants: &[Variant::MidStream],
+    },
+    Scenario {
+        name: "delayed-ack",
+        about: "plain HTTP, 60 KB, server route with cwnd locked at 1: each lone segment waits for the client's delayed ACK",
+        expect: &["1:delayed-ack"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Client,
+        link: plain_link,
+        run: delayed_ack,
+        variants: &[],
+    },
+    Scenario {
+        name: "black-hole",
+        about: "plain HTTP, 1 MB: from the 30th data segment on the path drops everything server→client; the server backs off its RTO until the client gives up",
+        expect: &["rto-backoff"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Side::Server,
+        link: |l| l.loss_s2c.black_hole_from = Some(BLACK_HOLE_FROM),
+        run: black_hole,
+        variants: &[Variant::MidStream, Variant::SenderOnly { expect: &["rto-backoff"] }],
+    },
+    Scenario {
+        name: "black-hole-receiver",
+        about: "the same black hole seen from the client: the transfer stops with the window open until the client gives up",
+        expect: &["transfer-stall"],
+        forbid: &["rto-backoff"],
+        key: "transfer",
+        vantage: Side::Client,
+        link: |l| l.loss_s2c.black_hole_from = Some(BLACK_HOLE_FROM),
+        run: black_hole,
+        variants: &[Variant::MidStream],
+    },
+    Scenario {
+        name: "jitter-no-think",
+        about: "control: every packet delayed ±RTT/8 each way (seeded), the server answers at once: the late responses are the path's, not the server's",
+        expect: &[],
+        forbid: &["server-think-time", "client-think-time", "queueing-delay"],
+        key: "request",
+        vantage: Side::Client,
+        link: |l| {
+            l.jitter = l.rtt / 8;
+            l.jitter_seed = 9;
+        },
+        run: jitter_no_think,
+        variants: &[Variant::MidStream],
+    },
+    Scenario {
+        name: "deep-queue",
+        about: "a 20 Mbit/s bottleneck with a 500 KB queue (200 ms) under a 4 MB download (Reno: no HyStart): the flight fills the queue and the RTT climbs",
+        expect: &["queueing-delay"],
+        forbid: &["sender-window-cap", "receive-window-limit"],
+        key: "transfer",
+        vantage: Side::Client,
+        link: |l| {
+            l.rate_bps = 20_000_000;
+            l.queue_limit_bytes = 500_000;
+        },
+        run: deep_queue,
+        variants: &[],
+    },
+];
+
+/// The payload segment server→client from which the black-hole scenarios'
+/// path drops everything (about 40 KB into the download).
+const BLACK_HOLE_FROM: u64 = 30;
+
+/// A 1 MB plain HTTP download that the path black-holes mid-way: curl gives
+/// up after 4 s (the server's RTO has backed off four or five times by then)
+/// and closes; its FIN reaches the server, the server's answers do not.
+fn black_hole(c: &mut Ctx) -> Result<(), LabError> {
+    let port = c.builtin(ServerConfig {
+        plain_http: true,
+        ..ServerConfig::default()
+    })?;
+    c.curl_may_fail(
+        4,
+        &[&format!("http://{}:{port}/size/1000000", Lab::SERVER_V4)],
+    )?;
+    Ok(())
+}
+
+/// Five small TLS downloads on one keep-alive connection (no think time on
+/// the server): each response is late only by the path's jitter.
+fn jitter_no_think(c: &mut Ctx) -> Result<(), LabError> {
+    let port = c.builtin(ServerConfig::default())?;
+    let u = url(port, 2000);
+    c.curl(&["--tlsv1.3", &u, &u, &u, &u, &u])?;
+    Ok(())
+}
+
+/// A 4 MB download from a Reno sender: slow start without CUBIC's HyStart
+/// (which leaves slow start as soon as the RTT rises and then sits on its
+/// plateau for seconds) keeps doubling the flight until the bottleneck's
+/// queue is full, as a bulk sender does on a bloated path.
+fn deep_queue(c: &mut Ctx) -> Result<(), LabError> {
+    c.lab()
+        .netns(Side::Server)
+        .set_sysctl("net/ipv4/tcp_congestion_control", "reno")?;
+    download(c, ServerConfig::default(), 4_000_000)
+}
+
+/// The server may keep only one segment in flight: its route to the client
+/// gets a locked congestion window of 1 (`ip route add … cwnd lock 1`).
+/// Linux applies the route's metrics through its TCP metrics cache from the
+/// next connection on (observed on 6.x), so the first download warms the
+/// cache and the second is the one held to a segment at a time. Once the
+/// client has spent its quick ACKs (`tcp_incr_quickack()`), it holds the
+/// ACK of each lone full-sized segment for its delayed-ACK timer, and the
+/// server waits for it every time.
+fn delayed_ack(c: &mut Ctx) -> Result<(), LabError> {
+    let ns = c.lab().ns_name(Side::Server).to_string();
+    let client = format!("{}/32", Lab::CLIENT_V4);
+    rttlens_net::netns::ip(&[
+        "-n",
+        &ns,
+        "route",
+        "add",
+        &client,
+        "dev",
+        rttlens_net::TUN_NAME,
+        "cwnd",
+        "lock",
+        "1",
+    ])?;
+    let port = c.builtin(ServerConfig {
+        plain_http: true,
+        ..ServerConfig::default()
+    })?;
+    let u = format!("http://{}:{port}/size/60000", Lab::SERVER_V4);
+    for _ in 0..2 {
+        c.curl(&[&u])?;
+    }
+    Ok(())
+}
+
+/// Body size of the loss scenarios' plain HTTP download.
+const TAIL_BYTES: usize = 10_000;
+/// Index of the last server→client payload segment of that download
+/// (response header and body; payload segments counted by the link).
+const TAIL: u64 = 7;
+
+/// Every scenario, in the order `rttlens lab` runs them.
+pub fn catalogue() -> &'static [Scenario] {
+    &CATALOGUE
+}
+
+fn nagle_nginx(c: &mut Ctx, nodelay: bool) -> Result<(), LabError> {
+    c.nginx(443, |n| {
+        n.tcp_nodelay = nodelay;
+        n.files = vec![700];
+    })?;
+    let u = format!("https://{}/size/700", Lab::SERVER_V4);
+    for _ in 0..3 {
+        c.curl(&["--tlsv1.3", &u])?;
+    }
+    Ok(())
+}
+
+fn nagle_handshake(c: &mut Ctx) -> Result<(), LabError> {
+    let port = c.builtin(ServerConfig {
+        nodelay: false,
+        handshake_writes: HandshakeWrites::Two,
+        tls_versions: vec![TlsVersion::Tls13],
+        ..ServerConfig::default()
+    })?;
+    c.curl(&["--tlsv1.3", &url(port, 1000)])?;
+    Ok(())
+}
+
+fn tls12_vs_tls13(c: &mut Ctx) -> Result<(), LabError> {
+    let port = c.builtin(ServerConfig::default())?;
+    c.curl(&["--tlsv1.2", "--tls-max", "1.2", &url(port, 1000)])?;
+    c.curl(&["--tlsv1.3", &url(port, 1000)])?;
+    Ok(())
+}
+
+/// Writes the request the `openssl s_client` scenarios send, to a pipe.
+const REQUEST: &str =
+    "printf 'GET /size/2000 HTTP/1.1\\r\\nHost: lab\\r\\nConnection: close\\r\\n\\r\\n'";
+
+/// `printf REQ | openssl s_client …` for nginx on 443.
+fn s_client(extra: &str) -> String {
+    format!(
+        "{REQUEST} | openssl s_client -connect {}:443 -tls1_3 -ign_eof {extra} 2>&1",
+        Lab::SERVER_V4
+    )
+}
+
+fn nginx_tls13(c: &mut Ctx, early: bool) -> Result<(), LabError> {
+    c.nginx(443, |n| {
+        n.ssl_early_data = early;
+        n.files = vec![2000];
+    })
+}
+
+fn resumption(c: &mut Ctx) -> Result<(), LabError> {
+    nginx_tls13(c, false)?;
+    let d = c.dir().display().to_string();
+    let first = c.sh(&s_client(&format!("-sess_out {d}/s1.pem")))?;
+    let second = c.sh(&s_client(&format!("-sess_in {d}/s1.pem")))?;
+    if !first.contains("New, TLSv1.3") || !second.contains("Reused, TLSv1.3") {
+        return Err(LabError::Client {
+            command: "openssl s_client -sess_out / -sess_in".into(),
+            stderr: format!(
+                "openssl did not resume: first said {:?}, second {:?}",
+                first.lines().find(|l| l.contains("TLSv1")),
+                second.lines().find(|l| l.contains("TLSv1"))
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A full handshake, then nginx restarts (a fresh random ticket key, as a
+/// server without a shared `ssl_session_ticket_key` does on every reload),
+/// then the client offers the old ticket: declined, full handshake.
+fn resumption_declined(c: &mut Ctx) -> Result<(), LabError> {
+    nginx_tls13(c, false)?;
+    let d = c.dir().display().to_string();
+    c.sh(&s_client(&format!("-sess_out {d}/s1.pem")))?;
+    c.stop_nginx();
+    nginx_tls13(c, false)?;
+    let second = c.sh(&s_client(&format!("-sess_in {d}/s1.pem")))?;
+    if !second.contains("New, TLSv1.3") {
+        return Err(LabError::Client {
+            command: "openssl s_client -sess_in".into(),
+            stderr: format!(
+                "openssl resumed although the server's ticket key changed: {:?}",
+                second.lines().find(|l| l.contains("TLSv1"))
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn zero_rtt(c: &mut Ctx) -> Result<(), LabError> {
+    nginx_tls13(c, true)?;
+    early_data_sequence(c, None, "Early data was accepted", false)
+}
+
+/// nginx with early data on hands out the tickets; then nginx restarts with
+/// `ssl_early_data off` and the same ticket key, so the third connection
+/// resumes but its early data is rejected (RFC 8446 §4.2.10) and the client
+/// sends the request again after the handshake.
+fn zero_rtt_rejected(c: &mut Ctx) -> Result<(), LabError> {
+    let key = c.dir().join("ticket.key");
+    // 80 bytes: nginx's AES-256 ticket key format
+    let bytes: Vec<u8> = (0u8..80)
+        .map(|i| i.wrapping_mul(37).wrapping_add(11))
+        .collect();
+    std::fs::write(&key, bytes).map_err(|e| LabError::Io {
+        context: format!("writing {}", key.display()),
+        source: e,
+    })?;
+    let with_key = move |early: bool| {
+        let key = key.clone();
+        move |n: &mut rttlens_lab_server::nginx::Config| {
+            n.ssl_early_data = early;
+            n.ssl_session_ticket_key = Some(key);
+            n.files = vec![2000];
+        }
+    };
+    c.nginx(443, with_key(true))?;
+    early_data_sequence(
+        c,
+        Some(Box::new(move |c: &mut Ctx| {
+            c.stop_nginx();
+            c.nginx(443, with_key(false))
+        })),
+        "Early data was rejected",
+        true,
+    )
+}
+
+/// A server action between the second and the third connection.
+type Between = Box<dyn FnOnce(&mut Ctx) -> Result<(), LabError>>;
+
+/// Three `openssl s_client` connections to nginx on 443: full handshake,
+/// resumed, then resumed with the request as early data; openssl must say
+/// `verdict` about the early data. With `resend` the third connection also
+/// writes the request after the handshake (what a client does when its
+/// early data was rejected).
+fn early_data_sequence(
+    c: &mut Ctx,
+    between: Option<Between>,
+    verdict: &str,
+    resend: bool,
+) -> Result<(), LabError> {
+    let d = c.dir().display().to_string();
+    std::fs::write(
+        c.dir().join("early.txt"),
+        b"GET /size/2000 HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n\r\n",
+    )
+    .map_err(|e| LabError::Io {
+        context: "writing early.txt".into(),
+        source: e,
+    })?;
+    c.sh(&s_client(&format!("-sess_out {d}/s1.pem")))?;
+    c.sh(&s_client(&format!(
+        "-sess_in {d}/s1.pem -sess_out {d}/s2.pem"
+    )))?;
+    if let Some(f) = between {
+        f(c)?;
+    }
+    // rejected early data is gone: the client must send the request again
+    // after the handshake (openssl does not; it sends its stdin then)
+    let stdin = if resend {
+        format!("{REQUEST} |")
+    } else {
+        String::new()
+    };
+    let third = c.sh(&format!(
+        "{stdin} openssl s_client -connect {}:443 -tls1_3 -ign_eof -sess_in {d}/s2.pem \
+         -early_data {d}/early.txt {} 2>&1",
+        Lab::SERVER_V4,
+        if resend { "" } else { "< /dev/null" }
+    ))?;
+    if !third.contains("Reused, TLSv1.3") {
+        return Err(LabError::Client {
+            command: "openssl s_client -sess_in -early_data".into(),
+            stderr: "the early-data connection did not resume its session".into(),
+        });
+    }
+    if !third.contains(verdict) {
+        return Err(LabError::Client {
+            command: "openssl s_client -early_data".into(),
+            stderr: format!("openssl does not say {verdict:?}"),
+        });
+    }
+    Ok(())
+}
+
+/// The project's probe as the client: `--sequence` makes a full
+/// handshake, a resumed one and a 0-RTT one, and checks each itself.
+fn probe_sequence(c: &mut Ctx) -> Result<(), LabError> {
+    nginx_tls13(c, true)?;
+    let mut cfg = rttlens_probe::ProbeConfig::new(format!("https://{}/size/2000", Lab::SERVER_V4));
+    cfg.sequence = true;
+    cfg.tls.insecure = true;
+    // the scenario's own tcpdump is the vantage analysed
+    cfg.capture = false;
+    c.probe(cfg).map(|_| ())
+}
+
+/// TFO on in both namespaces (`net.ipv4.tcp_fastopen=3`) and nginx with a
+/// TFO queue serving a 2000-byte file over plain HTTP; returns its URL.
+fn tfo_setup(c: &mut Ctx) -> Result<String, LabError> {
+    let both = Sysctls {
+        tcp_fastopen: Some(3),
+        ..Sysctls::default()
+    };
+    c.sysctls(Side::Client, &both)?;
+    c.sysctls(Side::Server, &both)?;
+    c.nginx(80, |n| {
+        n.tls = false;
+        n.fastopen = Some(16);
+        n.files = vec![2000];
+    })?;
+    Ok(format!("http://{}/size/2000", Lab::SERVER_V4))
+}
+
+fn tfo(c: &mut Ctx) -> Result<(), LabError> {
+    let u = tfo_setup(c)?;
+    for _ in 0..2 {
+        c.curl(&["--tcp-fastopen", &u])?;
+    }
+    Ok(())
+}
+
+/// A cookie, then a new server key (`net.ipv4.tcp_fastopen_key`), then the
+/// old cookie with data: the server refuses the data (RFC 7413 §4.1.2).
+fn tfo_refused(c: &mut Ctx) -> Result<(), LabError> {
+    let u = tfo_setup(c)?;
+    c.curl(&["--tcp-fastopen", &u])?;
+    c.lab().netns(Side::Server).set_sysctl(
+        "net/ipv4/tcp_fastopen_key",
+        "01234567-89abcdef-01234567-89abcdef",
+    )?;
+    c.curl(&["--tcp-fastopen", &u])?;
+    Ok(())
+}
+
+fn records(c: &mut Ctx, size: Option<usize>) -> Result<(), LabError> {
+    download(
+        c,
+        ServerConfig {
+            record_size: size,
+            ..ServerConfig::default()
+        },
+        1_000_000,
+    )
+}
+
+fn server_think(c: &mut Ctx) -> Result<(), LabError> {
+    download(
+        c,
+        ServerConfig {
+            think: Duration::from_millis(200),
+            ..ServerConfig::default()
+        },
+        2000,
+    )
+}
+
+/// One TLS 1.3 download of `n` bytes from the built-in server.
+fn download(c: &mut Ctx, cfg: ServerConfig, n: usize) -> Result<(), LabError> {
+    let port = c.builtin(cfg)?;
+    c.curl(&["--tlsv1.3", &url(port, n)])?;
+    Ok(())
+}
+
+/// One plain HTTP download of `n` bytes from the built-in server.
+fn download_plain(c: &mut Ctx, n: usize) -> Result<(), LabError> {
+    let port = c.builtin(ServerConfig {
+        plain_http: true,
+        ..ServerConfig::default()
+    })?;
+    c.curl(&[&format!("http://{}:{port}/size/{n}", Lab::SERVER_V4)])?;
+    Ok(())
+}
+
+fn sndbuf_cap(c: &mut Ctx) -> Result<(), LabError> {
+    c.nginx(443, |n| {
+        n.sndbuf = Some(32 * 1024);
+        n.files = vec![2_000_000];
+    })?;
+    c.curl(&[
+        "--tlsv1.3",
+        &format!("https://{}/size/2000000", Lab::SERVER_V4),
+    ])?;
+    Ok(())
+}
+
+fn no_wscale(c: &mut Ctx) -> Result<(), LabError> {
+    c.sysctls(
+        Side::Client,
+        &Sysctls {
+            tcp_window_scaling: Some(false),
+            ..Sysctls::default()
+        },
+    )?;
+    download(c, ServerConfig::default(), 2_000_000)
+}
+
+fn small_rcvbuf(c: &mut Ctx) -> Result<(), LabError> {
+    c.sysctls(
+        Side::Client,
+        &Sysctls {
+            tcp_rmem: Some([4096, 65536, 65536]),
+            ..Sysctls::default()
+        },
+    )?;
+    download(c, ServerConfig::default(), 2_000_000)
+}
+
+fn slow_reader(c: &mut Ctx) -> Result<(), LabError> {
+    c.sysctls(
+        Side::Client,
+        &Sysctls {
+            tcp_rmem: Some([4096, 16384, 16384]),
+            ..Sysctls::default()
+        },
+    )?;
+    let port = c.builtin(ServerConfig::default())?;
+    c.curl(&["--tlsv1.3", "--limit-rate", "64k", &url(port, 256_000)])?;
+    Ok(())
+}
+
+fn client_think(c: &mut Ctx) -> Result<(), LabError> {
+    nginx_tls13(c, false)?;
+    let out = c.sh(&format!(
+        "(sleep 0.3; printf 'GET /size/2000 HTTP/1.1\\r\\nHost: lab\\r\\nConnection: close\\r\\n\\r\\n') | \
+         openssl s_client -connect {}:443 -tls1_3 -ign_eof 2>&1",
+        Lab::SERVER_V4
+    ))?;
+    if !out.contains("HTTP/1.1 200") {
+        return Err(LabError::Client {
+            command: "openssl s_client (delayed request)".into(),
+            stderr: "no HTTP 200 in its output".into(),
+        });
+    }
+    Ok(())
+}

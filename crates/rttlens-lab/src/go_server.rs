@@ -1,0 +1,249 @@
+//! The lab's Go target: `go/tls-server.go` (Go's `crypto/tls` and
+//! `net/http`, standard library only), built with the machine's Go on
+//! first use and run in the server namespace. The case behind it: Go
+//! HTTPS servers under TLS handshake storms.
+//!
+//! The source is compiled into rttlens (`include_str!`), so the binary is
+//! built from the same text wherever rttlens runs; it is cached in the
+//! temporary directory under a name that carries a hash of the source.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use rttlens_net::{Lab, LabError, Side};
+
+/// The server's source.
+pub const SOURCE: &str = include_str!("../go/tls-server.go");
+
+/// How long `go build` may take (a cold build cache compiles net/http).
+const BUILD_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long the server may take to print its address.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The `go` program: `PATH`, then the official tarball's `/usr/local/go/bin`.
+///
+/// # Errors
+/// [`LabError::CommandMissing`] naming Debian's `golang-go`.
+pub fn find_go() -> Result<PathBuf, LabError> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([
+            PathBuf::from("/usr/local/go/bin"),
+            PathBuf::from("/usr/lib/go/bin"),
+        ])
+        .map(|d| d.join("go"))
+        .find(|p| p.is_file())
+        .ok_or(LabError::CommandMissing {
+            command: "go",
+            package: "golang-go",
+        })
+}
+
+/// Build the server (or find it built) and return the binary's path.
+///
+/// # Errors
+/// [`LabError::CommandMissing`] without Go, [`LabError::Server`] with the
+/// compiler's output when the build fails or takes over 5 minutes.
+pub fn build() -> Result<PathBuf, LabError> {
+    let go = find_go()?;
+    let mut h = DefaultHasher::new();
+    SOURCE.hash(&mut h);
+    let dir = std::env::temp_dir().join(format!("rttlens-go-tls-server-{:016x}", h.finish()));
+    let bin = dir.join("rttlens-go-tls-server");
+    if bin.is_file() {
+        return Ok(bin);
+    }
+    let io = |context: String| move |source| LabError::Io { context, source };
+    std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
+    let src = dir.join("tls-server.go");
+    std::fs::write(&src, SOURCE).map_err(io(format!("writing {}", src.display())))?;
+    // build under another name and rename: a build cut short leaves no
+    // binary that looks finished
+    let partial = dir.join(format!("partial-{}", std::process::id()));
+    let mut cmd = Command::new(&go);
+    cmd.current_dir(&dir)
+        .args(["build", "-o"])
+        .arg(&partial)
+        .arg("tls-server.go")
+        // the machine's Go, never a toolchain download
+        .env("GOTOOLCHAIN", "local")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if std::env::var_os("GOCACHE").is_none() && std::env::var_os("HOME").is_none() {
+        cmd.env("GOCACHE", dir.join("cache"));
+    }
+    let child = cmd
+        .spawn()
+        .map_err(io(format!("running {} build", go.display())))?;
+    let out = wait_bounded(child, BUILD_TIMEOUT)
+        .map_err(|e| LabError::Server(format!("go build: {e}")))?;
+    if !out.status.success() {
+        return Err(LabError::Server(format!(
+            "go build of {} failed: {}",
+            src.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    std::fs::rename(&partial, &bin).map_err(io(format!("renaming to {}", bin.display())))?;
+    Ok(bin)
+}
+
+/// Wait for `child` at most `limit`; kill it after.
+fn wait_bounded(mut child: Child, limit: Duration) -> Result<std::process::Output, String> {
+    let start = std::time::Instant::now();
+    // bounded by `limit`
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => return child.wait_with_output().map_err(|e| e.to_string()),
+            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(50)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("took longer than {} s", limit.as_secs()));
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// A running Go server, stopped (SIGTERM, then SIGKILL) on drop.
+#[derive(Debug)]
+pub struct GoServer {
+    child: Option<Child>,
+    port: u16,
+}
+
+/// The Go server's knobs.
+#[derive(Debug, Clone)]
+pub struct GoOptions {
+    /// `GOMAXPROCS` (0: Go's default, one per core).
+    pub procs: u32,
+    /// TLS versions, as `-tls` takes them (`1.2,1.3`).
+    pub tls: String,
+    /// Session tickets.
+    pub tickets: bool,
+    /// Certificate and key; `None`: a fresh self-signed ECDSA P-256 pair.
+    pub certificate: Option<rttlens_lab_server::cert::SelfSigned>,
+}
+
+impl Default for GoOptions {
+    fn default() -> GoOptions {
+        GoOptions {
+            procs: 0,
+            tls: "1.2,1.3".into(),
+            tickets: true,
+            certificate: None,
+        }
+    }
+}
+
+impl GoServer {
+    /// Build if needed and start the server in `lab`'s server namespace on
+    /// `SERVER_V4:port` with the certificate of `o` written to `dir`
+    /// (`cert.pem`, `key.pem`); its stderr goes to `dir/go-server.log`.
+    ///
+    /// # Errors
+    /// See [`build`]; [`LabError::Server`] when it exits or prints no
+    /// address within 10 s.
+    pub fn start(lab: &Lab, dir: &Path, port: u16, o: &GoOptions) -> Result<GoServer, LabError> {
+        let bin = build()?;
+        let io = |context: String| move |source| LabError::Io { context, source };
+        std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
+        let cert = match &o.certificate {
+            Some(c) => c.clone(),
+            None => rttlens_lab_server::cert::SelfSigned::generate()
+                .map_err(|e| LabError::Server(format!("certificate: {e}")))?,
+        };
+        let (cert_pem, key_pem) = (dir.join("cert.pem"), dir.join("key.pem"));
+        std::fs::write(&cert_pem, &cert.cert_pem).map_err(io("writing cert.pem".into()))?;
+        std::fs::write(&key_pem, &cert.key_pem).map_err(io("writing key.pem".into()))?;
+        let log_path = dir.join("go-server.log");
+        let log = std::fs::File::create(&log_path)
+            .map_err(io(format!("creating {}", log_path.display())))?;
+        let mut cmd = Command::new(&bin);
+        cmd.arg("-listen")
+            .arg(format!("{}:{port}", Lab::SERVER_V4))
+            .arg("-cert")
+            .arg(&cert_pem)
+            .arg("-key")
+            .arg(&key_pem)
+            .arg("-procs")
+            .arg(o.procs.to_string())
+            .arg("-tls")
+            .arg(&o.tls)
+            .arg(format!("-tickets={}", o.tickets));
+        let mut child = lab
+            .netns(Side::Server)
+            .command(&cmd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .map_err(io(format!("starting {}", bin.display())))?;
+        let stdout = child.stdout.take();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            if let Some(out) = stdout {
+                let _ = BufReader::new(out).read_line(&mut line);
+            }
+            let _ = tx.send(line);
+        });
+        let mut server = GoServer {
+            child: Some(child),
+            port,
+        };
+        let line = rx.recv_timeout(READY_TIMEOUT).unwrap_or_default();
+        if !line.starts_with("listening on") {
+            server.stop();
+            let said = std::fs::read_to_string(&log_path).unwrap_or_default();
+            return Err(LabError::Server(format!(
+                "the Go server did not start: {}",
+                said.trim()
+            )));
+        }
+        Ok(server)
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Its PID (`ip netns exec` execs the server, so the PID is its own).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Stop it: SIGTERM, SIGKILL after 2 s. Idempotent.
+    pub fn stop(&mut self) {
+        use nix::sys::signal::{kill, Signal};
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        if let Ok(pid) = i32::try_from(child.id()) {
+            let _ = kill(nix::unistd::Pid::from_raw(pid), Signal::SIGTERM);
+        }
+        let start = std::time::Instant::now();
+        // bounded: 2 s
+        while start.elapsed() < Duration::from_secs(2) {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for GoServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

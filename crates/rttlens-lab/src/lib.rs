@@ -1,0 +1,25 @@
+//! # rttlens-lab: every cause reproduced and diagnosed
+//!
+//! `rttlens lab` (docs/design.md §6): each scenario is a topology (the
+//! shared crate's [`rttlens_net::Lab`]: two namespaces and the delay
+//! link), a server configuration (nginx, the built-in rustls server of
+//! `rttlens-lab-server`, Go's `crypto/tls`), a client action (curl,
+//! `openssl s_client`, the probe) and the findings the engine must report
+//! on the capture of what happened.
+//!
+//! - [`scenario`]: what a scenario is, the context its run works with
+//!   (servers and clients in the lab), and running one: captures,
+//!   analysis, expectations, partial copies.
+//! - [`catalogue`]: the scenarios.
+//! - [`copies`]: partial copies of a capture (mid-stream, sender-only,
+//!   offload, snaplen), as captures from the wild come.
+//! - [`go_server`]: the Go target, built with the machine's Go.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod catalogue;
+pub mod copies;
+pub mod go_server;
+pub mod scenario;
+
+pub use catalogue::catalogue;

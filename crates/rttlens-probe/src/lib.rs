@@ -1,0 +1,480 @@
+//! `rttlens probe URL`: time a live URL step by step and explain it in
+//! round trips (docs/design.md §6, issue 4).
+//!
+//! The probe crate: sockets, rustls and hyper on one tokio runtime, over
+//! the shared network crate `rttlens-net` (its self-capture) and the
+//! engine `rttlens-core`.
+//!
+//! The probe owns every step of the connection, in pipeline order:
+//!
+//! 1. [`resolve`]: the URL, `--resolve`, `-4`/`-6`, the system resolver
+//!    (curl's `namelookup`);
+//! 2. [`connect`]: the socket (bound first, optional `TCP_FASTOPEN_CONNECT`,
+//!    `TCP_NODELAY`) and `connect(2)` (`connect`);
+//! 3. [`tls`]: rustls with the chosen version, roots, ALPN, a session store
+//!    shared across the run (resumption, 0-RTT) and a key log
+//!    (`appconnect`);
+//! 4. [`http`]: hyper's HTTP/1.1 or (ALPN `h2`) HTTP/2 client connection
+//!    over that stream
+//!    (`pretransfer`, `starttransfer`, `total`), with [`timing::Tap`]
+//!    noting when bytes pass;
+//! 5. [`sequence`]: what each connection of a run sets out to do and how
+//!    its outcome is verified; [`stats`]: `-n N` order statistics;
+//! 6. [`capture`]: the probe's own packets ([`rttlens_net::selfcap`]),
+//!    captured from before the first `connect(2)` to after the last
+//!    response; [`reconcile`]: that capture through the analysis engine,
+//!    matched to the attempts, app set against wire;
+//! 7. [`report`]: the report (JSON, text waterfall).
+//!
+//! Everything runs on one current-thread tokio runtime built here: the
+//! timestamps are not disturbed by other workers, and the runtime's
+//! threads (the resolver's blocking pool) are spawned from the calling
+//! thread, so they inherit its network namespace.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod capture;
+pub mod connect;
+pub mod error;
+pub mod http;
+pub mod reconcile;
+pub mod report;
+pub mod resolve;
+pub mod sequence;
+pub mod stats;
+pub mod timing;
+pub mod tls;
+
+use std::cell::{Cell, RefCell};
+use std::net::SocketAddr;
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rttlens_core::detect::finding::round3;
+use rustls::pki_types::ServerName;
+
+pub use error::{ErrorKind, Phase, ProbeError};
+pub use report::{Attempt, ProbeReport, TcpInfoSnapshots, TlsFacts};
+pub use resolve::{Family, ResolveOverride, Target};
+pub use sequence::{Check, Step, TfoStep, TlsStep};
+pub use timing::Timings;
+pub use tls::{TlsOptions, TlsVersion};
+
+use http::RequestSpec;
+use timing::{Events, Marks, Stream, Tap};
+
+/// Everything `rttlens probe` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ProbeConfig {
+    /// `http://` or `https://` URL.
+    pub url: String,
+    /// `--resolve host:port:addr` entries.
+    pub resolve: Vec<ResolveOverride>,
+    /// `-4` / `-6`.
+    pub family: Family,
+    /// `--tfo`: `TCP_FASTOPEN_CONNECT` on every connection.
+    pub tfo: bool,
+    /// TLS options.
+    pub tls: TlsOptions,
+    /// The request.
+    pub request: RequestSpec,
+    /// `-L`: follow redirects (at most [`MAX_REDIRECTS`]).
+    pub follow: bool,
+    /// `-n N`: attempts (1 when 0).
+    pub count: u32,
+    /// `--sequence`.
+    pub sequence: bool,
+    /// `--max-time`: the whole run.
+    pub max_time: Option<Duration>,
+    /// `--connect-timeout`: name lookup + connect + TLS of each connection.
+    pub connect_timeout: Option<Duration>,
+    /// Capture the probe's own packets (default on; off with
+    /// `--no-capture`).
+    pub capture: bool,
+    /// `--pcap FILE`: keep the capture (pcapng).
+    pub pcap: Option<PathBuf>,
+    /// Keep every packet of the probe's connections in their reports
+    /// ([`rttlens_core::report::ConnReport::trace`]) for the pictures.
+    pub trace: bool,
+}
+
+impl ProbeConfig {
+    /// A `GET url` with defaults: one attempt, ALPN `http/1.1`, capture on.
+    pub fn new(url: impl Into<String>) -> ProbeConfig {
+        ProbeConfig {
+            url: url.into(),
+            resolve: Vec::new(),
+            family: Family::Any,
+            tfo: false,
+            tls: TlsOptions {
+                alpn: vec!["http/1.1".into()],
+                ..TlsOptions::default()
+            },
+            request: RequestSpec::default(),
+            follow: false,
+            count: 1,
+            sequence: false,
+            max_time: None,
+            connect_timeout: None,
+            capture: true,
+            pcap: None,
+            trace: false,
+        }
+    }
+}
+
+/// Await `fut`, or give up at `deadline` with a timeout naming the phase
+/// the attempt was in, the option that set the limit and the time since
+/// `since`.
+async fn within<T>(
+    fut: impl std::future::Future<Output = Result<T, ProbeError>>,
+    deadline: Option<Instant>,
+    phase: &Cell<Phase>,
+    option: &'static str,
+    since: Instant,
+) -> Result<T, ProbeError> {
+    match deadline {
+        None => fut.await,
+        Some(d) => match tokio::time::timeout_at(d.into(), fut).await {
+            Ok(r) => r,
+            Err(_) => Err(ProbeError::timeout(
+                phase.get(),
+                option,
+                timing::between_ms(since, Instant::now()),
+            )),
+        },
+    }
+}
+
+/// Most redirects `-L` follows.
+pub const MAX_REDIRECTS: usize = 10;
+
+/// Run the probe on a fresh current-thread runtime.
+///
+/// # Errors
+/// The first failed attempt, naming its phase ([`ProbeError`]); a usage
+/// error for a bad URL or option.
+pub fn run(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ProbeError::new(Phase::Setup, ErrorKind::Io, format!("tokio runtime: {e}")))?;
+    rt.block_on(run_async(cfg))
+}
+
+async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
+    let started = Instant::now();
+    let deadline = cfg.max_time.map(|d| started + d);
+    let mut target = Target::parse(&cfg.url)?;
+    check_alpn(cfg, &target)?;
+    let caps = RefCell::new(capture::Captures::new(cfg.capture, cfg.pcap.is_some()));
+    let steps =
+        sequence::plan(cfg.sequence, target.tls, cfg.tfo, cfg.count).map_err(ProbeError::usage)?;
+    let keylog = tls::KeyLogSink::for_options(&cfg.tls)?;
+    let fresh = |https: bool| fresh_tls(&cfg.tls, https, keylog.clone());
+    let mut tls = fresh(target.tls)?;
+    let mut attempts: Vec<Attempt> = Vec::new();
+    let mut redirects = 0;
+    let mut i = 0;
+    while i < steps.len() {
+        let step = steps[i];
+        if !step.resumes() && i > 0 {
+            // a plain attempt or a full handshake: nothing to resume from
+            tls = fresh(target.tls)?;
+        }
+        let phase = Cell::new(Phase::Namelookup);
+        let fut = attempt(cfg, &target, step, tls.as_ref(), &phase, &caps);
+        let a = within(fut, deadline, &phase, "--max-time", started).await?;
+        let location = a.response.location.clone();
+        let status = a.response.status;
+        attempts.push(a);
+        if cfg.follow && (300..400).contains(&status) {
+            if let Some(loc) = location {
+                if redirects >= MAX_REDIRECTS {
+                    return Err(ProbeError::new(
+                        Phase::Http,
+                        ErrorKind::Http,
+                        format!("more than {MAX_REDIRECTS} redirects (-L)"),
+                    ));
+                }
+                redirects += 1;
+                target = Target::parse(&join_location(&target, &loc))?;
+                tls = fresh(target.tls)?;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    // after the last response: stopping (≈150 ms) is in no timing
+    let outcome = caps.into_inner().finish();
+    let keylog = keylog.map(|k| k.contents());
+    let mut report = ProbeReport::build(cfg, attempts, keylog);
+    attach_capture(cfg, &mut report, outcome)?;
+    Ok(report)
+}
+
+/// Merge the run's capture into `report` (and write `--pcap`).
+fn attach_capture(
+    cfg: &ProbeConfig,
+    report: &mut ProbeReport,
+    outcome: capture::Outcome,
+) -> Result<(), ProbeError> {
+    match outcome {
+        capture::Outcome::Off => {}
+        capture::Outcome::Unavailable(status, why) => {
+            report.capture.status = status;
+            report.capture.note = Some(format!(
+                "{why}: app-level timings and TCP_INFO only; no wire ladder, no findings, \
+                 no TFO check from the wire"
+            ));
+        }
+        capture::Outcome::Captured {
+            captured,
+            start_overhead_ms,
+            stop_ms,
+        } => {
+            let mut bytes = Vec::new();
+            captured
+                .write_pcapng(&mut bytes, report.keylog.as_deref())
+                .map_err(|e| ProbeError::io(Phase::Setup, "writing the capture", &e))?;
+            if let Some(p) = &cfg.pcap {
+                std::fs::write(p, &bytes).map_err(|e| {
+                    ProbeError::new(
+                        Phase::Setup,
+                        ErrorKind::Usage,
+                        format!("--pcap {}: {e}", p.display()),
+                    )
+                })?;
+            }
+            if let Err(e) = reconcile::attach_bytes(report, &bytes, &captured.interface, cfg.trace)
+            {
+                report.capture.status = "failed";
+                report.capture.note = Some(format!("analysing the capture: {e}"));
+            }
+            report.capture.pcap = cfg.pcap.as_ref().map(|p| p.display().to_string());
+            report.capture.start_overhead_ms = Some(round3(start_overhead_ms));
+            report.capture.stop_ms = Some(round3(stop_ms));
+            report.capture.truncated = captured.truncated;
+            report.capture.kernel_drops = captured.kernel_drops;
+        }
+    }
+    Ok(())
+}
+
+/// The ALPN protocols offered must be ones the probe speaks: `h2` and
+/// `http/1.1`. `h2` is refused where it would be half-working: over
+/// `http://` (h2c, prior knowledge or upgrade, is not spoken) and with
+/// `--sequence` (its 0-RTT step would have to pick the protocol before the
+/// server confirms it).
+fn check_alpn(cfg: &ProbeConfig, target: &Target) -> Result<(), ProbeError> {
+    if let Some(p) = cfg
+        .tls
+        .alpn
+        .iter()
+        .find(|p| !matches!(p.as_str(), "h2" | "http/1.1"))
+    {
+        return Err(ProbeError::usage(format!(
+            "--alpn {p}: the probe speaks h2 and http/1.1 only"
+        )));
+    }
+    if cfg.tls.alpn.iter().any(|p| p == "h2") {
+        if !target.tls {
+            return Err(ProbeError::usage(
+                "--http2 over http:// (h2c) is not spoken: use https:// or --http1.1",
+            ));
+        }
+        if cfg.sequence {
+            return Err(ProbeError::usage(
+                "--sequence speaks HTTP/1.1 (its 0-RTT step cannot wait for ALPN): drop --http2",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `Location` relative to the current target.
+fn join_location(t: &Target, loc: &str) -> String {
+    if loc.contains("://") {
+        return loc.to_string();
+    }
+    let scheme = if t.tls { "https" } else { "http" };
+    let authority = t.host_header();
+    if loc.starts_with('/') {
+        format!("{scheme}://{authority}{loc}")
+    } else {
+        let base = t.path.rsplit_once('/').map_or("", |(b, _)| b);
+        format!("{scheme}://{authority}{base}/{loc}")
+    }
+}
+
+/// Fresh TLS configurations with an empty session store (none for
+/// `http://`).
+fn fresh_tls(
+    o: &TlsOptions,
+    https: bool,
+    keylog: Option<Arc<tls::KeyLogSink>>,
+) -> Result<Option<tls::TlsClient>, ProbeError> {
+    if https {
+        tls::TlsClient::new(o, keylog).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// One connection: resolve, connect, TLS, request, response.
+async fn attempt(
+    cfg: &ProbeConfig,
+    target: &Target,
+    step: Step,
+    tls: Option<&tls::TlsClient>,
+    phase: &Cell<Phase>,
+    caps: &RefCell<capture::Captures>,
+) -> Result<Attempt, ProbeError> {
+    let start = Instant::now();
+    let est = establish(cfg, target, step, tls, phase, start, caps);
+    let limit = cfg.connect_timeout.map(|d| start + d);
+    let (stream, marks0, remote, local_port, after_connect) =
+        within(est, limit, phase, "--connect-timeout", start).await?;
+    phase.set(Phase::Http);
+    let events = Arc::new(Mutex::new(Events::default()));
+    let h2 = stream.tls().and_then(|c| c.alpn_protocol()) == Some(b"h2".as_slice());
+    let local = stream
+        .tcp()
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| format!("?:{local_port}"));
+    // a second descriptor of the socket, for TCP_INFO once hyper's HTTP/2
+    // connection owns the stream
+    let fd = stream.tcp().as_fd().try_clone_to_owned().ok();
+    // HTTP/2 keeps the stream: read the TLS facts now (the handshake is
+    // complete, no early data with h2)
+    let facts_h2 = h2
+        .then(|| stream.tls().map(|c| TlsFacts::of(c, step.early_data())))
+        .flatten();
+    let pretransfer = Instant::now();
+    let done = http::exchange(
+        Tap::new(stream, Arc::clone(&events)),
+        target,
+        &cfg.request,
+        h2,
+    )
+    .await?;
+    let total = Instant::now();
+    let at_end = fd.as_ref().and_then(|f| rttlens_sys::tcp_info(f).ok());
+    let ev = events.lock().map(|e| *e).unwrap_or_default();
+    let marks = Marks {
+        appconnect: marks0.appconnect.or(ev.handshake_done),
+        pretransfer,
+        // HTTP/2: the response's HEADERS, not the server's SETTINGS
+        starttransfer: if h2 {
+            Some(done.headers_at)
+        } else {
+            ev.first_byte
+        },
+        total,
+        ..marks0
+    };
+    let tls_facts = match &done.stream {
+        Some(s) => s.tls().map(|c| TlsFacts::of(c, step.early_data())),
+        None => facts_h2,
+    };
+    if let Some(conn) = done.h2_conn {
+        // GOAWAY, close_notify and FIN, after every timing
+        let _ = conn.await;
+    }
+    drop(done.stream);
+    drop(fd);
+    Ok(Attempt::new(
+        step,
+        local,
+        remote,
+        marks,
+        target.tls,
+        tls_facts,
+        done.info,
+        ev.bytes_out,
+    )
+    .with_tcp_info(TcpInfoSnapshots {
+        after_connect,
+        at_end,
+    }))
+}
+
+/// The stream, its marks so far, the remote, the local port and the
+/// `TCP_INFO` snapshot taken when `connect(2)` returned.
+type Established = (Stream, Marks, SocketAddr, u16, Option<rttlens_sys::TcpInfo>);
+
+async fn establish(
+    cfg: &ProbeConfig,
+    target: &Target,
+    step: Step,
+    tls: Option<&tls::TlsClient>,
+    phase: &Cell<Phase>,
+    start: Instant,
+    caps: &RefCell<capture::Captures>,
+) -> Result<Established, ProbeError> {
+    phase.set(Phase::Namelookup);
+    let remote = resolve::resolve(target, &cfg.resolve, cfg.family).await?;
+    let namelookup = Instant::now();
+    // the capture starts before the SYN; its start-up is cut out of the
+    // attempt's clock (both marks move on by it)
+    let skipped = caps.borrow_mut().ensure(remote)?;
+    let (start, namelookup) = (start + skipped, namelookup + skipped);
+    phase.set(Phase::Connect);
+    let bound = connect::bind(remote, cfg.tfo)?;
+    let local_port = bound.local_port;
+    let connect_start = Instant::now();
+    let tcp = bound.connect(remote).await?;
+    let connect = Instant::now();
+    // a few µs of getsockopt, counted in the TLS phase
+    let after_connect = rttlens_sys::tcp_info(&tcp).ok();
+    let mut marks = Marks {
+        start,
+        namelookup,
+        connect_start,
+        connect,
+        appconnect: None,
+        pretransfer: connect,
+        starttransfer: None,
+        total: connect,
+    };
+    let stream = match tls {
+        None => Stream::Plain(tcp),
+        Some(t) => {
+            phase.set(Phase::Tls);
+            let early = step.early_data();
+            let config = if early { &t.early } else { &t.normal };
+            let connector = tokio_rustls::TlsConnector::from(Arc::clone(config)).early_data(early);
+            let name = ServerName::try_from(target.host.clone()).map_err(|e| {
+                ProbeError::usage(format!("host '{}' as a TLS name: {e}", target.host))
+            })?;
+            let s = connector
+                .connect(name, tcp)
+                .await
+                .map_err(|e| ProbeError::io(Phase::Tls, "TLS handshake", &e))?;
+            // with early data the connector returns before the handshake
+            // (the request goes first); the Tap notes when it completes
+            if !s.get_ref().1.is_handshaking() {
+                marks.appconnect = Some(Instant::now());
+            }
+            Stream::Tls(Box::new(s))
+        }
+    };
+    Ok((stream, marks, remote, local_port, after_connect))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations() {
+        let t = Target::parse("https://h:8443/a/b?x").unwrap();
+        assert_eq!(join_location(&t, "/c"), "https://h:8443/c");
+        assert_eq!(join_location(&t, "c"), "https://h:8443/a/c");
+        assert_eq!(join_location(&t, "http://o/"), "http://o/");
+    }
+}

@@ -1,0 +1,300 @@
+//! TLS by rustls: the client configuration (versions, roots, ALPN,
+//! resumption, 0-RTT, key log) shared by every connection of a run, so
+//! the second connection can resume and the third send early data.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::Resumption;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+use crate::error::ProbeError;
+
+/// A TLS protocol version (`--tls 1.2|1.3`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum TlsVersion {
+    /// TLS 1.2 (RFC 5246).
+    #[serde(rename = "1.2")]
+    Tls12,
+    /// TLS 1.3 (RFC 8446).
+    #[serde(rename = "1.3")]
+    Tls13,
+}
+
+impl std::str::FromStr for TlsVersion {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s
+            .to_ascii_lowercase()
+            .trim_start_matches("tlsv")
+            .trim_start_matches("tls")
+        {
+            "1.2" => Ok(TlsVersion::Tls12),
+            "1.3" => Ok(TlsVersion::Tls13),
+            _ => Err(format!("--tls '{s}': expected 1.2 or 1.3")),
+        }
+    }
+}
+
+/// TLS options of a run.
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// Only this version (`None`: 1.3 and 1.2, rustls' default order).
+    pub version: Option<TlsVersion>,
+    /// ALPN protocols offered, in order (e.g. `http/1.1`).
+    pub alpn: Vec<String>,
+    /// PEM file of CA certificates to trust instead of the system's.
+    pub cacert: Option<PathBuf>,
+    /// Skip certificate verification (`-k`); handshake signatures are still
+    /// checked.
+    pub insecure: bool,
+    /// Append TLS secrets to this file (NSS key log format); the
+    /// `SSLKEYLOGFILE` environment variable when `None`.
+    pub keylog: Option<PathBuf>,
+    /// Cipher suites to offer, in order of preference, by IANA name
+    /// (`TLS_AES_128_GCM_SHA256`, `TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256`)
+    /// or rustls' (`TLS13_AES_128_GCM_SHA256`). Empty: rustls' default
+    /// order (AES-256-GCM first).
+    pub ciphers: Vec<String>,
+}
+
+/// The two client configurations of a run: one that never offers early
+/// data and one that does, sharing one session store (so a ticket from
+/// either serves both).
+#[derive(Debug, Clone)]
+pub struct TlsClient {
+    /// Resumption allowed, early data never offered.
+    pub normal: Arc<ClientConfig>,
+    /// The same with `enable_early_data`.
+    pub early: Arc<ClientConfig>,
+    /// The key log, when one is kept.
+    pub keylog: Option<Arc<KeyLogSink>>,
+}
+
+impl TlsClient {
+    /// Build the configurations.
+    ///
+    /// # Errors
+    /// A usage error naming `--cacert` when the file cannot be read or holds
+    /// no certificate, or naming `--keylog` when the file cannot be opened.
+    pub fn new(o: &TlsOptions, keylog: Option<Arc<KeyLogSink>>) -> Result<TlsClient, ProbeError> {
+        let mut cfg = base_config(o)?;
+        // one in-memory store (rustls keeps tickets per server name), shared
+        // by both configurations through the Arc inside `Resumption`
+        cfg.resumption = Resumption::in_memory_sessions(64);
+        if let Some(k) = &keylog {
+            cfg.key_log = Arc::clone(k) as Arc<dyn rustls::KeyLog>;
+        }
+        let mut early = cfg.clone();
+        early.enable_early_data = true;
+        Ok(TlsClient {
+            normal: Arc::new(cfg),
+            early: Arc::new(early),
+            keylog,
+        })
+    }
+}
+
+/// The configuration every client connection starts from: the versions,
+/// the trust anchors (or `-k`) and the ALPN protocols of `o`. Resumption,
+/// early data and the key log are the caller's (rustls' defaults: an
+/// in-memory session store of 256 entries, no early data).
+///
+/// # Errors
+/// A usage error naming `--tls` or `--cacert`.
+pub fn base_config(o: &TlsOptions) -> Result<ClientConfig, ProbeError> {
+    let mut provider = rustls::crypto::ring::default_provider();
+    if !o.ciphers.is_empty() {
+        provider.cipher_suites = cipher_suites(&provider.cipher_suites, &o.ciphers)?;
+    }
+    let provider = Arc::new(provider);
+    let versions: Vec<&'static rustls::SupportedProtocolVersion> = match o.version {
+        None => vec![&rustls::version::TLS13, &rustls::version::TLS12],
+        Some(TlsVersion::Tls12) => vec![&rustls::version::TLS12],
+        Some(TlsVersion::Tls13) => vec![&rustls::version::TLS13],
+    };
+    let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(&versions)
+        .map_err(|e| ProbeError::usage(format!("--tls: {e}")))?;
+    let mut cfg = if o.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
+            .with_no_client_auth()
+    } else {
+        builder
+            .with_root_certificates(roots(o.cacert.as_deref())?)
+            .with_no_client_auth()
+    };
+    cfg.alpn_protocols = o.alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
+    Ok(cfg)
+}
+
+/// The suites named in `names`, in that order, out of `all`.
+fn cipher_suites(
+    all: &[rustls::SupportedCipherSuite],
+    names: &[String],
+) -> Result<Vec<rustls::SupportedCipherSuite>, ProbeError> {
+    // rustls names TLS 1.3 suites TLS13_…, IANA TLS_…
+    let norm = |n: &str| n.trim().to_ascii_uppercase().replace("TLS13_", "TLS_");
+    names
+        .iter()
+        .map(|n| {
+            all.iter()
+                .find(|s| norm(&format!("{:?}", s.suite())) == norm(n))
+                .copied()
+                .ok_or_else(|| {
+                    let known: Vec<String> = all
+                        .iter()
+                        .map(|s| norm(&format!("{:?}", s.suite())))
+                        .collect();
+                    ProbeError::usage(format!(
+                        "--ciphers: unknown suite '{n}'; known: {}",
+                        known.join(", ")
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// The trust anchors: `--cacert FILE`, or the system's (rustls-native-certs:
+/// `SSL_CERT_FILE`, `SSL_CERT_DIR`, then the distribution's bundle).
+fn roots(cacert: Option<&Path>) -> Result<RootCertStore, ProbeError> {
+    let mut store = RootCertStore::empty();
+    match cacert {
+        Some(p) => {
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(p)
+                .and_then(|it| it.collect::<Result<_, _>>())
+                .map_err(|e| ProbeError::usage(format!("--cacert {}: {e}", p.display())))?;
+            let (added, _) = store.add_parsable_certificates(certs);
+            if added == 0 {
+                return Err(ProbeError::usage(format!(
+                    "--cacert {}: no usable certificate in it",
+                    p.display()
+                )));
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            store.add_parsable_certificates(found.certs);
+        }
+    }
+    Ok(store)
+}
+
+/// `-k`: accepts any certificate chain but still checks the handshake
+/// signatures with the provider's algorithms. Our own code because rustls
+/// deliberately ships no "insecure" verifier; this is its documented
+/// `dangerous()` extension point.
+#[derive(Debug)]
+struct NoVerify(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The key log: every secret appended to a file in the NSS key log format
+/// (`LABEL <client_random hex> <secret hex>`) and kept in memory for the
+/// capture's Decryption Secrets Block. Our own code because rustls'
+/// `KeyLogFile` reads only `SSLKEYLOGFILE` and keeps nothing in memory.
+#[derive(Debug)]
+pub struct KeyLogSink {
+    file: Mutex<std::fs::File>,
+    lines: Mutex<Vec<u8>>,
+}
+
+impl KeyLogSink {
+    /// Open `path` for appending (created if missing).
+    ///
+    /// # Errors
+    /// A usage error naming `--keylog` and the path.
+    pub fn open(path: &Path) -> Result<KeyLogSink, ProbeError> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| ProbeError::usage(format!("--keylog {}: {e}", path.display())))?;
+        Ok(KeyLogSink {
+            file: Mutex::new(file),
+            lines: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The sink `--keylog FILE` (or `SSLKEYLOGFILE`) asks for, if any.
+    ///
+    /// # Errors
+    /// See [`KeyLogSink::open`].
+    pub fn for_options(o: &TlsOptions) -> Result<Option<Arc<KeyLogSink>>, ProbeError> {
+        let path = o
+            .keylog
+            .clone()
+            .or_else(|| std::env::var_os("SSLKEYLOGFILE").map(PathBuf::from));
+        path.map(|p| KeyLogSink::open(&p).map(Arc::new)).transpose()
+    }
+
+    /// Every line logged so far.
+    pub fn contents(&self) -> Vec<u8> {
+        self.lines.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+}
+
+impl rustls::KeyLog for KeyLogSink {
+    fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let line = format!("{label} {} {}\n", hex(client_random), hex(secret));
+        if let Ok(mut f) = self.file.lock() {
+            // a key log that cannot be written must not fail the probe
+            let _ = f.write_all(line.as_bytes());
+        }
+        if let Ok(mut l) = self.lines.lock() {
+            l.extend_from_slice(line.as_bytes());
+        }
+    }
+}
