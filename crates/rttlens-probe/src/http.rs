@@ -7,6 +7,7 @@
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use rttlens_report::probe::ResponseInfo;
 
 use crate::error::{ErrorKind, Phase, ProbeError};
 use crate::resolve::Target;
@@ -21,20 +22,6 @@ pub struct RequestSpec {
     pub headers: Vec<(String, String)>,
     /// Request body (`-d`).
     pub body: Option<Vec<u8>>,
-}
-
-/// What came back.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct ResponseInfo {
-    /// HTTP status code.
-    pub status: u16,
-    /// `HTTP/1.1` etc.
-    pub version: String,
-    /// Body bytes received (after transfer decoding).
-    pub body_bytes: u64,
-    /// The `Location` header of a redirect.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub location: Option<String>,
 }
 
 /// The end of an exchange.

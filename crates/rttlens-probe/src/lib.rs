@@ -24,7 +24,8 @@
 //!    captured from before the first `connect(2)` to after the last
 //!    response; [`reconcile`]: that capture through the analysis engine,
 //!    matched to the attempts, app set against wire;
-//! 7. [`report`]: the report (JSON, text waterfall).
+//! 7. [`assemble`]: the report, `rttlens_report::probe`'s plain types
+//!    filled in (rendered there as JSON and a text waterfall).
 //!
 //! Everything runs on one current-thread tokio runtime built here: the
 //! timestamps are not disturbed by other workers, and the runtime's
@@ -34,12 +35,12 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod assemble;
 pub mod capture;
 pub mod connect;
 pub mod error;
 pub mod http;
 pub mod reconcile;
-pub mod report;
 pub mod resolve;
 pub mod sequence;
 pub mod stats;
@@ -57,12 +58,14 @@ use rttlens_core::detect::finding::round3;
 use rustls::pki_types::ServerName;
 
 pub use error::{ErrorKind, Phase, ProbeError};
-pub use report::{Attempt, ProbeReport, TcpInfoSnapshots, TlsFacts};
 pub use resolve::{Family, ResolveOverride, Target};
-pub use sequence::{Check, Step, TfoStep, TlsStep};
-pub use timing::Timings;
+pub use rttlens_report::probe::{
+    Attempt, Check, NegotiatedTls, ProbeReport, ResponseInfo, TcpInfoSnapshots, Timings,
+};
+pub use sequence::{Step, TfoStep, TlsStep};
 pub use tls::{TlsOptions, TlsVersion};
 
+use assemble::AttemptState;
 use http::RequestSpec;
 use timing::{Events, Marks, Stream, Tap};
 
@@ -177,6 +180,7 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
     let fresh = |https: bool| fresh_tls(&cfg.tls, https, keylog.clone());
     let mut tls = fresh(target.tls)?;
     let mut attempts: Vec<Attempt> = Vec::new();
+    let mut states: Vec<AttemptState> = Vec::new();
     let mut redirects = 0;
     let mut i = 0;
     while i < steps.len() {
@@ -187,10 +191,11 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
         }
         let phase = Cell::new(Phase::Namelookup);
         let fut = attempt(cfg, &target, step, tls.as_ref(), &phase, &caps);
-        let a = within(fut, deadline, &phase, "--max-time", started).await?;
+        let (a, state) = within(fut, deadline, &phase, "--max-time", started).await?;
         let location = a.response.location.clone();
         let status = a.response.status;
         attempts.push(a);
+        states.push(state);
         if cfg.follow && (300..400).contains(&status) {
             if let Some(loc) = location {
                 if redirects >= MAX_REDIRECTS {
@@ -211,8 +216,8 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
     // after the last response: stopping (≈150 ms) is in no timing
     let outcome = caps.into_inner().finish();
     let keylog = keylog.map(|k| k.contents());
-    let mut report = ProbeReport::build(cfg, attempts, keylog);
-    attach_capture(cfg, &mut report, outcome)?;
+    let mut report = assemble::report(cfg, attempts, &states, keylog);
+    attach_capture(cfg, &mut report, &states, outcome)?;
     Ok(report)
 }
 
@@ -220,6 +225,7 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
 fn attach_capture(
     cfg: &ProbeConfig,
     report: &mut ProbeReport,
+    states: &[AttemptState],
     outcome: capture::Outcome,
 ) -> Result<(), ProbeError> {
     match outcome {
@@ -249,7 +255,8 @@ fn attach_capture(
                     )
                 })?;
             }
-            if let Err(e) = reconcile::attach_bytes(report, &bytes, &captured.interface, cfg.trace)
+            if let Err(e) =
+                reconcile::attach_bytes(report, states, &bytes, &captured.interface, cfg.trace)
             {
                 report.capture.status = "failed";
                 report.capture.note = Some(format!("analysing the capture: {e}"));
@@ -332,7 +339,7 @@ async fn attempt(
     tls: Option<&tls::TlsClient>,
     phase: &Cell<Phase>,
     caps: &RefCell<capture::Captures>,
-) -> Result<Attempt, ProbeError> {
+) -> Result<(Attempt, AttemptState), ProbeError> {
     let start = Instant::now();
     let est = establish(cfg, target, step, tls, phase, start, caps);
     let limit = cfg.connect_timeout.map(|d| start + d);
@@ -352,7 +359,7 @@ async fn attempt(
     // HTTP/2 keeps the stream: read the TLS facts now (the handshake is
     // complete, no early data with h2)
     let facts_h2 = h2
-        .then(|| stream.tls().map(|c| TlsFacts::of(c, step.early_data())))
+        .then(|| stream.tls().map(|c| tls::negotiated(c, step.early_data())))
         .flatten();
     let pretransfer = Instant::now();
     let done = http::exchange(
@@ -378,7 +385,7 @@ async fn attempt(
         ..marks0
     };
     let tls_facts = match &done.stream {
-        Some(s) => s.tls().map(|c| TlsFacts::of(c, step.early_data())),
+        Some(s) => s.tls().map(|c| tls::negotiated(c, step.early_data())),
         None => facts_h2,
     };
     if let Some(conn) = done.h2_conn {
@@ -387,7 +394,7 @@ async fn attempt(
     }
     drop(done.stream);
     drop(fd);
-    Ok(Attempt::new(
+    let (mut a, state) = assemble::attempt(
         step,
         local,
         remote,
@@ -396,11 +403,15 @@ async fn attempt(
         tls_facts,
         done.info,
         ev.bytes_out,
-    )
-    .with_tcp_info(TcpInfoSnapshots {
-        after_connect,
-        at_end,
-    }))
+    );
+    assemble::attach_tcp_info(
+        &mut a,
+        TcpInfoSnapshots {
+            after_connect,
+            at_end,
+        },
+    );
+    Ok((a, state))
 }
 
 /// The stream, its marks so far, the remote, the local port and the

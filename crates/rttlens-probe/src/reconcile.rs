@@ -12,7 +12,9 @@ use rttlens_core::report::ConnReport;
 use rttlens_core::time::Timestamp;
 use rttlens_core::wire::{self, Decoded, TcpFlags};
 
-use crate::report::{Agreement, ProbeReport};
+use rttlens_report::probe::{Agreement, Check, ProbeReport};
+
+use crate::assemble::{self, AttemptState};
 
 /// First SYN sent and last response payload received (before the probe's
 /// FIN), per local `addr:port`.
@@ -77,11 +79,16 @@ pub fn attach(
 
 /// Per attempt, the wire's first SYN and last response payload, from a
 /// second pass over the capture (the report model has durations, not
-/// instants).
+/// instants), set against the app's durations (`states[i]` is attempt
+/// `i`'s).
 ///
 /// # Errors
 /// The capture could not be read.
-pub fn agree(report: &mut ProbeReport, mut reader: CaptureReader) -> Result<(), String> {
+pub fn agree(
+    report: &mut ProbeReport,
+    states: &[AttemptState],
+    mut reader: CaptureReader,
+) -> Result<(), String> {
     let mut edges: HashMap<String, Edges> = report
         .attempts
         .iter()
@@ -111,15 +118,14 @@ pub fn agree(report: &mut ProbeReport, mut reader: CaptureReader) -> Result<(), 
             }
         }
     }
-    for a in &mut report.attempts {
+    for (a, state) in report.attempts.iter_mut().zip(states) {
         let Some(c) = a.connection.and_then(|i| report.connections.get(i)) else {
             continue;
         };
         let phase = |n: &str| c.ladder.iter().find(|p| p.name == n).map(|p| p.ms);
-        let step = a.step_kind();
-        let tfo = step.is_some_and(|s| s.tfo.is_some());
-        let early = step.is_some_and(|s| s.early_data());
-        let app = a.app_durations();
+        let tfo = state.step.tfo.is_some();
+        let early = state.step.early_data();
+        let app = state.app;
         let mut v = Vec::new();
         let mut push = |name: &'static str, app_ms: f64, wire_ms: Option<f64>| {
             if let Some(w) = wire_ms {
@@ -162,13 +168,14 @@ pub fn agree(report: &mut ProbeReport, mut reader: CaptureReader) -> Result<(), 
 }
 
 /// [`attach`] and [`agree`] over a capture held in memory (pcap or
-/// pcapng bytes), then recount the phases in the wire's RTT. `interface`
-/// names where it was taken.
+/// pcapng bytes), then recount the phases in the wire's RTT
+/// ([`assemble::finish`]). `interface` names where it was taken.
 ///
 /// # Errors
 /// The capture could not be read.
 pub fn attach_bytes(
     report: &mut ProbeReport,
+    states: &[AttemptState],
     bytes: &[u8],
     interface: &str,
     trace: bool,
@@ -178,7 +185,7 @@ pub fn attach_bytes(
             .map_err(|e| e.to_string())
     };
     let matched = attach(report, open()?, trace)?;
-    agree(report, open()?)?;
+    agree(report, states, open()?)?;
     report.capture.status = "captured";
     report.capture.packets = report.capture_summary.as_ref().map_or(0, |s| s.frames);
     report.capture.interface = Some(interface.to_string());
@@ -189,8 +196,7 @@ pub fn attach_bytes(
             report.attempts.len()
         )
     });
-    let sequence = report.saved_was_planned();
-    report.finish(sequence);
+    assemble::finish(report, states, assemble::planned_sequence(states));
     Ok(matched)
 }
 
@@ -199,7 +205,7 @@ pub fn attach_bytes(
 /// `tfo-fallback` say it was not; `tfo-cookie` that a cookie came back.
 /// Where `TCP_INFO` already answered (`TCPI_OPT_SYN_DATA`), the two must
 /// agree: a disagreement fails the check and says so.
-fn verify_tfo(checks: &mut [crate::sequence::Check], ids: &[&'static str]) {
+fn verify_tfo(checks: &mut [Check], ids: &[&'static str]) {
     for c in checks.iter_mut() {
         match c.what {
             "tfo-data-acked" => {
@@ -238,7 +244,7 @@ fn verify_tfo(checks: &mut [crate::sequence::Check], ids: &[&'static str]) {
 #[cfg(test)]
 mod tests {
     use super::verify_tfo;
-    use crate::sequence::Check;
+    use rttlens_report::probe::Check;
 
     fn check(ok: Option<bool>, how: &str) -> Check {
         Check {

@@ -117,20 +117,6 @@ pub fn plan(sequence: bool, https: bool, tfo: bool, count: u32) -> Result<Vec<St
     }
 }
 
-/// One verified (or not verifiable) outcome.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Check {
-    /// What was checked: `full-handshake`, `resumed`, `early-data-accepted`,
-    /// `tfo-cookie`, `tfo-data-acked`.
-    pub what: &'static str,
-    /// `true` held, `false` did not, `null` could not be seen (say why in
-    /// `how`).
-    pub ok: Option<bool>,
-    /// Where the answer comes from (`rustls handshake_kind()`,
-    /// `TCP_INFO tcpi_options & TCPI_OPT_SYN_DATA`, `capture: tfo-accepted`).
-    pub how: String,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use rttlens_report::probe::Timings;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -199,31 +200,6 @@ pub struct Marks {
     pub starttransfer: Option<Instant>,
     /// Response complete.
     pub total: Instant,
-}
-
-/// curl's `-w` times, in ms since the attempt started (before the name
-/// lookup), rounded to µs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
-pub struct Timings {
-    /// Name resolved (`time_namelookup`).
-    pub namelookup_ms: f64,
-    /// TCP connected (`time_connect`): `connect(2)` returned. With TFO and
-    /// a cookie it returns at once and the SYN leaves with the first write.
-    pub connect_ms: f64,
-    /// TLS handshake complete (`time_appconnect`); `null` without TLS. With
-    /// 0-RTT it comes after `pretransfer` (the request went first).
-    pub appconnect_ms: Option<f64>,
-    /// About to send the request (`time_pretransfer`).
-    pub pretransfer_ms: f64,
-    /// First response byte read (`time_starttransfer`, TTFB); with TLS this
-    /// is the first *decrypted* byte, as in curl; with HTTP/2 the moment the
-    /// response's HEADERS were parsed.
-    pub starttransfer_ms: f64,
-    /// Same instant as `starttransfer_ms` with TLS (the first plaintext
-    /// byte rustls returned); `null` without TLS.
-    pub first_decrypted_byte_ms: Option<f64>,
-    /// Response complete (`time_total`).
-    pub total_ms: f64,
 }
 
 fn ms(from: Instant, to: Instant) -> f64 {

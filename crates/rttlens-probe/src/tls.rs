@@ -13,6 +13,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
+use rttlens_report::probe::NegotiatedTls;
+
 use crate::error::ProbeError;
 
 /// A TLS protocol version (`--tls 1.2|1.3`).
@@ -296,5 +298,38 @@ impl rustls::KeyLog for KeyLogSink {
         if let Ok(mut l) = self.lines.lock() {
             l.extend_from_slice(line.as_bytes());
         }
+    }
+}
+
+/// What TLS negotiated, read off a finished connection; `offered`: early
+/// data was offered.
+pub fn negotiated(c: &rustls::ClientConnection, offered: bool) -> NegotiatedTls {
+    use rustls::HandshakeKind;
+    NegotiatedTls {
+        version: c
+            .protocol_version()
+            .map(|v| match v {
+                rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".to_string(),
+                rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".to_string(),
+                other => format!("{other:?}"),
+            })
+            .unwrap_or_default(),
+        cipher: c
+            .negotiated_cipher_suite()
+            .map(|s| format!("{:?}", s.suite()))
+            .unwrap_or_default(),
+        alpn: c
+            .alpn_protocol()
+            .map(|p| String::from_utf8_lossy(p).into_owned()),
+        handshake: match c.handshake_kind() {
+            Some(HandshakeKind::Resumed) => "resumed",
+            Some(HandshakeKind::FullWithHelloRetryRequest) => "full-with-hello-retry",
+            _ => "full",
+        },
+        early_data: match (offered, c.is_early_data_accepted()) {
+            (_, true) => "accepted",
+            (true, false) => "rejected",
+            (false, false) => "not-offered",
+        },
     }
 }

@@ -5,12 +5,15 @@
 //! machines (schema: `docs/json.md`, versioned by [`json::SCHEMA_VERSION`]),
 //! [`html::HtmlRenderer`] for the pictures (one self-contained page).
 //! Renderers stream: connections are handed over as the analysis finishes
-//! them, and the capture summary comes last.
+//! them, and the capture summary comes last. [`probe`] is the report of
+//! `rttlens probe` (its plain types, filled by `rttlens-probe`) as text and
+//! JSON.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod html;
 pub mod json;
+pub mod probe;
 pub mod text;
 
 use std::cmp::Ordering;
