@@ -16,7 +16,7 @@ use tokio_rustls::TlsConnector;
 
 use crate::mix::Kind;
 use rttlens_core::proto::http::{response_head, Framing};
-use rttlens_probe::{ErrorKind, Phase, ProbeError};
+use rttlens_probe::{ErrorKind, ProbeError, ProbePhase};
 
 /// How long a finished connection may take to close before it is dropped.
 const CLOSE_WITHIN: Duration = Duration::from_secs(2);
@@ -81,13 +81,13 @@ pub struct Failure {
     /// The class.
     pub class: ErrorClass,
     /// The phase.
-    pub phase: Phase,
+    pub phase: ProbePhase,
     /// The error as the OS, rustls or the server put it.
     pub message: String,
 }
 
 impl Failure {
-    fn new(class: ErrorClass, phase: Phase, message: impl Into<String>) -> Failure {
+    fn new(class: ErrorClass, phase: ProbePhase, message: impl Into<String>) -> Failure {
         Failure {
             class,
             phase,
@@ -96,7 +96,7 @@ impl Failure {
     }
 
     /// An I/O error in `phase` (rustls' errors arrive wrapped in one).
-    fn io(phase: Phase, what: &str, e: &std::io::Error) -> Failure {
+    fn io(phase: ProbePhase, what: &str, e: &std::io::Error) -> Failure {
         use std::io::ErrorKind as Io;
         let p = ProbeError::io(phase, what, e);
         let class = match (e.kind(), p.kind) {
@@ -168,7 +168,7 @@ impl Sample {
         let mut s = Sample::new(kind, intended);
         s.failure = Some(Failure::new(
             ErrorClass::NotStarted,
-            Phase::Setup,
+            ProbePhase::Setup,
             format!("{in_flight} connections already in flight (--max-in-flight)"),
         ));
         s
@@ -217,7 +217,7 @@ pub(crate) async fn measure(plan: &Plan, kind: Kind, intended: Instant) -> Sampl
 
 async fn within<F: std::future::Future>(
     deadline: tokio::time::Instant,
-    phase: Phase,
+    phase: ProbePhase,
     timeout: Duration,
     f: F,
 ) -> Result<F::Output, Failure> {
@@ -243,25 +243,31 @@ async fn attempt(
     } else {
         TcpSocket::new_v6()
     }
-    .map_err(|e| Failure::io(Phase::Connect, "creating the socket", &e))?;
-    let tcp = within(deadline, Phase::Connect, t, sock.connect(plan.addr))
+    .map_err(|e| Failure::io(ProbePhase::Connect, "creating the socket", &e))?;
+    let tcp = within(deadline, ProbePhase::Connect, t, sock.connect(plan.addr))
         .await?
-        .map_err(|e| Failure::io(Phase::Connect, &format!("connecting to {}", plan.addr), &e))?;
+        .map_err(|e| {
+            Failure::io(
+                ProbePhase::Connect,
+                &format!("connecting to {}", plan.addr),
+                &e,
+            )
+        })?;
     // curl and h2load set it too: the request must not wait behind the
     // client's Finished for an ACK (Nagle, RFC 896)
     tcp.set_nodelay(true)
-        .map_err(|e| Failure::io(Phase::Connect, "setting TCP_NODELAY", &e))?;
+        .map_err(|e| Failure::io(ProbePhase::Connect, "setting TCP_NODELAY", &e))?;
     let connected = Instant::now();
     s.connect = Some(connected - start);
     let connector = &plan.connectors[kind.index()];
     let mut tls = within(
         deadline,
-        Phase::Tls,
+        ProbePhase::Tls,
         t,
         connector.connect(plan.server_name.clone(), tcp),
     )
     .await?
-    .map_err(|e| Failure::io(Phase::Tls, "TLS handshake", &e))?;
+    .map_err(|e| Failure::io(ProbePhase::Tls, "TLS handshake", &e))?;
     // with early data tokio-rustls returns before the handshake: writes go
     // out as early data, and the flush after them drives the handshake
     let early = tls.get_ref().1.is_handshaking();
@@ -270,31 +276,36 @@ async fn attempt(
     if let Some(req) = &plan.request {
         for i in 0..plan.requests {
             let sent = Instant::now();
-            within(deadline, Phase::Http, t, tls.write_all(req))
+            within(deadline, ProbePhase::Http, t, tls.write_all(req))
                 .await?
-                .map_err(|e| Failure::io(Phase::Http, "writing the request", &e))?;
+                .map_err(|e| Failure::io(ProbePhase::Http, "writing the request", &e))?;
             if handshake_done.is_none() {
                 s.early_sent = true;
-                within(deadline, Phase::Tls, t, tls.flush())
+                within(deadline, ProbePhase::Tls, t, tls.flush())
                     .await?
-                    .map_err(|e| Failure::io(Phase::Tls, "TLS handshake (0-RTT)", &e))?;
+                    .map_err(|e| Failure::io(ProbePhase::Tls, "TLS handshake (0-RTT)", &e))?;
                 handshake_done = Some(Instant::now());
             } else {
-                within(deadline, Phase::Http, t, tls.flush())
+                within(deadline, ProbePhase::Http, t, tls.flush())
                     .await?
-                    .map_err(|e| Failure::io(Phase::Http, "writing the request", &e))?;
+                    .map_err(|e| Failure::io(ProbePhase::Http, "writing the request", &e))?;
             }
-            let first =
-                within(deadline, Phase::Http, t, read_response(&mut tls, &mut buf)).await??;
+            let first = within(
+                deadline,
+                ProbePhase::Http,
+                t,
+                read_response(&mut tls, &mut buf),
+            )
+            .await??;
             if i == 0 {
                 s.ttfb = Some(first.saturating_duration_since(sent));
             }
         }
     }
     if handshake_done.is_none() {
-        within(deadline, Phase::Tls, t, tls.flush())
+        within(deadline, ProbePhase::Tls, t, tls.flush())
             .await?
-            .map_err(|e| Failure::io(Phase::Tls, "TLS handshake", &e))?;
+            .map_err(|e| Failure::io(ProbePhase::Tls, "TLS handshake", &e))?;
         handshake_done = Some(Instant::now());
     }
     s.tls = handshake_done.map(|d| d.saturating_duration_since(connected));
@@ -332,15 +343,15 @@ async fn close(mut tls: TlsStream<tokio::net::TcpStream>, server_closes: bool) {
 /// Returns when its first byte arrived.
 ///
 /// # Errors
-/// A [`Failure`] in [`Phase::Http`]: `http-status` for a status of 400 or
+/// A [`Failure`] in [`ProbePhase::Http`]: `http-status` for a status of 400 or
 /// more, `http` for a head httparse refuses (or over 64 KiB), `closed`
 /// when the stream ends early, or the read error's class.
 pub async fn read_response<S: AsyncRead + Unpin>(
     io: &mut S,
     buf: &mut Vec<u8>,
 ) -> Result<Instant, Failure> {
-    let read_err = |e: std::io::Error| Failure::io(Phase::Http, "reading the response", &e);
-    let http = |m: String| Failure::new(ErrorClass::Http, Phase::Http, m);
+    let read_err = |e: std::io::Error| Failure::io(ProbePhase::Http, "reading the response", &e);
+    let http = |m: String| Failure::new(ErrorClass::Http, ProbePhase::Http, m);
     let mut first = None;
     let (head_len, framing) = loop {
         if !buf.is_empty() {
@@ -349,7 +360,7 @@ pub async fn read_response<S: AsyncRead + Unpin>(
                     let line = buf.split(|&b| b == b'\n').next().unwrap_or_default();
                     return Err(Failure::new(
                         ErrorClass::HttpStatus,
-                        Phase::Http,
+                        ProbePhase::Http,
                         String::from_utf8_lossy(line).trim().to_string(),
                     ));
                 }
@@ -366,7 +377,7 @@ pub async fn read_response<S: AsyncRead + Unpin>(
         if io.read_buf(buf).await.map_err(read_err)? == 0 {
             return Err(Failure::new(
                 ErrorClass::Closed,
-                Phase::Http,
+                ProbePhase::Http,
                 "the server closed the connection before the response head",
             ));
         }
@@ -377,7 +388,7 @@ pub async fn read_response<S: AsyncRead + Unpin>(
     let eof = || {
         Failure::new(
             ErrorClass::Closed,
-            Phase::Http,
+            ProbePhase::Http,
             "the server closed the connection in the response body",
         )
     };

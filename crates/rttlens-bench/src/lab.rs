@@ -16,12 +16,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{run, BenchConfig, BenchError, BenchReport, LabInfo, Progress};
+use crate::{run, BenchConfig, BenchError, BenchProgress, BenchReport, LabInfo};
 use rttlens_lab::go_server::GoOptions;
-use rttlens_lab::scenario::Ctx;
+use rttlens_lab::scenario::ScenarioCtx;
 use rttlens_lab_server::builtin::ServerConfig;
 use rttlens_net::LinkConfig;
-use rttlens_net::{Lab, LabError, Side};
+use rttlens_net::{Host, Lab, LabError};
 
 /// How late (p99, ms) the link may forward packets before the report says
 /// the link, not the server, set the figures.
@@ -159,7 +159,7 @@ pub fn run_in_lab(
     target: &LabTarget,
     mut cfg: BenchConfig,
     cancel: Arc<AtomicBool>,
-    mut progress: Box<dyn FnMut(&Progress) + Send>,
+    mut progress: Box<dyn FnMut(&BenchProgress) + Send>,
 ) -> Result<BenchReport, BenchError> {
     let (server, rtt) = (target.server, target.rtt);
     let lab = Lab::new(LinkConfig {
@@ -167,14 +167,14 @@ pub fn run_in_lab(
         capture: target
             .capture
             .clone()
-            .map(|p| (p, rttlens_net::link::Capture::Ingress)),
+            .map(|p| (p, rttlens_net::link::CapturePoint::Ingress)),
         ..LinkConfig::default()
     })
     .map_err(lab_err)?;
     // thousands of connections a second from one address to one port:
     // the whole ephemeral range, and TIME_WAIT ports reused for new
     // outgoing connections (tcp_tw_reuse, timestamps protect them)
-    let client = lab.netns(Side::Client);
+    let client = lab.netns(Host::Client);
     client
         .set_sysctl("net/ipv4/ip_local_port_range", "1024 65535")
         .map_err(lab_err)?;
@@ -188,7 +188,7 @@ pub fn run_in_lab(
     std::fs::create_dir_all(&dir)
         .map_err(|e| BenchError::Lab(format!("creating {}: {e}", dir.display())))?;
     let result = (|| {
-        let mut ctx = Ctx::new(&lab, dir.clone());
+        let mut ctx = ScenarioCtx::new(&lab, dir.clone());
         let certificate = match target.cert {
             LabCert::P256 => None,
             LabCert::Rsa2048 => Some(rsa2048(&dir)?),
@@ -250,7 +250,7 @@ pub fn run_in_lab(
             .collect();
         cfg.tls.insecure = true;
         let mut report = lab
-            .run_in(Side::Client, move || run(&cfg, &cancel, &mut *progress))
+            .run_in(Host::Client, move || run(&cfg, &cancel, &mut *progress))
             .map_err(|source| BenchError::Io {
                 context: "entering the lab's client namespace".into(),
                 source,

@@ -48,8 +48,8 @@ pub use conn::{ErrorClass, Failure, Sample};
 pub use cpu::process_seconds;
 pub use mix::{Kind, Mix};
 pub use results::{
-    write_compare, BenchReport, Counts, Cpu, ErrorCount, KindReport, LabInfo, LinkReport, LoadInfo,
-    LoadMode, Phases, Rates, Summary, Tickets, SCHEMA,
+    write_compare, BenchReport, Counts, Cpu, ErrorCount, KindReport, LabInfo, LatencySummary,
+    LinkReport, LoadInfo, LoadMode, PhaseLatencies, Rates, Tickets, SCHEMA,
 };
 
 use conn::Plan;
@@ -268,7 +268,7 @@ pub enum BenchError {
 
 /// How the run is going, for a progress bar (about 5 times a second).
 #[derive(Debug, Clone)]
-pub struct Progress {
+pub struct BenchProgress {
     /// Since the schedule started.
     pub elapsed: Duration,
     /// Connections finished (succeeded or failed).
@@ -294,7 +294,7 @@ pub struct Progress {
 pub fn run(
     cfg: &BenchConfig,
     cancel: &Arc<AtomicBool>,
-    progress: &mut (dyn FnMut(&Progress) + Send),
+    progress: &mut (dyn FnMut(&BenchProgress) + Send),
 ) -> Result<BenchReport, BenchError> {
     cfg.validate()?;
     let target = Target::parse(&cfg.url).map_err(|e| BenchError::Usage(e.message))?;
@@ -848,7 +848,7 @@ fn wait_in_flight(in_flight: &AtomicUsize, timeout: Duration, cancel: &AtomicBoo
 /// channel is empty.
 fn collect(
     rx: Receiver<Sample>,
-    progress: &mut (dyn FnMut(&Progress) + Send),
+    progress: &mut (dyn FnMut(&BenchProgress) + Send),
     t0: Instant,
     in_flight: &AtomicUsize,
     finished: &AtomicBool,
@@ -856,8 +856,8 @@ fn collect(
 ) -> Stats {
     let mut stats = Stats::new();
     let mut last = Instant::now();
-    let report = |stats: &Stats, progress: &mut (dyn FnMut(&Progress) + Send)| {
-        progress(&Progress {
+    let report = |stats: &Stats, progress: &mut (dyn FnMut(&BenchProgress) + Send)| {
+        progress(&BenchProgress {
             elapsed: t0.elapsed(),
             finished: stats.done(),
             failed: stats.failed(),

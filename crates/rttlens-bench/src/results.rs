@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use crate::conn::ErrorClass;
 use crate::mix::Kind;
-use rttlens_probe::Phase;
+use rttlens_probe::ProbePhase;
 
 /// The `schema` value of the JSON document.
 pub const SCHEMA: &str = "rttlens-bench/1";
@@ -40,7 +40,7 @@ pub struct BenchReport {
     /// Successful handshakes per second.
     pub handshakes_per_s: Rates,
     /// Every kind together; latencies of successful connections (ms).
-    pub phases: Phases,
+    pub phases: PhaseLatencies,
     /// Per kind attempted.
     pub kinds: Vec<KindReport>,
     /// Failures by class and phase, most frequent first.
@@ -123,7 +123,7 @@ pub struct Rates {
 
 /// Latency percentiles of one phase (ms).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Summary {
+pub struct LatencySummary {
     /// Samples.
     pub count: u64,
     /// Smallest.
@@ -144,22 +144,22 @@ pub struct Summary {
 
 /// The phases of a connection, each `null` when not measured.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Phases {
+pub struct PhaseLatencies {
     /// Intended start → `connect(2)`: how late the generator started it.
-    pub start_lag: Option<Summary>,
+    pub start_lag: Option<LatencySummary>,
     /// TCP handshake.
-    pub connect: Option<Summary>,
+    pub connect: Option<LatencySummary>,
     /// TLS handshake: established socket → handshake complete.
-    pub tls: Option<Summary>,
+    pub tls: Option<LatencySummary>,
     /// Request written → first response byte (first request).
-    pub ttfb: Option<Summary>,
+    pub ttfb: Option<LatencySummary>,
     /// Intended start → handshake complete, or last response read.
-    pub total: Option<Summary>,
+    pub total: Option<LatencySummary>,
 }
 
-impl Phases {
+impl PhaseLatencies {
     /// The phases with their names, in report order.
-    pub fn named(&self) -> [(&'static str, Option<&Summary>); 5] {
+    pub fn named(&self) -> [(&'static str, Option<&LatencySummary>); 5] {
         [
             ("connect", self.connect.as_ref()),
             ("tls", self.tls.as_ref()),
@@ -186,7 +186,7 @@ pub struct KindReport {
     /// Of the successful, how many had their early data accepted.
     pub early_data_accepted: u64,
     /// Latencies of this kind's successful connections.
-    pub phases: Phases,
+    pub phases: PhaseLatencies,
 }
 
 /// Failures of one class in one phase.
@@ -195,7 +195,7 @@ pub struct ErrorCount {
     /// The class.
     pub class: ErrorClass,
     /// The phase.
-    pub phase: Phase,
+    pub phase: ProbePhase,
     /// How many.
     pub count: u64,
     /// The first message.
@@ -333,7 +333,7 @@ impl BenchReport {
             "{:<8} {:<10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
             "kind", "phase", "count", "p50", "p90", "p99", "p99.9", "max", "mean"
         )?;
-        let mut rows: Vec<(String, &Phases)> = vec![("all".into(), &self.phases)];
+        let mut rows: Vec<(String, &PhaseLatencies)> = vec![("all".into(), &self.phases)];
         if self.kinds.len() > 1 {
             rows.extend(
                 self.kinds
@@ -480,7 +480,7 @@ pub fn write_compare(a: &BenchReport, b: &BenchReport, out: &mut dyn Write) -> i
         100.0 * r.connections.failed as f64 / r.connections.finished.max(1) as f64
     };
     row(out, "failed (%)", Some(fail(a)), Some(fail(b)))?;
-    type Quantile = fn(&Summary) -> f64;
+    type Quantile = fn(&LatencySummary) -> f64;
     let quantiles: [(&str, Quantile); 5] = [
         ("p50", |s| s.p50_ms),
         ("p90", |s| s.p90_ms),
@@ -488,7 +488,8 @@ pub fn write_compare(a: &BenchReport, b: &BenchReport, out: &mut dyn Write) -> i
         ("p99.9", |s| s.p99_9_ms),
         ("max", |s| s.max_ms),
     ];
-    let mut sections: Vec<(String, &Phases, &Phases)> = vec![("all".into(), &a.phases, &b.phases)];
+    let mut sections: Vec<(String, &PhaseLatencies, &PhaseLatencies)> =
+        vec![("all".into(), &a.phases, &b.phases)];
     for ka in &a.kinds {
         if let Some(kb) = b.kinds.iter().find(|k| k.kind == ka.kind) {
             if a.kinds.len() > 1 || b.kinds.len() > 1 {

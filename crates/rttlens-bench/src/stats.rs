@@ -9,8 +9,8 @@ use hdrhistogram::Histogram;
 
 use crate::conn::{ErrorClass, Sample};
 use crate::mix::Kind;
-use crate::results::{ErrorCount, KindReport, Phases, Summary};
-use rttlens_probe::Phase;
+use crate::results::{ErrorCount, KindReport, LatencySummary, PhaseLatencies};
+use rttlens_probe::ProbePhase;
 
 /// Largest value a histogram holds: one hour, in µs.
 const MAX_US: u64 = 3_600_000_000;
@@ -72,7 +72,7 @@ impl PerKind {
 #[derive(Debug, Clone)]
 pub(crate) struct Stats {
     kinds: [PerKind; 3],
-    errors: BTreeMap<(ErrorClass, Phase), (u64, Vec<String>)>,
+    errors: BTreeMap<(ErrorClass, ProbePhase), (u64, Vec<String>)>,
     first: Option<Instant>,
     last_end: Option<Instant>,
     done: u64,
@@ -160,9 +160,9 @@ impl Stats {
         v
     }
 
-    fn phases_of(lag: &Histogram<u64>, phases: &[Histogram<u64>; 4]) -> Phases {
+    fn phases_of(lag: &Histogram<u64>, phases: &[Histogram<u64>; 4]) -> PhaseLatencies {
         let get = |t: Timed| summary(&phases[Timed::ALL.iter().position(|x| *x == t).unwrap_or(0)]);
-        Phases {
+        PhaseLatencies {
             start_lag: summary(lag),
             connect: get(Timed::Connect),
             tls: get(Timed::Tls),
@@ -172,7 +172,7 @@ impl Stats {
     }
 
     /// Every kind together.
-    pub fn all_phases(&self) -> Phases {
+    pub fn all_phases(&self) -> PhaseLatencies {
         let mut lag = histogram();
         let mut phases = [histogram(), histogram(), histogram(), histogram()];
         for k in &self.kinds {
@@ -206,12 +206,12 @@ impl Stats {
 
 /// Percentiles of `h` in ms (`None` when empty). hdrhistogram reports the
 /// highest value equivalent to the quantile's bucket (within 0.1 %).
-fn summary(h: &Histogram<u64>) -> Option<Summary> {
+fn summary(h: &Histogram<u64>) -> Option<LatencySummary> {
     if h.is_empty() {
         return None;
     }
     let ms = |us: u64| us as f64 / 1000.0;
-    Some(Summary {
+    Some(LatencySummary {
         count: h.len(),
         min_ms: ms(h.min()),
         mean_ms: h.mean() / 1000.0,
@@ -243,7 +243,7 @@ mod tests {
             early_accepted: kind == Kind::ZeroRtt,
             failure: fail.map(|class| Failure {
                 class,
-                phase: Phase::Tls,
+                phase: ProbePhase::Tls,
                 message: "x".into(),
             }),
         }
@@ -276,7 +276,7 @@ mod tests {
         let e = s.errors();
         assert_eq!(
             (e[0].class, e[0].phase, e[0].count),
-            (ErrorClass::Timeout, Phase::Tls, 1)
+            (ErrorClass::Timeout, ProbePhase::Tls, 1)
         );
     }
 }

@@ -6,10 +6,10 @@ use std::time::Duration;
 use rttlens_lab_server::builtin::{HandshakeWrites, ServerConfig};
 use rttlens_lab_server::TlsVersion;
 
-use rttlens_net::link::{Dir, LinkConfig, Spike};
-use rttlens_net::{Lab, LabError, Side, Sysctls};
+use rttlens_net::link::{Direction, LinkConfig, Spike};
+use rttlens_net::{Host, Lab, LabError, Sysctls};
 
-use crate::scenario::{Ctx, Scenario, Variant};
+use crate::scenario::{Scenario, ScenarioCtx, Variant};
 
 const NAGLE: &str = "nagle-stall|nagle-delayed-ack";
 
@@ -20,8 +20,8 @@ fn plain_link(_: &mut LinkConfig) {}
 /// retransmission timeout (200 ms + RTT), then delivered.
 fn ack_spike(l: &mut LinkConfig) {
     l.spike = Some(Spike {
-        after: (Dir::ServerToClient, 1),
-        held: Dir::ClientToServer,
+        after: (Direction::ServerToClient, 1),
+        held: Direction::ClientToServer,
         hold: Duration::from_millis(600),
     });
 }
@@ -38,7 +38,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &[NAGLE],
         forbid: &[],
         key: "request",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: |c| nagle_nginx(c, false),
         variants: &[],
@@ -49,7 +49,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &[],
         forbid: &["nagle-stall", "nagle-delayed-ack", "delayed-ack"],
         key: "request",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: |c| nagle_nginx(c, true),
         variants: &[],
@@ -60,7 +60,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &[NAGLE],
         forbid: &[],
         key: "tls",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: nagle_handshake,
         variants: &[],
@@ -71,7 +71,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["0:tls12-full-handshake"],
         forbid: &["1:tls12-full-handshake"],
         key: "tls",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: tls12_vs_tls13,
         variants: &[],
@@ -82,7 +82,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["1:tls-resumption"],
         forbid: &["0:tls-resumption"],
         key: "tls",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: resumption,
         variants: &[],
@@ -93,7 +93,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["1:tls-resumption"],
         forbid: &[],
         key: "tls",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: resumption_declined,
         variants: &[],
@@ -104,7 +104,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["2:zero-rtt"],
         forbid: &[],
         key: "request",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: zero_rtt,
         variants: &[],
@@ -115,7 +115,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["2:zero-rtt"],
         forbid: &[],
         key: "tls",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: zero_rtt_rejected,
         variants: &[],
@@ -126,7 +126,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["1:tls-resumption", "2:zero-rtt"],
         forbid: &["0:tls-resumption"],
         key: "request",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: probe_sequence,
         variants: &[],
@@ -137,7 +137,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["0:tfo-cookie", "1:tfo-accepted"],
         forbid: &[],
         key: "request",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: tfo,
         variants: &[],
@@ -148,7 +148,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["0:tfo-cookie", "1:tfo-refused"],
         forbid: &["1:tfo-accepted"],
         key: "request",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: tfo_refused,
         variants: &[],
@@ -159,7 +159,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["0:tfo-cookie", "1:tfo-fallback"],
         forbid: &["1:tfo-accepted"],
         key: "connect",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: |l| l.loss_c2s.first_syn_data = true,
         run: tfo,
         variants: &[],
@@ -170,7 +170,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["large-tls-record"],
         forbid: &[],
         key: "transfer",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: |c| records(c, None),
         variants: &[Variant::Offload],
@@ -181,7 +181,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &[],
         forbid: &["large-tls-record"],
         key: "transfer",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: |c| records(c, Some(1400)),
         variants: &[],
@@ -208,7 +208,7 @@ static CATALOGUE: [Scenario; 31] = [
             "capture-drops",
         ],
         key: "request",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: |c| download(c, ServerConfig { record_size: Some(1400), ..ServerConfig::default() }, 20_000),
         variants: &[],
@@ -219,7 +219,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["server-think-time"],
         forbid: &[],
         key: "request",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: server_think,
         variants: &[Variant::Offload, Variant::MidStream],
@@ -230,7 +230,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["fast-retransmit"],
         forbid: &["rto"],
         key: "transfer",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: |l| l.loss_s2c.indices = vec![60],
         run: |c| download(c, ServerConfig::default(), 1_000_000),
         variants: &[Variant::Offload, Variant::MidStream, Variant::SenderOnly { expect: &["fast-retransmit"] }],
@@ -241,7 +241,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["tail-loss-probe"],
         forbid: &[],
         key: "transfer",
-        vantage: Side::Server,
+        vantage: Host::Server,
         link: |l| l.loss_s2c.indices = vec![TAIL],
         run: |c| download_plain(c, TAIL_BYTES),
         variants: &[Variant::MidStream, Variant::SenderOnly { expect: &["tail-loss-probe"] }],
@@ -252,7 +252,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["rto"],
         forbid: &[],
         key: "transfer",
-        vantage: Side::Server,
+        vantage: Host::Server,
         link: |l| l.loss_s2c.indices = vec![TAIL, TAIL + 1],
         run: |c| download_plain(c, TAIL_BYTES),
         variants: &[Variant::MidStream, Variant::SenderOnly { expect: &["rto"] }],
@@ -263,7 +263,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["sender-window-cap"],
         forbid: &[],
         key: "transfer",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: sndbuf_cap,
         variants: &[Variant::Offload, Variant::MidStream],
@@ -274,7 +274,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["receive-window-limit"],
         forbid: &[],
         key: "transfer",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: no_wscale,
         variants: &[Variant::Offload, Variant::MidStream],
@@ -285,7 +285,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["receive-window-limit"],
         forbid: &[],
         key: "transfer",
-        vantage: Side::Server,
+        vantage: Host::Server,
         link: plain_link,
         run: no_wscale,
         variants: &[Variant::MidStream],
@@ -296,7 +296,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["receive-window-limit"],
         forbid: &[],
         key: "transfer",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: small_rcvbuf,
         variants: &[Variant::MidStreamSaysLess {
@@ -310,7 +310,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["zero-window"],
         forbid: &["fast-retransmit", "rto"],
         key: "transfer",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: slow_reader,
         variants: &[Variant::MidStream],
@@ -321,7 +321,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["spurious-retransmission"],
         forbid: &["fast-retransmit", "rto", "rto-backoff"],
         key: "transfer",
-        vantage: Side::Server,
+        vantage: Host::Server,
         link: ack_spike,
         run: |c| download_plain(c, 64_000),
         variants: &[],
@@ -332,7 +332,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["client-think-time"],
         forbid: &["server-think-time"],
         key: "request",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: client_think,
         variants: &[Variant::MidStream],
@@ -343,7 +343,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["1:delayed-ack"],
         forbid: &[],
         key: "transfer",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: plain_link,
         run: delayed_ack,
         variants: &[],
@@ -354,7 +354,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["rto-backoff"],
         forbid: &[],
         key: "transfer",
-        vantage: Side::Server,
+        vantage: Host::Server,
         link: |l| l.loss_s2c.black_hole_from = Some(BLACK_HOLE_FROM),
         run: black_hole,
         variants: &[Variant::MidStream, Variant::SenderOnly { expect: &["rto-backoff"] }],
@@ -365,7 +365,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["transfer-stall"],
         forbid: &["rto-backoff"],
         key: "transfer",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: |l| l.loss_s2c.black_hole_from = Some(BLACK_HOLE_FROM),
         run: black_hole,
         variants: &[Variant::MidStream],
@@ -376,7 +376,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &[],
         forbid: &["server-think-time", "client-think-time", "queueing-delay"],
         key: "request",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: |l| {
             l.jitter = l.rtt / 8;
             l.jitter_seed = 9;
@@ -390,7 +390,7 @@ static CATALOGUE: [Scenario; 31] = [
         expect: &["queueing-delay"],
         forbid: &["sender-window-cap", "receive-window-limit"],
         key: "transfer",
-        vantage: Side::Client,
+        vantage: Host::Client,
         link: |l| {
             l.rate_bps = 20_000_000;
             l.queue_limit_bytes = 500_000;
@@ -407,7 +407,7 @@ const BLACK_HOLE_FROM: u64 = 30;
 /// A 1 MB plain HTTP download that the path black-holes mid-way: curl gives
 /// up after 4 s (the server's RTO has backed off four or five times by then)
 /// and closes; its FIN reaches the server, the server's answers do not.
-fn black_hole(c: &mut Ctx) -> Result<(), LabError> {
+fn black_hole(c: &mut ScenarioCtx) -> Result<(), LabError> {
     let port = c.builtin(ServerConfig {
         plain_http: true,
         ..ServerConfig::default()
@@ -421,7 +421,7 @@ fn black_hole(c: &mut Ctx) -> Result<(), LabError> {
 
 /// Five small TLS downloads on one keep-alive connection (no think time on
 /// the server): each response is late only by the path's jitter.
-fn jitter_no_think(c: &mut Ctx) -> Result<(), LabError> {
+fn jitter_no_think(c: &mut ScenarioCtx) -> Result<(), LabError> {
     let port = c.builtin(ServerConfig::default())?;
     let u = url(port, 2000);
     c.curl(&["--tlsv1.3", &u, &u, &u, &u, &u])?;
@@ -432,9 +432,9 @@ fn jitter_no_think(c: &mut Ctx) -> Result<(), LabError> {
 /// (which leaves slow start as soon as the RTT rises and then sits on its
 /// plateau for seconds) keeps doubling the flight until the bottleneck's
 /// queue is full, as a bulk sender does on a bloated path.
-fn deep_queue(c: &mut Ctx) -> Result<(), LabError> {
+fn deep_queue(c: &mut ScenarioCtx) -> Result<(), LabError> {
     c.lab()
-        .netns(Side::Server)
+        .netns(Host::Server)
         .set_sysctl("net/ipv4/tcp_congestion_control", "reno")?;
     download(c, ServerConfig::default(), 4_000_000)
 }
@@ -447,8 +447,8 @@ fn deep_queue(c: &mut Ctx) -> Result<(), LabError> {
 /// client has spent its quick ACKs (`tcp_incr_quickack()`), it holds the
 /// ACK of each lone full-sized segment for its delayed-ACK timer, and the
 /// server waits for it every time.
-fn delayed_ack(c: &mut Ctx) -> Result<(), LabError> {
-    let ns = c.lab().ns_name(Side::Server).to_string();
+fn delayed_ack(c: &mut ScenarioCtx) -> Result<(), LabError> {
+    let ns = c.lab().ns_name(Host::Server).to_string();
     let client = format!("{}/32", Lab::CLIENT_V4);
     rttlens_net::netns::ip(&[
         "-n",
@@ -484,7 +484,7 @@ pub fn catalogue() -> &'static [Scenario] {
     &CATALOGUE
 }
 
-fn nagle_nginx(c: &mut Ctx, nodelay: bool) -> Result<(), LabError> {
+fn nagle_nginx(c: &mut ScenarioCtx, nodelay: bool) -> Result<(), LabError> {
     c.nginx(443, |n| {
         n.tcp_nodelay = nodelay;
         n.files = vec![700];
@@ -496,7 +496,7 @@ fn nagle_nginx(c: &mut Ctx, nodelay: bool) -> Result<(), LabError> {
     Ok(())
 }
 
-fn nagle_handshake(c: &mut Ctx) -> Result<(), LabError> {
+fn nagle_handshake(c: &mut ScenarioCtx) -> Result<(), LabError> {
     let port = c.builtin(ServerConfig {
         nodelay: false,
         handshake_writes: HandshakeWrites::Two,
@@ -507,7 +507,7 @@ fn nagle_handshake(c: &mut Ctx) -> Result<(), LabError> {
     Ok(())
 }
 
-fn tls12_vs_tls13(c: &mut Ctx) -> Result<(), LabError> {
+fn tls12_vs_tls13(c: &mut ScenarioCtx) -> Result<(), LabError> {
     let port = c.builtin(ServerConfig::default())?;
     c.curl(&["--tlsv1.2", "--tls-max", "1.2", &url(port, 1000)])?;
     c.curl(&["--tlsv1.3", &url(port, 1000)])?;
@@ -526,14 +526,14 @@ fn s_client(extra: &str) -> String {
     )
 }
 
-fn nginx_tls13(c: &mut Ctx, early: bool) -> Result<(), LabError> {
+fn nginx_tls13(c: &mut ScenarioCtx, early: bool) -> Result<(), LabError> {
     c.nginx(443, |n| {
         n.ssl_early_data = early;
         n.files = vec![2000];
     })
 }
 
-fn resumption(c: &mut Ctx) -> Result<(), LabError> {
+fn resumption(c: &mut ScenarioCtx) -> Result<(), LabError> {
     nginx_tls13(c, false)?;
     let d = c.dir().display().to_string();
     let first = c.sh(&s_client(&format!("-sess_out {d}/s1.pem")))?;
@@ -554,7 +554,7 @@ fn resumption(c: &mut Ctx) -> Result<(), LabError> {
 /// A full handshake, then nginx restarts (a fresh random ticket key, as a
 /// server without a shared `ssl_session_ticket_key` does on every reload),
 /// then the client offers the old ticket: declined, full handshake.
-fn resumption_declined(c: &mut Ctx) -> Result<(), LabError> {
+fn resumption_declined(c: &mut ScenarioCtx) -> Result<(), LabError> {
     nginx_tls13(c, false)?;
     let d = c.dir().display().to_string();
     c.sh(&s_client(&format!("-sess_out {d}/s1.pem")))?;
@@ -573,7 +573,7 @@ fn resumption_declined(c: &mut Ctx) -> Result<(), LabError> {
     Ok(())
 }
 
-fn zero_rtt(c: &mut Ctx) -> Result<(), LabError> {
+fn zero_rtt(c: &mut ScenarioCtx) -> Result<(), LabError> {
     nginx_tls13(c, true)?;
     early_data_sequence(c, None, "Early data was accepted", false)
 }
@@ -582,7 +582,7 @@ fn zero_rtt(c: &mut Ctx) -> Result<(), LabError> {
 /// `ssl_early_data off` and the same ticket key, so the third connection
 /// resumes but its early data is rejected (RFC 8446 §4.2.10) and the client
 /// sends the request again after the handshake.
-fn zero_rtt_rejected(c: &mut Ctx) -> Result<(), LabError> {
+fn zero_rtt_rejected(c: &mut ScenarioCtx) -> Result<(), LabError> {
     let key = c.dir().join("ticket.key");
     // 80 bytes: nginx's AES-256 ticket key format
     let bytes: Vec<u8> = (0u8..80)
@@ -603,7 +603,7 @@ fn zero_rtt_rejected(c: &mut Ctx) -> Result<(), LabError> {
     c.nginx(443, with_key(true))?;
     early_data_sequence(
         c,
-        Some(Box::new(move |c: &mut Ctx| {
+        Some(Box::new(move |c: &mut ScenarioCtx| {
             c.stop_nginx();
             c.nginx(443, with_key(false))
         })),
@@ -613,7 +613,7 @@ fn zero_rtt_rejected(c: &mut Ctx) -> Result<(), LabError> {
 }
 
 /// A server action between the second and the third connection.
-type Between = Box<dyn FnOnce(&mut Ctx) -> Result<(), LabError>>;
+type Between = Box<dyn FnOnce(&mut ScenarioCtx) -> Result<(), LabError>>;
 
 /// Three `openssl s_client` connections to nginx on 443: full handshake,
 /// resumed, then resumed with the request as early data; openssl must say
@@ -621,7 +621,7 @@ type Between = Box<dyn FnOnce(&mut Ctx) -> Result<(), LabError>>;
 /// writes the request after the handshake (what a client does when its
 /// early data was rejected).
 fn early_data_sequence(
-    c: &mut Ctx,
+    c: &mut ScenarioCtx,
     between: Option<Between>,
     verdict: &str,
     resend: bool,
@@ -672,7 +672,7 @@ fn early_data_sequence(
 
 /// The project's probe as the client: `--sequence` makes a full
 /// handshake, a resumed one and a 0-RTT one, and checks each itself.
-fn probe_sequence(c: &mut Ctx) -> Result<(), LabError> {
+fn probe_sequence(c: &mut ScenarioCtx) -> Result<(), LabError> {
     nginx_tls13(c, true)?;
     let mut cfg = rttlens_probe::ProbeConfig::new(format!("https://{}/size/2000", Lab::SERVER_V4));
     cfg.sequence = true;
@@ -684,13 +684,13 @@ fn probe_sequence(c: &mut Ctx) -> Result<(), LabError> {
 
 /// TFO on in both namespaces (`net.ipv4.tcp_fastopen=3`) and nginx with a
 /// TFO queue serving a 2000-byte file over plain HTTP; returns its URL.
-fn tfo_setup(c: &mut Ctx) -> Result<String, LabError> {
+fn tfo_setup(c: &mut ScenarioCtx) -> Result<String, LabError> {
     let both = Sysctls {
         tcp_fastopen: Some(3),
         ..Sysctls::default()
     };
-    c.sysctls(Side::Client, &both)?;
-    c.sysctls(Side::Server, &both)?;
+    c.sysctls(Host::Client, &both)?;
+    c.sysctls(Host::Server, &both)?;
     c.nginx(80, |n| {
         n.tls = false;
         n.fastopen = Some(16);
@@ -699,7 +699,7 @@ fn tfo_setup(c: &mut Ctx) -> Result<String, LabError> {
     Ok(format!("http://{}/size/2000", Lab::SERVER_V4))
 }
 
-fn tfo(c: &mut Ctx) -> Result<(), LabError> {
+fn tfo(c: &mut ScenarioCtx) -> Result<(), LabError> {
     let u = tfo_setup(c)?;
     for _ in 0..2 {
         c.curl(&["--tcp-fastopen", &u])?;
@@ -709,10 +709,10 @@ fn tfo(c: &mut Ctx) -> Result<(), LabError> {
 
 /// A cookie, then a new server key (`net.ipv4.tcp_fastopen_key`), then the
 /// old cookie with data: the server refuses the data (RFC 7413 §4.1.2).
-fn tfo_refused(c: &mut Ctx) -> Result<(), LabError> {
+fn tfo_refused(c: &mut ScenarioCtx) -> Result<(), LabError> {
     let u = tfo_setup(c)?;
     c.curl(&["--tcp-fastopen", &u])?;
-    c.lab().netns(Side::Server).set_sysctl(
+    c.lab().netns(Host::Server).set_sysctl(
         "net/ipv4/tcp_fastopen_key",
         "01234567-89abcdef-01234567-89abcdef",
     )?;
@@ -720,7 +720,7 @@ fn tfo_refused(c: &mut Ctx) -> Result<(), LabError> {
     Ok(())
 }
 
-fn records(c: &mut Ctx, size: Option<usize>) -> Result<(), LabError> {
+fn records(c: &mut ScenarioCtx, size: Option<usize>) -> Result<(), LabError> {
     download(
         c,
         ServerConfig {
@@ -731,7 +731,7 @@ fn records(c: &mut Ctx, size: Option<usize>) -> Result<(), LabError> {
     )
 }
 
-fn server_think(c: &mut Ctx) -> Result<(), LabError> {
+fn server_think(c: &mut ScenarioCtx) -> Result<(), LabError> {
     download(
         c,
         ServerConfig {
@@ -743,14 +743,14 @@ fn server_think(c: &mut Ctx) -> Result<(), LabError> {
 }
 
 /// One TLS 1.3 download of `n` bytes from the built-in server.
-fn download(c: &mut Ctx, cfg: ServerConfig, n: usize) -> Result<(), LabError> {
+fn download(c: &mut ScenarioCtx, cfg: ServerConfig, n: usize) -> Result<(), LabError> {
     let port = c.builtin(cfg)?;
     c.curl(&["--tlsv1.3", &url(port, n)])?;
     Ok(())
 }
 
 /// One plain HTTP download of `n` bytes from the built-in server.
-fn download_plain(c: &mut Ctx, n: usize) -> Result<(), LabError> {
+fn download_plain(c: &mut ScenarioCtx, n: usize) -> Result<(), LabError> {
     let port = c.builtin(ServerConfig {
         plain_http: true,
         ..ServerConfig::default()
@@ -759,7 +759,7 @@ fn download_plain(c: &mut Ctx, n: usize) -> Result<(), LabError> {
     Ok(())
 }
 
-fn sndbuf_cap(c: &mut Ctx) -> Result<(), LabError> {
+fn sndbuf_cap(c: &mut ScenarioCtx) -> Result<(), LabError> {
     c.nginx(443, |n| {
         n.sndbuf = Some(32 * 1024);
         n.files = vec![2_000_000];
@@ -771,9 +771,9 @@ fn sndbuf_cap(c: &mut Ctx) -> Result<(), LabError> {
     Ok(())
 }
 
-fn no_wscale(c: &mut Ctx) -> Result<(), LabError> {
+fn no_wscale(c: &mut ScenarioCtx) -> Result<(), LabError> {
     c.sysctls(
-        Side::Client,
+        Host::Client,
         &Sysctls {
             tcp_window_scaling: Some(false),
             ..Sysctls::default()
@@ -782,9 +782,9 @@ fn no_wscale(c: &mut Ctx) -> Result<(), LabError> {
     download(c, ServerConfig::default(), 2_000_000)
 }
 
-fn small_rcvbuf(c: &mut Ctx) -> Result<(), LabError> {
+fn small_rcvbuf(c: &mut ScenarioCtx) -> Result<(), LabError> {
     c.sysctls(
-        Side::Client,
+        Host::Client,
         &Sysctls {
             tcp_rmem: Some([4096, 65536, 65536]),
             ..Sysctls::default()
@@ -793,9 +793,9 @@ fn small_rcvbuf(c: &mut Ctx) -> Result<(), LabError> {
     download(c, ServerConfig::default(), 2_000_000)
 }
 
-fn slow_reader(c: &mut Ctx) -> Result<(), LabError> {
+fn slow_reader(c: &mut ScenarioCtx) -> Result<(), LabError> {
     c.sysctls(
-        Side::Client,
+        Host::Client,
         &Sysctls {
             tcp_rmem: Some([4096, 16384, 16384]),
             ..Sysctls::default()
@@ -806,7 +806,7 @@ fn slow_reader(c: &mut Ctx) -> Result<(), LabError> {
     Ok(())
 }
 
-fn client_think(c: &mut Ctx) -> Result<(), LabError> {
+fn client_think(c: &mut ScenarioCtx) -> Result<(), LabError> {
     nginx_tls13(c, false)?;
     let out = c.sh(&format!(
         "(sleep 0.3; printf 'GET /size/2000 HTTP/1.1\\r\\nHost: lab\\r\\nConnection: close\\r\\n\\r\\n') | \

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use rttlens_net::{Lab, LabError, Side};
+use rttlens_net::{Host, Lab, LabError};
 
 /// The server's source.
 pub const SOURCE: &str = include_str!("../go/tls-server.go");
@@ -178,7 +178,7 @@ impl GoServer {
             .arg(&o.tls)
             .arg(format!("-tickets={}", o.tickets));
         let mut child = lab
-            .netns(Side::Server)
+            .netns(Host::Server)
             .command(&cmd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

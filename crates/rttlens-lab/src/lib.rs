@@ -10,7 +10,7 @@
 //! - [`scenario`]: what a scenario is, the context its run works with
 //!   (servers and clients in the lab), and running one: captures,
 //!   analysis, expectations, partial copies.
-//! - [`catalogue`]: the scenarios.
+//! - [`mod@catalogue`]: the scenarios.
 //! - [`copies`]: partial copies of a capture (mid-stream, sender-only,
 //!   offload, snaplen), as captures from the wild come.
 //! - [`go_server`]: the Go target, built with the machine's Go.

@@ -26,8 +26,8 @@ use rttlens_core::report::ConnReport;
 use rttlens_lab_server::builtin::{Server, ServerConfig};
 use rttlens_lab_server::nginx;
 
-use rttlens_net::link::{Capture, LinkConfig};
-use rttlens_net::{Lab, LabError, Side, Sysctls};
+use rttlens_net::link::{CapturePoint, LinkConfig};
+use rttlens_net::{Host, Lab, LabError, Sysctls};
 
 use crate::catalogue::catalogue;
 use crate::copies;
@@ -61,11 +61,11 @@ pub struct Scenario {
     /// Where the analysed capture is taken: tcpdump on this side's TUN
     /// device. The client for most; the server for loss the link inflicts
     /// server→client, whose originals only the server vantage sees.
-    pub vantage: Side,
+    pub vantage: Host,
     /// Adjusts the link before the lab is built (loss, rate).
     pub link: fn(&mut LinkConfig),
     /// Starts the server(s) and runs the client action.
-    pub run: fn(&mut Ctx) -> Result<(), LabError>,
+    pub run: fn(&mut ScenarioCtx) -> Result<(), LabError>,
     /// Partial copies of the capture analysed again, as captures from the
     /// wild come (see [`Variant`]).
     pub variants: &'static [Variant],
@@ -152,7 +152,7 @@ impl Variant {
 
 /// What a scenario's `run` works with: the lab, a scratch directory, and
 /// the servers it started (stopped when the context drops).
-pub struct Ctx<'a> {
+pub struct ScenarioCtx<'a> {
     lab: &'a Lab,
     dir: PathBuf,
     nginx: Vec<nginx::Instance>,
@@ -178,9 +178,9 @@ impl Drop for BuiltinHandle {
     }
 }
 
-impl std::fmt::Debug for Ctx<'_> {
+impl std::fmt::Debug for ScenarioCtx<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ctx")
+        f.debug_struct("ScenarioCtx")
             .field("dir", &self.dir)
             .field("nginx", &self.nginx.len())
             .field("builtin", &self.builtin.len())
@@ -188,12 +188,12 @@ impl std::fmt::Debug for Ctx<'_> {
     }
 }
 
-impl<'a> Ctx<'a> {
+impl<'a> ScenarioCtx<'a> {
     /// A context on `lab` with scratch directory `dir` (created by the
     /// caller), for experiments outside the catalogue (the probe's tests).
     /// Its servers stop when it drops.
-    pub fn new(lab: &'a Lab, dir: PathBuf) -> Ctx<'a> {
-        Ctx {
+    pub fn new(lab: &'a Lab, dir: PathBuf) -> ScenarioCtx<'a> {
+        ScenarioCtx {
             lab,
             dir,
             nginx: Vec::new(),
@@ -216,8 +216,8 @@ impl<'a> Ctx<'a> {
     ///
     /// # Errors
     /// See [`Lab::set_sysctls`].
-    pub fn sysctls(&self, side: Side, s: &Sysctls) -> Result<(), LabError> {
-        self.lab.set_sysctls(side, s)
+    pub fn sysctls(&self, host: Host, s: &Sysctls) -> Result<(), LabError> {
+        self.lab.set_sysctls(host, s)
     }
 
     /// Start nginx in the server namespace on `SERVER_V4:port` with the
@@ -237,7 +237,7 @@ impl<'a> Ctx<'a> {
                 "ip".into(),
                 "netns".into(),
                 "exec".into(),
-                self.lab.ns_name(Side::Server).to_string(),
+                self.lab.ns_name(Host::Server).to_string(),
             ],
             ..nginx::Launch::default()
         };
@@ -262,7 +262,7 @@ impl<'a> Ctx<'a> {
     pub fn builtin(&mut self, cfg: ServerConfig) -> Result<u16, LabError> {
         let (ptx, prx) = std::sync::mpsc::channel::<Result<(u16, i32), String>>();
         let (stx, srx) = tokio::sync::oneshot::channel::<()>();
-        let thread = self.lab.thread_in(Side::Server, move || {
+        let thread = self.lab.thread_in(Host::Server, move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -384,7 +384,7 @@ impl<'a> Ctx<'a> {
         };
         let report = self
             .lab
-            .run_in(Side::Client, move || rttlens_probe::run(&cfg))
+            .run_in(Host::Client, move || rttlens_probe::run(&cfg))
             .map_err(|e| failed_with(e.to_string()))?
             .map_err(|e| failed_with(e.to_string()))?;
         let failed: Vec<String> = report
@@ -419,7 +419,7 @@ impl<'a> Ctx<'a> {
     fn client_output(&self, cmd: Command, what: &str, check: bool) -> Result<String, LabError> {
         let out = self
             .lab
-            .netns(Side::Client)
+            .netns(Host::Client)
             .command(&cmd)
             .stdin(Stdio::null())
             .output()
@@ -439,7 +439,7 @@ impl<'a> Ctx<'a> {
 
 /// One expectation's result.
 #[derive(Debug, Clone)]
-pub struct Found {
+pub struct ExpectationResult {
     /// The expectation as written (`nagle-stall|nagle-delayed-ack`, `1:tfo-accepted`).
     pub expect: &'static str,
     /// Whether it held.
@@ -458,11 +458,11 @@ pub struct Found {
 
 /// What a scenario run produced.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct ScenarioOutcome {
     /// Scenario name.
     pub scenario: &'static str,
     /// One entry per expectation.
-    pub found: Vec<Found>,
+    pub found: Vec<ExpectationResult>,
     /// Forbidden findings that appeared (`id` or `N:id`).
     pub unexpected_forbidden: Vec<String>,
     /// The ladder line that matters, e.g. `tls 2.03 RTT (81.2 ms)`.
@@ -482,7 +482,7 @@ pub struct Outcome {
     pub variants: Vec<VariantOutcome>,
 }
 
-impl Outcome {
+impl ScenarioOutcome {
     /// Every expectation held, no forbidden finding appeared, and every
     /// variant held.
     pub fn passed(&self) -> bool {
@@ -498,7 +498,7 @@ pub struct VariantOutcome {
     /// Which copy.
     pub variant: Variant,
     /// One entry per expectation of the variant.
-    pub found: Vec<Found>,
+    pub found: Vec<ExpectationResult>,
     /// Every check that failed, in words (forbidden findings, findings the
     /// full capture does not have, evidence that does not map back, a
     /// header that does not say what is missing).
@@ -577,8 +577,12 @@ impl Drop for Scratch {
 /// # Errors
 /// The lab could not be built, a server or client failed, or the capture
 /// could not be analysed. Expectations that do not hold are not errors:
-/// see [`Outcome::passed`].
-pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<Outcome, LabError> {
+/// see [`ScenarioOutcome::passed`].
+pub fn run_scenario(
+    s: &Scenario,
+    rtt: Duration,
+    keep: Option<&Path>,
+) -> Result<ScenarioOutcome, LabError> {
     let started = Instant::now();
     let path = match keep {
         Some(k) => k.join(s.name),
@@ -604,12 +608,12 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
         rttlens_net::register_scratch(&path);
     }
     let client_capture = path.join(match s.vantage {
-        Side::Client => "client.pcap",
-        Side::Server => "server.pcap",
+        Host::Client => "client.pcap",
+        Host::Server => "server.pcap",
     });
     let middle_capture = path.join("middle.pcapng");
     let mut cfg = LinkConfig::with_rtt(rtt);
-    cfg.capture = Some((middle_capture.clone(), Capture::Middle));
+    cfg.capture = Some((middle_capture.clone(), CapturePoint::Middle));
     (s.link)(&mut cfg);
     let mut lab = Lab::new(cfg)?;
     let dump = lab.tcpdump(s.vantage, &client_capture)?;
@@ -619,12 +623,12 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
         .variants
         .iter()
         .any(|v| matches!(v, Variant::SenderOnly { .. }));
-    let server_dump = if wants_server && s.vantage == Side::Client {
-        Some(lab.tcpdump(Side::Server, &server_capture)?)
+    let server_dump = if wants_server && s.vantage == Host::Client {
+        Some(lab.tcpdump(Host::Server, &server_capture)?)
     } else {
         None
     };
-    let mut ctx = Ctx::new(&lab, path.clone());
+    let mut ctx = ScenarioCtx::new(&lab, path.clone());
     let result = (s.run)(&mut ctx);
     // the last FIN/ACK exchange
     std::thread::sleep(rtt * 2 + Duration::from_millis(50));
@@ -687,7 +691,7 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
         .map(|c| c.findings.iter().map(|f| f.id).collect())
         .collect();
     drop(scratch);
-    Ok(Outcome {
+    Ok(ScenarioOutcome {
         scenario: s.name,
         found,
         unexpected_forbidden,
@@ -701,12 +705,12 @@ pub fn run_scenario(s: &Scenario, rtt: Duration, keep: Option<&Path>) -> Result<
     })
 }
 
-/// One [`Found`] per expectation, looked up in `conns`.
-fn expectations(conns: &[ConnReport], expect: &[&'static str]) -> Vec<Found> {
+/// One [`ExpectationResult`] per expectation, looked up in `conns`.
+fn expectations(conns: &[ConnReport], expect: &[&'static str]) -> Vec<ExpectationResult> {
     expect
         .iter()
         .map(|&e| match lookup(conns, e) {
-            Some((_, f)) => Found {
+            Some((_, f)) => ExpectationResult {
                 expect: e,
                 found: true,
                 id: Some(f.id),
@@ -714,7 +718,7 @@ fn expectations(conns: &[ConnReport], expect: &[&'static str]) -> Vec<Found> {
                 cost_ms: f.cost.ms,
                 cost_rtts: f.cost.rtts,
             },
-            None => Found {
+            None => ExpectationResult {
                 expect: e,
                 found: false,
                 id: None,

@@ -15,12 +15,12 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use rttlens_lab::scenario::Ctx;
+use rttlens_lab::scenario::ScenarioCtx;
 use rttlens_lab_server::builtin::ServerConfig;
 use rttlens_lab_server::TlsVersion as ServerTls;
-use rttlens_net::{Lab, Side, Sysctls};
+use rttlens_net::{Host, Lab, Sysctls};
 use rttlens_net::{LinkConfig, Loss};
-use rttlens_probe::{self as probe, ErrorKind, Phase, ProbeConfig, ProbeReport, TlsVersion};
+use rttlens_probe::{self as probe, ErrorKind, ProbeConfig, ProbePhase, ProbeReport, TlsVersion};
 
 const RTT: Duration = Duration::from_millis(40);
 const TOLERANCE_RTTS: f64 = 0.25;
@@ -38,14 +38,14 @@ fn prerequisites() {
 
 /// A lab at 40 ms (with `link` adjusting it), a scratch directory and a
 /// context for its servers; runs `f` and cleans up.
-fn with_lab(link: impl FnOnce(&mut LinkConfig), f: impl FnOnce(&mut Ctx)) {
+fn with_lab(link: impl FnOnce(&mut LinkConfig), f: impl FnOnce(&mut ScenarioCtx)) {
     prerequisites();
     let _one = ONE_LAB.lock().unwrap_or_else(|e| e.into_inner());
     let mut cfg = LinkConfig::with_rtt(RTT);
     link(&mut cfg);
     let lab = Lab::new(cfg).expect("lab");
     let dir = scratch();
-    let mut ctx = Ctx::new(&lab, dir.clone());
+    let mut ctx = ScenarioCtx::new(&lab, dir.clone());
     f(&mut ctx);
     drop(ctx);
     drop(lab);
@@ -65,9 +65,9 @@ fn scratch() -> PathBuf {
 }
 
 /// Run the probe inside the client namespace.
-fn probe_in(ctx: &Ctx, cfg: ProbeConfig) -> Result<ProbeReport, probe::ProbeError> {
+fn probe_in(ctx: &ScenarioCtx, cfg: ProbeConfig) -> Result<ProbeReport, probe::ProbeError> {
     ctx.lab()
-        .run_in(Side::Client, move || probe::run(&cfg))
+        .run_in(Host::Client, move || probe::run(&cfg))
         .expect("entering the client namespace")
 }
 
@@ -215,8 +215,8 @@ fn tfo_data_saves_the_connect_rtt() {
                 tcp_fastopen: Some(3),
                 ..Sysctls::default()
             };
-            ctx.sysctls(Side::Client, &both).expect("client sysctl");
-            ctx.sysctls(Side::Server, &both).expect("server sysctl");
+            ctx.sysctls(Host::Client, &both).expect("client sysctl");
+            ctx.sysctls(Host::Server, &both).expect("server sysctl");
             ctx.nginx(80, |n| {
                 n.tls = false;
                 n.fastopen = Some(16);
@@ -262,7 +262,7 @@ fn tfo_data_saves_the_connect_rtt() {
     );
 }
 
-fn expect_error(r: Result<ProbeReport, probe::ProbeError>, phase: Phase, kind: ErrorKind) {
+fn expect_error(r: Result<ProbeReport, probe::ProbeError>, phase: ProbePhase, kind: ErrorKind) {
     match r {
         Ok(_) => panic!("expected a {phase} failure ({kind:?}), the probe succeeded"),
         Err(e) => {
@@ -291,23 +291,23 @@ fn bad_targets_fail_in_their_phase() {
                 .expect("built-in (think)");
             expect_error(
                 probe_in(ctx, cfg("https://nowhere.invalid/".into())),
-                Phase::Namelookup,
+                ProbePhase::Namelookup,
                 ErrorKind::Resolve,
             );
             expect_error(
                 probe_in(ctx, cfg(builtin_url(9, "/"))),
-                Phase::Connect,
+                ProbePhase::Connect,
                 ErrorKind::Refused,
             );
             let mut c = cfg(builtin_url(p13, "/"));
             c.tls.version = Some(TlsVersion::Tls12);
-            expect_error(probe_in(ctx, c), Phase::Tls, ErrorKind::TlsAlert);
+            expect_error(probe_in(ctx, c), ProbePhase::Tls, ErrorKind::TlsAlert);
             let mut c = cfg(builtin_url(p13, "/"));
             c.tls.insecure = false;
-            expect_error(probe_in(ctx, c), Phase::Tls, ErrorKind::BadCertificate);
+            expect_error(probe_in(ctx, c), ProbePhase::Tls, ErrorKind::BadCertificate);
             let mut c = cfg(builtin_url(slow, "/"));
             c.max_time = Some(Duration::from_millis(600));
-            expect_error(probe_in(ctx, c), Phase::Http, ErrorKind::Timeout);
+            expect_error(probe_in(ctx, c), ProbePhase::Http, ErrorKind::Timeout);
         },
     );
 }
@@ -326,14 +326,14 @@ fn connect_timeout_when_the_syn_is_lost() {
             let mut c = cfg(builtin_url(port, "/"));
             // the SYN is retransmitted after the kernel's 1 s initial RTO
             c.connect_timeout = Some(Duration::from_millis(300));
-            expect_error(probe_in(ctx, c), Phase::Connect, ErrorKind::Timeout);
+            expect_error(probe_in(ctx, c), ProbePhase::Connect, ErrorKind::Timeout);
         },
     );
 }
 
 /// Probe with its own capture (the default) and check that the capture
 /// saw every connection of the run.
-fn probe_captured(ctx: &Ctx, cfg: ProbeConfig) -> ProbeReport {
+fn probe_captured(ctx: &ScenarioCtx, cfg: ProbeConfig) -> ProbeReport {
     assert!(cfg.capture);
     let r = probe_in(ctx, cfg).expect("probe");
     assert_eq!(r.capture.status, "captured", "{:?}", r.capture);

@@ -14,7 +14,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use rttlens_net::{Lab, LinkConfig, Side};
+use rttlens_net::{Host, Lab, LinkConfig};
 
 fn main() {
     let secs: f64 = std::env::args()
@@ -43,9 +43,9 @@ fn run(secs: f64, rate_bps: u64) {
             std::process::exit(2);
         }
     };
-    let addr = SocketAddr::new(lab.addr(Side::Server), 7778);
+    let addr = SocketAddr::new(lab.addr(Host::Server), 7778);
     let (tx, rx) = std::sync::mpsc::channel();
-    let server = lab.thread_in(Side::Server, move || {
+    let server = lab.thread_in(Host::Server, move || {
         let l = TcpListener::bind(addr).expect("bind");
         tx.send(()).expect("ready");
         let (mut s, _) = l.accept().expect("accept");
@@ -58,7 +58,7 @@ fn run(secs: f64, rate_bps: u64) {
         }
     });
     rx.recv_timeout(Duration::from_secs(5)).expect("server up");
-    let client = lab.thread_in(Side::Client, move || {
+    let client = lab.thread_in(Host::Client, move || {
         let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");

@@ -29,9 +29,9 @@ pub mod selfcap;
 pub mod tcpdump;
 pub mod topology;
 
-pub use link::{Capture, Dir, LinkConfig, LinkStats, Loss};
-pub use selfcap::{CaptureError, CaptureLimits, Captured, CapturedPacket, SelfCapture};
+pub use link::{CapturePoint, Direction, LinkConfig, LinkStats, Loss};
+pub use selfcap::{CaptureLimits, Captured, CapturedPacket, SelfCapture, SelfCaptureError};
 pub use topology::{
-    check_prerequisites, cleanup_all, register_scratch, require_command, unregister_scratch, Lab,
-    LabError, Side, Sysctls, MTU, TUN_NAME,
+    check_prerequisites, cleanup_all, register_scratch, require_command, unregister_scratch, Host,
+    Lab, LabError, Sysctls, MTU, TUN_NAME,
 };

@@ -46,7 +46,7 @@ use crate::pcapng::{PcapngWriter, SECRETS_TLS_KEY_LOG};
 /// Why a capture could not start or finish.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum CaptureError {
+pub enum SelfCaptureError {
     /// Opening an `AF_PACKET` socket needs `CAP_NET_RAW` (`EPERM`).
     #[error("capturing needs CAP_NET_RAW (run as root or `setcap cap_net_raw+ep`): {0}")]
     NotPermitted(#[source] std::io::Error),
@@ -229,9 +229,12 @@ impl SelfCapture {
     /// namespace of the calling thread.
     ///
     /// # Errors
-    /// [`CaptureError::NotPermitted`] without `CAP_NET_RAW`;
-    /// [`CaptureError::Io`] when a socket option or the thread fails.
-    pub fn start(remote: SocketAddr, local_port: Option<u16>) -> Result<SelfCapture, CaptureError> {
+    /// [`SelfCaptureError::NotPermitted`] without `CAP_NET_RAW`;
+    /// [`SelfCaptureError::Io`] when a socket option or the thread fails.
+    pub fn start(
+        remote: SocketAddr,
+        local_port: Option<u16>,
+    ) -> Result<SelfCapture, SelfCaptureError> {
         SelfCapture::start_with(remote, local_port, CaptureLimits::default())
     }
 
@@ -243,7 +246,7 @@ impl SelfCapture {
         remote: SocketAddr,
         local_port: Option<u16>,
         limits: CaptureLimits,
-    ) -> Result<SelfCapture, CaptureError> {
+    ) -> Result<SelfCapture, SelfCaptureError> {
         let remote = unmap(remote);
         // Protocol 0: no packets until `bind` names one. Opening with
         // ETH_P_ALL and then binding to an interface would hook every
@@ -256,8 +259,8 @@ impl SelfCapture {
             None,
         )
         .map_err(|e| match e {
-            Errno::EPERM | Errno::EACCES => CaptureError::NotPermitted(e.into()),
-            e => CaptureError::Io(e.into()),
+            Errno::EPERM | Errno::EACCES => SelfCaptureError::NotPermitted(e.into()),
+            e => SelfCaptureError::Io(e.into()),
         })?;
         setsockopt(&fd, sockopt::ReceiveTimestampns, &true).map_err(io::Error::from)?;
         if setsockopt(&fd, sockopt::RcvBufForce, &SO_RCVBUF).is_err() {
@@ -276,7 +279,7 @@ impl SelfCapture {
             Some((name, index)) => (name, Some(index)),
             None => {
                 // ifindex 0: every interface
-                rttlens_sys::bind_packet(&fd, 0, all).map_err(CaptureError::Io)?;
+                rttlens_sys::bind_packet(&fd, 0, all).map_err(SelfCaptureError::Io)?;
                 ("any".to_string(), None)
             }
         };
@@ -305,16 +308,16 @@ impl SelfCapture {
     /// 100 ms: so `stop` returns within about 150 ms.
     ///
     /// # Errors
-    /// [`CaptureError::Io`] when reading the socket failed or the capture
+    /// [`SelfCaptureError::Io`] when reading the socket failed or the capture
     /// thread panicked.
-    pub fn stop(mut self) -> Result<Captured, CaptureError> {
+    pub fn stop(mut self) -> Result<Captured, SelfCaptureError> {
         self.stop.store(true, Ordering::Relaxed);
         let thread = self
             .thread
             .take()
             .ok_or_else(|| io::Error::other("the capture thread is gone (stop called twice?)"))?;
         match thread.join() {
-            Ok(r) => r.map_err(CaptureError::Io),
+            Ok(r) => r.map_err(SelfCaptureError::Io),
             Err(_) => Err(io::Error::other("the capture thread panicked").into()),
         }
     }

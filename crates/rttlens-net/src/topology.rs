@@ -107,9 +107,10 @@ pub enum LabError {
     },
 }
 
-/// One end of the lab.
+/// One end of the lab: the client or the server host (each its own
+/// network namespace).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
+pub enum Host {
     /// The client namespace.
     Client,
     /// The server namespace.
@@ -296,76 +297,76 @@ impl Lab {
         })
     }
 
-    /// The namespace of `side`.
-    pub fn netns(&self, side: Side) -> &Netns {
-        match side {
-            Side::Client => &self.client.0,
-            Side::Server => &self.server.0,
+    /// The namespace of `host`.
+    pub fn netns(&self, host: Host) -> &Netns {
+        match host {
+            Host::Client => &self.client.0,
+            Host::Server => &self.server.0,
         }
     }
 
-    /// The namespace name of `side` (for `ip netns exec`).
-    pub fn ns_name(&self, side: Side) -> &str {
-        self.netns(side).name()
+    /// The namespace name of `host` (for `ip netns exec`).
+    pub fn ns_name(&self, host: Host) -> &str {
+        self.netns(host).name()
     }
 
-    /// The IPv4 address of `side`.
-    pub fn addr_v4(&self, side: Side) -> Ipv4Addr {
-        match side {
-            Side::Client => Lab::CLIENT_V4,
-            Side::Server => Lab::SERVER_V4,
+    /// The IPv4 address of `host`.
+    pub fn addr_v4(&self, host: Host) -> Ipv4Addr {
+        match host {
+            Host::Client => Lab::CLIENT_V4,
+            Host::Server => Lab::SERVER_V4,
         }
     }
 
-    /// The IPv6 address of `side`.
-    pub fn addr_v6(&self, side: Side) -> Ipv6Addr {
-        match side {
-            Side::Client => Lab::CLIENT_V6,
-            Side::Server => Lab::SERVER_V6,
+    /// The IPv6 address of `host`.
+    pub fn addr_v6(&self, host: Host) -> Ipv6Addr {
+        match host {
+            Host::Client => Lab::CLIENT_V6,
+            Host::Server => Lab::SERVER_V6,
         }
     }
 
-    /// The IPv4 address of `side` as an `IpAddr`.
-    pub fn addr(&self, side: Side) -> IpAddr {
-        IpAddr::V4(self.addr_v4(side))
+    /// The IPv4 address of `host` as an `IpAddr`.
+    pub fn addr(&self, host: Host) -> IpAddr {
+        IpAddr::V4(self.addr_v4(host))
     }
 
-    /// Spawn `cmd` inside `side`'s namespace. Killed (by PID) when the lab
+    /// Spawn `cmd` inside `host`'s namespace. Killed (by PID) when the lab
     /// drops if still running.
     ///
     /// # Errors
     /// Spawning failed.
-    pub fn spawn_in(&self, side: Side, cmd: &Command) -> std::io::Result<Child> {
-        self.netns(side).spawn(cmd)
+    pub fn spawn_in(&self, host: Host, cmd: &Command) -> std::io::Result<Child> {
+        self.netns(host).spawn(cmd)
     }
 
-    /// Run `f` on a thread inside `side`'s namespace and wait for it.
+    /// Run `f` on a thread inside `host`'s namespace and wait for it.
     ///
     /// # Errors
     /// The namespace could not be entered.
-    pub fn run_in<F, T>(&self, side: Side, f: F) -> std::io::Result<T>
+    pub fn run_in<F, T>(&self, host: Host, f: F) -> std::io::Result<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.netns(side).run(f)
+        self.netns(host).run(f)
     }
 
-    /// Spawn a thread inside `side`'s namespace running `f`.
-    pub fn thread_in<F, T>(&self, side: Side, f: F) -> std::thread::JoinHandle<std::io::Result<T>>
+    /// Spawn a thread inside `host`'s namespace running `f`.
+    pub fn thread_in<F, T>(&self, host: Host, f: F) -> std::thread::JoinHandle<std::io::Result<T>>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.netns(side).spawn_thread(f)
+        self.netns(host).spawn_thread(f)
     }
 
-    /// Apply `sysctls` in `side`'s namespace.
+    /// Apply `sysctls` in `host`'s namespace.
     ///
     /// # Errors
     /// [`LabError::Sysctl`] for the first value the kernel refuses.
-    pub fn set_sysctls(&self, side: Side, sysctls: &Sysctls) -> Result<(), LabError> {
-        let ns = self.netns(side);
+    pub fn set_sysctls(&self, host: Host, sysctls: &Sysctls) -> Result<(), LabError> {
+        let ns = self.netns(host);
         let mem = |v: [u32; 3]| format!("{} {} {}", v[0], v[1], v[2]);
         if let Some(v) = sysctls.tcp_fastopen {
             ns.set_sysctl("net/ipv4/tcp_fastopen", &v.to_string())?;
@@ -382,13 +383,13 @@ impl Lab {
         Ok(())
     }
 
-    /// Start tcpdump on `side`'s TUN device writing `file` (client or
+    /// Start tcpdump on `host`'s TUN device writing `file` (client or
     /// server vantage); returns once it is listening.
     ///
     /// # Errors
     /// See [`Tcpdump::start`].
-    pub fn tcpdump(&self, side: Side, file: &Path) -> Result<Tcpdump, LabError> {
-        Tcpdump::start(self.netns(side), TUN_NAME, file)
+    pub fn tcpdump(&self, host: Host, file: &Path) -> Result<Tcpdump, LabError> {
+        Tcpdump::start(self.netns(host), TUN_NAME, file)
     }
 
     /// The link's configuration.

@@ -15,7 +15,7 @@ use rttlens_core::pipeline;
 use rttlens_core::report::ConnReport;
 use rttlens_net::link::random_drop;
 use rttlens_net::netns;
-use rttlens_net::{Capture, Dir, Lab, LinkConfig, Loss, Side};
+use rttlens_net::{CapturePoint, Direction, Host, Lab, LinkConfig, Loss};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -58,9 +58,9 @@ const PORT: u16 = 7777;
 /// request line with `reply` bytes, until EOF. Client: connect, send
 /// `requests` small requests, read each reply. Bounded by timeouts.
 fn exchange(lab: &Lab, requests: usize, reply: usize) {
-    let addr = SocketAddr::new(lab.addr(Side::Server), PORT);
+    let addr = SocketAddr::new(lab.addr(Host::Server), PORT);
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let server = lab.thread_in(Side::Server, move || {
+    let server = lab.thread_in(Host::Server, move || {
         let l = TcpListener::bind(addr).expect("bind in server ns");
         ready_tx.send(()).unwrap();
         let (mut s, _) = l.accept().expect("accept");
@@ -80,7 +80,7 @@ fn exchange(lab: &Lab, requests: usize, reply: usize) {
     ready_rx
         .recv_timeout(Duration::from_secs(5))
         .expect("server listening");
-    let client = lab.thread_in(Side::Client, move || {
+    let client = lab.thread_in(Host::Client, move || {
         let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.set_nodelay(true).unwrap();
@@ -152,11 +152,11 @@ fn accuracy(rtt_ms: u64) {
     let link_file = tmp(&format!("ingress-{rtt_ms}.pcapng"));
     let dump_file = tmp(&format!("client-{rtt_ms}.pcap"));
     let mut lab = Lab::new(LinkConfig {
-        capture: Some((link_file.clone(), Capture::Ingress)),
+        capture: Some((link_file.clone(), CapturePoint::Ingress)),
         ..LinkConfig::with_rtt(Duration::from_millis(rtt_ms))
     })
     .expect("lab");
-    let dump = lab.tcpdump(Side::Client, &dump_file).expect("tcpdump");
+    let dump = lab.tcpdump(Host::Client, &dump_file).expect("tcpdump");
     for _ in 0..HANDSHAKES {
         exchange(&lab, 3, 100);
     }
@@ -245,7 +245,7 @@ fn middle_split_25_75() {
     let file = tmp("middle.pcapng");
     let lab = Lab::new(LinkConfig {
         client_share: 0.25,
-        capture: Some((file.clone(), Capture::Middle)),
+        capture: Some((file.clone(), CapturePoint::Middle)),
         ..LinkConfig::with_rtt(Duration::from_millis(40))
     })
     .expect("lab");
@@ -287,14 +287,14 @@ fn loss_by_index_shows_retransmission() {
             indices: vec![2],
             ..Loss::default()
         },
-        capture: Some((file.clone(), Capture::Egress)),
+        capture: Some((file.clone(), CapturePoint::Egress)),
         ..LinkConfig::with_rtt(Duration::from_millis(10))
     })
     .expect("lab");
     exchange(&lab, 1, 20_000);
     let stats = lab.stop_link();
     drop(lab);
-    assert_eq!(stats.dropped, vec![(Dir::ServerToClient, 2)]);
+    assert_eq!(stats.dropped, vec![(Direction::ServerToClient, 2)]);
     let c = one_conn(&file);
     assert!(
         c.tcp.retransmissions[1] >= 1,
@@ -314,14 +314,14 @@ fn first_syn_dropped() {
             first_syn: true,
             ..Loss::default()
         },
-        capture: Some((file.clone(), Capture::Ingress)),
+        capture: Some((file.clone(), CapturePoint::Ingress)),
         ..LinkConfig::with_rtt(Duration::from_millis(10))
     })
     .expect("lab");
     exchange(&lab, 1, 100);
     let stats = lab.stop_link();
     drop(lab);
-    assert_eq!(stats.dropped, vec![(Dir::ClientToServer, 0)]);
+    assert_eq!(stats.dropped, vec![(Direction::ClientToServer, 0)]);
     assert_eq!(one_conn(&file).tcp.syn_count, 2);
     done(&[&file]);
 }
@@ -350,7 +350,7 @@ fn random_loss_is_seeded() {
         s.dropped.iter().map(|d| d.1).filter(|&i| i <= n).collect()
     };
     let expect: Vec<u64> = (1..=n)
-        .filter(|&i| random_drop(42, Dir::ServerToClient, i, 0.05))
+        .filter(|&i| random_drop(42, Direction::ServerToClient, i, 0.05))
         .collect();
     assert!(!expect.is_empty(), "no drop expected in {n} segments");
     assert_eq!(upto(&a), expect);
@@ -363,12 +363,12 @@ fn cleanup_on_drop_and_panic() {
     let _g = serial();
     let lab = Lab::new(LinkConfig::default()).expect("lab");
     let names = [
-        lab.ns_name(Side::Client).to_string(),
-        lab.ns_name(Side::Server).to_string(),
+        lab.ns_name(Host::Client).to_string(),
+        lab.ns_name(Host::Server).to_string(),
     ];
     // a process left running inside is killed too
     let mut child = lab
-        .spawn_in(Side::Server, Command::new("sleep").arg("30"))
+        .spawn_in(Host::Server, Command::new("sleep").arg("30"))
         .expect("spawn sleep");
     assert!(netns::list().unwrap().contains(&names[0]));
     drop(lab);
@@ -383,10 +383,10 @@ fn cleanup_on_drop_and_panic() {
         let lab = Lab::new(LinkConfig::default()).expect("lab");
         s2.lock()
             .unwrap()
-            .push(lab.ns_name(Side::Client).to_string());
+            .push(lab.ns_name(Host::Client).to_string());
         s2.lock()
             .unwrap()
-            .push(lab.ns_name(Side::Server).to_string());
+            .push(lab.ns_name(Host::Server).to_string());
         panic!("deliberate panic with a live lab");
     });
     assert!(r.is_err());
@@ -402,7 +402,7 @@ fn sysctls_apply_per_namespace() {
     let _g = serial();
     let lab = Lab::new(LinkConfig::default()).expect("lab");
     lab.set_sysctls(
-        Side::Client,
+        Host::Client,
         &rttlens_net::Sysctls {
             tcp_window_scaling: Some(false),
             tcp_fastopen: Some(3),
@@ -411,8 +411,8 @@ fn sysctls_apply_per_namespace() {
         },
     )
     .expect("sysctls");
-    let c = lab.netns(Side::Client);
-    let s = lab.netns(Side::Server);
+    let c = lab.netns(Host::Client);
+    let s = lab.netns(Host::Server);
     assert_eq!(c.sysctl("net/ipv4/tcp_window_scaling").unwrap(), "0");
     assert_eq!(s.sysctl("net/ipv4/tcp_window_scaling").unwrap(), "1");
     assert_eq!(c.sysctl("net/ipv4/tcp_fastopen").unwrap(), "3");

@@ -16,7 +16,7 @@ use rttlens_core::pipeline;
 use rttlens_core::report::ConnReport;
 use rttlens_core::wire::{decode, Decoded, TcpFlags};
 use rttlens_net::netns::Netns;
-use rttlens_net::{CaptureLimits, Captured, Lab, LinkConfig, SelfCapture, Side};
+use rttlens_net::{CaptureLimits, Captured, Host, Lab, LinkConfig, SelfCapture};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -348,9 +348,9 @@ fn lab_tun_handshake_rtt_from_kernel_timestamps() {
         ..LinkConfig::default()
     })
     .expect("lab");
-    let server = SocketAddr::new(lab.addr(Side::Server), 7788);
+    let server = SocketAddr::new(lab.addr(Host::Server), 7788);
     let (tx, rx) = std::sync::mpsc::channel();
-    let srv = lab.thread_in(Side::Server, move || {
+    let srv = lab.thread_in(Host::Server, move || {
         let l = TcpListener::bind(server).expect("bind in the server namespace");
         tx.send(()).unwrap();
         serve_one(l).join().expect("server");
@@ -358,7 +358,7 @@ fn lab_tun_handshake_rtt_from_kernel_timestamps() {
     rx.recv_timeout(Duration::from_secs(5))
         .expect("server listening");
     let x = lab
-        .run_in(Side::Client, move || {
+        .run_in(Host::Client, move || {
             let cap = SelfCapture::start(server, None).expect("start the capture");
             let t0 = now_ns();
             let client = client_one(server);
@@ -577,7 +577,7 @@ fn tshark_decrypts_with_the_embedded_keylog() {
 fn without_cap_net_raw_start_is_not_permitted() {
     if std::env::var_os("RTTLENS_SELFCAP_CHILD").is_some() {
         match SelfCapture::start("127.0.0.1:9".parse().unwrap(), None) {
-            Err(e @ rttlens_net::CaptureError::NotPermitted(_)) => {
+            Err(e @ rttlens_net::SelfCaptureError::NotPermitted(_)) => {
                 assert!(e.to_string().contains("CAP_NET_RAW"), "{e}");
             }
             Err(e) => panic!("want NotPermitted, got {e:?}"),

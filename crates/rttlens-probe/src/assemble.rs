@@ -11,7 +11,7 @@ use rttlens_report::probe::{
     TcpInfoSnapshots, Timings,
 };
 
-use crate::sequence::{Step, TfoStep, TlsStep};
+use crate::sequence::{ProbeStep, TfoStep, TlsStep};
 use crate::stats::timing_stats;
 use crate::timing::{between_ms, Marks};
 use crate::ProbeConfig;
@@ -33,7 +33,7 @@ pub struct AppDurations {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AttemptState {
     /// The step as planned.
-    pub step: Step,
+    pub step: ProbeStep,
     /// The app's durations the wire is compared with.
     pub app: AppDurations,
     /// `time_connect − time_namelookup` (ms): the connect RTT of last
@@ -45,7 +45,7 @@ pub struct AttemptState {
 /// come with [`finish`]) and the probe's state of it.
 #[allow(clippy::too_many_arguments)]
 pub fn attempt(
-    step: Step,
+    step: ProbeStep,
     local: String,
     remote: std::net::SocketAddr,
     marks: Marks,

@@ -15,7 +15,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use rttlens_net::selfcap::{CaptureError, Captured, SelfCapture};
+use rttlens_net::selfcap::{Captured, SelfCapture, SelfCaptureError};
 
 use crate::error::ProbeError;
 
@@ -35,7 +35,7 @@ pub struct Captures {
 
 /// How the run's capture ended.
 #[derive(Debug)]
-pub enum Outcome {
+pub enum CaptureOutcome {
     /// `--no-capture`.
     Off,
     /// The packets of every remote, merged in timestamp order.
@@ -85,7 +85,7 @@ impl Captures {
             Ok(c) => self.running.push((remote, c)),
             Err(e) => {
                 let status = match e {
-                    CaptureError::NotPermitted(_) => "not-permitted",
+                    SelfCaptureError::NotPermitted(_) => "not-permitted",
                     _ => "failed",
                 };
                 if self.pcap {
@@ -98,9 +98,9 @@ impl Captures {
     }
 
     /// Stop every capture and merge what they saw.
-    pub fn finish(self) -> Outcome {
+    pub fn finish(self) -> CaptureOutcome {
         if !self.wanted {
-            return Outcome::Off;
+            return CaptureOutcome::Off;
         }
         let t0 = Instant::now();
         let mut merged: Option<Captured> = None;
@@ -113,18 +113,18 @@ impl Captures {
         }
         let stop_ms = t0.elapsed().as_secs_f64() * 1e3;
         if let Some((status, why)) = self.problem {
-            return Outcome::Unavailable(status, why);
+            return CaptureOutcome::Unavailable(status, why);
         }
         if let Some(why) = failure {
-            return Outcome::Unavailable("failed", why);
+            return CaptureOutcome::Unavailable("failed", why);
         }
         match merged {
-            Some(captured) => Outcome::Captured {
+            Some(captured) => CaptureOutcome::Captured {
                 captured,
                 start_overhead_ms: self.start_overhead.as_secs_f64() * 1e3,
                 stop_ms,
             },
-            None => Outcome::Unavailable("failed", "no connection was captured".into()),
+            None => CaptureOutcome::Unavailable("failed", "no connection was captured".into()),
         }
     }
 }
@@ -187,6 +187,6 @@ mod tests {
             c.ensure("127.0.0.1:1".parse().unwrap()).unwrap(),
             Duration::ZERO
         );
-        assert!(matches!(c.finish(), Outcome::Off));
+        assert!(matches!(c.finish(), CaptureOutcome::Off));
     }
 }

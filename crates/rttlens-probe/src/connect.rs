@@ -8,11 +8,11 @@ use std::net::SocketAddr;
 
 use tokio::net::{TcpSocket, TcpStream};
 
-use crate::error::{Phase, ProbeError};
+use crate::error::{ProbeError, ProbePhase};
 
 /// A socket bound to an ephemeral local port, not yet connected.
 #[derive(Debug)]
-pub struct Bound {
+pub struct BoundSocket {
     sock: TcpSocket,
     /// The local port the kernel chose.
     pub local_port: u16,
@@ -21,10 +21,10 @@ pub struct Bound {
 /// Create and bind the socket for `remote`.
 ///
 /// # Errors
-/// A [`Phase::Connect`] error when the socket cannot be created, the TFO
+/// A [`ProbePhase::Connect`] error when the socket cannot be created, the TFO
 /// option set (a kernel without `TCP_FASTOPEN_CONNECT`), or bound.
-pub fn bind(remote: SocketAddr, tfo: bool) -> Result<Bound, ProbeError> {
-    let io = |what: &str, e: std::io::Error| ProbeError::io(Phase::Connect, what, &e);
+pub fn bind(remote: SocketAddr, tfo: bool) -> Result<BoundSocket, ProbeError> {
+    let io = |what: &str, e: std::io::Error| ProbeError::io(ProbePhase::Connect, what, &e);
     let (sock, any) = if remote.is_ipv4() {
         (TcpSocket::new_v4(), SocketAddr::from(([0u8; 4], 0)))
     } else {
@@ -40,21 +40,20 @@ pub fn bind(remote: SocketAddr, tfo: bool) -> Result<Bound, ProbeError> {
         .local_addr()
         .map_err(|e| io("reading the local port", e))?
         .port();
-    Ok(Bound { sock, local_port })
+    Ok(BoundSocket { sock, local_port })
 }
 
-impl Bound {
+impl BoundSocket {
     /// Connect to `remote` and set `TCP_NODELAY`.
     ///
     /// # Errors
-    /// A [`Phase::Connect`] error (refused, unreachable, …) naming `remote`.
+    /// A [`ProbePhase::Connect`] error (refused, unreachable, …) naming `remote`.
     pub async fn connect(self, remote: SocketAddr) -> Result<TcpStream, ProbeError> {
-        let s =
-            self.sock.connect(remote).await.map_err(|e| {
-                ProbeError::io(Phase::Connect, &format!("connecting to {remote}"), &e)
-            })?;
+        let s = self.sock.connect(remote).await.map_err(|e| {
+            ProbeError::io(ProbePhase::Connect, &format!("connecting to {remote}"), &e)
+        })?;
         s.set_nodelay(true)
-            .map_err(|e| ProbeError::io(Phase::Connect, "setting TCP_NODELAY", &e))?;
+            .map_err(|e| ProbeError::io(ProbePhase::Connect, "setting TCP_NODELAY", &e))?;
         Ok(s)
     }
 }

@@ -9,7 +9,7 @@ use std::fmt;
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
-pub enum Phase {
+pub enum ProbePhase {
     /// Parsing the URL and options (before any network activity).
     Setup,
     /// DNS: resolving the host name.
@@ -22,20 +22,20 @@ pub enum Phase {
     Http,
 }
 
-impl Phase {
+impl ProbePhase {
     /// The name used in messages and JSON.
     pub fn as_str(self) -> &'static str {
         match self {
-            Phase::Setup => "setup",
-            Phase::Namelookup => "namelookup",
-            Phase::Connect => "connect",
-            Phase::Tls => "tls",
-            Phase::Http => "http",
+            ProbePhase::Setup => "setup",
+            ProbePhase::Namelookup => "namelookup",
+            ProbePhase::Connect => "connect",
+            ProbePhase::Tls => "tls",
+            ProbePhase::Http => "http",
         }
     }
 }
 
-impl fmt::Display for Phase {
+impl fmt::Display for ProbePhase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -70,7 +70,7 @@ pub enum ErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ProbeError {
     /// Phase the probe was in.
-    pub phase: Phase,
+    pub phase: ProbePhase,
     /// Kind of failure.
     pub kind: ErrorKind,
     /// What happened (names the flag or address involved).
@@ -79,7 +79,7 @@ pub struct ProbeError {
 
 impl ProbeError {
     /// A new error.
-    pub fn new(phase: Phase, kind: ErrorKind, message: impl Into<String>) -> ProbeError {
+    pub fn new(phase: ProbePhase, kind: ErrorKind, message: impl Into<String>) -> ProbeError {
         ProbeError {
             phase,
             kind,
@@ -89,19 +89,19 @@ impl ProbeError {
 
     /// A usage error (bad URL or option).
     pub fn usage(message: impl Into<String>) -> ProbeError {
-        ProbeError::new(Phase::Setup, ErrorKind::Usage, message)
+        ProbeError::new(ProbePhase::Setup, ErrorKind::Usage, message)
     }
 
     /// An I/O error in `phase`, classified (refused, timeout, TLS alert,
     /// bad certificate) where the error says which.
-    pub fn io(phase: Phase, context: &str, e: &std::io::Error) -> ProbeError {
+    pub fn io(phase: ProbePhase, context: &str, e: &std::io::Error) -> ProbeError {
         if let Some(t) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
             return ProbeError::tls(t);
         }
         let kind = match e.kind() {
             std::io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
             std::io::ErrorKind::TimedOut => ErrorKind::Timeout,
-            _ if phase == Phase::Http => ErrorKind::Http,
+            _ if phase == ProbePhase::Http => ErrorKind::Http,
             _ => ErrorKind::Io,
         };
         ProbeError::new(phase, kind, format!("{context}: {e}"))
@@ -121,11 +121,11 @@ impl ProbeError {
             ),
             other => (ErrorKind::Tls, format!("TLS handshake failed: {other}")),
         };
-        ProbeError::new(Phase::Tls, kind, what)
+        ProbeError::new(ProbePhase::Tls, kind, what)
     }
 
     /// The deadline ran out in `phase`.
-    pub fn timeout(phase: Phase, flag: &str, after_ms: f64) -> ProbeError {
+    pub fn timeout(phase: ProbePhase, flag: &str, after_ms: f64) -> ProbeError {
         ProbeError::new(
             phase,
             ErrorKind::Timeout,

@@ -9,7 +9,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rttlens_report::probe::ResponseInfo;
 
-use crate::error::{ErrorKind, Phase, ProbeError};
+use crate::error::{ErrorKind, ProbeError, ProbePhase};
 use crate::resolve::Target;
 use crate::timing::{Stream, Tap};
 
@@ -44,7 +44,7 @@ pub struct Done {
 /// when `h2` (ALPN agreed on `h2`), else HTTP/1.1.
 ///
 /// # Errors
-/// A [`Phase::Http`] error (or [`Phase::Tls`] when the handshake finishing
+/// A [`ProbePhase::Http`] error (or [`ProbePhase::Tls`] when the handshake finishing
 /// under an early-data request fails), or a usage error for a bad method
 /// or header.
 pub async fn exchange(
@@ -98,7 +98,7 @@ pub async fn exchange(
     drop(sender);
     let parts = conn
         .await
-        .map_err(|e| ProbeError::new(Phase::Http, ErrorKind::Http, e.to_string()))?
+        .map_err(|e| ProbeError::new(ProbePhase::Http, ErrorKind::Http, e.to_string()))?
         .map_err(|e| http_err(&e))?;
     Ok(Done {
         info,
@@ -172,5 +172,5 @@ fn http_err(e: &hyper::Error) -> ProbeError {
     let detail = std::error::Error::source(e)
         .map(|s| format!("{e}: {s}"))
         .unwrap_or_else(|| e.to_string());
-    ProbeError::new(Phase::Http, ErrorKind::Http, detail)
+    ProbeError::new(ProbePhase::Http, ErrorKind::Http, detail)
 }

@@ -57,12 +57,12 @@ use std::time::{Duration, Instant};
 use rttlens_core::detect::finding::round3;
 use rustls::pki_types::ServerName;
 
-pub use error::{ErrorKind, Phase, ProbeError};
+pub use error::{ErrorKind, ProbeError, ProbePhase};
 pub use resolve::{Family, ResolveOverride, Target};
 pub use rttlens_report::probe::{
     Attempt, Check, NegotiatedTls, ProbeReport, ResponseInfo, TcpInfoSnapshots, Timings,
 };
-pub use sequence::{Step, TfoStep, TlsStep};
+pub use sequence::{ProbeStep, TfoStep, TlsStep};
 pub use tls::{TlsOptions, TlsVersion};
 
 use assemble::AttemptState;
@@ -135,7 +135,7 @@ impl ProbeConfig {
 async fn within<T>(
     fut: impl std::future::Future<Output = Result<T, ProbeError>>,
     deadline: Option<Instant>,
-    phase: &Cell<Phase>,
+    phase: &Cell<ProbePhase>,
     option: &'static str,
     since: Instant,
 ) -> Result<T, ProbeError> {
@@ -164,7 +164,13 @@ pub fn run(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| ProbeError::new(Phase::Setup, ErrorKind::Io, format!("tokio runtime: {e}")))?;
+        .map_err(|e| {
+            ProbeError::new(
+                ProbePhase::Setup,
+                ErrorKind::Io,
+                format!("tokio runtime: {e}"),
+            )
+        })?;
     rt.block_on(run_async(cfg))
 }
 
@@ -189,7 +195,7 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
             // a plain attempt or a full handshake: nothing to resume from
             tls = fresh(target.tls)?;
         }
-        let phase = Cell::new(Phase::Namelookup);
+        let phase = Cell::new(ProbePhase::Namelookup);
         let fut = attempt(cfg, &target, step, tls.as_ref(), &phase, &caps);
         let (a, state) = within(fut, deadline, &phase, "--max-time", started).await?;
         let location = a.response.location.clone();
@@ -200,7 +206,7 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
             if let Some(loc) = location {
                 if redirects >= MAX_REDIRECTS {
                     return Err(ProbeError::new(
-                        Phase::Http,
+                        ProbePhase::Http,
                         ErrorKind::Http,
                         format!("more than {MAX_REDIRECTS} redirects (-L)"),
                     ));
@@ -226,18 +232,18 @@ fn attach_capture(
     cfg: &ProbeConfig,
     report: &mut ProbeReport,
     states: &[AttemptState],
-    outcome: capture::Outcome,
+    outcome: capture::CaptureOutcome,
 ) -> Result<(), ProbeError> {
     match outcome {
-        capture::Outcome::Off => {}
-        capture::Outcome::Unavailable(status, why) => {
+        capture::CaptureOutcome::Off => {}
+        capture::CaptureOutcome::Unavailable(status, why) => {
             report.capture.status = status;
             report.capture.note = Some(format!(
                 "{why}: app-level timings and TCP_INFO only; no wire ladder, no findings, \
                  no TFO check from the wire"
             ));
         }
-        capture::Outcome::Captured {
+        capture::CaptureOutcome::Captured {
             captured,
             start_overhead_ms,
             stop_ms,
@@ -245,11 +251,11 @@ fn attach_capture(
             let mut bytes = Vec::new();
             captured
                 .write_pcapng(&mut bytes, report.keylog.as_deref())
-                .map_err(|e| ProbeError::io(Phase::Setup, "writing the capture", &e))?;
+                .map_err(|e| ProbeError::io(ProbePhase::Setup, "writing the capture", &e))?;
             if let Some(p) = &cfg.pcap {
                 std::fs::write(p, &bytes).map_err(|e| {
                     ProbeError::new(
-                        Phase::Setup,
+                        ProbePhase::Setup,
                         ErrorKind::Usage,
                         format!("--pcap {}: {e}", p.display()),
                     )
@@ -335,9 +341,9 @@ fn fresh_tls(
 async fn attempt(
     cfg: &ProbeConfig,
     target: &Target,
-    step: Step,
+    step: ProbeStep,
     tls: Option<&tls::TlsClient>,
-    phase: &Cell<Phase>,
+    phase: &Cell<ProbePhase>,
     caps: &RefCell<capture::Captures>,
 ) -> Result<(Attempt, AttemptState), ProbeError> {
     let start = Instant::now();
@@ -345,7 +351,7 @@ async fn attempt(
     let limit = cfg.connect_timeout.map(|d| start + d);
     let (stream, marks0, remote, local_port, after_connect) =
         within(est, limit, phase, "--connect-timeout", start).await?;
-    phase.set(Phase::Http);
+    phase.set(ProbePhase::Http);
     let events = Arc::new(Mutex::new(Events::default()));
     let h2 = stream.tls().and_then(|c| c.alpn_protocol()) == Some(b"h2".as_slice());
     let local = stream
@@ -421,20 +427,20 @@ type Established = (Stream, Marks, SocketAddr, u16, Option<rttlens_sys::TcpInfo>
 async fn establish(
     cfg: &ProbeConfig,
     target: &Target,
-    step: Step,
+    step: ProbeStep,
     tls: Option<&tls::TlsClient>,
-    phase: &Cell<Phase>,
+    phase: &Cell<ProbePhase>,
     start: Instant,
     caps: &RefCell<capture::Captures>,
 ) -> Result<Established, ProbeError> {
-    phase.set(Phase::Namelookup);
+    phase.set(ProbePhase::Namelookup);
     let remote = resolve::resolve(target, &cfg.resolve, cfg.family).await?;
     let namelookup = Instant::now();
     // the capture starts before the SYN; its start-up is cut out of the
     // attempt's clock (both marks move on by it)
     let skipped = caps.borrow_mut().ensure(remote)?;
     let (start, namelookup) = (start + skipped, namelookup + skipped);
-    phase.set(Phase::Connect);
+    phase.set(ProbePhase::Connect);
     let bound = connect::bind(remote, cfg.tfo)?;
     let local_port = bound.local_port;
     let connect_start = Instant::now();
@@ -455,7 +461,7 @@ async fn establish(
     let stream = match tls {
         None => Stream::Plain(tcp),
         Some(t) => {
-            phase.set(Phase::Tls);
+            phase.set(ProbePhase::Tls);
             let early = step.early_data();
             let config = if early { &t.early } else { &t.normal };
             let connector = tokio_rustls::TlsConnector::from(Arc::clone(config)).early_data(early);
@@ -465,7 +471,7 @@ async fn establish(
             let s = connector
                 .connect(name, tcp)
                 .await
-                .map_err(|e| ProbeError::io(Phase::Tls, "TLS handshake", &e))?;
+                .map_err(|e| ProbeError::io(ProbePhase::Tls, "TLS handshake", &e))?;
             // with early data the connector returns before the handshake
             // (the request goes first); the Tap notes when it completes
             if !s.get_ref().1.is_handshaking() {

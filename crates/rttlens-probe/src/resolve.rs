@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use crate::error::{ErrorKind, Phase, ProbeError};
+use crate::error::{ErrorKind, ProbeError, ProbePhase};
 
 /// A parsed `http://` or `https://` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,14 +147,14 @@ impl Family {
 /// `nsswitch.conf` apply). Returns the first address of the wanted family.
 ///
 /// # Errors
-/// A [`Phase::Namelookup`] error when the name does not resolve or has no
+/// A [`ProbePhase::Namelookup`] error when the name does not resolve or has no
 /// address of the family.
 pub async fn resolve(
     t: &Target,
     overrides: &[ResolveOverride],
     family: Family,
 ) -> Result<SocketAddr, ProbeError> {
-    let fail = |m: String| ProbeError::new(Phase::Namelookup, ErrorKind::Resolve, m);
+    let fail = |m: String| ProbeError::new(ProbePhase::Namelookup, ErrorKind::Resolve, m);
     let wanted = match family {
         Family::Any => "",
         Family::V4 => " IPv4",
@@ -224,6 +224,9 @@ mod tests {
         let a = rt.block_on(resolve(&t, &o, Family::Any)).unwrap();
         assert_eq!(a.to_string(), "10.77.0.2:443");
         let e = rt.block_on(resolve(&t, &o, Family::V6)).unwrap_err();
-        assert_eq!((e.phase, e.kind), (Phase::Namelookup, ErrorKind::Resolve));
+        assert_eq!(
+            (e.phase, e.kind),
+            (ProbePhase::Namelookup, ErrorKind::Resolve)
+        );
     }
 }

@@ -6,7 +6,7 @@
 
 /// What one connection of a run sets out to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Step {
+pub struct ProbeStep {
     /// TLS intent (`None` for `http://`).
     pub tls: Option<TlsStep>,
     /// TFO intent (`None` without `--tfo`).
@@ -38,7 +38,7 @@ pub enum TfoStep {
     Data,
 }
 
-impl Step {
+impl ProbeStep {
     /// The step's name: `single`, `full`, `resumed`, `0-rtt`, joined with
     /// `tfo-cookie` / `tfo-data` (`full+tfo-cookie`).
     pub fn name(&self) -> String {
@@ -78,35 +78,35 @@ impl Step {
 ///
 /// # Errors
 /// `--sequence` on `http://` without `--tfo`: nothing to show.
-pub fn plan(sequence: bool, https: bool, tfo: bool, count: u32) -> Result<Vec<Step>, String> {
+pub fn plan(sequence: bool, https: bool, tfo: bool, count: u32) -> Result<Vec<ProbeStep>, String> {
     let tfo_any = tfo.then_some(TfoStep::Any);
     if !sequence {
         let tls = https.then_some(TlsStep::Any);
-        return Ok(vec![Step { tls, tfo: tfo_any }; count.max(1) as usize]);
+        return Ok(vec![ProbeStep { tls, tfo: tfo_any }; count.max(1) as usize]);
     }
     let cookie = tfo.then_some(TfoStep::Cookie);
     let data = tfo.then_some(TfoStep::Data);
     match (https, tfo) {
         (true, _) => Ok(vec![
-            Step {
+            ProbeStep {
                 tls: Some(TlsStep::Full),
                 tfo: cookie,
             },
-            Step {
+            ProbeStep {
                 tls: Some(TlsStep::Resumed),
                 tfo: data,
             },
-            Step {
+            ProbeStep {
                 tls: Some(TlsStep::ZeroRtt),
                 tfo: data,
             },
         ]),
         (false, true) => Ok(vec![
-            Step {
+            ProbeStep {
                 tls: None,
                 tfo: cookie,
             },
-            Step {
+            ProbeStep {
                 tls: None,
                 tfo: data,
             },
@@ -124,7 +124,7 @@ mod tests {
     #[test]
     fn plans() {
         let p = plan(true, true, true, 1).unwrap();
-        let names: Vec<String> = p.iter().map(Step::name).collect();
+        let names: Vec<String> = p.iter().map(ProbeStep::name).collect();
         assert_eq!(
             names,
             ["full+tfo-cookie", "resumed+tfo-data", "0-rtt+tfo-data"]
@@ -132,7 +132,7 @@ mod tests {
         assert!(p[2].early_data() && p[1].resumes() && !p[0].resumes());
         let p = plan(true, false, true, 1).unwrap();
         assert_eq!(
-            p.iter().map(Step::name).collect::<Vec<_>>(),
+            p.iter().map(ProbeStep::name).collect::<Vec<_>>(),
             ["tfo-cookie", "tfo-data"]
         );
         assert!(plan(true, false, false, 1).is_err());

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use rttlens_probe::assemble::{self, AttemptState};
 use rttlens_probe::timing::Marks;
 use rttlens_probe::{
-    reconcile, Attempt, NegotiatedTls, ProbeConfig, ProbeReport, ResponseInfo, Step,
+    reconcile, Attempt, NegotiatedTls, ProbeConfig, ProbeReport, ProbeStep, ResponseInfo,
     TcpInfoSnapshots, TfoStep, TlsStep,
 };
 
@@ -104,7 +104,7 @@ fn single_attempt_with_its_capture() {
     let t0 = Instant::now();
     let mut cfg = ProbeConfig::new("https://127.0.0.1:8400/");
     cfg.capture = true;
-    let step = Step {
+    let step = ProbeStep {
         tls: Some(TlsStep::Any),
         tfo: None,
     };
@@ -152,7 +152,7 @@ fn three_attempts_without_capture() {
     let mut cfg = ProbeConfig::new("http://example.test/x");
     cfg.capture = false;
     cfg.count = 3;
-    let step = Step {
+    let step = ProbeStep {
         tls: None,
         tfo: None,
     };
@@ -198,7 +198,7 @@ fn sequence_with_its_checks() {
     cfg.tfo = true;
     let steps = [
         (
-            Step {
+            ProbeStep {
                 tls: Some(TlsStep::Full),
                 tfo: Some(TfoStep::Cookie),
             },
@@ -207,7 +207,7 @@ fn sequence_with_its_checks() {
             2_400u64,
         ),
         (
-            Step {
+            ProbeStep {
                 tls: Some(TlsStep::Resumed),
                 tfo: Some(TfoStep::Data),
             },
@@ -216,7 +216,7 @@ fn sequence_with_its_checks() {
             1_300,
         ),
         (
-            Step {
+            ProbeStep {
                 tls: Some(TlsStep::ZeroRtt),
                 tfo: Some(TfoStep::Data),
             },

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use rttlens_bench::{
-    self as bench, BenchConfig, BenchError, BenchReport, Kind, Load, Progress, Stop,
+    self as bench, BenchConfig, BenchError, BenchProgress, BenchReport, Kind, Load, Stop,
 };
 use rttlens_probe::TlsOptions;
 
@@ -186,9 +186,9 @@ fn config(a: &BenchArgs) -> Result<BenchConfig, String> {
 
 /// The progress callback: the bar's position and message, or (`plain`)
 /// a line on stderr about once a second.
-fn progress_sink(bar: ProgressBar, plain: bool) -> Box<dyn FnMut(&Progress) + Send> {
+fn progress_sink(bar: ProgressBar, plain: bool) -> Box<dyn FnMut(&BenchProgress) + Send> {
     let mut last_line = std::time::Instant::now();
-    Box::new(move |p: &Progress| {
+    Box::new(move |p: &BenchProgress| {
         let secs = p.elapsed.as_secs_f64().max(1e-3);
         let msg = format!(
             "{} done, {} failed, {} in flight, {:.0}/s",

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use rttlens_lab::scenario::{self, Outcome, Scenario, Variant};
+use rttlens_lab::scenario::{self, Scenario, ScenarioOutcome, Variant};
 
 use crate::args::{Format, LabArgs};
 use crate::output;
@@ -68,7 +68,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
         std::fs::create_dir_all(k).with_context(|| format!("creating {}", k.display()))?;
     }
     let started = Instant::now();
-    let mut results: Vec<(&Scenario, Result<Outcome, String>)> = Vec::new();
+    let mut results: Vec<(&Scenario, Result<ScenarioOutcome, String>)> = Vec::new();
     for s in chosen {
         eprintln!("rttlens lab: {} …", s.name);
         let r = scenario::run_scenario(s, rtt, keep.as_deref()).map_err(|e| e.to_string());
@@ -79,7 +79,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
     }
     let ok = results
         .iter()
-        .all(|(_, r)| r.as_ref().is_ok_and(Outcome::passed));
+        .all(|(_, r)| r.as_ref().is_ok_and(ScenarioOutcome::passed));
     let took = started.elapsed();
     let drawn = if pictures {
         draw(&results, pics)
@@ -108,7 +108,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
 /// Each scenario's capture (the one its expectations are checked on) as
 /// a fragment of the HTML page, with every connection drawn.
 fn draw(
-    results: &[(&Scenario, Result<Outcome, String>)],
+    results: &[(&Scenario, Result<ScenarioOutcome, String>)],
     pics: &crate::args::PictureArgs,
 ) -> anyhow::Result<Vec<Vec<u8>>> {
     let svg = output::svg_dir(pics)?;
@@ -183,7 +183,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 
 fn table(
     out: &mut impl Write,
-    results: &[(&Scenario, Result<Outcome, String>)],
+    results: &[(&Scenario, Result<ScenarioOutcome, String>)],
     rtt: Duration,
     took: Duration,
 ) -> std::io::Result<()> {
@@ -264,7 +264,7 @@ fn table(
     }
     let passed = results
         .iter()
-        .filter(|(_, r)| r.as_ref().is_ok_and(Outcome::passed))
+        .filter(|(_, r)| r.as_ref().is_ok_and(ScenarioOutcome::passed))
         .count();
     writeln!(
         out,
@@ -276,7 +276,7 @@ fn table(
 }
 
 /// `12.3 ms 0.62 RTT`, or `-` when not found.
-fn cost_text(f: &scenario::Found) -> String {
+fn cost_text(f: &scenario::ExpectationResult) -> String {
     if f.found {
         match f.cost_rtts {
             Some(r) => format!("{:.1} ms {r:.2} RTT", f.cost_ms),
@@ -288,7 +288,7 @@ fn cost_text(f: &scenario::Found) -> String {
 }
 
 /// One expectation's result in the JSON document.
-fn found_json(f: &scenario::Found) -> serde_json::Value {
+fn found_json(f: &scenario::ExpectationResult) -> serde_json::Value {
     serde_json::json!({
         "expect": f.expect,
         "found": f.found,
@@ -300,7 +300,7 @@ fn found_json(f: &scenario::Found) -> serde_json::Value {
 
 fn json(
     out: &mut impl Write,
-    results: &[(&Scenario, Result<Outcome, String>)],
+    results: &[(&Scenario, Result<ScenarioOutcome, String>)],
     rtt: Duration,
     took: Duration,
 ) -> anyhow::Result<()> {

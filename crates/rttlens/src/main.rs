@@ -78,7 +78,7 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         .sum();
     let tty = io::stderr().is_terminal();
     let show_progress = args.progress || (!args.no_progress && tty);
-    let mut progress = output::Progress::new(show_progress, tty, total);
+    let mut progress = output::ProgressDisplay::new(show_progress, tty, total);
     let pics = &args.pictures;
     let mut out = output::open(pics)?;
     let html = output::html_options(pics, args.top);

@@ -125,7 +125,7 @@ pub fn preface(text: &[u8]) -> String {
 /// The progress of `analyze`: a bar on a terminal (bytes, packets/s, ETA),
 /// plain lines on stderr about once a second with `--progress` elsewhere,
 /// or nothing.
-pub struct Progress {
+pub struct ProgressDisplay {
     bar: ProgressBar,
     /// Plain lines (`--progress` without a terminal).
     plain: bool,
@@ -134,10 +134,10 @@ pub struct Progress {
     last_line: Instant,
 }
 
-impl Progress {
+impl ProgressDisplay {
     /// `show`: any progress at all; `tty`: stderr is a terminal; `total`:
     /// the files' size in bytes, when known.
-    pub fn new(show: bool, tty: bool, total: Option<u64>) -> Progress {
+    pub fn new(show: bool, tty: bool, total: Option<u64>) -> ProgressDisplay {
         let bar = match (show && tty, total) {
             (true, Some(n)) => {
                 let b = ProgressBar::new(n);
@@ -153,7 +153,7 @@ impl Progress {
             (false, _) => ProgressBar::hidden(),
         };
         let now = Instant::now();
-        Progress {
+        ProgressDisplay {
             bar,
             plain: show && !tty,
             total,

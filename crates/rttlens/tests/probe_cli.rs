@@ -8,10 +8,10 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use rttlens_lab::scenario::Ctx;
+use rttlens_lab::scenario::ScenarioCtx;
 use rttlens_lab_server::builtin::ServerConfig;
 use rttlens_net::LinkConfig;
-use rttlens_net::{Lab, Side};
+use rttlens_net::{Host, Lab};
 
 static ONE_LAB: Mutex<()> = Mutex::new(());
 
@@ -55,7 +55,7 @@ fn usage_errors_exit_2() {
 
 /// A lab at 40 ms with the built-in server; `f` gets the context, the
 /// server's port and a way to run the binary in the client namespace.
-fn with_lab(f: impl FnOnce(&Ctx, u16, &dyn Fn(&[&str]) -> Output)) {
+fn with_lab(f: impl FnOnce(&ScenarioCtx, u16, &dyn Fn(&[&str]) -> Output)) {
     if let Err(e) = rttlens_net::check_prerequisites() {
         panic!("probe CLI lab tests need root, /dev/net/tun and iproute2: {e}");
     }
@@ -63,14 +63,14 @@ fn with_lab(f: impl FnOnce(&Ctx, u16, &dyn Fn(&[&str]) -> Output)) {
     let lab = Lab::new(LinkConfig::with_rtt(Duration::from_millis(40))).expect("lab");
     let dir = std::env::temp_dir().join(format!("rttlens-probe-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch");
-    let mut ctx = Ctx::new(&lab, dir.clone());
+    let mut ctx = ScenarioCtx::new(&lab, dir.clone());
     let port = ctx
         .builtin(ServerConfig::default())
         .expect("built-in server");
     let probe = |args: &[&str]| -> Output {
         let mut cmd = bin();
         cmd.arg("probe").args(args);
-        run(&mut lab.netns(Side::Client).command(&cmd))
+        run(&mut lab.netns(Host::Client).command(&cmd))
     };
     f(&ctx, port, &probe);
     drop(ctx);
@@ -293,7 +293,7 @@ fn without_the_capture_privilege_the_probe_says_what_it_cannot_see() {
                 .args(["probe", "-k", "--max-time", "10"])
                 .args(extra)
                 .arg(&url);
-            run(&mut ctx.lab().netns(Side::Client).command(&cmd))
+            run(&mut ctx.lab().netns(Host::Client).command(&cmd))
         };
         let o = nobody(&["--format", "json"]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

@@ -60,25 +60,25 @@ const BUF: usize = 2048;
 
 /// A direction through the link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Dir {
+pub enum Direction {
     /// Client to server.
     ClientToServer,
     /// Server to client.
     ServerToClient,
 }
 
-impl Dir {
+impl Direction {
     fn idx(self) -> usize {
         match self {
-            Dir::ClientToServer => 0,
-            Dir::ServerToClient => 1,
+            Direction::ClientToServer => 0,
+            Direction::ServerToClient => 1,
         }
     }
 }
 
 /// Where on the path the link's own capture is taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Capture {
+pub enum CapturePoint {
     /// At the client end of the link (a client vantage): client→server
     /// packets as they enter the link (before any drop), server→client
     /// packets as they leave it towards the client.
@@ -152,7 +152,7 @@ pub struct LinkConfig {
     pub jitter_seed: u64,
     /// Write a pcapng of the forwarded packets to this file (raw IP,
     /// nanosecond timestamps). Default none.
-    pub capture: Option<(PathBuf, Capture)>,
+    pub capture: Option<(PathBuf, CapturePoint)>,
     /// A delay spike (a route change, a burst of link-layer retries): once
     /// the payload segment it names passes, every packet of its direction
     /// is held until the spike ends, then released in order. Default none.
@@ -164,9 +164,9 @@ pub struct LinkConfig {
 pub struct Spike {
     /// The direction and 1-based payload index of the segment whose
     /// arrival starts the spike.
-    pub after: (Dir, u64),
+    pub after: (Direction, u64),
     /// The direction held.
-    pub held: Dir,
+    pub held: Direction,
     /// How long it is held.
     pub hold: Duration,
 }
@@ -200,34 +200,34 @@ impl LinkConfig {
         }
     }
 
-    fn one_way(&self, dir: Dir) -> Duration {
+    fn one_way(&self, dir: Direction) -> Duration {
         let f = self.forward_share.clamp(0.0, 1.0);
         match dir {
-            Dir::ClientToServer => self.rtt.mul_f64(f),
-            Dir::ServerToClient => self.rtt - self.rtt.mul_f64(f),
+            Direction::ClientToServer => self.rtt.mul_f64(f),
+            Direction::ServerToClient => self.rtt - self.rtt.mul_f64(f),
         }
     }
 
     /// Fraction of a direction's one-way delay before M.
-    fn first_leg(&self, dir: Dir) -> f64 {
+    fn first_leg(&self, dir: Direction) -> f64 {
         let c = self.client_share.clamp(0.0, 1.0);
         match dir {
-            Dir::ClientToServer => c,
-            Dir::ServerToClient => 1.0 - c,
+            Direction::ClientToServer => c,
+            Direction::ServerToClient => 1.0 - c,
         }
     }
 
-    fn loss(&self, dir: Dir) -> &Loss {
+    fn loss(&self, dir: Direction) -> &Loss {
         match dir {
-            Dir::ClientToServer => &self.loss_c2s,
-            Dir::ServerToClient => &self.loss_s2c,
+            Direction::ClientToServer => &self.loss_c2s,
+            Direction::ServerToClient => &self.loss_s2c,
         }
     }
 
-    fn reorder(&self, dir: Dir) -> &[u64] {
+    fn reorder(&self, dir: Direction) -> &[u64] {
         match dir {
-            Dir::ClientToServer => &self.reorder_c2s,
-            Dir::ServerToClient => &self.reorder_s2c,
+            Direction::ClientToServer => &self.reorder_c2s,
+            Direction::ServerToClient => &self.reorder_s2c,
         }
     }
 }
@@ -253,7 +253,7 @@ fn realtime() -> bool {
 
 /// Whether seeded random loss drops payload segment `index` (1-based) in
 /// `dir`: a pure function of its arguments.
-pub fn random_drop(seed: u64, dir: Dir, index: u64, probability: f64) -> bool {
+pub fn random_drop(seed: u64, dir: Direction, index: u64, probability: f64) -> bool {
     probability > 0.0 && unit(splitmix(seed ^ ((dir.idx() as u64) << 62) ^ index)) < probability
 }
 
@@ -276,7 +276,7 @@ pub struct LinkStats {
     pub forwarded: [u64; 2],
     /// Packets dropped by the loss knobs: direction and payload index
     /// (0 for a dropped SYN without payload), in the order dropped.
-    pub dropped: Vec<(Dir, u64)>,
+    pub dropped: Vec<(Direction, u64)>,
     /// Payload-carrying TCP segments that entered the link, per direction
     /// (`[c2s, s2c]`): the highest index the loss knobs could have seen.
     pub payload_segments: [u64; 2],
@@ -354,7 +354,7 @@ enum Stage {
 struct Event {
     at: Instant,
     seq: u64,
-    dir: Dir,
+    dir: Direction,
     stage: Stage,
     out_at: Instant,
     data: Vec<u8>,
@@ -389,7 +389,7 @@ struct Shared {
     stop: AtomicBool,
     queue: Mutex<Queue>,
     cv: Condvar,
-    capture: Option<(Mutex<PcapngWriter<BufWriter<File>>>, Capture)>,
+    capture: Option<(Mutex<PcapngWriter<BufWriter<File>>>, CapturePoint)>,
     stats: Mutex<LinkStats>,
     /// `[client TUN, server TUN]`
     devs: [Arc<SyncDevice>; 2],
@@ -400,7 +400,7 @@ struct Shared {
 impl Shared {
     /// Record a packet in the capture if `point` is the configured one;
     /// the timestamp is taken under the lock so the file is in time order.
-    fn record(&self, point: Capture, data: &[u8]) {
+    fn record(&self, point: CapturePoint, data: &[u8]) {
         if let Some((w, at)) = &self.capture {
             if *at == point {
                 let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
@@ -410,7 +410,7 @@ impl Shared {
         }
     }
 
-    fn push(&self, dir: Dir, stage: Stage, at: Instant, out_at: Instant, data: Vec<u8>) {
+    fn push(&self, dir: Direction, stage: Stage, at: Instant, out_at: Instant, data: Vec<u8>) {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         q.seq += 1;
         let seq = q.seq;
@@ -514,7 +514,7 @@ impl Link {
             shared,
             threads: Vec::new(),
         };
-        for dir in [Dir::ClientToServer, Dir::ServerToClient] {
+        for dir in [Direction::ClientToServer, Direction::ServerToClient] {
             let s = Arc::clone(&link.shared);
             let ready = ready_tx.clone();
             link.threads.push(
@@ -612,12 +612,12 @@ fn get_ready(s: &Shared, ready: &std::sync::mpsc::Sender<()>) {
     let _ = ready.send(());
 }
 
-fn reader(s: &Shared, dir: Dir, ready: &std::sync::mpsc::Sender<()>) {
+fn reader(s: &Shared, dir: Direction, ready: &std::sync::mpsc::Sender<()>) {
     get_ready(s, ready);
     let src = &s.devs[dir.idx()];
     let (entry_point, _) = match dir {
-        Dir::ClientToServer => (Capture::Ingress, Capture::Egress),
-        Dir::ServerToClient => (Capture::Egress, Capture::Ingress),
+        Direction::ClientToServer => (CapturePoint::Ingress, CapturePoint::Egress),
+        Direction::ServerToClient => (CapturePoint::Egress, CapturePoint::Ingress),
     };
     let now = Instant::now();
     let mut st = DirState {
@@ -705,7 +705,13 @@ fn reader(s: &Shared, dir: Dir, ready: &std::sync::mpsc::Sender<()>) {
 
 /// Compute the deadlines of one packet and queue it. `false` when the
 /// rate-limit queue was full and it was dropped.
-fn schedule(s: &Shared, dir: Dir, st: &mut DirState, arrival: Instant, data: Vec<u8>) -> bool {
+fn schedule(
+    s: &Shared,
+    dir: Direction,
+    st: &mut DirState,
+    arrival: Instant,
+    data: Vec<u8>,
+) -> bool {
     let cfg = &s.cfg;
     st.packets += 1;
     let mut base = arrival;
@@ -740,7 +746,7 @@ fn schedule(s: &Shared, dir: Dir, st: &mut DirState, arrival: Instant, data: Vec
     }
     let out = (base + delay).max(st.last_out);
     st.last_out = out;
-    let middle = matches!(&s.capture, Some((_, Capture::Middle)));
+    let middle = matches!(&s.capture, Some((_, CapturePoint::Middle)));
     if middle {
         let mid = (base + delay.mul_f64(cfg.first_leg(dir))).min(out);
         s.push(dir, Stage::Middle, mid, out, data);
@@ -783,7 +789,7 @@ fn scheduler(s: &Shared, ready: &std::sync::mpsc::Sender<()>) {
         }
         match ev.stage {
             Stage::Middle => {
-                s.record(Capture::Middle, &ev.data);
+                s.record(CapturePoint::Middle, &ev.data);
                 s.push(ev.dir, Stage::Out, ev.out_at, ev.out_at, ev.data);
             }
             Stage::Out => {
@@ -794,8 +800,8 @@ fn scheduler(s: &Shared, ready: &std::sync::mpsc::Sender<()>) {
                 let sent = Instant::now();
                 let ok = dst.send(&ev.data).is_ok();
                 let exit_point = match ev.dir {
-                    Dir::ClientToServer => Capture::Egress,
-                    Dir::ServerToClient => Capture::Ingress,
+                    Direction::ClientToServer => CapturePoint::Egress,
+                    Direction::ServerToClient => CapturePoint::Ingress,
                 };
                 s.record(exit_point, &ev.data);
                 let err_us = if sent >= ev.out_at {
@@ -824,15 +830,15 @@ mod tests {
     #[test]
     fn random_drop_is_deterministic() {
         let a: Vec<u64> = (1..1000)
-            .filter(|&i| random_drop(7, Dir::ServerToClient, i, 0.1))
+            .filter(|&i| random_drop(7, Direction::ServerToClient, i, 0.1))
             .collect();
         let b: Vec<u64> = (1..1000)
-            .filter(|&i| random_drop(7, Dir::ServerToClient, i, 0.1))
+            .filter(|&i| random_drop(7, Direction::ServerToClient, i, 0.1))
             .collect();
         assert_eq!(a, b);
         assert!((60..140).contains(&a.len()), "{}", a.len());
         let c: Vec<u64> = (1..1000)
-            .filter(|&i| random_drop(8, Dir::ServerToClient, i, 0.1))
+            .filter(|&i| random_drop(8, Direction::ServerToClient, i, 0.1))
             .collect();
         assert_ne!(a, c);
     }
@@ -845,10 +851,10 @@ mod tests {
             ..LinkConfig::default()
         };
         let c2s = cfg
-            .one_way(Dir::ClientToServer)
-            .mul_f64(cfg.first_leg(Dir::ClientToServer));
-        let s2c = cfg.one_way(Dir::ServerToClient);
-        let s2c_after_m = s2c - s2c.mul_f64(cfg.first_leg(Dir::ServerToClient));
+            .one_way(Direction::ClientToServer)
+            .mul_f64(cfg.first_leg(Direction::ClientToServer));
+        let s2c = cfg.one_way(Direction::ServerToClient);
+        let s2c_after_m = s2c - s2c.mul_f64(cfg.first_leg(Direction::ServerToClient));
         assert_eq!(c2s + s2c_after_m, Duration::from_millis(10));
     }
 
