@@ -27,23 +27,28 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod config;
 pub mod conn;
 mod cpu;
 pub mod lab;
 pub mod mix;
 pub mod results;
+mod schedule;
 mod stats;
 pub mod tickets;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustls::client::{ClientSessionStore, Resumption};
 use rustls::pki_types::ServerName;
 
+pub use config::{
+    BenchConfig, Load, Stop, MAX_CONCURRENCY, MAX_COUNT, MAX_DURATION, MAX_IN_FLIGHT, MAX_RATE,
+    MAX_REQUESTS, MAX_THREADS, MAX_TIMEOUT, MIN_RATE,
+};
 pub use conn::{ErrorClass, Failure, Sample};
 pub use cpu::process_seconds;
 pub use mix::{Kind, Mix};
@@ -51,197 +56,22 @@ pub use results::{
     write_compare, BenchReport, Counts, Cpu, ErrorCount, KindReport, LabInfo, LatencySummary,
     LinkReport, LoadInfo, LoadMode, PhaseLatencies, Rates, Tickets, SCHEMA,
 };
+pub use schedule::BenchProgress;
 
 use conn::Plan;
-use rttlens_probe::resolve::{resolve, Family, ResolveOverride, Target};
-use rttlens_probe::tls::TlsOptions;
+use rttlens_probe::resolve::{resolve, Target};
+use schedule::{collect, wait_in_flight, Schedule};
 use stats::Stats;
 use tickets::{FillOnly, TicketPool};
 
-/// Highest `--rate` (connections per second).
-pub const MAX_RATE: f64 = 200_000.0;
-/// Lowest `--rate`.
-pub const MIN_RATE: f64 = 0.1;
-/// Longest `--duration`.
-pub const MAX_DURATION: Duration = Duration::from_secs(3600);
-/// Largest `-n`.
-pub const MAX_COUNT: u64 = 100_000_000;
-/// Largest `-c`.
-pub const MAX_CONCURRENCY: u32 = 20_000;
-/// Largest `--max-in-flight`.
-pub const MAX_IN_FLIGHT: usize = 50_000;
-/// Longest `--timeout`.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(120);
-/// Most requests per connection.
-pub const MAX_REQUESTS: u32 = 1000;
-/// Most worker threads.
-pub const MAX_THREADS: usize = 256;
 /// Tickets the pool keeps.
 const POOL_TICKETS: usize = 8192;
 /// Warm-up connections at a time.
 const WARMUP_PARALLEL: usize = 32;
 /// Warm-up connections when the mix needs no ticket.
 const WARMUP_NO_TICKETS: u32 = 16;
-/// How long Ctrl-C waits for the connections in flight.
-const GRACE: Duration = Duration::from_secs(1);
 /// The schedule starts this long after it is set up.
 const LEAD: Duration = Duration::from_millis(5);
-/// How often the collector takes the samples sent.
-const COLLECT_EVERY: Duration = Duration::from_millis(10);
-/// How often the progress callback runs.
-const PROGRESS_EVERY: Duration = Duration::from_millis(200);
-
-/// How connections arrive.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Load {
-    /// Open loop: `rate` arrivals per second on a fixed schedule.
-    Open {
-        /// Arrivals per second.
-        rate: f64,
-    },
-    /// Closed loop: `concurrency` connections at a time.
-    Closed {
-        /// Connections at a time.
-        concurrency: u32,
-    },
-}
-
-/// When the run stops.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
-    /// After this long (no new connection starts after it).
-    Duration(Duration),
-    /// After this many connections.
-    Count(u64),
-}
-
-/// What to run. [`BenchConfig::new`] gives the defaults of the command
-/// line.
-#[derive(Debug, Clone)]
-pub struct BenchConfig {
-    /// The `https://` URL (its path is requested when `requests` > 0).
-    pub url: String,
-    /// `--resolve host:port:addr` entries.
-    pub resolve: Vec<ResolveOverride>,
-    /// `-4` / `-6`.
-    pub family: Family,
-    /// Versions, trust (`--cacert`, `-k`); the ALPN is `http/1.1`.
-    pub tls: TlsOptions,
-    /// Open or closed loop. Default open, 100/s.
-    pub load: Load,
-    /// Duration or count. Default 10 s.
-    pub stop: Stop,
-    /// The mix. Default all full handshakes.
-    pub mix: Mix,
-    /// Requests per connection: 0 (default) = handshakes only, 1 = one
-    /// request with `Connection: close`, more = keep-alive between them.
-    /// 0-RTT needs at least one (the request is the early data).
-    pub requests: u32,
-    /// Per-connection time limit. Default 10 s.
-    pub timeout: Duration,
-    /// Worker threads. Default: the machine's cores.
-    pub threads: usize,
-    /// Open loop: most connections open at once; an arrival beyond it is
-    /// counted as `not-started`. Default 10,000 (and never more than the
-    /// open-files limit allows).
-    pub max_in_flight: usize,
-    /// Unmeasured full connections before the run, which fill the ticket
-    /// pool. `None` (default): 16 when the mix needs no ticket; otherwise
-    /// as many as it takes to hold a ticket for every resumed and 0-RTT
-    /// connection the run will make (at most the pool's 8,192, and at most
-    /// twice as many connections), since servers differ in how many
-    /// tickets they send (nginx/OpenSSL: two after a full handshake, none
-    /// after a resumed one).
-    pub warmup: Option<u32>,
-    /// Server processes (or threads of this process) whose CPU time to
-    /// report: (what, ID), e.g. `("nginx pid", 1234)`.
-    pub server_pids: Vec<(String, u32)>,
-    /// Thread IDs of the lab link's threads (with `--lab`), whose CPU time
-    /// to report: on a small machine the userspace link can be the limit.
-    pub link_threads: Vec<u32>,
-    /// Allow a target that is not on loopback (`--allow-remote`).
-    pub allow_remote: bool,
-    /// Set when the target is a lab server (allowed without
-    /// `allow_remote`; recorded in the report).
-    pub lab: Option<LabInfo>,
-}
-
-impl BenchConfig {
-    /// The command line's defaults for `url`.
-    pub fn new(url: &str) -> BenchConfig {
-        BenchConfig {
-            url: url.to_string(),
-            resolve: Vec::new(),
-            family: Family::Any,
-            tls: TlsOptions::default(),
-            load: Load::Open { rate: 100.0 },
-            stop: Stop::Duration(Duration::from_secs(10)),
-            mix: Mix::default(),
-            requests: 0,
-            timeout: Duration::from_secs(10),
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            max_in_flight: 10_000,
-            warmup: None,
-            server_pids: Vec::new(),
-            link_threads: Vec::new(),
-            allow_remote: false,
-            lab: None,
-        }
-    }
-
-    /// Check every bound.
-    ///
-    /// # Errors
-    /// [`BenchError::Usage`] naming the option.
-    pub fn validate(&self) -> Result<(), BenchError> {
-        let usage = |m: String| Err(BenchError::Usage(m));
-        match self.load {
-            Load::Open { rate } if !(MIN_RATE..=MAX_RATE).contains(&rate) => {
-                return usage(format!(
-                    "--rate {rate}: between {MIN_RATE} and {MAX_RATE} connections per second"
-                ))
-            }
-            Load::Closed { concurrency } if !(1..=MAX_CONCURRENCY).contains(&concurrency) => {
-                return usage(format!("-c {concurrency}: between 1 and {MAX_CONCURRENCY}"))
-            }
-            _ => {}
-        }
-        match self.stop {
-            Stop::Duration(d) if d.is_zero() || d > MAX_DURATION => {
-                return usage(format!(
-                    "--duration: above 0 and at most {} s",
-                    MAX_DURATION.as_secs()
-                ))
-            }
-            Stop::Count(n) if !(1..=MAX_COUNT).contains(&n) => {
-                return usage(format!("-n {n}: between 1 and {MAX_COUNT}"))
-            }
-            _ => {}
-        }
-        if self.timeout.is_zero() || self.timeout > MAX_TIMEOUT {
-            return usage(format!(
-                "--timeout: above 0 and at most {} s",
-                MAX_TIMEOUT.as_secs()
-            ));
-        }
-        if self.requests > MAX_REQUESTS {
-            return usage(format!("--requests: at most {MAX_REQUESTS}"));
-        }
-        if self.mix.has(Kind::ZeroRtt) && self.requests == 0 {
-            return usage(
-                "0-RTT sends the request as early data: it needs --request (or --requests N)"
-                    .into(),
-            );
-        }
-        if !(1..=MAX_THREADS).contains(&self.threads) {
-            return usage(format!("--threads: between 1 and {MAX_THREADS}"));
-        }
-        if !(1..=MAX_IN_FLIGHT).contains(&self.max_in_flight) {
-            return usage(format!("--max-in-flight: between 1 and {MAX_IN_FLIGHT}"));
-        }
-        Ok(())
-    }
-}
 
 /// Why a run could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -264,23 +94,6 @@ pub enum BenchError {
         /// The error.
         source: std::io::Error,
     },
-}
-
-/// How the run is going, for a progress bar (about 5 times a second).
-#[derive(Debug, Clone)]
-pub struct BenchProgress {
-    /// Since the schedule started.
-    pub elapsed: Duration,
-    /// Connections finished (succeeded or failed).
-    pub finished: u64,
-    /// Of which failed.
-    pub failed: u64,
-    /// Open right now.
-    pub in_flight: usize,
-    /// Connections the run will make, when known.
-    pub expected: Option<u64>,
-    /// `--duration`, when the run stops on time.
-    pub planned: Option<Duration>,
 }
 
 /// Run the benchmark. `cancel` (set by a Ctrl-C handler) stops the
@@ -703,193 +516,6 @@ async fn warm_up(
         }
     }
     Ok(())
-}
-
-/// What the schedulers share.
-struct Schedule<'a> {
-    rt: &'a tokio::runtime::Runtime,
-    plan: &'a Arc<Plan>,
-    cycle: &'a Arc<Vec<Kind>>,
-    stop: Stop,
-    t0: Instant,
-    tx: &'a Sender<Sample>,
-    in_flight: &'a Arc<AtomicUsize>,
-    cancel: &'a Arc<AtomicBool>,
-}
-
-impl Schedule<'_> {
-    fn kind(cycle: &[Kind], i: u64) -> Kind {
-        cycle[usize::try_from(i % cycle.len() as u64).unwrap_or(0)]
-    }
-
-    /// Open loop on this thread: sleep until each intended start, spawn
-    /// the connection, never wait for one. Bounded by `stop` and `cancel`.
-    fn open_loop(&self, rate: f64, max_in_flight: usize) {
-        // wake-ups within 1 µs of the asked time instead of the default
-        // 50 µs timer slack (prctl(2) PR_SET_TIMERSLACK)
-        let _ = nix::sys::prctl::set_timerslack(1000);
-        let interval = 1.0 / rate;
-        let mut i: u64 = 0;
-        'schedule: loop {
-            let offset = Duration::from_secs_f64(i as f64 * interval);
-            match self.stop {
-                Stop::Count(n) if i >= n => break,
-                Stop::Duration(d) if offset >= d => break,
-                _ => {}
-            }
-            let intended = self.t0 + offset;
-            // sleep in steps of at most 50 ms so Ctrl-C is seen
-            loop {
-                if self.cancel.load(Ordering::Relaxed) {
-                    break 'schedule;
-                }
-                let now = Instant::now();
-                if now >= intended {
-                    break;
-                }
-                std::thread::sleep((intended - now).min(Duration::from_millis(50)));
-            }
-            let kind = Schedule::kind(self.cycle, i);
-            let open = self.in_flight.load(Ordering::Acquire);
-            if open >= max_in_flight {
-                let _ = self.tx.send(Sample::not_started(kind, intended, open));
-            } else {
-                self.in_flight.fetch_add(1, Ordering::AcqRel);
-                let (plan, tx, inf) = (
-                    Arc::clone(self.plan),
-                    self.tx.clone(),
-                    Arc::clone(self.in_flight),
-                );
-                self.rt.spawn(async move {
-                    let s = conn::measure(&plan, kind, intended).await;
-                    let _ = tx.send(s);
-                    inf.fetch_sub(1, Ordering::AcqRel);
-                });
-            }
-            i += 1;
-        }
-    }
-
-    /// Closed loop: `c` workers, each starting a connection when its last
-    /// one ended. Returns when they are done or `cancel` is set.
-    fn closed_loop(&self, c: u32) {
-        let next = Arc::new(AtomicU64::new(0));
-        let left = Arc::new(AtomicUsize::new(c as usize));
-        let until = match self.stop {
-            Stop::Duration(d) => Some(self.t0 + d),
-            Stop::Count(_) => None,
-        };
-        let count = match self.stop {
-            Stop::Count(n) => Some(n),
-            Stop::Duration(_) => None,
-        };
-        let start = tokio::time::Instant::from_std(self.t0);
-        for _ in 0..c {
-            let (plan, tx, inf) = (
-                Arc::clone(self.plan),
-                self.tx.clone(),
-                Arc::clone(self.in_flight),
-            );
-            let (next, left, cancel, cycle) = (
-                Arc::clone(&next),
-                Arc::clone(&left),
-                Arc::clone(self.cancel),
-                Arc::clone(self.cycle),
-            );
-            self.rt.spawn(async move {
-                tokio::time::sleep_until(start).await;
-                // bounded by the count or the deadline, and by `cancel`
-                while !cancel.load(Ordering::Relaxed) {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let now = Instant::now();
-                    if count.is_some_and(|n| i >= n) || until.is_some_and(|u| now >= u) {
-                        break;
-                    }
-                    inf.fetch_add(1, Ordering::AcqRel);
-                    let s = conn::measure(&plan, Schedule::kind(&cycle, i), now).await;
-                    let _ = tx.send(s);
-                    inf.fetch_sub(1, Ordering::AcqRel);
-                }
-                left.fetch_sub(1, Ordering::AcqRel);
-            });
-        }
-        // bounded: each worker ends after its last connection (≤ timeout)
-        while left.load(Ordering::Acquire) > 0 && !self.cancel.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-/// Wait until no connection is open: up to the per-connection timeout
-/// (each one ends by then), or [`GRACE`] after Ctrl-C. Returns how many
-/// were still open.
-fn wait_in_flight(in_flight: &AtomicUsize, timeout: Duration, cancel: &AtomicBool) -> usize {
-    let start = Instant::now();
-    // bounded by the deadlines below
-    loop {
-        let open = in_flight.load(Ordering::Acquire);
-        if open == 0 {
-            return 0;
-        }
-        let limit = if cancel.load(Ordering::Relaxed) {
-            GRACE
-        } else {
-            timeout + GRACE
-        };
-        if start.elapsed() >= limit {
-            return open;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-/// The collector thread: add every sample to the histograms, call
-/// `progress` about 5 times a second, end once `finished` is set and the
-/// channel is empty.
-fn collect(
-    rx: Receiver<Sample>,
-    progress: &mut (dyn FnMut(&BenchProgress) + Send),
-    t0: Instant,
-    in_flight: &AtomicUsize,
-    finished: &AtomicBool,
-    (expected, planned): (Option<u64>, Option<Duration>),
-) -> Stats {
-    let mut stats = Stats::new();
-    let mut last = Instant::now();
-    let report = |stats: &Stats, progress: &mut (dyn FnMut(&BenchProgress) + Send)| {
-        progress(&BenchProgress {
-            elapsed: t0.elapsed(),
-            finished: stats.done(),
-            failed: stats.failed(),
-            in_flight: in_flight.load(Ordering::Relaxed),
-            expected,
-            planned,
-        });
-    };
-    // Polls instead of blocking in recv: a receiver that sleeps in the
-    // channel is woken (futex, context switch) by every send, a cost the
-    // connections' threads would pay (measured: ~5 % of the generator's
-    // CPU at 5,000 connections/s). Bounded: ends when `finished` is set.
-    loop {
-        let done = finished.load(Ordering::Acquire);
-        loop {
-            match rx.try_recv() {
-                Ok(s) => stats.add(&s),
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => return stats,
-            }
-        }
-        if done {
-            break;
-        }
-        if last.elapsed() >= PROGRESS_EVERY {
-            report(&stats, progress);
-            last = Instant::now();
-        }
-        std::thread::sleep(COLLECT_EVERY);
-    }
-    report(&stats, progress);
-    stats
 }
 
 /// Make Ctrl-C (SIGINT; SIGTERM and SIGHUP too) set `cancel`, so the run

@@ -1,3 +1,5 @@
+//! Over 700 lines: a catalogue of data, one entry per scenario.
+//!
 //! The scenarios. Each `run` starts its server(s) in the server namespace
 //! and drives real clients (curl, `openssl s_client`) from the client one.
 

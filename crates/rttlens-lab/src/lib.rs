@@ -23,3 +23,7 @@ pub mod go_server;
 pub mod scenario;
 
 pub use catalogue::catalogue;
+pub use scenario::{
+    find, run_scenario, ExpectationResult, Scenario, ScenarioCtx, ScenarioOutcome, Variant,
+    VariantOutcome,
+};

@@ -32,7 +32,6 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::os::fd::AsFd;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -42,6 +41,17 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use tun_rs::SyncDevice;
 
 use crate::pcapng::PcapngWriter;
+
+mod config;
+mod segment;
+mod stats;
+
+pub use config::{random_drop, CapturePoint, Direction, LinkConfig, Loss, Spike};
+pub use stats::LinkStats;
+
+use config::{splitmix, unit};
+use segment::segment_facts;
+use stats::HIST_BUCKETS;
 
 /// How long before a deadline the scheduler stops sleeping and spins. The
 /// kernel's timer slack plus a condvar wake-up is ~50–100 µs on an idle
@@ -57,180 +67,6 @@ const REORDER_HOLD: Duration = Duration::from_millis(200);
 const RT_PRIORITY: &str = "10";
 /// Buffer size for one packet: MTU 1500 plus slack.
 const BUF: usize = 2048;
-
-/// A direction through the link.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Direction {
-    /// Client to server.
-    ClientToServer,
-    /// Server to client.
-    ServerToClient,
-}
-
-impl Direction {
-    fn idx(self) -> usize {
-        match self {
-            Direction::ClientToServer => 0,
-            Direction::ServerToClient => 1,
-        }
-    }
-}
-
-/// Where on the path the link's own capture is taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CapturePoint {
-    /// At the client end of the link (a client vantage): client→server
-    /// packets as they enter the link (before any drop), server→client
-    /// packets as they leave it towards the client.
-    Ingress,
-    /// At M (see the module doc): each packet stamped when it has waited
-    /// its direction's first leg.
-    Middle,
-    /// At the server end (a server vantage): client→server packets as they
-    /// leave towards the server, server→client packets as they enter.
-    Egress,
-}
-
-/// Loss knobs for one direction.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Loss {
-    /// Drop these payload-carrying TCP segments (1-based indices, see the
-    /// module doc).
-    pub indices: Vec<u64>,
-    /// Drop the first segment with SYN set in this direction (the SYN
-    /// client→server, the SYN-ACK server→client).
-    pub first_syn: bool,
-    /// Drop the first SYN that carries data (a TCP Fast Open attempt).
-    pub first_syn_data: bool,
-    /// Probability (0.0–1.0) of dropping each payload-carrying segment,
-    /// decided by `hash(seed, direction, index)`. Default 0.
-    pub probability: f64,
-    /// Seed for `probability`.
-    pub seed: u64,
-    /// A black hole: from the payload segment with this index (1-based) on,
-    /// every packet in this direction is dropped, with or without payload
-    /// (a peer or path that died mid-transfer).
-    pub black_hole_from: Option<u64>,
-}
-
-/// The link's knobs. `Default` is a 40 ms RTT split evenly, no rate limit,
-/// no loss, no reordering, no jitter, no capture.
-#[derive(Debug, Clone)]
-pub struct LinkConfig {
-    /// Round-trip time the link adds (client→server + server→client one-way
-    /// delays). Default 40 ms.
-    pub rtt: Duration,
-    /// Share of `rtt` spent client→server (0.0–1.0; the rest is
-    /// server→client). Default 0.5 (symmetric).
-    pub forward_share: f64,
-    /// Where M sits: the share of `rtt` between the client and M
-    /// (`h_c / rtt`, 0.0–1.0). Default 0.5.
-    pub client_share: f64,
-    /// Bottleneck rate in bits per second, each direction; 0 = unlimited
-    /// (the default). A packet's serialisation time `len × 8 / rate` is
-    /// added before its propagation delay.
-    pub rate_bps: u64,
-    /// Bytes that may wait for the bottleneck per direction before further
-    /// packets are tail-dropped (only with `rate_bps` > 0). Default 256 KiB.
-    pub queue_limit_bytes: u64,
-    /// Loss client→server.
-    pub loss_c2s: Loss,
-    /// Loss server→client.
-    pub loss_s2c: Loss,
-    /// Reorder client→server: segment N (payload index, 1-based) is held and
-    /// sent just after the next packet in that direction (or after 200 ms
-    /// if none comes).
-    pub reorder_c2s: Vec<u64>,
-    /// Reorder server→client, as `reorder_c2s`.
-    pub reorder_s2c: Vec<u64>,
-    /// Jitter: each packet's one-way delay gets a uniform offset in
-    /// ±`jitter` drawn from `hash(jitter_seed, direction, packet number)`.
-    /// Packets are never reordered by jitter (a packet leaves no earlier
-    /// than its predecessor). Default 0.
-    pub jitter: Duration,
-    /// Seed for `jitter`.
-    pub jitter_seed: u64,
-    /// Write a pcapng of the forwarded packets to this file (raw IP,
-    /// nanosecond timestamps). Default none.
-    pub capture: Option<(PathBuf, CapturePoint)>,
-    /// A delay spike (a route change, a burst of link-layer retries): once
-    /// the payload segment it names passes, every packet of its direction
-    /// is held until the spike ends, then released in order. Default none.
-    pub spike: Option<Spike>,
-}
-
-/// A delay spike on one direction of the link ([`LinkConfig::spike`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Spike {
-    /// The direction and 1-based payload index of the segment whose
-    /// arrival starts the spike.
-    pub after: (Direction, u64),
-    /// The direction held.
-    pub held: Direction,
-    /// How long it is held.
-    pub hold: Duration,
-}
-
-impl Default for LinkConfig {
-    fn default() -> LinkConfig {
-        LinkConfig {
-            rtt: Duration::from_millis(40),
-            forward_share: 0.5,
-            client_share: 0.5,
-            rate_bps: 0,
-            queue_limit_bytes: 256 * 1024,
-            loss_c2s: Loss::default(),
-            loss_s2c: Loss::default(),
-            reorder_c2s: Vec::new(),
-            reorder_s2c: Vec::new(),
-            jitter: Duration::ZERO,
-            jitter_seed: 0,
-            capture: None,
-            spike: None,
-        }
-    }
-}
-
-impl LinkConfig {
-    /// The default link with this RTT.
-    pub fn with_rtt(rtt: Duration) -> LinkConfig {
-        LinkConfig {
-            rtt,
-            ..LinkConfig::default()
-        }
-    }
-
-    fn one_way(&self, dir: Direction) -> Duration {
-        let f = self.forward_share.clamp(0.0, 1.0);
-        match dir {
-            Direction::ClientToServer => self.rtt.mul_f64(f),
-            Direction::ServerToClient => self.rtt - self.rtt.mul_f64(f),
-        }
-    }
-
-    /// Fraction of a direction's one-way delay before M.
-    fn first_leg(&self, dir: Direction) -> f64 {
-        let c = self.client_share.clamp(0.0, 1.0);
-        match dir {
-            Direction::ClientToServer => c,
-            Direction::ServerToClient => 1.0 - c,
-        }
-    }
-
-    fn loss(&self, dir: Direction) -> &Loss {
-        match dir {
-            Direction::ClientToServer => &self.loss_c2s,
-            Direction::ServerToClient => &self.loss_s2c,
-        }
-    }
-
-    fn reorder(&self, dir: Direction) -> &[u64] {
-        match dir {
-            Direction::ClientToServer => &self.reorder_c2s,
-            Direction::ServerToClient => &self.reorder_s2c,
-        }
-    }
-}
 
 /// Give the calling thread real-time priority (SCHED_FIFO 10) so a busy
 /// machine cannot delay it by milliseconds: a late wake-up of a reader
@@ -250,75 +86,6 @@ fn realtime() -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
-
-/// Whether seeded random loss drops payload segment `index` (1-based) in
-/// `dir`: a pure function of its arguments.
-pub fn random_drop(seed: u64, dir: Direction, index: u64, probability: f64) -> bool {
-    probability > 0.0 && unit(splitmix(seed ^ ((dir.idx() as u64) << 62) ^ index)) < probability
-}
-
-fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Map to [0, 1).
-fn unit(x: u64) -> f64 {
-    (x >> 11) as f64 / (1u64 << 53) as f64
-}
-
-/// What the link saw, for checks and the bench.
-#[derive(Debug, Clone, Default)]
-pub struct LinkStats {
-    /// Packets written to the far TUN, per direction (`[c2s, s2c]`).
-    pub forwarded: [u64; 2],
-    /// Packets dropped by the loss knobs: direction and payload index
-    /// (0 for a dropped SYN without payload), in the order dropped.
-    pub dropped: Vec<(Direction, u64)>,
-    /// Payload-carrying TCP segments that entered the link, per direction
-    /// (`[c2s, s2c]`): the highest index the loss knobs could have seen.
-    pub payload_segments: [u64; 2],
-    /// Packets tail-dropped because the rate-limit queue was full.
-    pub queue_drops: u64,
-    /// Packets the far TUN refused (write error).
-    pub write_errors: u64,
-    /// Added-delay error per forwarded packet: |time the write to the far
-    /// TUN starts − ideal deadline|, where the ideal is arrival + serialisation + one-way
-    /// delay (± jitter). Histogram with 1 µs buckets; the last bucket
-    /// holds everything ≥ its index.
-    pub error_hist_us: Vec<u64>,
-    /// Largest error seen (µs).
-    pub error_max_us: u64,
-    /// Link threads that got real-time priority (of 3).
-    pub realtime_threads: u32,
-    /// Thread IDs of the link's threads (two readers and the scheduler),
-    /// for their CPU time in `/proc/self/task/TID/stat`.
-    pub thread_ids: Vec<i32>,
-}
-
-impl LinkStats {
-    /// The `q`-quantile (0.0–1.0) of the added-delay error, in µs; 0 when
-    /// nothing was forwarded.
-    pub fn error_quantile_us(&self, q: f64) -> u64 {
-        let n: u64 = self.error_hist_us.iter().sum();
-        if n == 0 {
-            return 0;
-        }
-        let want = ((n as f64) * q).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (us, c) in self.error_hist_us.iter().enumerate() {
-            seen += c;
-            if seen >= want {
-                return us as u64;
-            }
-        }
-        self.error_max_us
-    }
-}
-
-const HIST_BUCKETS: usize = 20_000;
 
 /// Converts `Instant`s to nanoseconds since the Unix epoch, from one
 /// reference pair taken at start, so capture timestamps are monotonic.
@@ -440,42 +207,6 @@ impl std::fmt::Debug for Link {
             .field("cfg", &self.shared.cfg)
             .finish()
     }
-}
-
-/// TCP facts the loss and reorder knobs need.
-#[derive(Debug, Clone, Copy, Default)]
-struct TcpInfo {
-    syn: bool,
-    payload: bool,
-}
-
-/// Parse just enough of an IPv4/IPv6 + TCP packet. `None` when not TCP (or
-/// IPv6 with extension headers, which the lab does not produce).
-fn tcp_info(p: &[u8]) -> Option<TcpInfo> {
-    let (tcp, ip_payload_len) = match p.first()? >> 4 {
-        4 => {
-            let ihl = usize::from(p.first()? & 0x0f) * 4;
-            if *p.get(9)? != 6 || ihl < 20 {
-                return None;
-            }
-            let total = usize::from(u16::from_be_bytes([*p.get(2)?, *p.get(3)?]));
-            (p.get(ihl..)?, total.checked_sub(ihl)?)
-        }
-        6 => {
-            if *p.get(6)? != 6 {
-                return None;
-            }
-            let plen = usize::from(u16::from_be_bytes([*p.get(4)?, *p.get(5)?]));
-            (p.get(40..)?, plen)
-        }
-        _ => return None,
-    };
-    let doff = usize::from(tcp.get(12)? >> 4) * 4;
-    let flags = *tcp.get(13)?;
-    Some(TcpInfo {
-        syn: flags & 0x02 != 0,
-        payload: ip_payload_len > doff,
-    })
 }
 
 impl Link {
@@ -653,7 +384,7 @@ fn reader(s: &Shared, dir: Direction, ready: &std::sync::mpsc::Sender<()>) {
         let arrival = Instant::now();
         let data = buf[..n].to_vec();
         s.record(entry_point, &data);
-        let info = tcp_info(&data);
+        let info = segment_facts(&data);
         let mut index = 0;
         if let Some(i) = info {
             if i.payload {
@@ -820,61 +551,5 @@ fn scheduler(s: &Shared, ready: &std::sync::mpsc::Sender<()>) {
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn random_drop_is_deterministic() {
-        let a: Vec<u64> = (1..1000)
-            .filter(|&i| random_drop(7, Direction::ServerToClient, i, 0.1))
-            .collect();
-        let b: Vec<u64> = (1..1000)
-            .filter(|&i| random_drop(7, Direction::ServerToClient, i, 0.1))
-            .collect();
-        assert_eq!(a, b);
-        assert!((60..140).contains(&a.len()), "{}", a.len());
-        let c: Vec<u64> = (1..1000)
-            .filter(|&i| random_drop(8, Direction::ServerToClient, i, 0.1))
-            .collect();
-        assert_ne!(a, c);
-    }
-
-    #[test]
-    fn middle_split() {
-        let cfg = LinkConfig {
-            rtt: Duration::from_millis(40),
-            client_share: 0.25,
-            ..LinkConfig::default()
-        };
-        let c2s = cfg
-            .one_way(Direction::ClientToServer)
-            .mul_f64(cfg.first_leg(Direction::ClientToServer));
-        let s2c = cfg.one_way(Direction::ServerToClient);
-        let s2c_after_m = s2c - s2c.mul_f64(cfg.first_leg(Direction::ServerToClient));
-        assert_eq!(c2s + s2c_after_m, Duration::from_millis(10));
-    }
-
-    #[test]
-    fn tcp_info_syn_and_payload() {
-        // IPv4 + TCP SYN, no payload
-        let mut p = vec![0u8; 40];
-        p[0] = 0x45;
-        p[3] = 40;
-        p[9] = 6;
-        p[32] = 0x50;
-        p[33] = 0x02;
-        let i = tcp_info(&p).unwrap();
-        assert!(i.syn && !i.payload);
-        p.extend_from_slice(b"hi");
-        p[3] = 42;
-        p[33] = 0x18;
-        let i = tcp_info(&p).unwrap();
-        assert!(!i.syn && i.payload);
-        p[9] = 17;
-        assert!(tcp_info(&p).is_none());
     }
 }

@@ -1,0 +1,440 @@
+//! Running one scenario ([`run_scenario`]): a fresh lab, captures at the
+//! vantage and at the link's middle, the scenario's run, the analysis and
+//! its expectations; then each partial copy of the capture analysed again
+//! ([`Variant`]) and compared with the full capture.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rttlens_core::capture::CaptureReader;
+use rttlens_core::pipeline;
+use rttlens_core::report::ConnReport;
+use rttlens_net::link::{CapturePoint, LinkConfig};
+use rttlens_net::{Host, Lab, LabError};
+
+use super::{lookup, parse_expect, Scenario, ScenarioCtx, Variant, SNAPLEN};
+use crate::copies;
+
+/// One expectation's result.
+#[derive(Debug, Clone)]
+pub struct ExpectationResult {
+    /// The expectation as written (`nagle-stall|nagle-delayed-ack`, `1:tfo-accepted`).
+    pub expect: &'static str,
+    /// Whether it held.
+    pub found: bool,
+    /// The finding id that matched.
+    pub id: Option<&'static str>,
+    /// Its title (empty when not found): what the outcome was, e.g.
+    /// "0-RTT rejected: …".
+    pub title: String,
+    /// The matching finding's cost in ms (0 when not found).
+    pub cost_ms: f64,
+    /// The matching finding's cost in round trips (`None` when not found
+    /// or when the connection's RTT is unknown).
+    pub cost_rtts: Option<f64>,
+}
+
+/// What a scenario run produced.
+#[derive(Debug, Clone)]
+pub struct ScenarioOutcome {
+    /// Scenario name.
+    pub scenario: &'static str,
+    /// One entry per expectation.
+    pub found: Vec<ExpectationResult>,
+    /// Forbidden findings that appeared (`id` or `N:id`).
+    pub unexpected_forbidden: Vec<String>,
+    /// The ladder line that matters, e.g. `tls 2.03 RTT (81.2 ms)`.
+    pub key_line: String,
+    /// Connections in the client capture.
+    pub connections: usize,
+    /// Every finding id per connection (for reports when it fails).
+    pub findings: Vec<Vec<&'static str>>,
+    /// The analysed capture (pcap, `client.pcap` or `server.pcap` as the
+    /// scenario's vantage says) — kept only with `keep`.
+    pub client_capture: PathBuf,
+    /// Middle-of-link capture (pcapng) — kept only with `keep`.
+    pub middle_capture: PathBuf,
+    /// Wall-clock time of the run.
+    pub elapsed: Duration,
+    /// One per [`Scenario::variants`].
+    pub variants: Vec<VariantOutcome>,
+}
+
+impl ScenarioOutcome {
+    /// Every expectation held, no forbidden finding appeared, and every
+    /// variant held.
+    pub fn passed(&self) -> bool {
+        self.found.iter().all(|f| f.found)
+            && self.unexpected_forbidden.is_empty()
+            && self.variants.iter().all(VariantOutcome::passed)
+    }
+}
+
+/// What the analysis of one partial copy showed.
+#[derive(Debug, Clone)]
+pub struct VariantOutcome {
+    /// Which copy.
+    pub variant: Variant,
+    /// One entry per expectation of the variant.
+    pub found: Vec<ExpectationResult>,
+    /// Every check that failed, in words (forbidden findings, findings the
+    /// full capture does not have, evidence that does not map back, a
+    /// header that does not say what is missing).
+    pub problems: Vec<String>,
+    /// Every finding id per connection.
+    pub findings: Vec<Vec<&'static str>>,
+    /// The RTT the copy's first connection was given (ms; `None`: unknown).
+    pub rtt_ms: Option<f64>,
+}
+
+impl VariantOutcome {
+    /// Every expectation held and no check failed.
+    pub fn passed(&self) -> bool {
+        self.found.iter().all(|f| f.found) && self.problems.is_empty()
+    }
+}
+
+static RUNS: AtomicU64 = AtomicU64::new(0);
+
+/// Removes a scratch directory on drop unless it is kept.
+struct Scratch {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.path);
+            rttlens_net::unregister_scratch(&self.path);
+        }
+    }
+}
+
+/// Run one scenario on a fresh lab with this RTT. With `keep`, its files
+/// (captures `client.pcap` and `middle.pcapng`, nginx configuration and
+/// logs) stay in `keep/NAME/`; otherwise they go to a temporary directory
+/// removed afterwards. The namespaces and every process in them are
+/// removed before this returns, on error too.
+///
+/// # Errors
+/// The lab could not be built, a server or client failed, or the capture
+/// could not be analysed. Expectations that do not hold are not errors:
+/// see [`ScenarioOutcome::passed`].
+pub fn run_scenario(
+    s: &Scenario,
+    rtt: Duration,
+    keep: Option<&Path>,
+) -> Result<ScenarioOutcome, LabError> {
+    let started = Instant::now();
+    let path = match keep {
+        Some(k) => k.join(s.name),
+        None => std::env::temp_dir().join(format!(
+            "rttlens-lab-{}-{}-{}",
+            std::process::id(),
+            RUNS.fetch_add(1, Ordering::Relaxed),
+            s.name
+        )),
+    };
+    if keep.is_some() {
+        let _ = std::fs::remove_dir_all(&path);
+    }
+    std::fs::create_dir_all(&path).map_err(|e| LabError::Io {
+        context: format!("creating {}", path.display()),
+        source: e,
+    })?;
+    let scratch = Scratch {
+        path: path.clone(),
+        keep: keep.is_some(),
+    };
+    if keep.is_none() {
+        rttlens_net::register_scratch(&path);
+    }
+    let client_capture = path.join(match s.vantage {
+        Host::Client => "client.pcap",
+        Host::Server => "server.pcap",
+    });
+    let middle_capture = path.join("middle.pcapng");
+    let mut cfg = LinkConfig::with_rtt(rtt);
+    cfg.capture = Some((middle_capture.clone(), CapturePoint::Middle));
+    (s.link)(&mut cfg);
+    let mut lab = Lab::new(cfg)?;
+    let dump = lab.tcpdump(s.vantage, &client_capture)?;
+    // the sender-only variant is cut from the server's vantage
+    let server_capture = path.join("server.pcap");
+    let wants_server = s
+        .variants
+        .iter()
+        .any(|v| matches!(v, Variant::SenderOnly { .. }));
+    let server_dump = if wants_server && s.vantage == Host::Client {
+        Some(lab.tcpdump(Host::Server, &server_capture)?)
+    } else {
+        None
+    };
+    let mut ctx = ScenarioCtx::new(&lab, path.clone());
+    let result = (s.run)(&mut ctx);
+    // the last FIN/ACK exchange
+    std::thread::sleep(rtt * 2 + Duration::from_millis(50));
+    dump.stop();
+    let server_dump_taken = server_dump.is_some();
+    if let Some(d) = server_dump {
+        d.stop();
+    }
+    drop(ctx);
+    lab.stop_link();
+    drop(lab);
+    result?;
+    let conns = analyze(&client_capture)?;
+    let found = expectations(&conns, s.expect);
+    let unexpected_forbidden = forbidden(&conns, s.forbid);
+    // the key line: on the connection of the last expectation met, or
+    // the one the last expectation names, or the first connection (the
+    // last expectation is the one a scenario builds up to: `1:tfo-accepted`)
+    let key_conn = s
+        .expect
+        .last()
+        .and_then(|e| lookup(&conns, e).map(|(i, _)| i).or(parse_expect(e).0))
+        .unwrap_or(0);
+    let key_line = match conns.get(key_conn) {
+        None => "no connection in the capture".to_string(),
+        Some(c) => match c.ladder.iter().find(|p| p.name == s.key) {
+            Some(p) => format!(
+                "{} {:.2} RTT ({:.1} ms), conn {key_conn} of {:.0} ms",
+                p.name, p.rtts, p.ms, c.duration_ms
+            ),
+            None => format!("no {} phase on conn {key_conn}", s.key),
+        },
+    };
+    // the sender-only copies are cut from the server's capture: the analysed
+    // one when the vantage is the server, the extra tcpdump's otherwise
+    let server_conns = if server_dump_taken {
+        Some(analyze(&server_capture)?)
+    } else {
+        None
+    };
+    let mut variants = Vec::new();
+    for &v in s.variants {
+        let (source, full) = match v {
+            Variant::SenderOnly { .. } => {
+                (&server_capture, server_conns.as_deref().unwrap_or(&conns))
+            }
+            _ => (&client_capture, &conns[..]),
+        };
+        variants.push(run_variant(s, v, source, full, &path)?);
+    }
+    variants.push(run_variant(
+        s,
+        Variant::Snaplen,
+        &client_capture,
+        &conns,
+        &path,
+    )?);
+    let findings = conns
+        .iter()
+        .map(|c| c.findings.iter().map(|f| f.id).collect())
+        .collect();
+    drop(scratch);
+    Ok(ScenarioOutcome {
+        scenario: s.name,
+        found,
+        unexpected_forbidden,
+        key_line,
+        connections: conns.len(),
+        findings,
+        client_capture,
+        middle_capture,
+        elapsed: started.elapsed(),
+        variants,
+    })
+}
+
+/// One [`ExpectationResult`] per expectation, looked up in `conns`.
+fn expectations(conns: &[ConnReport], expect: &[&'static str]) -> Vec<ExpectationResult> {
+    expect
+        .iter()
+        .map(|&e| match lookup(conns, e) {
+            Some((_, f)) => ExpectationResult {
+                expect: e,
+                found: true,
+                id: Some(f.id),
+                title: f.title.clone(),
+                cost_ms: f.cost.ms,
+                cost_rtts: f.cost.rtts,
+            },
+            None => ExpectationResult {
+                expect: e,
+                found: false,
+                id: None,
+                title: String::new(),
+                cost_ms: 0.0,
+                cost_rtts: None,
+            },
+        })
+        .collect()
+}
+
+/// The forbidden findings that appear in `conns`, as `N:id`.
+fn forbidden(conns: &[ConnReport], forbid: &[&str]) -> Vec<String> {
+    let mut seen = Vec::new();
+    for &e in forbid {
+        let (conn, ids) = parse_expect(e);
+        for (i, c) in conns.iter().enumerate() {
+            if conn.is_some_and(|n| n != i) {
+                continue;
+            }
+            for f in &c.findings {
+                if ids.contains(&f.id) {
+                    seen.push(format!("{i}:{}", f.id));
+                }
+            }
+        }
+    }
+    seen.dedup();
+    seen
+}
+
+/// Cut `source` as `v` says, analyse the copy and compare it with `full`
+/// (the analysis of the capture it was cut from).
+fn run_variant(
+    s: &Scenario,
+    v: Variant,
+    source: &Path,
+    full: &[ConnReport],
+    dir: &Path,
+) -> Result<VariantOutcome, LabError> {
+    let out = dir.join(format!("{}.pcap", v.name()));
+    let (copy, expect) = match v {
+        Variant::MidStream => (
+            copies::copy(source, &out, copies::Cut::AfterHandshake)?,
+            s.expect,
+        ),
+        Variant::MidStreamSaysLess { expect, .. } => (
+            copies::copy(source, &out, copies::Cut::AfterHandshake)?,
+            expect,
+        ),
+        Variant::Offload => (copies::coalesce(source, &out)?, s.expect),
+        Variant::SenderOnly { expect } => (
+            copies::copy(source, &out, copies::Cut::FromHost(Lab::SERVER_V4.into()))?,
+            expect,
+        ),
+        Variant::Snaplen => (
+            copies::copy(source, &out, copies::Cut::Snaplen(SNAPLEN))?,
+            &[][..],
+        ),
+    };
+    let header_only = s.header_only();
+    let expect: &[&'static str] = if v == Variant::Snaplen {
+        &header_only
+    } else {
+        expect
+    };
+    let (conns, summary) = analyze_summary(&copy.path)?;
+    let found = expectations(&conns, expect);
+    let mut problems = forbidden(&conns, s.forbid)
+        .into_iter()
+        .map(|f| format!("forbidden {f}"))
+        .collect::<Vec<_>>();
+    // never more than the full capture says, on the same connection (a
+    // window cap whose owner the copy cannot tell is what the full capture's
+    // receive-window-limit or sender-window-cap says)
+    let says = |id: &str, full_id: &str| {
+        id == full_id
+            || (id == "window-limit"
+                && matches!(full_id, "receive-window-limit" | "sender-window-cap"))
+    };
+    for (i, c) in conns.iter().enumerate() {
+        for f in &c.findings {
+            if !full
+                .get(i)
+                .is_some_and(|fc| fc.findings.iter().any(|g| says(f.id, g.id)))
+            {
+                problems.push(format!("{i}:{} (the full capture does not say it)", f.id));
+            }
+        }
+    }
+    // the evidence is the full capture's, frame numbers shifted
+    for &e in expect {
+        let (Some((i, f)), Some((j, g))) = (lookup(&conns, e), lookup(full, e)) else {
+            continue;
+        };
+        if i != j {
+            problems.push(format!("{e}: on connection {i}, the full capture's on {j}"));
+            continue;
+        }
+        let mapped: Vec<(u64, u64)> = f
+            .evidence
+            .iter()
+            .filter_map(|ev| copy.original(ev.frame))
+            .collect();
+        if !g
+            .evidence
+            .iter()
+            .any(|ev| mapped.iter().any(|&(a, b)| (a..=b).contains(&ev.frame)))
+        {
+            problems.push(format!(
+                "{e}: evidence frames {mapped:?} (original numbering) share none with the full capture's {:?}",
+                g.evidence.iter().map(|ev| ev.frame).collect::<Vec<_>>()
+            ));
+        }
+    }
+    let first = conns.first();
+    match v {
+        Variant::MidStream | Variant::MidStreamSaysLess { .. } => {
+            if !first.is_some_and(|c| c.coverage.mid_stream) {
+                problems.push("the first connection does not say it started mid-stream".into());
+            }
+            if first.is_none_or(|c| c.rtt.is_none()) {
+                problems.push("no RTT without the handshake".into());
+            }
+        }
+        Variant::Offload => {
+            // GRO merges only segments with the same TCP options: a response
+            // whose segments all straddle a timestamp tick leaves nothing
+            // to merge, and the copy nothing to check
+            if copy.merged() > 0 && summary.quality.oversized_segments == 0 {
+                problems.push("no oversized segment counted in the capture quality".into());
+            }
+        }
+        Variant::SenderOnly { .. } => {
+            for (i, c) in conns.iter().enumerate() {
+                if c.coverage.only != Some(rttlens_core::side::Side::Server) {
+                    problems.push(format!(
+                        "connection {i} does not say only the server was seen"
+                    ));
+                }
+            }
+        }
+        Variant::Snaplen => {
+            // every connection with data says its payloads were cut
+            if summary.quality.snaplen_cut == 0 {
+                problems.push("no segment counted as cut by the snapshot length".into());
+            }
+        }
+    }
+    Ok(VariantOutcome {
+        variant: v,
+        found,
+        problems,
+        findings: conns
+            .iter()
+            .map(|c| c.findings.iter().map(|f| f.id).collect())
+            .collect(),
+        rtt_ms: first.and_then(|c| c.rtt.as_ref()).map(|r| r.min_ms),
+    })
+}
+
+/// The connections of the capture at `path`, in capture order.
+fn analyze(path: &Path) -> Result<Vec<ConnReport>, LabError> {
+    analyze_summary(path).map(|(c, _)| c)
+}
+
+fn analyze_summary(path: &Path) -> Result<(Vec<ConnReport>, pipeline::CaptureSummary), LabError> {
+    let mut reader = CaptureReader::open(path)
+        .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
+    let mut conns = Vec::new();
+    let summary = pipeline::run(&mut reader, &mut |c| conns.push(c), &mut |_| {})
+        .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
+    conns.sort_by_key(|c| c.index);
+    Ok((conns, summary))
+}
