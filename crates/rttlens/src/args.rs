@@ -17,24 +17,30 @@ pub struct Cli {
 }
 
 /// Subcommands.
+// parsed once per run: the size of the largest variant does not matter
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Analyse a packet capture (pcap or pcapng, optionally gzip'd; `-` reads stdin).
     Analyze(AnalyzeArgs),
     /// Reproduce each cause in network namespaces (needs root) and check
     /// the findings: `rttlens lab --list`, `rttlens lab [SCENARIO…]`.
+    #[cfg(feature = "lab")]
     Lab(LabArgs),
     /// Time a live URL step by step (DNS, TCP, TLS, HTTP) in round trips,
     /// verify resumption, 0-RTT and TCP Fast Open, and explain it from the
     /// probe's own packets.
+    #[cfg(feature = "probe")]
     Probe(ProbeArgs),
     /// Load a TLS server with handshakes: open loop (`--rate`, latency from
     /// each connection's intended start) or closed loop (`-c`), a mix of
     /// full, resumed and 0-RTT handshakes, percentiles per phase.
+    #[cfg(feature = "bench")]
     Bench(BenchArgs),
 }
 
 /// `rttlens bench` arguments.
+#[cfg(feature = "bench")]
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
     /// `https://` URL of a server you run (loopback, unless
@@ -150,6 +156,7 @@ pub struct BenchArgs {
 }
 
 /// `rttlens bench` output formats.
+#[cfg(feature = "bench")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BenchFormat {
     /// For people.
@@ -159,6 +166,7 @@ pub enum BenchFormat {
 }
 
 /// `rttlens probe` arguments (curl's names where curl has the option).
+#[cfg(feature = "probe")]
 #[derive(Debug, clap::Args)]
 pub struct ProbeArgs {
     /// `http://` or `https://` URL.
@@ -243,6 +251,7 @@ pub struct ProbeArgs {
 }
 
 /// `rttlens lab` arguments.
+#[cfg(feature = "lab")]
 #[derive(Debug, clap::Args)]
 pub struct LabArgs {
     /// Scenarios to run (default: all).

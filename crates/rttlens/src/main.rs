@@ -3,13 +3,19 @@
 //! A thin command line over `rttlens-core` (the engine) and `rttlens-report`
 //! (the renderers): it parses arguments, opens the input, picks a renderer
 //! and maps errors to exit codes (0 ok, 1 target failure, 2 usage or
-//! unreadable input).
+//! unreadable input). The products are features, all on by default:
+//! `probe` (`rttlens-probe`), `lab` (`rttlens-lab`), `bench`
+//! (`rttlens-bench`); without them (`--no-default-features`) the binary is
+//! `rttlens analyze` alone, and the other subcommands do not exist.
 #![forbid(unsafe_code)]
 
 mod args;
+#[cfg(feature = "bench")]
 mod bench;
+#[cfg(feature = "lab")]
 mod lab;
 mod output;
+#[cfg(feature = "probe")]
 mod probe;
 
 use std::io::{self, IsTerminal, Write};
@@ -59,8 +65,11 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Analyze(a) => analyze(a),
+        #[cfg(feature = "lab")]
         Command::Lab(a) => lab::run(a),
+        #[cfg(feature = "probe")]
         Command::Probe(a) => probe::run(a),
+        #[cfg(feature = "bench")]
         Command::Bench(a) => bench::run(a),
     }
 }

@@ -7,11 +7,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
+#[cfg(feature = "lab")]
 use rttlens_core::capture::CaptureReader;
-use rttlens_core::pipeline::{self, CaptureSummary};
+use rttlens_core::pipeline;
+#[cfg(any(feature = "probe", feature = "lab"))]
+use rttlens_core::pipeline::CaptureSummary;
+#[cfg(any(feature = "probe", feature = "lab"))]
 use rttlens_core::report::ConnReport;
-use rttlens_report::html::{HtmlOptions, HtmlRenderer};
-use rttlens_report::{Renderer, Source};
+use rttlens_report::html::HtmlOptions;
+#[cfg(any(feature = "probe", feature = "lab"))]
+use rttlens_report::{html::HtmlRenderer, Renderer, Source};
 
 use crate::args::{Format, PictureArgs};
 
@@ -55,6 +60,7 @@ pub fn wants_trace(format: Format, p: &PictureArgs) -> bool {
 
 /// A capture's part of an HTML page, from connections already analysed
 /// (with their traces).
+#[cfg(any(feature = "probe", feature = "lab"))]
 ///
 /// # Errors
 /// Writing an SVG file failed.
@@ -82,6 +88,7 @@ pub fn fragment(
 
 /// A capture's part of an HTML page, analysing the file at `path` (with
 /// traces).
+#[cfg(feature = "lab")]
 ///
 /// # Errors
 /// The capture could not be read, or an SVG file not written.
@@ -115,6 +122,7 @@ pub fn fragment_of_file(
 
 /// Text output (the lab's table, the probe's report) as the HTML page's
 /// preface.
+#[cfg(any(feature = "probe", feature = "lab"))]
 pub fn preface(text: &[u8]) -> String {
     format!(
         "<pre class=\"preface\">{}</pre>\n",

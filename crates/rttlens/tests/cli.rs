@@ -183,6 +183,7 @@ fn truncated_capture_is_analysed_up_to_the_break() {
     assert!(v["capture"]["frames"].as_u64().unwrap_or(0) > 300);
 }
 
+#[cfg(feature = "lab")]
 #[test]
 fn lab_list_needs_no_root() {
     let out = bin().args(["lab", "--list"]).output().expect("run");
@@ -201,6 +202,7 @@ fn lab_list_needs_no_root() {
     );
 }
 
+#[cfg(feature = "lab")]
 #[test]
 fn lab_unknown_scenario_is_a_usage_error() {
     let out = bin()
@@ -213,6 +215,7 @@ fn lab_unknown_scenario_is_a_usage_error() {
     assert!(out.stdout.is_empty());
 }
 
+#[cfg(feature = "lab")]
 #[test]
 fn lab_bad_rtt_is_a_usage_error() {
     let out = bin().args(["lab", "--rtt", "fast"]).output().expect("run");
@@ -223,6 +226,7 @@ fn lab_bad_rtt_is_a_usage_error() {
 /// namespace created. Runs the binary as `nobody` through util-linux
 /// `setpriv` (root is needed to drop to another user, so this test needs
 /// root too, like the lab tests, and fails saying so).
+#[cfg(feature = "lab")]
 #[test]
 fn lab_without_root_says_so_and_leaves_nothing() {
     assert!(
@@ -252,6 +256,7 @@ fn lab_without_root_says_so_and_leaves_nothing() {
     assert!(left.is_empty(), "namespaces left behind: {left:?}");
 }
 
+#[cfg(feature = "lab")]
 fn nix_is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -263,6 +268,7 @@ fn nix_is_root() -> bool {
         .unwrap_or(false)
 }
 
+#[cfg(feature = "lab")]
 fn netns_names() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir("/run/netns")
         .map(|d| {
@@ -274,6 +280,44 @@ fn netns_names() -> Vec<String> {
         .unwrap_or_default();
     v.sort();
     v
+}
+
+/// Built without a product's feature (`--no-default-features`: `rttlens
+/// analyze` alone), its subcommand does not exist: clap's usage error,
+/// exit 2, naming the subcommand.
+#[test]
+fn subcommands_without_their_feature_do_not_exist() {
+    let off: Vec<&str> = [
+        ("lab", cfg!(feature = "lab")),
+        ("probe", cfg!(feature = "probe")),
+        ("bench", cfg!(feature = "bench")),
+    ]
+    .into_iter()
+    .filter(|(_, on)| !on)
+    .map(|(name, _)| name)
+    .collect();
+    for name in off {
+        let out = bin().args([name, "--help"]).output().expect("run");
+        assert_eq!(out.status.code(), Some(2), "{name}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("unrecognized subcommand '{name}'")),
+            "{name}: {err}"
+        );
+    }
+    let help = bin().arg("--help").output().expect("run");
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(text.contains("analyze"), "{text}");
+    for (name, on) in [
+        ("lab", cfg!(feature = "lab")),
+        ("probe", cfg!(feature = "probe")),
+        ("bench", cfg!(feature = "bench")),
+    ] {
+        let listed = text
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(name));
+        assert_eq!(listed, on, "`{name}` in --help: {text}");
+    }
 }
 
 /// `rttlens analyze ARGS…` that must succeed; its standard output.

@@ -362,6 +362,7 @@ fn html_to_stdout_and_the_io_interval() {
 /// `rttlens lab --format html`: one page with the lab's table and a part
 /// per scenario, drawn from its capture; the scratch copies are gone after.
 /// Needs root and the lab's programs (fails saying so).
+#[cfg(feature = "lab")]
 #[test]
 fn lab_report_in_one_page() {
     if let Err(e) = rttlens_net::check_prerequisites() {

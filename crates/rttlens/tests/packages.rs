@@ -116,6 +116,7 @@ fn every_program_the_code_and_tests_look_for_is_in_the_package_list() {
     );
 }
 
+#[cfg(feature = "lab")]
 #[test]
 fn the_lab_s_programs_are_what_scripts_deps_lab_installs() {
     let list = package_list();
