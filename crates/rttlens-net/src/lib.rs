@@ -31,6 +31,7 @@ pub mod topology;
 
 pub use link::{CapturePoint, Direction, LinkConfig, LinkStats, Loss};
 pub use selfcap::{CaptureLimits, Captured, CapturedPacket, SelfCapture, SelfCaptureError};
+pub use tcpdump::{Tcpdump, TcpdumpCounts};
 pub use topology::{
     check_prerequisites, cleanup_all, register_scratch, require_command, unregister_scratch, Host,
     Lab, LabError, Sysctls, MTU, TUN_NAME,

@@ -18,6 +18,19 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long to wait for tcpdump to exit after SIGINT before SIGKILL.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// tcpdump's tally at exit (its last lines on stderr); `None` for a line
+/// it did not print.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpdumpCounts {
+    /// `N packets captured`: written to the file.
+    pub captured: Option<u64>,
+    /// `N packets received by filter`: Linux counts a packet that reached
+    /// the socket after tcpdump's last read, as SIGINT stops it.
+    pub received: Option<u64>,
+    /// `N packets dropped by kernel`: lost for want of buffer space.
+    pub dropped: Option<u64>,
+}
+
 /// A running `tcpdump -i DEV -s 0 -B 65536 -U --immediate-mode -w FILE`
 /// inside a namespace (a 64 MiB kernel buffer: with the default 2 MiB,
 /// bursts of a 2 MB download lost a few segments, which the engine then
@@ -38,13 +51,33 @@ impl Tcpdump {
     /// [`LabError::CommandMissing`] when tcpdump is not installed;
     /// [`LabError::Capture`] when it exits or stays silent for 10 s.
     pub fn start(ns: &Netns, dev: &str, file: &Path) -> Result<Tcpdump, LabError> {
+        Tcpdump::start_snaplen(ns, dev, file, 0)
+    }
+
+    /// [`Tcpdump::start`] keeping `snaplen` bytes a packet (`-s`; 0 is
+    /// tcpdump's whole packet, 262144 B). libpcap sizes every slot of its
+    /// ring for the snapshot length, and on a device with GSO/GRO on (TUN
+    /// devices by default) cannot bound it by the MTU: at 0 the 64 MiB ring
+    /// holds about 250 packets, and a multi-megabyte burst overruns it. A
+    /// snapshot length above the MTU (2048 on the lab's 1500) keeps every
+    /// packet whole and thousands in the ring.
+    ///
+    /// # Errors
+    /// As [`Tcpdump::start`].
+    pub fn start_snaplen(
+        ns: &Netns,
+        dev: &str,
+        file: &Path,
+        snaplen: u32,
+    ) -> Result<Tcpdump, LabError> {
         crate::require_command("tcpdump", "tcpdump")?;
+        let snaplen = snaplen.to_string();
         let mut cmd = Command::new("tcpdump");
         cmd.args([
             "-i",
             dev,
             "-s",
-            "0",
+            &snaplen,
             "-B",
             "65536",
             "-U",
@@ -110,6 +143,28 @@ impl Tcpdump {
     /// exit; SIGKILL after 5 s.
     pub fn stop(mut self) {
         self.halt();
+    }
+
+    /// Stop it as [`Tcpdump::stop`] does and return the tally it prints
+    /// when it exits, for a caller that must know the capture is complete.
+    pub fn stop_counted(mut self) -> TcpdumpCounts {
+        self.halt();
+        let mut counts = TcpdumpCounts::default();
+        // the reader thread ends at tcpdump's EOF; bounded by the timeout
+        while let Ok(line) = self.stderr.recv_timeout(Duration::from_secs(1)) {
+            let n = line
+                .split_whitespace()
+                .next()
+                .and_then(|w| w.parse::<u64>().ok());
+            if line.ends_with("packets captured") {
+                counts.captured = n;
+            } else if line.ends_with("packets received by filter") {
+                counts.received = n;
+            } else if line.ends_with("packets dropped by kernel") {
+                counts.dropped = n;
+            }
+        }
+        counts
     }
 
     fn halt(&mut self) {

@@ -200,9 +200,9 @@ fn scripts_deps_names_what_is_missing_without_installing() {
         .expect("run scripts/deps");
     let _ = std::fs::remove_dir_all(&dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    // tshark, curl and python3 live in /usr/bin, never /usr/sbin: missing here
+    // tshark, curl and openssl live in /usr/bin, never /usr/sbin: missing here
     assert_eq!(out.status.code(), Some(1), "exit 1 when missing: {stderr}");
-    for pkg in ["tshark", "curl", "python3"] {
+    for pkg in ["tshark", "curl", "openssl"] {
         assert!(
             stderr.split_whitespace().any(|w| w == pkg),
             "names {pkg} as missing: {stderr}"

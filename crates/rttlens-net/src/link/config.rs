@@ -105,6 +105,14 @@ pub struct LinkConfig {
     /// the payload segment it names passes, every packet of its direction
     /// is held until the spike ends, then released in order. Default none.
     pub spike: Option<Spike>,
+    /// TCP segments with SYN set (SYN, SYN-ACK) cross this much faster
+    /// than the rest, each way. Default 0. A little lead makes the
+    /// handshake's RTT sample a little below any later one, so a host's
+    /// `min_rtt` is its handshake's: without it a tail loss probe crossing
+    /// an idle link can measure a few µs below `min_rtt`, and Linux then
+    /// ignores its SACK for loss detection (`tcp_rack_advance()`) and waits
+    /// for the RTO instead, one of two kernel paths at random.
+    pub syn_lead: Duration,
 }
 
 /// A delay spike on one direction of the link ([`LinkConfig::spike`]).
@@ -135,6 +143,7 @@ impl Default for LinkConfig {
             jitter_seed: 0,
             capture: None,
             spike: None,
+            syn_lead: Duration::ZERO,
         }
     }
 }

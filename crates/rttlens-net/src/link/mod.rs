@@ -468,6 +468,9 @@ fn schedule(
         base = st.free_at;
     }
     let mut delay = cfg.one_way(dir);
+    if !cfg.syn_lead.is_zero() && segment_facts(&data).is_some_and(|f| f.syn) {
+        delay = delay.saturating_sub(cfg.syn_lead);
+    }
     if !cfg.jitter.is_zero() {
         let r = unit(splitmix(
             cfg.jitter_seed ^ ((dir.idx() as u64) << 62) ^ st.packets,

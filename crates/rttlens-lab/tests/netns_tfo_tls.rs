@@ -1,22 +1,23 @@
 //! TCP Fast Open, TLS resumption and 0-RTT on real traffic: Linux TCP with
-//! `net.ipv4.tcp_fastopen=3`, nginx, curl and `openssl s_client`, in network
-//! namespaces joined by the 10 ms delay line of `support`. The peers'
-//! own reports (openssl's "Reused" and "Early data was accepted", curl's
-//! timings) are the oracle the findings are checked against.
+//! `net.ipv4.tcp_fastopen=3`, nginx, curl and `openssl s_client`, in the
+//! shared lab's namespaces joined by its 10 ms delay link (`support`). The
+//! peers' own reports (openssl's "Reused" and "Early data was accepted",
+//! curl's timings) are the oracle the findings are checked against.
 //!
-//! Needs root and `nftables iproute2 ethtool tcpdump python3 nginx-light
-//! curl util-linux procps openssl`; fails naming what is missing.
+//! Needs root, `/dev/net/tun` and `iproute2 nftables tcpdump nginx-light
+//! curl openssl`; fails naming what is missing.
 
 mod support;
 
-use support::{analyze, body, check_contract, Host, Lab, SERVER_IP, TLS_PORT};
+use rttlens_net::Host;
+use support::{analyze, body, check_contract, TestLab, SERVER_IP, TLS_PORT};
 
 fn ids(c: &rttlens_core::model::ConnReport) -> Vec<&'static str> {
     c.findings.iter().map(|f| f.id).collect()
 }
 
 /// `curl -sS -o /dev/null --max-time 10 <args…> <url>` from the client; must succeed.
-fn curl_ok(lab: &Lab, args: &[&str], url: &str) {
+fn curl_ok(lab: &TestLab, args: &[&str], url: &str) {
     let mut all = vec!["-sS", "-o", "/dev/null", "--max-time", "10"];
     all.extend_from_slice(args);
     all.push(url);
@@ -29,7 +30,10 @@ fn curl_ok(lab: &Lab, args: &[&str], url: &str) {
 }
 
 /// Stop the capture, analyse it, check the finding contract; connections in index order.
-fn stop_and_analyze(lab: &mut Lab, cap: support::Capture) -> Vec<rttlens_core::model::ConnReport> {
+fn stop_and_analyze(
+    lab: &mut TestLab,
+    cap: support::Capture,
+) -> Vec<rttlens_core::model::ConnReport> {
     let path = lab.stop(cap);
     let a = analyze(&path);
     check_contract(&a);
@@ -68,10 +72,10 @@ fn syn_to_first_byte(c: &rttlens_core::model::ConnReport) -> f64 {
 
 #[test]
 fn tfo_cookie_then_request_in_the_syn() {
-    let mut lab = Lab::new("tfo");
+    let mut lab = TestLab::new("tfo");
     lab.sysctl(Host::Client, "net.ipv4.tcp_fastopen", "3");
     lab.sysctl(Host::Server, "net.ipv4.tcp_fastopen", "3");
-    lab.nginx_tls(&[("small", body(2_000))], "fastopen=16", "");
+    lab.nginx_tls(&[("small", body(2_000))], |c| c.fastopen = Some(16));
     let cap = lab.capture(Host::Client);
     let url = format!("http://{SERVER_IP}/small");
     for _ in 0..2 {
@@ -118,8 +122,8 @@ fn tfo_cookie_then_request_in_the_syn() {
 
 #[test]
 fn tls13_resumption_and_zero_rtt() {
-    let mut lab = Lab::new("tls-resume");
-    lab.nginx_tls(&[("small", body(2_000))], "", "ssl_early_data on;");
+    let mut lab = TestLab::new("tls-resume");
+    lab.nginx_tls(&[("small", body(2_000))], |c| c.ssl_early_data = true);
     let cap = lab.capture(Host::Client);
     let dir = lab.dir.display().to_string();
     let req = "GET /small HTTP/1.1\\r\\nHost: lab.test\\r\\nConnection: close\\r\\n\\r\\n";
@@ -204,12 +208,8 @@ fn tls13_resumption_and_zero_rtt() {
 /// segment until the client ACKs it. With `tcp_nodelay on` (the control)
 /// nothing waits.
 fn nagle_run(nodelay: &str) -> Vec<rttlens_core::model::ConnReport> {
-    let mut lab = Lab::new(&format!("nagle-{nodelay}"));
-    lab.nginx_tls(
-        &[("small", body(700))],
-        "",
-        &format!("tcp_nodelay {nodelay};"),
-    );
+    let mut lab = TestLab::new(&format!("nagle-{nodelay}"));
+    lab.nginx_tls(&[("small", body(700))], |c| c.tcp_nodelay = nodelay == "on");
     let cap = lab.capture(Host::Client);
     let url = format!("https://{SERVER_IP}/small");
     for _ in 0..3 {
