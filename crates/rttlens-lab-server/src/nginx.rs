@@ -151,7 +151,7 @@ impl Config {
         if self.tls {
             let _ = writeln!(c, "        ssl_certificate {d}/cert.pem;");
             let _ = writeln!(c, "        ssl_certificate_key {d}/key.pem;");
-            let protos: Vec<&str> = self.ssl_protocols.iter().map(|v| v.nginx_name()).collect();
+            let protos: Vec<&str> = self.ssl_protocols.iter().map(|v| v.name()).collect();
             let _ = writeln!(c, "        ssl_protocols {};", protos.join(" "));
             if let Some(n) = self.ssl_buffer_size {
                 let _ = writeln!(c, "        ssl_buffer_size {n};");

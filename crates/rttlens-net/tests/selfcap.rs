@@ -5,7 +5,6 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -465,108 +464,6 @@ fn headers_only_past_the_limit_and_no_kernel_drops() {
         n += 1;
     }
     assert_eq!(n, captured.packets.len());
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rttlens-selfcap-test-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
-}
-
-/// curl with SSLKEYLOGFILE against the built-in TLS server; the pcapng
-/// with the key log embedded decrypts in tshark without a key file.
-#[test]
-fn tshark_decrypts_with_the_embedded_keylog() {
-    require_root();
-    if let Err(e) = rttlens_net::require_command("curl", "curl") {
-        panic!("{e}");
-    }
-    if rttlens_net::require_command("tshark", "tshark").is_err() {
-        eprintln!(
-            "NOTE: tshark is not installed, so this test checks the capture and key log \
-             but NOT that Wireshark decrypts it (apt-get install tshark)"
-        );
-    }
-    let _g = serial();
-    let ns = fresh_netns();
-    let keylog_path = tmp("keylog.txt");
-    let kp = keylog_path.clone();
-    let captured = ns
-        .run(move || {
-            use rttlens_lab_server::builtin::{Server, ServerConfig};
-            let server = Server::bind("127.0.0.1:0".parse().unwrap(), ServerConfig::default())
-                .expect("bind the built-in server");
-            let addr = server.local_addr();
-            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-            let srv = std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                rt.block_on(server.run_until(async {
-                    let _ = rx.await;
-                }))
-            });
-            let cap = SelfCapture::start(addr, None).expect("start");
-            // A child forked from this thread lives in its namespace.
-            let out = Command::new("curl")
-                .args(["-sk", "--http1.1", "--max-time", "10", "-o", "/dev/null"])
-                .arg(format!("https://127.0.0.1:{}/size/1234", addr.port()))
-                .env("SSLKEYLOGFILE", &kp)
-                .output()
-                .expect("running curl");
-            assert!(
-                out.status.success(),
-                "curl: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let _ = tx.send(());
-            srv.join().unwrap().expect("built-in server");
-            cap.stop().expect("stop")
-        })
-        .expect("enter netns");
-    let keylog = std::fs::read(&keylog_path).expect("curl wrote SSLKEYLOGFILE");
-    assert!(
-        String::from_utf8_lossy(&keylog).contains("CLIENT_HANDSHAKE_TRAFFIC_SECRET"),
-        "a TLS 1.3 key log"
-    );
-    let (conns, file) = analyse(&captured, Some(&keylog));
-    assert_eq!(conns.len(), 1, "{conns:?}");
-    assert_eq!(conns[0].protocol, "tls");
-    let pcap = tmp("tls.pcapng");
-    std::fs::write(&pcap, &file).unwrap();
-    if rttlens_net::require_command("tshark", "tshark").is_ok() {
-        let run = |filter: &str| {
-            let out = Command::new("tshark")
-                .args(["-n", "-r"])
-                .arg(&pcap)
-                .args(["-Y", filter, "-T", "fields", "-e", "http.request.uri"])
-                .output()
-                .expect("running tshark");
-            assert!(
-                out.status.success(),
-                "tshark: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8_lossy(&out.stdout).trim().to_string()
-        };
-        assert_eq!(
-            run("http.request"),
-            "/size/1234",
-            "tshark decrypted the request"
-        );
-        // Without the key log nothing decrypts.
-        let (_, plain) = analyse(&captured, None);
-        std::fs::write(&pcap, plain).unwrap();
-        assert_eq!(
-            run("http.request"),
-            "",
-            "no request visible without the keys"
-        );
-    }
-    let _ = std::fs::remove_file(&pcap);
-    let _ = std::fs::remove_file(&keylog_path);
-    let _ = std::fs::remove_dir(keylog_path.parent().unwrap());
 }
 
 /// Without CAP_NET_RAW `start` says so. Runs this test binary again with

@@ -17,32 +17,7 @@ use rttlens_report::probe::NegotiatedTls;
 
 use crate::error::ProbeError;
 
-/// A TLS protocol version (`--tls 1.2|1.3`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum TlsVersion {
-    /// TLS 1.2 (RFC 5246).
-    #[serde(rename = "1.2")]
-    Tls12,
-    /// TLS 1.3 (RFC 8446).
-    #[serde(rename = "1.3")]
-    Tls13,
-}
-
-impl std::str::FromStr for TlsVersion {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s
-            .to_ascii_lowercase()
-            .trim_start_matches("tlsv")
-            .trim_start_matches("tls")
-        {
-            "1.2" => Ok(TlsVersion::Tls12),
-            "1.3" => Ok(TlsVersion::Tls13),
-            _ => Err(format!("--tls '{s}': expected 1.2 or 1.3")),
-        }
-    }
-}
+pub use rttlens_net::TlsVersion;
 
 /// TLS options of a run.
 #[derive(Debug, Clone, Default)]

@@ -68,7 +68,7 @@ pub struct BenchArgs {
     #[arg(long, default_value = "full=100", value_name = "KIND=WEIGHT,…")]
     pub mix: rttlens_bench::Mix,
     /// Only this TLS version.
-    #[arg(long, value_name = "1.2|1.3")]
+    #[arg(long, value_name = "1.2|1.3", value_parser = parse_tls)]
     pub tls: Option<rttlens_probe::TlsVersion>,
     /// Cipher suites to offer, in order (IANA names, e.g.
     /// TLS_AES_128_GCM_SHA256); default rustls' order, AES-256-GCM first.
@@ -186,7 +186,7 @@ pub struct ProbeArgs {
     #[arg(long)]
     pub tfo: bool,
     /// Only this TLS version.
-    #[arg(long, value_name = "1.2|1.3")]
+    #[arg(long, value_name = "1.2|1.3", value_parser = parse_tls)]
     pub tls: Option<rttlens_probe::TlsVersion>,
     /// ALPN protocols to offer, in order: `h2` and `http/1.1` (the one the
     /// server picks is spoken).
@@ -309,6 +309,13 @@ impl AnalyzeFormat {
             AnalyzeFormat::Html => Format::Html,
         }
     }
+}
+
+/// `--tls 1.2|1.3` (also `tls1.3`, `TLSv1.2`).
+#[cfg(any(feature = "probe", feature = "bench"))]
+fn parse_tls(s: &str) -> Result<rttlens_probe::TlsVersion, String> {
+    s.parse()
+        .map_err(|_| format!("--tls '{s}': expected 1.2 or 1.3"))
 }
 
 fn parse_filter(s: &str) -> Result<Filter, String> {

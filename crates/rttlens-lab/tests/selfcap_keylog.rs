@@ -1,0 +1,151 @@
+//! The self-capture's key log on real TLS: curl with `SSLKEYLOGFILE`
+//! against the lab's built-in rustls server (`rttlens-lab-server`) in a
+//! fresh network namespace, captured by `rttlens_net::SelfCapture`; the
+//! pcapng with the key log embedded decrypts in tshark without a key file.
+//! (Here rather than beside the other self-capture tests in `rttlens-net`:
+//! the server's crate depends on that one.) Needs root, iproute2 and curl;
+//! tshark for the decryption check.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rttlens_core::capture::CaptureReader;
+use rttlens_core::model::ConnReport;
+use rttlens_core::pipeline;
+use rttlens_net::netns::Netns;
+use rttlens_net::{Captured, SelfCapture};
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Fail with a clear message when the test cannot run here.
+fn require_root() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "selfcap tests need root (CAP_NET_RAW for AF_PACKET, network namespaces): run them as root"
+    );
+    if let Err(e) = rttlens_net::require_command("ip", "iproute2") {
+        panic!("{e}");
+    }
+}
+
+/// A fresh namespace with only `lo`, up.
+fn fresh_netns() -> Netns {
+    let name = format!(
+        "rttlens-keylog-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    Netns::create(&name).expect("creating a network namespace")
+}
+
+/// The capture as pcapng (with `keylog` embedded) and its connections.
+fn analyse(c: &Captured, keylog: Option<&[u8]>) -> (Vec<ConnReport>, Vec<u8>) {
+    let mut file = Vec::new();
+    c.write_pcapng(&mut file, keylog).expect("write pcapng");
+    let mut reader = CaptureReader::new(Box::new(std::io::Cursor::new(file.clone()))).unwrap();
+    let mut conns = Vec::new();
+    pipeline::run(&mut reader, &mut |r| conns.push(r), &mut |_| {}).expect("pipeline");
+    (conns, file)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rttlens-keylog-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+/// curl with SSLKEYLOGFILE against the built-in TLS server; the pcapng
+/// with the key log embedded decrypts in tshark without a key file.
+#[test]
+fn tshark_decrypts_with_the_embedded_keylog() {
+    require_root();
+    if let Err(e) = rttlens_net::require_command("curl", "curl") {
+        panic!("{e}");
+    }
+    if rttlens_net::require_command("tshark", "tshark").is_err() {
+        eprintln!(
+            "NOTE: tshark is not installed, so this test checks the capture and key log \
+             but NOT that Wireshark decrypts it (apt-get install tshark)"
+        );
+    }
+    let ns = fresh_netns();
+    let keylog_path = tmp("keylog.txt");
+    let kp = keylog_path.clone();
+    let captured = ns
+        .run(move || {
+            use rttlens_lab_server::builtin::{Server, ServerConfig};
+            let server = Server::bind("127.0.0.1:0".parse().unwrap(), ServerConfig::default())
+                .expect("bind the built-in server");
+            let addr = server.local_addr();
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            let srv = std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(server.run_until(async {
+                    let _ = rx.await;
+                }))
+            });
+            let cap = SelfCapture::start(addr, None).expect("start");
+            // A child forked from this thread lives in its namespace.
+            let out = Command::new("curl")
+                .args(["-sk", "--http1.1", "--max-time", "10", "-o", "/dev/null"])
+                .arg(format!("https://127.0.0.1:{}/size/1234", addr.port()))
+                .env("SSLKEYLOGFILE", &kp)
+                .output()
+                .expect("running curl");
+            assert!(
+                out.status.success(),
+                "curl: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let _ = tx.send(());
+            srv.join().unwrap().expect("built-in server");
+            cap.stop().expect("stop")
+        })
+        .expect("enter netns");
+    let keylog = std::fs::read(&keylog_path).expect("curl wrote SSLKEYLOGFILE");
+    assert!(
+        String::from_utf8_lossy(&keylog).contains("CLIENT_HANDSHAKE_TRAFFIC_SECRET"),
+        "a TLS 1.3 key log"
+    );
+    let (conns, file) = analyse(&captured, Some(&keylog));
+    assert_eq!(conns.len(), 1, "{conns:?}");
+    assert_eq!(conns[0].protocol, "tls");
+    let pcap = tmp("tls.pcapng");
+    std::fs::write(&pcap, &file).unwrap();
+    if rttlens_net::require_command("tshark", "tshark").is_ok() {
+        let run = |filter: &str| {
+            let out = Command::new("tshark")
+                .args(["-n", "-r"])
+                .arg(&pcap)
+                .args(["-Y", filter, "-T", "fields", "-e", "http.request.uri"])
+                .output()
+                .expect("running tshark");
+            assert!(
+                out.status.success(),
+                "tshark: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        assert_eq!(
+            run("http.request"),
+            "/size/1234",
+            "tshark decrypted the request"
+        );
+        // Without the key log nothing decrypts.
+        let (_, plain) = analyse(&captured, None);
+        std::fs::write(&pcap, plain).unwrap();
+        assert_eq!(
+            run("http.request"),
+            "",
+            "no request visible without the keys"
+        );
+    }
+    let _ = std::fs::remove_file(&pcap);
+    let _ = std::fs::remove_file(&keylog_path);
+    let _ = std::fs::remove_dir(keylog_path.parent().unwrap());
+}
