@@ -5,7 +5,7 @@
 # phase (issue 4: within 1 ms). Needs root (the lab), like the lab tests.
 #
 # It runs the integration test that asserts this
-# (crates/rttlens-net/tests/probe.rs, app_and_wire_agree_within_1ms) in a
+# (crates/rttlens-lab/tests/probe.rs, app_and_wire_agree_within_1ms) in a
 # release build and prints the figures it measured.
 set -euo pipefail
 
@@ -18,7 +18,7 @@ if [ "$(id -u)" != 0 ]; then
     exit 1
 fi
 
-out=$(cargo test --release -q -p rttlens-net --test probe app_and_wire_agree_within_1ms \
+out=$(cargo test --release -q -p rttlens-lab --test probe app_and_wire_agree_within_1ms \
     -- --exact --nocapture 2>&1) || { printf '%s\n' "$out" >&2; exit 1; }
 printf '%s\n' "$out" | grep -E '^(app − wire|capture start)' || {
     printf '%s\n' "$out" >&2

@@ -1,4 +1,4 @@
-//! `rttlens lab`: list and run the lab scenarios (rttlens-net) and print
+//! `rttlens lab`: list and run the lab scenarios (rttlens-lab) and print
 //! one table of what was expected and what was found.
 
 use std::io::Write;
