@@ -21,7 +21,7 @@ mod run;
 pub use ctx::ScenarioCtx;
 pub use run::{run_scenario, ExpectationResult, ScenarioOutcome, VariantOutcome};
 
-use rttlens_core::report::ConnReport;
+use rttlens_core::model::ConnReport;
 use rttlens_net::link::LinkConfig;
 use rttlens_net::{Host, LabError};
 

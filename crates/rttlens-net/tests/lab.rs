@@ -11,8 +11,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rttlens_core::capture::CaptureReader;
+use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline;
-use rttlens_core::report::ConnReport;
 use rttlens_net::link::random_drop;
 use rttlens_net::netns;
 use rttlens_net::{CapturePoint, Direction, Host, Lab, LinkConfig, Loss};

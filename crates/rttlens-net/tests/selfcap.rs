@@ -11,8 +11,8 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rttlens_core::capture::{CaptureReader, LinkType};
+use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline;
-use rttlens_core::report::ConnReport;
 use rttlens_core::wire::{decode, Decoded, TcpFlags};
 use rttlens_net::netns::Netns;
 use rttlens_net::{CaptureLimits, Captured, Host, Lab, LinkConfig, SelfCapture};

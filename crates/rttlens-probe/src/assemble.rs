@@ -5,7 +5,7 @@
 //! durations) is an [`AttemptState`] per attempt, used again when the
 //! capture is attached ([`crate::reconcile`]).
 
-use rttlens_core::detect::finding::round3;
+use rttlens_core::base::cost::round3;
 use rttlens_report::probe::{
     AppPhase, Attempt, CaptureStatus, Check, NegotiatedTls, ProbeReport, ResponseInfo, Saved,
     TcpInfoSnapshots, Timings,

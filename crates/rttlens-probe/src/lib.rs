@@ -54,7 +54,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rttlens_core::detect::finding::round3;
+use rttlens_core::base::cost::round3;
 use rustls::pki_types::ServerName;
 
 pub use error::{ErrorKind, ProbeError, ProbePhase};
@@ -100,7 +100,7 @@ pub struct ProbeConfig {
     /// `--pcap FILE`: keep the capture (pcapng).
     pub pcap: Option<PathBuf>,
     /// Keep every packet of the probe's connections in their reports
-    /// ([`rttlens_core::report::ConnReport::trace`]) for the pictures.
+    /// ([`rttlens_core::model::ConnReport::trace`]) for the pictures.
     pub trace: bool,
 }
 

@@ -6,10 +6,10 @@
 
 use std::collections::HashMap;
 
+use rttlens_core::base::time::Timestamp;
 use rttlens_core::capture::CaptureReader;
+use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline;
-use rttlens_core::report::ConnReport;
-use rttlens_core::time::Timestamp;
 use rttlens_core::wire::{self, Decoded, TcpFlags};
 
 use rttlens_report::probe::{Agreement, Check, ProbeReport};

@@ -1,7 +1,7 @@
 //! `-n N`: min / median / p90 / max of each curl time over the attempts
 //! ([`TimingStats`], rendered by `rttlens-report`).
 
-use rttlens_core::detect::finding::round3;
+use rttlens_core::base::cost::round3;
 use rttlens_report::probe::{TimeSummary, TimingStats, Timings};
 
 /// Order statistics of `xs` (`None` when empty). NaNs are ignored.

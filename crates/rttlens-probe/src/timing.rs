@@ -6,7 +6,7 @@
 //! response byte came out (after decryption), and when the TLS handshake
 //! completed (for 0-RTT that is after the request went out).
 
-use rttlens_core::detect::finding::round3;
+use rttlens_core::base::cost::round3;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};

@@ -19,8 +19,8 @@ pub mod text;
 use std::cmp::Ordering;
 use std::io::{self, Write};
 
+use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline::CaptureSummary;
-use rttlens_core::report::ConnReport;
 
 /// What is being analysed, for the report's header.
 #[derive(Debug, Clone)]

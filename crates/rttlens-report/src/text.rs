@@ -5,8 +5,8 @@
 
 use std::io::{self, Write};
 
+use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline::CaptureSummary;
-use rttlens_core::report::ConnReport;
 
 use crate::{Renderer, Source};
 

@@ -172,7 +172,7 @@ fn open_captures(files: &[PathBuf]) -> anyhow::Result<(Box<dyn FrameSource>, Str
 }
 
 impl ConnSelector {
-    fn matches(&self, c: &rttlens_core::report::ConnReport) -> bool {
+    fn matches(&self, c: &rttlens_core::model::ConnReport) -> bool {
         match self {
             ConnSelector::Index(i) => c.index == *i,
             ConnSelector::Endpoint(e) => c.client == *e || c.server == *e,

@@ -9,11 +9,11 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 #[cfg(feature = "lab")]
 use rttlens_core::capture::CaptureReader;
+#[cfg(any(feature = "probe", feature = "lab"))]
+use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline;
 #[cfg(any(feature = "probe", feature = "lab"))]
 use rttlens_core::pipeline::CaptureSummary;
-#[cfg(any(feature = "probe", feature = "lab"))]
-use rttlens_core::report::ConnReport;
 use rttlens_report::html::HtmlOptions;
 #[cfg(any(feature = "probe", feature = "lab"))]
 use rttlens_report::{html::HtmlRenderer, Renderer, Source};

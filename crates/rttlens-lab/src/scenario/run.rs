@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rttlens_core::capture::CaptureReader;
+use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline;
-use rttlens_core::report::ConnReport;
 use rttlens_net::link::{CapturePoint, LinkConfig};
 use rttlens_net::{Host, Lab, LabError};
 
@@ -398,7 +398,7 @@ fn run_variant(
         }
         Variant::SenderOnly { .. } => {
             for (i, c) in conns.iter().enumerate() {
-                if c.coverage.only != Some(rttlens_core::side::Side::Server) {
+                if c.coverage.only != Some(rttlens_core::base::side::Side::Server) {
                     problems.push(format!(
                         "connection {i} does not say only the server was seen"
                     ));

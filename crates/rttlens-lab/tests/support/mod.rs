@@ -39,8 +39,8 @@ use std::time::{Duration, Instant};
 
 use rttlens_core::capture::CaptureReader;
 use rttlens_core::detect::Finding;
+use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline::{self, CaptureSummary};
-use rttlens_core::report::ConnReport;
 use rttlens_lab_server::nginx;
 use rttlens_net::{Host, Lab, LinkConfig, Tcpdump};
 

@@ -3,11 +3,11 @@
 //! connection's findings pinned to the frames they cite.
 
 use plotters::prelude::*;
+use rttlens_core::base::side::Side;
+use rttlens_core::base::time::Timestamp;
 use rttlens_core::flow::rounds::Limit;
 use rttlens_core::flow::trace::{Trace, TracePacket};
-use rttlens_core::report::ConnReport;
-use rttlens_core::side::Side;
-use rttlens_core::time::Timestamp;
+use rttlens_core::model::ConnReport;
 
 use super::plot::{self, colour, Axes, Ctx, DrawResult, Pin, COLUMNS};
 use super::Figure;

@@ -16,10 +16,10 @@
 
 use std::fmt::Write as _;
 
+use rttlens_core::base::side::Side;
+use rttlens_core::base::time::Timestamp;
 use rttlens_core::flow::trace::{Trace, TracePacket};
-use rttlens_core::report::ConnReport;
-use rttlens_core::side::Side;
-use rttlens_core::time::Timestamp;
+use rttlens_core::model::ConnReport;
 use rttlens_core::wire::TcpFlags;
 
 use super::plot::colour;

@@ -21,8 +21,8 @@ use std::cmp::Ordering;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline::CaptureSummary;
-use rttlens_core::report::ConnReport;
 
 use crate::{costliest_first, slowest_first, Renderer, Source};
 

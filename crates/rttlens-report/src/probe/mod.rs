@@ -11,9 +11,9 @@
 pub mod json;
 pub mod text;
 
-use rttlens_core::detect::finding::round3;
+use rttlens_core::base::cost::round3;
+use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline::CaptureSummary;
-use rttlens_core::report::ConnReport;
 
 /// curl's `-w` times, in ms since the attempt started (before the name
 /// lookup), rounded to µs.
