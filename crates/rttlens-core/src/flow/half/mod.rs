@@ -1,0 +1,502 @@
+//! One direction of a TCP connection: the data one side sends and the ACKs
+//! it gets back, tracked online with state bounded by the window.
+//!
+//! [`Half`] holds the direction's state, and [`Half::on_data`] and
+//! [`Half::on_peer_ack`] take each segment through the concerns in turn;
+//! each concern reads in its own file:
+//!
+//! - `eligible.rs`: which of the peer's ACKs the sender can have received
+//!   by now (docs/design.md §4 "Causality"), and what it had seen of them.
+//! - `retx.rs`: retransmission classes (fast retransmit, tail loss probe,
+//!   timeout), reordering, SACK and D-SACK, the unacknowledged segments.
+//! - `below_base.rs`: a capture begun mid-connection whose peer ACKs bytes
+//!   below the first one it saw, and their retransmission.
+//! - `gaps.rs`: what the capture missed: holes in the sequence and data
+//!   acknowledged but never seen (capture drops).
+//! - `window.rs`: the peer's window: zero windows, window full, the
+//!   window scale inferred without the SYNs.
+//! - `stalls.rs`: the Nagle and delayed-ACK stall watchers.
+//! - `samples.rs`: RTT samples, Karn's data/ACK pairs and timestamp echoes.
+
+use std::collections::VecDeque;
+
+use crate::base::seq::SeqNumber;
+use crate::base::side::{FrameRef, Side};
+use crate::base::time::Duration;
+use crate::flow::reassembly::{Reassembler, StreamSink};
+use crate::flow::rounds::{RoundSegment, RoundTracker};
+use crate::flow::rtt::RttSamples;
+
+mod below_base;
+mod eligible;
+mod gaps;
+mod retx;
+mod samples;
+mod stalls;
+mod window;
+
+pub use below_base::BELOW_BASE_MAX;
+pub use gaps::CaptureDrop;
+pub use retx::{Retransmission, RetxKind, MAX_RETX_KEPT, MAX_UNACKED, RTO_MIN};
+pub use stalls::{AckStall, NagleStall, DELAYED_ACK_MIN};
+pub use window::{WscaleEvidence, ZeroWindow};
+
+use below_base::BelowBase;
+use eligible::{AckEv, Eligible};
+use gaps::Hole;
+use retx::{RetxState, RetxTiming};
+use samples::TsEcho;
+use stalls::StallWatch;
+
+/// The smallest MSS a host may assume without an MSS option: 536 B
+/// (RFC 9293 §3.7.1; RFC 1122 §4.2.2.6). Without the SYNs, a connection that
+/// only sent small segments (keep-alives, a chat, a cut snapshot) proves no
+/// smaller segment size than this.
+pub const MIN_MSS: u64 = 536;
+/// Events of a kind kept with their frame (zero windows, capture drops).
+pub const MAX_EVENTS_KEPT: usize = 64;
+
+/// The most a path's MTU can take off the MSS a SYN announced and still
+/// leave the sender's segments full-sized (bytes): IPsec ESP in tunnel mode
+/// with AES-GCM adds about 73 B, a GRE/IPIP tunnel 24 B, PPPoE 8 B, a VPN
+/// over UDP up to ~100 B; 160 leaves room for two of them. A segment further
+/// below the MSS than that is small, however often it was sent.
+pub const TUNNEL_OVERHEAD_MAX: u64 = 160;
+
+/// What the engine said of one frame, in the terms of Wireshark's
+/// `tcp.analysis.*` flags (for cross-checks; `docs/wireshark.md` says where
+/// and why the two differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameMark {
+    /// A retransmission, and how it was sent.
+    Retransmission(RetxKind),
+    /// A pure ACK repeating the last ACK and window with data outstanding.
+    DuplicateAck,
+    /// A window field of 0.
+    ZeroWindow,
+    /// New data ending at the right edge of the receiver's window as the
+    /// sender had it (cumulative ACK + window).
+    WindowFull,
+    /// A data segment beyond the highest one seen: the bytes between were
+    /// not captured.
+    PreviousSegmentLost,
+    /// An ACK of bytes the capture never saw (Wireshark's
+    /// `tcp.analysis.ack_lost_segment`): the gap is counted here, once, and
+    /// the data segment after it is contiguous for the engine.
+    AckedUnseen,
+    /// An exact copy of a frame just before it (captured twice), dropped
+    /// before the flow layer (`wire/duplicates.rs`): Wireshark calls it a
+    /// retransmission or a duplicate ACK.
+    CapturedTwice,
+}
+
+/// The sender's view of one direction.
+#[derive(Debug)]
+pub struct Half {
+    /// Which side sends this direction's data.
+    pub side: Side,
+    /// Initial sequence number, when the SYN was seen.
+    pub isn: Option<SeqNumber>,
+    base: Option<SeqNumber>,
+    /// Highest stream offset sent (end of data; FIN not counted).
+    pub snd_nxt: u64,
+    /// Highest cumulative ACK from the peer (stream offset).
+    pub acked: u64,
+    ack_seen: bool,
+    /// Latest window field the peer advertised (raw, unscaled; see
+    /// [`Half::scaled`]).
+    pub window: u64,
+    /// Largest window field the peer advertised (raw, unscaled).
+    pub max_window: u64,
+    /// The peer's window-scale shift applied to its window field: from the
+    /// SYNs when [`Half::wscale_known`], else the smallest shift the
+    /// sender's flight allows (a lower bound, see [`WscaleEvidence`]).
+    pub peer_wscale: u8,
+    /// Both SYNs were seen, so [`Half::peer_wscale`] is the negotiated shift
+    /// (RFC 7323 §2.2), not an inferred lower bound.
+    pub wscale_known: bool,
+    /// Without the SYNs: the segment that raised the inferred shift last.
+    pub wscale_evidence: Option<WscaleEvidence>,
+    /// The peer's ACKs not yet eligible for the sender, oldest first.
+    hist: VecDeque<AckEv>,
+    /// What the sender had seen of the peer's ACKs.
+    elig: Eligible,
+    /// This side's last segment was a keep-alive (seq = snd_una − 1): the
+    /// peer's next ACK answers it and is no duplicate ACK.
+    keepalive_out: bool,
+    /// Mid-stream: the peer's ACKs below the first byte the capture saw.
+    below: Option<BelowBase>,
+    /// The unacknowledged segments and the retransmission state.
+    retx_state: RetxState,
+    /// Bytes the capture missed between segments, until filled or ACKed.
+    holes: Vec<Hole>,
+    /// The sender's last segment (at the capture point).
+    pub last_send: Option<FrameRef>,
+    /// First data segment.
+    pub first_data: Option<FrameRef>,
+    /// Last segment that carried new data.
+    pub last_new_data: Option<FrameRef>,
+    /// Payload bytes on the wire, retransmissions included.
+    pub bytes_sent: u64,
+    /// Data segments (payload > 0).
+    pub data_segments: u64,
+    /// Largest payload seen (bytes).
+    pub max_payload: u32,
+    /// Data segments of exactly [`max_payload`](Self::max_payload) bytes.
+    max_payload_count: u32,
+    /// Data segments larger than the MSS: the capture was taken on an end
+    /// host with TSO/GSO (sent) or GRO (received) offload, which hands the
+    /// capture one large segment for several on the wire. Counted only when
+    /// the MSS is known from the SYNs.
+    pub oversized: u64,
+    /// Retransmissions (first [`MAX_RETX_KEPT`]).
+    pub retx: Vec<Retransmission>,
+    /// Every frame's TCP analysis marks, in capture order; `None` unless
+    /// asked for ([`crate::flow::FlowTable::with_marks`]).
+    pub marks: Option<Vec<(FrameRef, FrameMark)>>,
+    /// Retransmissions in total.
+    pub retx_count: u64,
+    /// Segments that filled a hole soon after it opened: reordering.
+    pub out_of_order: u64,
+    /// Zero-window episodes the peer imposed (first [`MAX_EVENTS_KEPT`]).
+    pub zero_windows: Vec<ZeroWindow>,
+    /// Segments sent while the flight filled the peer's window.
+    pub window_full: u64,
+    /// ACKs for data the capture never saw (first [`MAX_EVENTS_KEPT`]).
+    pub drops: Vec<CaptureDrop>,
+    /// Bytes acknowledged but never seen, in total.
+    pub dropped_bytes: u64,
+    /// Rounds of this sender.
+    pub rounds: RoundTracker,
+    /// In-order delivery to the protocol trackers.
+    pub reasm: Reassembler,
+    /// FIN from this side.
+    pub fin: Option<FrameRef>,
+    /// Pure ACKs from the peer that acknowledged everything this side had
+    /// sent, one per burst of new data (first [`MAX_EVENTS_KEPT`]): a quick
+    /// one followed by a late answer means the peer's application was slow,
+    /// not its TCP (docs/design.md §4 "Think time").
+    pub full_acks: Vec<FrameRef>,
+    /// The latest of them (kept when the list is full).
+    pub last_full_ack: Option<FrameRef>,
+    awaiting_full_ack: bool,
+    /// This side's TSvals waiting for the peer's echo.
+    ts_echo: TsEcho,
+    /// The sender's MSS (bytes; 0 while unknown), for "small segment" tests.
+    pub mss: u64,
+    /// What the stall watchers remember of the last segments and their ACKs.
+    stalls: StallWatch,
+    /// Nagle stalls (first [`MAX_EVENTS_KEPT`]).
+    pub nagle: Vec<NagleStall>,
+    /// The peer sent data since the last small segment: what follows may
+    /// answer it.
+    pub peer_spoke: bool,
+    /// The peer sent data since the last new-data segment.
+    pub peer_spoke_since_data: bool,
+    /// Stalls on a delayed ACK (first [`MAX_EVENTS_KEPT`]).
+    pub ack_stalls: Vec<AckStall>,
+}
+
+impl Half {
+    /// A direction with nothing seen yet.
+    pub fn new(side: Side) -> Half {
+        Half {
+            side,
+            isn: None,
+            base: None,
+            snd_nxt: 0,
+            acked: 0,
+            ack_seen: false,
+            window: 0,
+            max_window: 0,
+            peer_wscale: 0,
+            wscale_known: false,
+            wscale_evidence: None,
+            hist: VecDeque::new(),
+            elig: Eligible::default(),
+            keepalive_out: false,
+            below: None,
+            retx_state: RetxState::default(),
+            holes: Vec::new(),
+            last_send: None,
+            first_data: None,
+            last_new_data: None,
+            bytes_sent: 0,
+            data_segments: 0,
+            max_payload: 0,
+            max_payload_count: 0,
+            oversized: 0,
+            retx: Vec::new(),
+            marks: None,
+            retx_count: 0,
+            out_of_order: 0,
+            zero_windows: Vec::new(),
+            window_full: 0,
+            drops: Vec::new(),
+            dropped_bytes: 0,
+            rounds: RoundTracker::default(),
+            reasm: Reassembler::default(),
+            fin: None,
+            full_acks: Vec::new(),
+            last_full_ack: None,
+            awaiting_full_ack: false,
+            ts_echo: TsEcho::default(),
+            mss: 0,
+            stalls: StallWatch::default(),
+            nagle: Vec::new(),
+            peer_spoke: false,
+            peer_spoke_since_data: false,
+            ack_stalls: Vec::new(),
+        }
+    }
+
+    /// Everything this side sent so far has been acknowledged (true before
+    /// any data).
+    pub fn ack_seen_all(&self) -> bool {
+        self.acked >= self.snd_nxt
+    }
+
+    /// Set the sequence number of stream offset 0 (ISN + 1) from a SYN.
+    pub fn set_isn(&mut self, isn: SeqNumber) {
+        self.isn = Some(isn);
+        if self.base.is_none() {
+            self.base = Some(isn.add(1));
+        }
+    }
+
+    /// The size of this sender's full segments (bytes; 0 while the MSS is
+    /// unknown): its MSS, or the largest payload it sent at least twice when
+    /// that sits within [`TUNNEL_OVERHEAD_MAX`] below the MSS: a path whose
+    /// MTU is smaller than the MSS announced (a tunnel, PPPoE, an MSS clamp
+    /// in one direction only; 1380 B segments under a 1460 B MSS) makes the
+    /// sender's segments that size, and they are full, not small.
+    pub fn full_size(&self) -> u64 {
+        let cap = u64::from(self.max_payload);
+        if self.max_payload_count >= 2 && cap < self.mss && self.mss - cap <= TUNNEL_OVERHEAD_MAX {
+            cap
+        } else {
+            self.mss
+        }
+    }
+
+    /// A full segment of this sender as far as the capture tells (bytes):
+    /// [`Half::full_size`] with the MSS known, else the largest payload it
+    /// sent, never below [`MIN_MSS`] (no SYNs in the capture).
+    pub fn segment_size(&self) -> u64 {
+        if self.mss > 0 {
+            self.full_size()
+        } else {
+            u64::from(self.max_payload).max(MIN_MSS)
+        }
+    }
+
+    /// Stream offset of `seq`, relative to the highest offset sent; `None`
+    /// before this direction's first segment.
+    pub fn offset(&self, seq: SeqNumber) -> Option<u64> {
+        let base = self.base?;
+        // unwrap the 32-bit number around snd_nxt, so streams over 4 GiB work
+        let nxt_seq = base.add(self.snd_nxt as u32);
+        let off = self.snd_nxt as i64 + seq.diff(nxt_seq);
+        (off >= 0).then_some(off as u64)
+    }
+
+    /// Process an ACK (and its raw window field, and SACK blocks)
+    /// that the peer sent at `at`. `pure` is true for a segment without
+    /// payload, SYN, FIN or RST. `window` is `None` for a RST, whose window
+    /// field means nothing (RFC 9293 §3.10.7): the last one stays.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_peer_ack(
+        &mut self,
+        ack: SeqNumber,
+        window: Option<u64>,
+        sack: &[(SeqNumber, SeqNumber)],
+        pure: bool,
+        at: FrameRef,
+        rtt: &mut RttSamples,
+        sink: Option<&mut dyn StreamSink>,
+    ) {
+        let Some(off) = self.offset(ack) else {
+            if let Some(w) = window {
+                self.ack_below_base(ack, w, sack, pure, at);
+            }
+            return;
+        };
+        if self.below.is_some() {
+            // the ACK reached the first byte the capture saw: the hole below
+            // it is closed
+            self.below = None;
+        }
+        let window_known = window.is_some();
+        let window = window.unwrap_or(self.window);
+        self.ack_beyond_sent(off, at);
+        let advanced = !self.ack_seen || off > self.acked;
+        let acked_before = self.acked;
+        // a duplicate ACK as Wireshark's `tcp.analysis.duplicate_ack`
+        // (packet-tcp.c): a pure ACK repeating the last ACK number and a
+        // non-zero window (a zero window repeated is the receiver still
+        // full), not the answer to a keep-alive; counted towards fast
+        // retransmit only with data outstanding
+        let dup_mark = pure
+            && self.ack_seen
+            && off == self.acked
+            && window != 0
+            && window == self.window
+            && !self.keepalive_out;
+        let dup = dup_mark && self.snd_nxt > self.acked;
+        self.keepalive_out = false;
+        // holes below the ACK were delivered past the capture point
+        if advanced && !self.holes.is_empty() {
+            self.holes_acked(off, at);
+        }
+        if let Some(sink) = sink {
+            let covered = off.min(self.snd_nxt);
+            if covered > self.reasm.next_offset() {
+                self.reasm.skip_to(covered, sink);
+            }
+        }
+        if dup_mark {
+            self.mark(at, FrameMark::DuplicateAck);
+        }
+        self.on_peer_window(window, window_known, at);
+        let (sacked, sack_high) = self.read_sack(sack, off);
+        if advanced {
+            self.karn_sample(off, at, rtt);
+            self.acked = off;
+        }
+        self.stall_acks(off, at, pure, acked_before);
+        if pure && self.awaiting_full_ack && off >= self.snd_nxt {
+            self.awaiting_full_ack = false;
+            self.last_full_ack = Some(at);
+            if self.full_acks.len() < MAX_EVENTS_KEPT {
+                self.full_acks.push(at);
+            }
+        }
+        self.ack_seen = true;
+        self.queue_ack(at, off, window, (sacked, sack_high), dup);
+    }
+
+    fn mark(&mut self, at: FrameRef, m: FrameMark) {
+        if let Some(v) = &mut self.marks {
+            v.push((at, m));
+        }
+    }
+
+    /// Process a data segment this side sent: `len` payload bytes on the wire
+    /// at `seq`, of which `payload` were captured.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_data(
+        &mut self,
+        seq: SeqNumber,
+        len: u32,
+        payload: &[u8],
+        at: FrameRef,
+        h_x: Duration,
+        h_peer: Duration,
+        rtt_min: Duration,
+        sink: Option<&mut dyn StreamSink>,
+    ) {
+        if self.base.is_none() {
+            self.base = Some(seq);
+        }
+        let Some(off) = self.offset(seq) else {
+            self.data_below_base(seq, len, at, rtt_min);
+            return;
+        };
+        let end = off + len as u64;
+        self.advance_eligible(at.ts, h_x);
+        if len > 1 && end > self.snd_nxt {
+            self.advance_to_cover(end);
+        }
+        self.bytes_sent += len as u64;
+        self.data_segments += 1;
+        match len.cmp(&self.max_payload) {
+            std::cmp::Ordering::Greater => (self.max_payload, self.max_payload_count) = (len, 1),
+            std::cmp::Ordering::Equal => self.max_payload_count += 1,
+            std::cmp::Ordering::Less => {}
+        }
+        if self.mss > 0 && u64::from(len) > self.mss {
+            self.oversized += 1;
+        }
+        self.first_data.get_or_insert(at);
+        let silence = self
+            .last_send
+            .map(|l| at.ts - l.ts)
+            .unwrap_or(Duration::ZERO);
+        let snd_nxt_before = self.snd_nxt;
+
+        // Keep-alive (seq = snd_una − 1, RFC 9293 §3.8.4) or zero-window probe.
+        let probe = len <= 1
+            && ((self.ack_seen && end <= self.acked) || (self.elig.seen && self.elig.window == 0));
+        let mut retx = false;
+        let mut new_bytes = 0;
+        self.keepalive_out = probe && self.ack_seen && end <= self.acked;
+        if probe {
+            // keep-alive or zero-window probe: not a retransmission
+        } else if off < self.snd_nxt {
+            // overlaps what was sent before: a hole fill or a retransmission
+            let timing = RetxTiming {
+                since_send: silence,
+                h_x,
+                rtt_min,
+            };
+            retx = self.on_resent(off, len, at, timing);
+            if end > self.snd_nxt {
+                new_bytes = end - self.snd_nxt;
+            }
+        } else {
+            if off > self.snd_nxt {
+                self.open_hole(off, at);
+            }
+            new_bytes = len as u64;
+        }
+        if new_bytes > 0 {
+            self.settle_nagle(at, rtt_min);
+        }
+        if new_bytes > 0 && !retx && off == snd_nxt_before {
+            self.check_nagle(off, len, at, h_x, rtt_min);
+            self.check_ack_stall(off, at, h_x, h_peer, rtt_min);
+        }
+        if new_bytes > 0 {
+            self.last_new_data = Some(at);
+            self.awaiting_full_ack = true;
+            self.note_sent(off, end, at);
+            self.snd_nxt = end;
+        }
+        let flight = self
+            .snd_nxt
+            .saturating_sub(self.elig.ack)
+            .saturating_sub(self.elig.sacked);
+        if !probe && !retx {
+            self.infer_wscale(end, at);
+        }
+        // new data reaching the right edge of the window the sender had
+        // seen, as Wireshark's `tcp.analysis.window_full` (the edge itself:
+        // data past it is an overrun, and a retransmission fills nothing)
+        if new_bytes > 0 && !retx && !probe {
+            self.check_window_full(end, at);
+        }
+        let answers_peer = self.peer_spoke_since_data;
+        if new_bytes > 0 && !retx {
+            self.note_last_data(len, at, flight);
+        }
+        if !probe {
+            self.rounds.on_segment(RoundSegment {
+                at,
+                offset: off,
+                len,
+                new_bytes,
+                retx,
+                flight,
+                eligible_ack: self.elig.ack,
+                rwnd: self.elig.window,
+                snd_nxt_before,
+                since_ack: self.elig.seen.then(|| (at.ts - h_x) - self.elig.ack_ts),
+                answers_peer,
+            });
+        }
+        if let Some(sink) = sink {
+            self.reasm.push(off, payload, len as u64, at, sink);
+        }
+        self.last_send = Some(at);
+    }
+}

@@ -1,0 +1,107 @@
+//! The peer's receive window as this sender had it: the window fields and
+//! their scale ([`Half::scaled`]), zero-window episodes, new data that
+//! filled the window (Wireshark's `window_full`), and, without the SYNs, the
+//! window-scale shift the sender's flight proves ([`WscaleEvidence`]).
+
+use crate::base::side::FrameRef;
+
+use super::{FrameMark, Half, MAX_EVENTS_KEPT};
+
+/// The peer advertised a zero window for a while.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct ZeroWindow {
+    /// The ACK advertising window 0.
+    pub start: FrameRef,
+    /// The ACK that opened the window again (None: never, within the capture).
+    pub end: Option<FrameRef>,
+}
+
+/// Why the peer's window-scale shift is at least what it is, when the SYNs
+/// that negotiated it are not in the capture: a sender never sends past the
+/// right edge of the offered window (RFC 9293 §3.8.6, snd_una + snd_wnd),
+/// so data reaching `flight` bytes beyond the eligible ACK under a raw
+/// window field `raw` proves `raw << shift ≥ flight`. Nothing bounds the
+/// shift from above: scaled windows are lower bounds.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct WscaleEvidence {
+    /// The data segment that reached past `raw << (shift − 1)`.
+    pub at: FrameRef,
+    /// Its end − the eligible cumulative ACK (bytes).
+    pub flight: u64,
+    /// The window field the sender had last heard (unscaled).
+    pub raw: u64,
+    /// The smallest shift with `raw << shift ≥ flight` (≤ 14).
+    pub shift: u8,
+}
+
+impl Half {
+    /// A window field of the peer in bytes: `raw << peer_wscale` (a lower
+    /// bound unless [`Half::wscale_known`]).
+    pub fn scaled(&self, raw: u64) -> u64 {
+        raw << self.peer_wscale.min(14)
+    }
+
+    /// Raise the inferred window-scale shift until the peer's window (as
+    /// last heard by the sender) covers data ending at `end` (see
+    /// [`WscaleEvidence`]). Only without the SYNs.
+    pub(super) fn infer_wscale(&mut self, end: u64, at: FrameRef) {
+        if self.wscale_known || !self.elig.seen || self.elig.window == 0 {
+            return;
+        }
+        let flight = end.saturating_sub(self.elig.ack);
+        if self.scaled(self.elig.window) >= flight {
+            return;
+        }
+        while self.peer_wscale < 14 && self.scaled(self.elig.window) < flight {
+            self.peer_wscale += 1;
+        }
+        self.wscale_evidence = Some(WscaleEvidence {
+            at,
+            flight,
+            raw: self.elig.window,
+            shift: self.peer_wscale,
+        });
+    }
+
+    /// The peer's ACK at `at` carried the raw window field `window`
+    /// (`known` false for a RST, whose field means nothing: then `window` is
+    /// the last one): zero-window episodes, and the latest and largest
+    /// window.
+    pub(super) fn on_peer_window(&mut self, window: u64, known: bool, at: FrameRef) {
+        if known && window == 0 {
+            self.mark(at, FrameMark::ZeroWindow);
+        }
+        // zero-window episodes: a zero window is zero at any scale, so the
+        // first ACK a mid-stream capture holds counts too
+        if !known {
+            // a RST: no window news
+        } else if window == 0 {
+            if self.zero_windows.last().is_none_or(|z| z.end.is_some())
+                && self.zero_windows.len() < MAX_EVENTS_KEPT
+            {
+                self.zero_windows.push(ZeroWindow {
+                    start: at,
+                    end: None,
+                });
+            }
+        } else if let Some(z) = self.zero_windows.last_mut() {
+            if z.end.is_none() && window > 0 {
+                z.end = Some(at);
+            }
+        }
+        self.window = window;
+        self.max_window = self.max_window.max(window);
+    }
+
+    /// New data ending at `end`, sent at `at`: it filled the window when it
+    /// reached the right edge the sender had seen (eligible ACK + window).
+    pub(super) fn check_window_full(&mut self, end: u64, at: FrameRef) {
+        if self.elig.seen
+            && self.elig.window > 0
+            && end == self.elig.ack + self.scaled(self.elig.window)
+        {
+            self.window_full += 1;
+            self.mark(at, FrameMark::WindowFull);
+        }
+    }
+}

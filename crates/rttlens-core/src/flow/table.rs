@@ -1,0 +1,235 @@
+//! The connection table: segments find their [`Conn`] by 4-tuple (a SYN
+//! with a new ISN starts a new one), and sweeps hand on the connections that
+//! are over, in index order, so memory grows with the connections open at
+//! once, not with the file.
+
+use std::net::IpAddr;
+
+use rustc_hash::FxHashMap;
+
+use crate::base::side::FrameRef;
+use crate::base::time::{Duration, Timestamp};
+use crate::flow::reassembly::Trackers;
+use crate::wire::{TcpFlags, TcpSegment};
+
+use super::Conn;
+
+/// A connection closed (FIN both ways or RST) and quiet this long is handed on.
+pub const CLOSED_LINGER: Duration = Duration::from_millis(1_000);
+/// After a closed connection is handed on, segments on its 4-tuple without a
+/// SYN (a late retransmitted FIN, the last ACK) are ignored this long, like
+/// TIME_WAIT (RFC 9293 §3.6.1), instead of opening a phantom connection.
+pub const TOMBSTONE: Duration = Duration::from_millis(60_000);
+/// A connection without a packet for this long is handed on.
+pub const IDLE_TIMEOUT: Duration = Duration::from_millis(300_000);
+/// Every this many tracked segments (over the whole capture, not per table)
+/// the pipeline asks the table for connections to hand on
+/// ([`FlowTable::sweep`])…
+pub const SWEEP_EVERY: u64 = 16_384;
+/// …and sooner, once [`SWEEP_INTERVAL`] of capture time has passed, after
+/// at least this many: a closed connection is then handed on about
+/// [`CLOSED_LINGER`] after it closed whatever the packet rate (streamed
+/// output comes sooner, fewer connections wait in memory), while a sweep
+/// of many open connections stays rare against the segments between.
+pub const SWEEP_MIN: u64 = 1_024;
+/// See [`SWEEP_MIN`].
+pub const SWEEP_INTERVAL: Duration = Duration::from_millis(100);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct FlowKey {
+    a: IpAddr,
+    b: IpAddr,
+    pa: u16,
+    pb: u16,
+}
+
+impl FlowKey {
+    fn of(seg: &TcpSegment<'_>) -> FlowKey {
+        let x = (seg.src, seg.src_port);
+        let y = (seg.dst, seg.dst_port);
+        let (l, h) = if x <= y { (x, y) } else { (y, x) };
+        FlowKey {
+            a: l.0,
+            b: h.0,
+            pa: l.1,
+            pb: h.1,
+        }
+    }
+}
+
+/// A hash of the connection `seg` belongs to (its 4-tuple, whichever way
+/// the segment goes): the parallel pipeline's choice of shard.
+pub(crate) fn conn_hash(seg: &TcpSegment<'_>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    FlowKey::of(seg).hash(&mut h);
+    h.finish()
+}
+
+/// A connection in the table, with what a sweep looks at kept beside it:
+/// a sweep then reads the table's own array, not every connection's
+/// memory (thousands of cache misses per sweep on a busy capture).
+#[derive(Debug)]
+struct Slot<P> {
+    /// [`Conn::index`].
+    index: u64,
+    /// The connection's last segment's time.
+    last: Timestamp,
+    /// [`Conn::is_closed`] after its last segment.
+    closed: bool,
+    conn: Box<Conn<P>>,
+}
+
+/// The connection table.
+#[derive(Debug, Default)]
+pub struct FlowTable<P> {
+    conns: FxHashMap<FlowKey, Slot<P>>,
+    /// Closed connections handed on, and when.
+    closed: FxHashMap<FlowKey, Timestamp>,
+    /// Segments ignored because their connection had closed.
+    pub late_segments: u64,
+    next_index: u64,
+    /// The keys a sweep hands on (kept for the next sweep).
+    over: Vec<(u64, FlowKey)>,
+    /// Most connections open at once.
+    pub peak_open: usize,
+    /// Keep per-frame marks in every connection's halves.
+    marks: bool,
+    /// Keep every connection's packets ([`Conn::trace`]).
+    trace: bool,
+}
+
+impl<P: Trackers> FlowTable<P> {
+    /// An empty table.
+    pub fn new() -> FlowTable<P> {
+        Self::default()
+    }
+
+    /// An empty table whose connections keep every frame's TCP analysis
+    /// marks ([`crate::flow::half::Half::marks`]): memory grows with the capture, so only
+    /// for cross-checks.
+    pub fn with_marks() -> FlowTable<P> {
+        Self {
+            marks: true,
+            ..Self::default()
+        }
+    }
+
+    /// An empty table whose connections keep every packet ([`Conn::trace`])
+    /// for the pictures: memory grows with the packets of the connections
+    /// open at once.
+    pub fn with_trace() -> FlowTable<P> {
+        Self {
+            trace: true,
+            ..Self::default()
+        }
+    }
+
+    /// Account one segment seen at `at`. A SYN with a new ISN on a 4-tuple
+    /// in use ends the old connection, which is passed to `done`; returns
+    /// whether the segment opened a new connection. Connections that are
+    /// closed or idle are handed on by [`sweep`](Self::sweep), which the
+    /// caller runs at points chosen over the whole capture ([`SWEEP_EVERY`],
+    /// [`SWEEP_MIN`]), so that a table holding
+    /// a share of the capture's connections (one per thread) hands each
+    /// connection on at the same point as a table holding them all.
+    pub fn push(
+        &mut self,
+        seg: &TcpSegment<'_>,
+        at: FrameRef,
+        done: &mut dyn FnMut(Box<Conn<P>>),
+    ) -> bool {
+        let key = FlowKey::of(seg);
+        let syn_only = seg.flags.contains(TcpFlags::SYN) && !seg.flags.contains(TcpFlags::ACK);
+        if syn_only {
+            if let Some(slot) = self.conns.get(&key) {
+                let same = slot.conn.syn.is_some_and(|s| s.isn == seg.seq);
+                if !same {
+                    if let Some(old) = self.conns.remove(&key) {
+                        done(old.conn);
+                    }
+                }
+            }
+        }
+        let mut opened = false;
+        let slot = match self.conns.get_mut(&key) {
+            Some(slot) => slot,
+            None if !syn_only && !self.closed.is_empty() && self.closed.contains_key(&key) => {
+                self.late_segments += 1;
+                return false;
+            }
+            None => {
+                let mut c = Box::new(Conn::new(self.next_index, seg, at));
+                if self.marks {
+                    for h in &mut c.half {
+                        h.marks = Some(Vec::new());
+                    }
+                }
+                if self.trace {
+                    c.trace = Some(Box::default());
+                    c.rtt.all = Some(Vec::new());
+                }
+                self.next_index += 1;
+                opened = true;
+                self.conns.entry(key).or_insert(Slot {
+                    index: c.index,
+                    last: at.ts,
+                    closed: false,
+                    conn: c,
+                })
+            }
+        };
+        slot.conn.push(seg, at);
+        slot.last = slot.conn.last.ts;
+        slot.closed = slot.conn.is_closed();
+        self.peak_open = self.peak_open.max(self.conns.len());
+        opened
+    }
+
+    /// Connections opened so far (the next connection's index).
+    pub fn opened(&self) -> u64 {
+        self.next_index
+    }
+
+    /// Hand on, in index order, every connection closed and quiet for
+    /// [`CLOSED_LINGER`] or silent for [`IDLE_TIMEOUT`] at `now` (the
+    /// latest timestamp of the capture so far), and forget tombstones older
+    /// than [`TOMBSTONE`].
+    pub fn sweep(&mut self, now: Timestamp, done: &mut dyn FnMut(Box<Conn<P>>)) {
+        // reused from sweep to sweep: a fresh vector of thousands of keys
+        // each time cost page faults
+        let mut over = std::mem::take(&mut self.over);
+        over.clear();
+        over.extend(
+            self.conns
+                .iter()
+                .filter(|(_, c)| {
+                    let quiet = now - c.last;
+                    (c.closed && quiet > CLOSED_LINGER) || quiet > IDLE_TIMEOUT
+                })
+                .map(|(k, c)| (c.index, *k)),
+        );
+        // index order, not the hash map's: the same whether one table holds
+        // every connection or each thread's table a share of them
+        over.sort_unstable_by_key(|&(i, _)| i);
+        for &(_, k) in &over {
+            if let Some(c) = self.conns.remove(&k) {
+                if c.closed {
+                    self.closed.insert(k, now);
+                }
+                done(c.conn);
+            }
+        }
+        self.over = over;
+        self.closed.retain(|_, t| now - *t < TOMBSTONE);
+    }
+
+    /// End of capture: hand on every connection still open, in index order.
+    pub fn finish(self, done: &mut dyn FnMut(Box<Conn<P>>)) {
+        let mut rest: Vec<Box<Conn<P>>> = self.conns.into_values().map(|s| s.conn).collect();
+        rest.sort_by_key(|c| c.index);
+        for c in rest {
+            done(c);
+        }
+    }
+}
