@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use rttlens_core::capture::CaptureReader;
 use rttlens_core::flow::rounds::Limit;
-use rttlens_core::pipeline::{self, CaptureSummary};
 use rttlens_core::model::ConnReport;
+use rttlens_core::pipeline::{self, CaptureSummary};
 
 fn capture(name: &str) -> PathBuf {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use rttlens_core::base::side::Side;
 use rttlens_core::capture::CaptureReader;
-use rttlens_core::pipeline;
 use rttlens_core::model::ConnReport;
+use rttlens_core::pipeline;
 
 fn capture(name: &str) -> Vec<u8> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -15,8 +15,8 @@ use std::process::Command;
 
 use rttlens_core::capture::CaptureReader;
 use rttlens_core::detect::{think_time, HEADER_ONLY};
-use rttlens_core::pipeline;
 use rttlens_core::model::ConnReport;
+use rttlens_core::pipeline;
 
 /// Snapshot length of the cut copies (bytes a frame): Ethernet, IPv4 and a
 /// TCP header with timestamps leave 30 bytes of payload, IPv6 10.

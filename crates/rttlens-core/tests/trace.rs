@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use rttlens_core::base::side::Side;
 use rttlens_core::capture::CaptureReader;
-use rttlens_core::pipeline::{self, Options};
 use rttlens_core::model::ConnReport;
+use rttlens_core::pipeline::{self, Options};
 use rttlens_core::wire::TcpFlags;
 
 fn analyze(name: &str, trace: bool) -> Vec<ConnReport> {

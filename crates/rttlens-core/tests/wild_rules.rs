@@ -13,9 +13,9 @@ use rttlens_core::capture::CaptureReader;
 use rttlens_core::detect::{self, self_check};
 use rttlens_core::flow::half::FrameMark;
 use rttlens_core::flow::FlowTable;
+use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline;
 use rttlens_core::proto::protocols::Protocols;
-use rttlens_core::model::ConnReport;
 use rttlens_core::wire::{self, Decoded, TcpFlags};
 
 fn path(name: &str) -> PathBuf {
