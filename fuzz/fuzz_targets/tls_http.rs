@@ -12,8 +12,8 @@
 use libfuzzer_sys::fuzz_target;
 use rttlens_core::proto::http::HttpTracker;
 use rttlens_core::proto::tls::{TlsTracker, RECORD_DETAIL_CAP};
-use rttlens_core::side::{Mark, Side};
-use rttlens_core::time::Timestamp;
+use rttlens_core::base::side::{FrameRef, Side};
+use rttlens_core::base::time::Timestamp;
 
 fuzz_target!(|data: &[u8]| {
     let mut tls = TlsTracker::new();
@@ -51,7 +51,7 @@ fuzz_target!(|data: &[u8]| {
         } else {
             next[i]
         };
-        let at = Mark {
+        let at = FrameRef {
             frame,
             ts: Timestamp::from_nanos(frame as i64 * 1000),
         };

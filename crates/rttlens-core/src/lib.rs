@@ -35,10 +35,6 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-// TRANSITION: old paths until the other crates move to `base::`
-pub use base::{seq, side, time};
-pub use model as report;
-
 // in pipeline order (rustfmt keeps the order of modules apart)
 pub mod base;
 

@@ -2,8 +2,6 @@
 //! evidence frames, confidence and fix.
 
 use crate::base::cost::Cost;
-// TRANSITION: old path for the other crates until they move to `base::cost`
-pub use crate::base::cost::round3;
 use crate::base::time::Timestamp;
 
 /// One frame that proves a finding, and what it shows.
