@@ -43,7 +43,7 @@ pub struct Filter {
 #[error("filter {text:?}: at column {column}: {message}")]
 pub struct FilterError {
     /// The expression as given.
-    pub text: String,
+    pub(crate) text: String,
     /// 1-based character column of the offending token.
     pub column: usize,
     /// What was wrong there.
@@ -125,7 +125,7 @@ impl Filter {
     }
 
     /// The expression as given.
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         &self.text
     }
 }

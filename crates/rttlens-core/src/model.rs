@@ -43,11 +43,11 @@ pub struct RoundReport {
     /// New bytes sent.
     pub new_bytes: u64,
     /// Retransmitted bytes.
-    pub retx_bytes: u64,
+    pub(crate) retx_bytes: u64,
     /// Maximum bytes in flight.
     pub flight: u64,
     /// Frame where the flight peaked.
-    pub flight_frame: u64,
+    pub(crate) flight_frame: u64,
     /// Receiver window then (bytes).
     pub rwnd: u64,
     /// What limited the round.
@@ -62,7 +62,7 @@ pub struct TransferReport {
     /// Bytes.
     pub bytes: u64,
     /// Duration (ms).
-    pub ms: f64,
+    pub(crate) ms: f64,
     /// Throughput (bytes per second).
     pub bytes_per_sec: f64,
     /// Sender MSS (bytes).
@@ -140,7 +140,7 @@ pub struct TlsReport {
     /// Round trips the handshake took (connect done → handshake done at the client).
     pub measured_rtts: f64,
     /// The server sent a HelloRetryRequest.
-    pub hello_retry: bool,
+    pub(crate) hello_retry: bool,
 }
 
 impl ConnReport {
@@ -223,7 +223,7 @@ impl ConnReport {
     /// Gives the connection the index `index` (and its findings with it):
     /// the parallel pipeline numbers connections only once every thread
     /// has seen the frames before.
-    pub fn renumber(&mut self, index: u64) {
+    pub(crate) fn renumber(&mut self, index: u64) {
         self.index = index;
         for f in &mut self.findings {
             f.connection = index;

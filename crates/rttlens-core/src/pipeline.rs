@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-pub mod parallel;
+pub(crate) mod parallel;
 
 use crate::analysis;
 use crate::base::side::FrameRef;
@@ -23,24 +23,24 @@ use crate::wire::{self, Decoded, TcpSegment};
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Quality {
     /// Frames that could not be decoded, per reason.
-    pub decode_errors: BTreeMap<String, u64>,
+    pub(crate) decode_errors: BTreeMap<String, u64>,
     /// TCP segments cut short by the snapshot length.
     pub snaplen_cut: u64,
     /// TCP segments whose option list did not parse.
-    pub malformed_tcp_options: u64,
+    pub(crate) malformed_tcp_options: u64,
     /// The file ended inside a record: what went wrong there.
-    pub truncated: Option<String>,
+    pub(crate) truncated: Option<String>,
     /// Notes from the capture reader (e.g. SPB without timestamp).
     pub reader_notes: BTreeMap<String, u64>,
     /// Segments of connections already closed and handed on (ignored).
-    pub late_segments: u64,
+    pub(crate) late_segments: u64,
     /// Data segments larger than their sender's MSS: the capture was taken
     /// on an end host with TSO/GSO/GRO offload (not an error: the analysis
     /// counts bytes, so rounds and flight stay right).
     pub oversized_segments: u64,
     /// Exact copies of a segment just seen (captured on two interfaces or
     /// from a SPAN port), dropped before the flow layer
-    /// ([`wire::duplicates`]). Absent from the JSON when 0.
+    /// (`wire::duplicates`). Absent from the JSON when 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub duplicate_frames: u64,
 }
@@ -118,16 +118,16 @@ pub struct CaptureSummary {
     pub tcp_segments: u64,
     /// The capture filter (`--filter`), when one was given.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub filter: Option<String>,
+    pub(crate) filter: Option<String>,
     /// TCP segments the filter left out (not tracked).
     #[serde(skip_serializing_if = "is_zero")]
-    pub filtered_out: u64,
+    pub(crate) filtered_out: u64,
     /// Packets that were not TCP (ARP, UDP, …).
     pub other_packets: u64,
     /// Capture bytes read.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// First packet's time (Unix seconds).
-    pub first_ts: f64,
+    pub(crate) first_ts: f64,
     /// Duration from first to last packet (s).
     pub duration_s: f64,
     /// TCP connections.
@@ -157,7 +157,7 @@ pub struct Progress {
 /// # Errors
 /// Only when not a single frame could be read (the input is not a usable
 /// capture). A capture that breaks off later is analysed up to the break and
-/// the problem is noted in [`Quality::truncated`].
+/// the problem is noted in `Quality::truncated`.
 pub fn run(
     reader: &mut dyn FrameSource,
     on_conn: &mut dyn FnMut(ConnReport),
@@ -176,10 +176,10 @@ pub struct Options {
     /// Threads: 0 or 1 analyse on the calling thread; N > 1 shard the
     /// connections over a reading thread and N − 1 flow threads (the
     /// calling thread merges), with the same reports in the same order
-    /// ([`parallel`]).
+    /// (`parallel`).
     pub threads: usize,
     /// Only TCP segments passing this filter are tracked (the others are
-    /// counted in [`CaptureSummary::filtered_out`]).
+    /// counted in `CaptureSummary::filtered_out`).
     pub filter: Option<Filter>,
 }
 

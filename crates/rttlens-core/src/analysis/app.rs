@@ -14,24 +14,24 @@ use crate::proto::tls::{version_name, ContentType, HandshakeKind, Step, TlsSumma
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct AppTimeline {
     /// `tls`, `http` or `tcp`.
-    pub protocol: &'static str,
+    pub(crate) protocol: &'static str,
     /// First byte of the first request (client).
-    pub request_first: Option<FrameRef>,
+    pub(crate) request_first: Option<FrameRef>,
     /// Last byte of the first request.
-    pub request_last: Option<FrameRef>,
+    pub(crate) request_last: Option<FrameRef>,
     /// First byte of its response (server): TTFB.
-    pub response_first: Option<FrameRef>,
+    pub(crate) response_first: Option<FrameRef>,
     /// Stream offset of the response's first byte in the server's stream.
-    pub response_offset: u64,
+    pub(crate) response_offset: u64,
     /// Last byte of the response, when known.
-    pub response_last: Option<FrameRef>,
+    pub(crate) response_last: Option<FrameRef>,
     /// The first application record of the response (TLS only).
-    pub first_record: Option<FirstRecord>,
+    pub(crate) first_record: Option<FirstRecord>,
     /// Requests seen on the connection.
-    pub exchanges: u64,
+    pub(crate) exchanges: u64,
     /// When the client could first send its request (the packet completing
     /// the TLS handshake at the client); `None` for plain TCP.
-    pub client_ready: Option<FrameRef>,
+    pub(crate) client_ready: Option<FrameRef>,
 }
 
 /// The first TLS application record of the response: the first decrypted
@@ -39,15 +39,15 @@ pub struct AppTimeline {
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct FirstRecord {
     /// Record length (bytes, without the 5-byte header).
-    pub len: u64,
+    pub(crate) len: u64,
     /// Segment carrying its first byte.
-    pub first: FrameRef,
+    pub(crate) first: FrameRef,
     /// Segment completing it.
-    pub complete: FrameRef,
+    pub(crate) complete: FrameRef,
 }
 
 /// Timeline and TLS facts from the trackers' findings (`None`: plain TCP).
-pub fn from_found(
+pub(crate) fn from_found(
     found: &Found,
     conn: &Conn<Protocols>,
 ) -> (Option<AppTimeline>, Option<TlsFacts>) {

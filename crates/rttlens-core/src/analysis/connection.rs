@@ -27,7 +27,7 @@ pub struct TcpFacts {
     /// Timestamps in both SYNs.
     pub timestamps: bool,
     /// Effective MSS of each sender (bytes).
-    pub mss: [u64; 2],
+    pub(crate) mss: [u64; 2],
     /// Payload bytes each side sent (retransmissions included).
     pub bytes: [u64; 2],
     /// Retransmissions each side sent.
@@ -35,22 +35,22 @@ pub struct TcpFacts {
     /// SYN transmissions (1 = none lost).
     pub syn_count: u32,
     /// Largest window each side advertised (bytes, scaled).
-    pub max_window: [u64; 2],
+    pub(crate) max_window: [u64; 2],
     /// Segments each side sent that filled a hole soon after it opened
     /// (reordering in the network, not loss).
-    pub out_of_order: [u64; 2],
+    pub(crate) out_of_order: [u64; 2],
     /// Segments each side sent with its flight at or above the peer's window
     /// (Wireshark's "window full").
-    pub window_full: [u64; 2],
+    pub(crate) window_full: [u64; 2],
     /// Window scale of each side's window when the SYNs are not in the
     /// capture: the smallest shift the peer's flight allows (a lower bound,
     /// with the segment that proves it); `None` with the SYNs (see
     /// `window_scale`) or when nothing exceeded the raw window.
     pub window_scale_inferred: [Option<WscaleEvidence>; 2],
     /// Zero-window episodes each side imposed on its peer.
-    pub zero_windows: [u64; 2],
+    pub(crate) zero_windows: [u64; 2],
     /// Bytes each side sent that the peer acknowledged but the capture never saw.
-    pub unseen_bytes: [u64; 2],
+    pub(crate) unseen_bytes: [u64; 2],
 }
 
 /// What part of a connection the capture holds (docs/design.md §4 "Without
@@ -76,23 +76,23 @@ pub struct Analysis {
     /// RTT and vantage, when both halves had samples.
     pub rtt: Option<RttEstimate>,
     /// Baseline RTT (zero when unknown).
-    pub rtt_min: Duration,
+    pub(crate) rtt_min: Duration,
     /// TCP facts.
-    pub tcp: TcpFacts,
+    pub(crate) tcp: TcpFacts,
     /// Classified rounds of each sender, indexed by [`Side::index`].
-    pub rounds: [Vec<Round>; 2],
+    pub(crate) rounds: [Vec<Round>; 2],
     /// The application exchange.
-    pub app: AppTimeline,
+    pub(crate) app: AppTimeline,
     /// The TLS handshake, for TLS connections.
-    pub tls: Option<crate::analysis::tls::TlsFacts>,
+    pub(crate) tls: Option<crate::analysis::tls::TlsFacts>,
     /// The response transfer.
-    pub transfer: Option<Transfer>,
+    pub(crate) transfer: Option<Transfer>,
     /// The ladder of phases.
-    pub ladder: Vec<Phase>,
+    pub(crate) ladder: Vec<Phase>,
     /// What part of the connection the capture holds.
-    pub coverage: Coverage,
+    pub(crate) coverage: Coverage,
     /// Quality notes on this connection.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 impl Analysis {
@@ -102,12 +102,12 @@ impl Analysis {
     }
 
     /// M→server→M (zero when unknown).
-    pub fn h_s(&self) -> Duration {
+    pub(crate) fn h_s(&self) -> Duration {
         self.rtt.map(|r| r.h_s).unwrap_or(Duration::ZERO)
     }
 
     /// The client clock used by the ladder.
-    pub fn clock(&self) -> ClientClock {
+    pub(crate) fn clock(&self) -> ClientClock {
         ClientClock {
             h_c: self.h_c(),
             rtt: self.rtt_min,
@@ -115,12 +115,12 @@ impl Analysis {
     }
 
     /// Vantage point.
-    pub fn vantage(&self) -> Vantage {
+    pub(crate) fn vantage(&self) -> Vantage {
         self.rtt.map(|r| r.vantage).unwrap_or(Vantage::Unknown)
     }
 
     /// The SYN of `side` (client SYN or server SYN-ACK).
-    pub fn syn_of(&self, side: Side) -> Option<&SynInfo> {
+    pub(crate) fn syn_of(&self, side: Side) -> Option<&SynInfo> {
         match side {
             Side::Client => self.conn.syn.as_ref(),
             Side::Server => self.conn.syn_ack.as_ref(),
@@ -128,12 +128,12 @@ impl Analysis {
     }
 
     /// The phase named `name`, if the ladder has it.
-    pub fn phase(&self, name: &str) -> Option<&Phase> {
+    pub(crate) fn phase(&self, name: &str) -> Option<&Phase> {
         self.ladder.iter().find(|p| p.name == name)
     }
 
     /// `d` as a cost of this connection.
-    pub fn cost(&self, d: Duration) -> crate::base::cost::Cost {
+    pub(crate) fn cost(&self, d: Duration) -> crate::base::cost::Cost {
         crate::base::cost::Cost::of(d, self.rtt_min)
     }
 
@@ -145,7 +145,7 @@ impl Analysis {
     /// data); else the last frame. Time after it costs nothing (issue 21:
     /// a server resending close_notify + FIN ten times after the client
     /// had its whole response and had closed its own side was charged 57 s).
-    pub fn waited_until(&self) -> crate::base::time::Timestamp {
+    pub(crate) fn waited_until(&self) -> crate::base::time::Timestamp {
         let c = &self.conn;
         let mut end = c.last.ts;
         if let (Some(fc), Some(fs)) = (c.half[0].fin, c.half[1].fin) {
@@ -168,7 +168,7 @@ impl Analysis {
 
     /// Time within `[from, to]` that `sender`'s data was held by Nagle
     /// (union of its stalls, clipped): not the application's think time.
-    pub fn held_by_nagle(
+    pub(crate) fn held_by_nagle(
         &self,
         sender: Side,
         from: crate::base::time::Timestamp,
@@ -191,7 +191,7 @@ impl Analysis {
 /// (TLS 1.2 AES-CBC with HMAC-SHA384: 5 B header, 16 B explicit IV, 2 B
 /// alert, 48 B MAC, padding to the 16 B block; RFC 5246 §6.2.3.2), rounded
 /// up.
-pub const CLOSE_TAIL: u64 = 96;
+pub(crate) const CLOSE_TAIL: u64 = 96;
 
 pub use crate::flow::half::MIN_MSS;
 

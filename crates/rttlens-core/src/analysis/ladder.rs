@@ -43,7 +43,7 @@ pub struct Part {
 
 /// Whether the client sent or received the packet at a [`FrameRef`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientDir {
+pub(crate) enum ClientDir {
     /// The client sent it.
     Sent,
     /// The client received it.
@@ -52,16 +52,16 @@ pub enum ClientDir {
 
 /// Converts capture times to the client's clock.
 #[derive(Debug, Clone, Copy)]
-pub struct ClientClock {
+pub(crate) struct ClientClock {
     /// M→client→M.
-    pub h_c: Duration,
+    pub(crate) h_c: Duration,
     /// Baseline RTT (for counting round trips); zero when unknown.
-    pub rtt: Duration,
+    pub(crate) rtt: Duration,
 }
 
 impl ClientClock {
     /// The client-clock time of the packet at `m`.
-    pub fn at(&self, m: FrameRef, dir: ClientDir) -> Timestamp {
+    pub(crate) fn at(&self, m: FrameRef, dir: ClientDir) -> Timestamp {
         match dir {
             ClientDir::Sent => m.ts - self.h_c / 2,
             ClientDir::Received => m.ts + self.h_c / 2,
@@ -69,7 +69,7 @@ impl ClientClock {
     }
 
     /// A phase from `(start, dir)` to `(end, dir)`.
-    pub fn phase(
+    pub(crate) fn phase(
         &self,
         name: &'static str,
         start: (FrameRef, ClientDir),
@@ -90,7 +90,7 @@ impl ClientClock {
     }
 
     /// A named part of `d`.
-    pub fn part(&self, name: &'static str, d: Duration) -> Part {
+    pub(crate) fn part(&self, name: &'static str, d: Duration) -> Part {
         let d = d.max(Duration::ZERO);
         Part {
             name,

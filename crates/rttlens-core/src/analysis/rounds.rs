@@ -11,30 +11,30 @@ use crate::flow::rounds::{Limit, Round};
 /// window unused (RFC 9293 §3.8.6.2.1), and seen away from the sender the
 /// eligible ACK can lag one more segment, since receivers ACK every second
 /// segment (RFC 5681 §4.2).
-pub const RWND_SLACK_MSS: u64 = 2;
+pub(crate) const RWND_SLACK_MSS: u64 = 2;
 
 /// Share of a round's period its data must span (first to last segment)
 /// for a flat run to be `bottleneck` rather than `sndbuf`: a window-limited
 /// sender below the path's rate sends its round in a burst and waits.
-pub const BUSY_SHARE: f64 = 0.75;
+pub(crate) const BUSY_SHARE: f64 = 0.75;
 
 /// Rounds in a run of flat flight needed to call it `sndbuf` (docs/design.md
 /// §4 "Round limits").
-pub const FLAT_ROUNDS: usize = 3;
+pub(crate) const FLAT_ROUNDS: usize = 3;
 /// Smallest flat flight, in MSS, called `sndbuf`. Below it the sender is
 /// not held by a buffer (Linux's smallest SO_SNDBUF is 4.5 KB and autotuning
 /// starts at 16 KB, `net.ipv4.tcp_wmem`) but by its own pace: on a path of a
 /// few µs every segment is ACKed before the next one leaves.
-pub const FLAT_MIN_MSS: u64 = 4;
+pub(crate) const FLAT_MIN_MSS: u64 = 4;
 /// A segment shorter than this share of the MSS is "sub-MSS": the sender's
 /// queue ran dry (a cwnd-limited sender fills segments; writes of slightly
 /// less than one MSS, such as one TLS record per segment, still count as full).
-pub const SUB_MSS: f64 = 0.9;
+pub(crate) const SUB_MSS: f64 = 0.9;
 /// Growth per round at or above which a cwnd-limited round is slow start.
-pub const SLOW_START_GROWTH: f64 = 1.3;
+pub(crate) const SLOW_START_GROWTH: f64 = 1.3;
 /// The largest window an unscaled window field can advertise (bytes,
 /// RFC 7323 §2.3).
-pub const UNSCALED_MAX_WINDOW: u64 = 65535;
+pub(crate) const UNSCALED_MAX_WINDOW: u64 = 65535;
 
 /// Set each round's [`Limit`]. `mss` is the sender's segment size (bytes),
 /// `rtt` the baseline RTT.
@@ -62,7 +62,7 @@ pub const UNSCALED_MAX_WINDOW: u64 = 65535;
 /// `unknown`, except runs of at least [`FLAT_ROUNDS`] loss-free ones whose
 /// flights stay within one MSS of each other: `window` (a window capped the
 /// flight; the receiver's or the sender's, the capture cannot say).
-pub fn classify(rounds: &mut [Round], mss: u64, rtt: Duration, rwnd_exact: bool) {
+pub(crate) fn classify(rounds: &mut [Round], mss: u64, rtt: Duration, rwnd_exact: bool) {
     let mss = mss.max(1);
     let ack_timed = Duration::from_millis(1).max(rtt / 4);
     let n = rounds.len();
@@ -208,7 +208,7 @@ fn flat_runs(
 /// Duration of `rounds` transfers if the flight could grow by slow start
 /// (doubling) from `start_flight`, capped at `cap` bytes per round: how many
 /// rounds it takes to send `bytes`. Used to cost window limits.
-pub fn slow_start_rounds(bytes: u64, start_flight: u64, cap: u64) -> u64 {
+pub(crate) fn slow_start_rounds(bytes: u64, start_flight: u64, cap: u64) -> u64 {
     let mut sent = 0u64;
     let mut w = start_flight.max(1);
     let cap = cap.max(1);

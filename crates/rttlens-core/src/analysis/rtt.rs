@@ -35,28 +35,28 @@ impl Vantage {
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct RttEstimate {
     /// Baseline RTT: min h_c + min h_s.
-    pub min: Duration,
+    pub(crate) min: Duration,
     /// Median of data/ACK and timestamp samples (h_c median + h_s median);
     /// equals `min` when there were none.
-    pub median: Duration,
+    pub(crate) median: Duration,
     /// M→client→M.
-    pub h_c: Duration,
+    pub(crate) h_c: Duration,
     /// M→server→M.
-    pub h_s: Duration,
+    pub(crate) h_s: Duration,
     /// The method that gave the larger half (the one that dominates the RTT).
-    pub method: RttMethod,
+    pub(crate) method: RttMethod,
     /// Capture point.
-    pub vantage: Vantage,
+    pub(crate) vantage: Vantage,
 }
 
 /// A half is "near" the capture point when it is below this share of the RTT.
-pub const NEAR_SHARE: f64 = 0.15;
+pub(crate) const NEAR_SHARE: f64 = 0.15;
 /// Below this RTT the vantage point cannot be told (loopback, same host).
-pub const MIN_RTT_FOR_VANTAGE: Duration = Duration::from_micros(50);
+pub(crate) const MIN_RTT_FOR_VANTAGE: Duration = Duration::from_micros(50);
 
 impl RttEstimate {
     /// The estimate from `samples`, once both halves have at least one sample.
-    pub fn from_samples(samples: &RttSamples) -> Option<RttEstimate> {
+    pub(crate) fn from_samples(samples: &RttSamples) -> Option<RttEstimate> {
         let (h_c, mc) = samples.half[0].min?;
         let (h_s, ms) = samples.half[1].min?;
         let min = h_c + h_s;

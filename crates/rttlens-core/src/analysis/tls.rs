@@ -1,6 +1,6 @@
 //! The TLS handshake as the ladder and the detectors need it: its kind and
 //! the frames of its milestones. Filled from the protocol layer's summary
-//! ([`crate::proto::tls`]) by [`crate::analysis::app`].
+//! ([`crate::proto::tls`]) by `crate::analysis::app`.
 
 use crate::base::side::FrameRef;
 
@@ -8,7 +8,7 @@ use crate::base::side::FrameRef;
 /// trips by design.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum TlsKind {
+pub(crate) enum TlsKind {
     /// TLS 1.2 full handshake: 2 RTT (RFC 5246 §7.3).
     Tls12Full,
     /// TLS 1.2 abbreviated (session id or ticket resumption): 1 RTT (RFC 5246 §7.3, RFC 5077).
@@ -25,7 +25,7 @@ pub enum TlsKind {
 
 impl TlsKind {
     /// Stable name used in the outputs.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             TlsKind::Tls12Full => "tls12-full",
             TlsKind::Tls12Abbreviated => "tls12-abbreviated",
@@ -37,7 +37,7 @@ impl TlsKind {
     }
 
     /// Round trips the kind needs before the client can send its request.
-    pub fn nominal_rtts(self) -> u32 {
+    pub(crate) fn nominal_rtts(self) -> u32 {
         match self {
             TlsKind::Tls12Full => 2,
             TlsKind::Tls13ZeroRtt => 0,
@@ -58,15 +58,15 @@ pub struct TlsInfo {
     /// Cipher suite selected (name, or hex code).
     pub cipher: Option<String>,
     /// The client offered resumption (session id, ticket or PSK).
-    pub resumption_offered: bool,
+    pub(crate) resumption_offered: bool,
     /// The server resumed the session.
     pub resumed: bool,
     /// The client offered 0-RTT early data.
-    pub early_data_offered: bool,
+    pub(crate) early_data_offered: bool,
     /// Application-data records each side sent (client, server).
-    pub app_records: [u64; 2],
+    pub(crate) app_records: [u64; 2],
     /// Largest application record of each side (bytes).
-    pub max_app_record: [u64; 2],
+    pub(crate) max_app_record: [u64; 2],
 }
 
 /// The handshake of one TLS connection: what was negotiated, its kind, and
@@ -76,30 +76,30 @@ pub struct TlsFacts {
     /// What was negotiated.
     pub info: TlsInfo,
     /// Kind.
-    pub kind: TlsKind,
+    pub(crate) kind: TlsKind,
     /// The ClientHello (first segment).
-    pub client_hello: FrameRef,
+    pub(crate) client_hello: FrameRef,
     /// Highest version the client offered, e.g. `1.3`.
-    pub client_max_version: String,
+    pub(crate) client_max_version: String,
     /// The ServerHello.
-    pub server_hello: Option<FrameRef>,
+    pub(crate) server_hello: Option<FrameRef>,
     /// Segment completing the server's first flight (ServerHelloDone in 1.2,
     /// the server Finished in 1.3).
-    pub server_flight_end: Option<FrameRef>,
+    pub(crate) server_flight_end: Option<FrameRef>,
     /// The client's Finished (its last handshake record).
-    pub client_finished: Option<FrameRef>,
+    pub(crate) client_finished: Option<FrameRef>,
     /// The server's Finished in a TLS 1.2 full handshake (after its CCS).
-    pub server_finished: Option<FrameRef>,
+    pub(crate) server_finished: Option<FrameRef>,
     /// HelloRetryRequest, if the server asked for another key share.
-    pub hello_retry: Option<FrameRef>,
+    pub(crate) hello_retry: Option<FrameRef>,
     /// Segment after which the client could send application data: the
     /// handshake is done at the client when this packet reaches it.
-    pub done: Option<FrameRef>,
+    pub(crate) done: Option<FrameRef>,
     /// Whether `done` is a packet the client sent (abbreviated 1.2: its own
     /// Finished) rather than received.
-    pub done_sent_by_client: bool,
+    pub(crate) done_sent_by_client: bool,
     /// TLS 1.3 early data, when the ClientHello offered it.
-    pub early_data: Option<EarlyDataFacts>,
+    pub(crate) early_data: Option<EarlyDataFacts>,
 }
 
 /// TLS 1.3 early data (0-RTT).
@@ -108,11 +108,11 @@ pub struct EarlyDataFacts {
     /// The ClientHello carried `early_data`.
     pub offered: bool,
     /// Early-data records and their payload bytes.
-    pub records: u32,
+    pub(crate) records: u32,
     /// Payload bytes.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// The first early-data record.
-    pub first: Option<FrameRef>,
+    pub(crate) first: Option<FrameRef>,
     /// Accepted (`Some(true)`), rejected, or unknown.
-    pub accepted: Option<bool>,
+    pub(crate) accepted: Option<bool>,
 }

@@ -13,7 +13,7 @@ pub struct InitialWindow {
     /// The same in segments of the sender's MSS.
     pub segments: f64,
     /// Frame where the flight peaked.
-    pub frame: u64,
+    pub(crate) frame: u64,
 }
 
 /// The bound a window limit puts on throughput: flight / RTT.
@@ -38,31 +38,31 @@ pub struct LimitCount {
 
 /// The transfer of one direction's bulk data.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Transfer {
+pub(crate) struct Transfer {
     /// Who sends.
-    pub sender: Side,
+    pub(crate) sender: Side,
     /// New payload bytes sent during the transfer.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// First segment.
-    pub first: FrameRef,
+    pub(crate) first: FrameRef,
     /// Last new-data segment.
-    pub last: FrameRef,
+    pub(crate) last: FrameRef,
     /// Duration (capture clock).
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// `bytes / duration` (bytes per second); 0 for a single instant.
-    pub bytes_per_sec: f64,
+    pub(crate) bytes_per_sec: f64,
     /// The sender's MSS (bytes).
-    pub mss: u64,
+    pub(crate) mss: u64,
     /// Rounds of the transfer, each with its limit.
-    pub rounds: Vec<Round>,
+    pub(crate) rounds: Vec<Round>,
     /// Rounds not kept (very long connections).
-    pub rounds_dropped: u64,
+    pub(crate) rounds_dropped: u64,
     /// First round's flight.
-    pub initial_window: Option<InitialWindow>,
+    pub(crate) initial_window: Option<InitialWindow>,
     /// Rounds per limit.
-    pub limits: Vec<LimitCount>,
+    pub(crate) limits: Vec<LimitCount>,
     /// The throughput bound of the dominant window limit, if one held.
-    pub bound: Option<Bound>,
+    pub(crate) bound: Option<Bound>,
 }
 
 impl Transfer {
@@ -150,7 +150,7 @@ impl Transfer {
     }
 
     /// Rounds under `limit`.
-    pub fn rounds_with(&self, limit: Limit) -> impl Iterator<Item = &Round> {
+    pub(crate) fn rounds_with(&self, limit: Limit) -> impl Iterator<Item = &Round> {
         self.rounds.iter().filter(move |r| r.limit == limit)
     }
 }

@@ -24,15 +24,10 @@ impl Cost {
     }
 
     /// No cost (quality findings such as capture drops).
-    pub const ZERO: Cost = Cost {
+    pub(crate) const ZERO: Cost = Cost {
         ms: 0.0,
         rtts: Some(0.0),
     };
-
-    /// Round trips, 0 when the RTT is unknown (for sorting and sums).
-    pub fn rtts_or_zero(&self) -> f64 {
-        self.rtts.unwrap_or(0.0)
-    }
 }
 
 /// Round to three decimals (for stable outputs).
@@ -43,13 +38,13 @@ pub fn round3(x: f64) -> f64 {
 /// A finding is reported only when its cost is material: at least
 /// [`MATERIAL_RTTS`] round trips *and* at least [`MATERIAL_MS`] ms; when the
 /// RTT is unknown, at least [`MATERIAL_MS_NO_RTT`] ms.
-pub const MATERIAL_RTTS: f64 = 0.25;
+pub(crate) const MATERIAL_RTTS: f64 = 0.25;
 /// See [`MATERIAL_RTTS`].
-pub const MATERIAL_MS: f64 = 1.0;
+pub(crate) const MATERIAL_MS: f64 = 1.0;
 /// Materiality without an RTT (ms): a quarter of a 40 ms path, the
 /// threshold of [`MATERIAL_RTTS`] on a typical Internet RTT; on a LAN, where
 /// RTTs are below 1 ms, 10 ms is material by any measure.
-pub const MATERIAL_MS_NO_RTT: f64 = 10.0;
+pub(crate) const MATERIAL_MS_NO_RTT: f64 = 10.0;
 
 impl Cost {
     /// Whether this cost passes the materiality threshold.

@@ -20,18 +20,8 @@ impl SeqNumber {
 
     /// Signed distance `self − other`, valid while the two are within 2³¹.
     #[inline]
-    pub fn diff(self, other: SeqNumber) -> i64 {
+    pub(crate) fn diff(self, other: SeqNumber) -> i64 {
         self.0.wrapping_sub(other.0) as i32 as i64
-    }
-
-    /// The later of two sequence numbers.
-    #[inline]
-    pub fn max(self, other: SeqNumber) -> SeqNumber {
-        if self.diff(other) >= 0 {
-            self
-        } else {
-            other
-        }
     }
 }
 

@@ -19,7 +19,7 @@ pub struct Timestamp {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize)]
 pub struct Duration {
     /// Nanoseconds (negative when the span runs backwards).
-    pub nanos: i64,
+    pub(crate) nanos: i64,
 }
 
 impl Timestamp {
@@ -29,7 +29,7 @@ impl Timestamp {
     }
 
     /// Seconds since the epoch as a float (for display).
-    pub fn as_secs_f64(self) -> f64 {
+    pub(crate) fn as_secs_f64(self) -> f64 {
         self.nanos as f64 / 1e9
     }
 }
@@ -39,26 +39,26 @@ impl Duration {
     pub const ZERO: Duration = Duration { nanos: 0 };
 
     /// A span of `nanos` nanoseconds.
-    pub const fn from_nanos(nanos: i64) -> Self {
+    pub(crate) const fn from_nanos(nanos: i64) -> Self {
         Duration { nanos }
     }
 
     /// A span of `micros` microseconds.
-    pub const fn from_micros(micros: i64) -> Self {
+    pub(crate) const fn from_micros(micros: i64) -> Self {
         Duration {
             nanos: micros * 1_000,
         }
     }
 
     /// A span of `millis` milliseconds.
-    pub const fn from_millis(millis: i64) -> Self {
+    pub(crate) const fn from_millis(millis: i64) -> Self {
         Duration {
             nanos: millis * 1_000_000,
         }
     }
 
     /// A span from fractional milliseconds (rounded to the nanosecond).
-    pub fn from_millis_f64(millis: f64) -> Self {
+    pub(crate) fn from_millis_f64(millis: f64) -> Self {
         Duration {
             nanos: (millis * 1e6).round() as i64,
         }
@@ -70,12 +70,12 @@ impl Duration {
     }
 
     /// The span in seconds as a float.
-    pub fn as_secs_f64(self) -> f64 {
+    pub(crate) fn as_secs_f64(self) -> f64 {
         self.nanos as f64 / 1e9
     }
 
     /// The larger of two spans.
-    pub fn max(self, other: Duration) -> Duration {
+    pub(crate) fn max(self, other: Duration) -> Duration {
         if self >= other {
             self
         } else {
@@ -84,7 +84,7 @@ impl Duration {
     }
 
     /// The smaller of two spans.
-    pub fn min(self, other: Duration) -> Duration {
+    pub(crate) fn min(self, other: Duration) -> Duration {
         if self <= other {
             self
         } else {
@@ -94,7 +94,7 @@ impl Duration {
 
     /// This span divided by `rtt`, i.e. the span counted in round trips.
     /// `None` when `rtt` is not positive.
-    pub fn in_rtts(self, rtt: Duration) -> Option<f64> {
+    pub(crate) fn in_rtts(self, rtt: Duration) -> Option<f64> {
         (rtt.nanos > 0).then(|| self.nanos as f64 / rtt.nanos as f64)
     }
 }
@@ -170,7 +170,7 @@ impl fmt::Display for Duration {
 }
 
 /// Total length of the union of time intervals `[start, end]`.
-pub fn union_len(mut iv: Vec<(Timestamp, Timestamp)>) -> Duration {
+pub(crate) fn union_len(mut iv: Vec<(Timestamp, Timestamp)>) -> Duration {
     iv.sort();
     let mut total = Duration::ZERO;
     let mut cur: Option<(Timestamp, Timestamp)> = None;

@@ -133,17 +133,17 @@ impl Input {
 #[derive(Clone, Copy)]
 pub(super) struct RecordMeta {
     /// Total length of the record (header, data, padding, trailer).
-    pub record_len: usize,
+    pub(crate) record_len: usize,
     /// Offset of the packet bytes from the start of the record.
-    pub data_start: usize,
+    pub(crate) data_start: usize,
     /// Captured length.
-    pub data_len: usize,
+    pub(crate) data_len: usize,
     /// Capture timestamp.
-    pub ts: Timestamp,
+    pub(crate) ts: Timestamp,
     /// Link-layer header type of the frame's interface.
-    pub link_type: LinkType,
+    pub(crate) link_type: LinkType,
     /// Length of the packet on the wire.
-    pub orig_len: u32,
+    pub(crate) orig_len: u32,
 }
 
 /// What reading one record produced.
@@ -207,7 +207,7 @@ pub(super) struct RecordBuffer {
     start: usize,
     end: usize,
     /// Offset in the stream of `buf[start]`.
-    pub offset: u64,
+    pub(crate) offset: u64,
     eof: bool,
     /// Chunks handed out before, reused once nobody else holds them.
     spare: Vec<Arc<Vec<u8>>>,
@@ -238,13 +238,13 @@ impl RecordBuffer {
     }
 
     /// The unconsumed bytes.
-    pub fn data(&self) -> &[u8] {
+    pub(crate) fn data(&self) -> &[u8] {
         self.buf.get(self.start..self.end).unwrap_or(&[])
     }
 
     /// The chunk and the absolute range of `data()[from..from + len]`, for
     /// a frame handed to another thread.
-    pub fn share(&self, from: usize, len: usize) -> SharedFrame<'_> {
+    pub(crate) fn share(&self, from: usize, len: usize) -> SharedFrame<'_> {
         SharedFrame {
             chunk: &self.buf,
             start: self.start + from,
@@ -283,7 +283,7 @@ impl RecordBuffer {
     }
 
     /// Drops `n` bytes from the front (at most what is buffered).
-    pub fn consume(&mut self, n: usize) {
+    pub(crate) fn consume(&mut self, n: usize) {
         let n = n.min(self.end - self.start);
         self.start += n;
         self.offset += n as u64;

@@ -115,30 +115,30 @@ impl LinkType {
     /// `LINKTYPE_ETHERNET` (1): Ethernet II / IEEE 802.3.
     pub const ETHERNET: LinkType = LinkType(1);
     /// `LINKTYPE_PPP` (9): PPP in HDLC-like framing.
-    pub const PPP: LinkType = LinkType(9);
+    pub(crate) const PPP: LinkType = LinkType(9);
     /// `LINKTYPE_RAW` (101): raw IPv4 or IPv6, the version nibble decides.
     pub const RAW: LinkType = LinkType(101);
     /// `LINKTYPE_IEEE802_11` (105): 802.11 wireless without radio header.
-    pub const IEEE802_11: LinkType = LinkType(105);
+    pub(crate) const IEEE802_11: LinkType = LinkType(105);
     /// `LINKTYPE_LOOP` (108): OpenBSD loopback, a 4-byte address family in
     /// network byte order.
     pub const LOOP: LinkType = LinkType(108);
     /// `LINKTYPE_LINUX_SLL` (113): Linux "cooked" capture v1 (16-byte header).
     pub const LINUX_SLL: LinkType = LinkType(113);
     /// `LINKTYPE_IEEE802_11_RADIOTAP` (127): 802.11 with a radiotap header.
-    pub const IEEE802_11_RADIOTAP: LinkType = LinkType(127);
+    pub(crate) const IEEE802_11_RADIOTAP: LinkType = LinkType(127);
     /// `LINKTYPE_IPV4` (228): raw IPv4.
-    pub const IPV4: LinkType = LinkType(228);
+    pub(crate) const IPV4: LinkType = LinkType(228);
     /// `LINKTYPE_IPV6` (229): raw IPv6.
     pub const IPV6: LinkType = LinkType(229);
     /// `LINKTYPE_NFLOG` (239): Linux netfilter log messages.
-    pub const NFLOG: LinkType = LinkType(239);
+    pub(crate) const NFLOG: LinkType = LinkType(239);
     /// `LINKTYPE_LINUX_SLL2` (276): Linux "cooked" capture v2 (20-byte header).
     pub const LINUX_SLL2: LinkType = LinkType(276);
 
     /// The `LINKTYPE_` name without its prefix, or `None` for a value this
     /// crate has no name for.
-    pub fn name(self) -> Option<&'static str> {
+    pub(crate) fn name(self) -> Option<&'static str> {
         Some(match self {
             LinkType::NULL => "NULL",
             LinkType::ETHERNET => "ETHERNET",

@@ -27,13 +27,13 @@ pub(super) struct PcapState {
     /// Kuznetzov's "modified" format: 24-byte record headers.
     modified: bool,
     link_type: LinkType,
-    pub snaplen: u32,
+    pub(crate) snaplen: u32,
 }
 
 impl PcapState {
     /// Recognises the pcap magic numbers (µs and ns, both byte orders, and
     /// the little-endian modified format).
-    pub fn from_magic(magic: [u8; 4]) -> Option<PcapState> {
+    pub(crate) fn from_magic(magic: [u8; 4]) -> Option<PcapState> {
         let (nanos, big_endian, modified) = match u32::from_le_bytes(magic) {
             0xa1b2_c3d4 => (false, false, false),
             0xd4c3_b2a1 => (false, true, false),
@@ -52,13 +52,13 @@ impl PcapState {
     }
 
     /// Length of the file header.
-    pub fn header_len(&self) -> usize {
+    pub(crate) fn header_len(&self) -> usize {
         FILE_HEADER_LEN
     }
 
     /// Reads the link type and snapshot length from the file header at the
     /// start of `data`.
-    pub fn read_header(mut self, data: &[u8]) -> Result<PcapState, CaptureError> {
+    pub(crate) fn read_header(mut self, data: &[u8]) -> Result<PcapState, CaptureError> {
         match parse_pcap_header(data) {
             Ok((_, header)) => {
                 // The link-type field's upper 16 bits may carry FCS
@@ -77,7 +77,7 @@ impl PcapState {
     }
 
     /// The format as reported to users.
-    pub fn format(&self) -> CaptureFormat {
+    pub(crate) fn format(&self) -> CaptureFormat {
         CaptureFormat::Pcap {
             nanos: self.nanos,
             big_endian: self.big_endian,
@@ -113,7 +113,7 @@ impl PcapState {
     }
 
     /// Reads the record at the front of the input's buffer.
-    pub fn read_record(self, r: &mut Input) -> Result<Record, CaptureError> {
+    pub(crate) fn read_record(self, r: &mut Input) -> Result<Record, CaptureError> {
         let offset = r.offset();
         let header_len = self.record_header_len();
         if !r.fill(header_len)? {

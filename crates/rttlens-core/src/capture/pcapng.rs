@@ -169,7 +169,7 @@ enum Parsed {
 
 impl NgState {
     /// Reads the block at the front of the input's buffer.
-    pub fn read_block(&mut self, r: &mut Input) -> Result<Record, CaptureError> {
+    pub(crate) fn read_block(&mut self, r: &mut Input) -> Result<Record, CaptureError> {
         let offset = r.offset();
         if !r.fill(8)? {
             return if r.buf.data().is_empty() {

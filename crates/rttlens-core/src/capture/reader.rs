@@ -211,7 +211,7 @@ impl CaptureReader {
     /// # Errors
     ///
     /// As [`next_frame`](Self::next_frame).
-    pub fn peek_ts(&mut self) -> Result<Option<Timestamp>, CaptureError> {
+    pub(crate) fn peek_ts(&mut self) -> Result<Option<Timestamp>, CaptureError> {
         if self.loaded.is_none() {
             self.loaded = self.load()?;
         }

@@ -101,16 +101,6 @@ impl CaptureSet {
         Ok(())
     }
 
-    /// Number of files with frames.
-    pub fn len(&self) -> usize {
-        self.members.len()
-    }
-
-    /// Whether no file with frames was added.
-    pub fn is_empty(&self) -> bool {
-        self.members.is_empty()
-    }
-
     /// Closes member `i` after its end or a break.
     fn close(&mut self, i: usize, err: Option<CaptureError>) {
         let Some(m) = self.members.get_mut(i) else {

@@ -9,10 +9,10 @@ use crate::base::cost::Cost;
 use crate::base::side::Side;
 
 /// Finding id.
-pub const ID: &str = "capture-drops";
+pub(crate) const ID: &str = "capture-drops";
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for side in [Side::Client, Side::Server] {
         let h = &a.conn.half[side.index()];

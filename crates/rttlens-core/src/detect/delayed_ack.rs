@@ -21,10 +21,10 @@ use crate::base::time::union_len;
 use crate::flow::half::AckStall;
 
 /// Finding id.
-pub const ID: &str = "delayed-ack";
+pub(crate) const ID: &str = "delayed-ack";
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for sender in [Side::Client, Side::Server] {
         let half = &a.conn.half[sender.index()];

@@ -51,7 +51,7 @@ pub struct Finding {
     /// Stable kebab-case id (e.g. `sender-window-cap`).
     pub id: &'static str,
     /// Connection index.
-    pub connection: u64,
+    pub(crate) connection: u64,
     /// One line a person reads.
     pub title: String,
     /// What it cost.
@@ -70,7 +70,7 @@ pub struct Finding {
     /// up to the moment both sides were done); empty for a finding that
     /// costs nothing. Not part of the outputs.
     #[serde(skip)]
-    pub span: Vec<(Timestamp, Timestamp)>,
+    pub(crate) span: Vec<(Timestamp, Timestamp)>,
 }
 
 impl Finding {
@@ -86,7 +86,7 @@ impl Finding {
 }
 
 /// Shorthand for an [`Evidence`] entry.
-pub fn ev(frame: u64, what: impl Into<String>) -> Evidence {
+pub(crate) fn ev(frame: u64, what: impl Into<String>) -> Evidence {
     Evidence {
         frame,
         what: what.into(),
@@ -94,7 +94,7 @@ pub fn ev(frame: u64, what: impl Into<String>) -> Evidence {
 }
 
 /// Shorthand for a [`Confidence`].
-pub fn conf(level: Level, why: impl Into<String>) -> Confidence {
+pub(crate) fn conf(level: Level, why: impl Into<String>) -> Confidence {
     Confidence {
         level,
         why: why.into(),

@@ -6,10 +6,10 @@ use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
 
 /// Finding id.
-pub const ID: &str = "hello-retry-request";
+pub(crate) const ID: &str = "hello-retry-request";
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let Some(t) = &a.tls else { return vec![] };
     let Some(hrr) = t.hello_retry else {
         return vec![];

@@ -11,10 +11,10 @@ use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
 
 /// Finding id.
-pub const ID: &str = "large-tls-record";
+pub(crate) const ID: &str = "large-tls-record";
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let Some(fr) = a.app.first_record else {
         return vec![];
     };

@@ -28,15 +28,15 @@ use crate::base::time::union_len;
 use crate::flow::half::{Retransmission, RetxKind};
 
 /// Finding id of fast retransmissions.
-pub const ID_FAST: &str = "fast-retransmit";
+pub(crate) const ID_FAST: &str = "fast-retransmit";
 /// Finding id of tail loss probes.
-pub const ID_TLP: &str = "tail-loss-probe";
+pub(crate) const ID_TLP: &str = "tail-loss-probe";
 /// Finding id of retransmission timeouts.
-pub const ID_RTO: &str = "rto";
+pub(crate) const ID_RTO: &str = "rto";
 /// Finding id of spurious retransmissions.
-pub const ID_SPURIOUS: &str = "spurious-retransmission";
+pub(crate) const ID_SPURIOUS: &str = "spurious-retransmission";
 /// Spurious retransmissions on one side worth reporting without an RTO among them.
-pub const SPURIOUS_REPORT_MIN: usize = 3;
+pub(crate) const SPURIOUS_REPORT_MIN: usize = 3;
 
 fn finding(
     a: &Analysis,
@@ -169,7 +169,7 @@ fn finding(
 }
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for side in [Side::Client, Side::Server] {
         let h = &a.conn.half[side.index()];

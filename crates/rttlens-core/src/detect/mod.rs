@@ -5,29 +5,29 @@
 //! cost is not material (except quality findings), lowers the confidence of
 //! findings that depend on data the capture dropped, and sorts by cost.
 
-pub mod capture_drops;
-pub mod delayed_ack;
+pub(crate) mod capture_drops;
+pub(crate) mod delayed_ack;
 pub mod finding;
-pub mod hello_retry_request;
-pub mod large_tls_record;
-pub mod loss;
-pub mod nagle;
-pub mod queueing_delay;
-pub mod receive_window_limit;
-pub mod rto_backoff;
+pub(crate) mod hello_retry_request;
+pub(crate) mod large_tls_record;
+pub(crate) mod loss;
+pub(crate) mod nagle;
+pub(crate) mod queueing_delay;
+pub(crate) mod receive_window_limit;
+pub(crate) mod rto_backoff;
 pub mod self_check;
-pub mod sender_window_cap;
-pub mod slow_start;
-pub mod syn_retransmission;
-pub mod tfo;
+pub(crate) mod sender_window_cap;
+pub(crate) mod slow_start;
+pub(crate) mod syn_retransmission;
+pub(crate) mod tfo;
 pub mod think_time;
-pub mod tls12_full_handshake;
-pub mod tls_resumption;
-pub mod transfer_stall;
+pub(crate) mod tls12_full_handshake;
+pub(crate) mod tls_resumption;
+pub(crate) mod transfer_stall;
 pub(crate) mod util;
-pub mod window_limit;
-pub mod zero_rtt;
-pub mod zero_window;
+pub(crate) mod window_limit;
+pub(crate) mod zero_rtt;
+pub(crate) mod zero_window;
 
 use crate::analysis::Analysis;
 pub use crate::base::cost::Cost;
@@ -39,7 +39,7 @@ pub use finding::{Confidence, Evidence, Finding, Level};
 pub type Detector = fn(&Analysis) -> Vec<Finding>;
 
 /// Every detector, with the id(s) it reports.
-pub const DETECTORS: &[(&[&str], Detector)] = &[
+pub(crate) const DETECTORS: &[(&[&str], Detector)] = &[
     (&[tls12_full_handshake::ID], tls12_full_handshake::detect),
     (&[hello_retry_request::ID], hello_retry_request::detect),
     (&[large_tls_record::ID], large_tls_record::detect),
@@ -82,7 +82,7 @@ pub const DETECTORS: &[(&[&str], Detector)] = &[
 /// Finding ids that are reported whatever their cost: they speak of the
 /// capture or of wasted work rather than of time lost, and their detectors
 /// decide themselves when they are worth reporting.
-pub const ALWAYS_REPORTED: &[&str] = &[
+pub(crate) const ALWAYS_REPORTED: &[&str] = &[
     capture_drops::ID,
     loss::ID_SPURIOUS,
     // verified outcomes: what TFO, resumption and 0-RTT did (or saved)

@@ -22,9 +22,9 @@ use crate::base::time::Duration;
 use crate::flow::half::NagleStall;
 
 /// Finding id: Nagle held a segment for about one round trip.
-pub const ID_STALL: &str = "nagle-stall";
+pub(crate) const ID_STALL: &str = "nagle-stall";
 /// Finding id: Nagle held a segment behind a delayed ACK.
-pub const ID_DELAYED_ACK: &str = "nagle-delayed-ack";
+pub(crate) const ID_DELAYED_ACK: &str = "nagle-delayed-ack";
 pub use crate::flow::half::DELAYED_ACK_MIN;
 
 /// How long the receiver held its ACK of y: ACK − y − h of the receiver.
@@ -37,7 +37,7 @@ fn ack_wait(a: &Analysis, sender: Side, st: &NagleStall) -> Duration {
 }
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for sender in [Side::Client, Side::Server] {
         let stalls = &a.conn.half[sender.index()].nagle;

@@ -26,42 +26,42 @@ use crate::base::time::Duration;
 use crate::flow::rtt::RttSample;
 
 /// Finding id.
-pub const ID: &str = "queueing-delay";
+pub(crate) const ID: &str = "queueing-delay";
 
 /// Samples needed to judge a trend.
-pub const MIN_SAMPLES: usize = 12;
+pub(crate) const MIN_SAMPLES: usize = 12;
 
 /// The later samples' median must exceed the early ones' by this share of
 /// the baseline RTT (the RTT doubled: a lab's userspace delay line or a
 /// busy host queues a few ms under any bulk transfer, which is not worth a
 /// finding) …
-pub const RISE_SHARE: f64 = 1.0;
+pub(crate) const RISE_SHARE: f64 = 1.0;
 
 /// … and by at least this much (timer and scheduling noise, and the
 /// few-ms queues of any busy path).
-pub const RISE_MIN: Duration = Duration::from_millis(10);
+pub(crate) const RISE_MIN: Duration = Duration::from_millis(10);
 
 /// What the samples show: the early and late RTT levels.
 #[derive(Debug, Clone, Copy)]
-pub struct Queue {
+pub(crate) struct Queue {
     /// The [`EARLY_QUANTILE`] of the first half of the samples (at least 3).
-    pub early: Duration,
+    pub(crate) early: Duration,
     /// Median RTT of the second half of the samples.
-    pub late: Duration,
+    pub(crate) late: Duration,
     /// The sample with the highest RTT.
-    pub peak: RttSample,
+    pub(crate) peak: RttSample,
     /// The first sample.
-    pub first: RttSample,
+    pub(crate) first: RttSample,
     /// The median sample of the second half.
-    pub late_sample: RttSample,
+    pub(crate) late_sample: RttSample,
     /// Samples judged.
-    pub samples: usize,
+    pub(crate) samples: usize,
     /// The near half's minimum, added to each far sample.
-    pub near: Duration,
+    pub(crate) near: Duration,
 }
 
 /// The early level: this quantile of the first half of the samples.
-pub const EARLY_QUANTILE: f64 = 0.1;
+pub(crate) const EARLY_QUANTILE: f64 = 0.1;
 
 /// The `q`-quantile (0.0–1.0) of `v` by RTT.
 fn quantile(v: &[RttSample], q: f64) -> Option<RttSample> {
@@ -79,7 +79,7 @@ fn median(v: &[RttSample]) -> Option<RttSample> {
 }
 
 /// The rise of the connection's RTT, if it is one (see the module docs).
-pub fn queue(a: &Analysis) -> Option<Queue> {
+pub(crate) fn queue(a: &Analysis) -> Option<Queue> {
     let r = a.rtt?;
     let (far, near) = if r.h_s >= r.h_c {
         (Side::Server, r.h_c)
@@ -115,7 +115,7 @@ pub fn queue(a: &Analysis) -> Option<Queue> {
 }
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let Some(q) = queue(a) else { return vec![] };
     let base = a.rtt_min;
     let extra = q.late - base;

@@ -14,13 +14,13 @@ use crate::base::side::Side;
 use crate::flow::rounds::Limit;
 
 /// Finding id.
-pub const ID: &str = "receive-window-limit";
+pub(crate) const ID: &str = "receive-window-limit";
 
 /// Rounds at the receiver's window needed to report.
 const MIN_ROUNDS: usize = 2;
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let Some((t, limited)) = window_limited(a, Limit::Rwnd, MIN_ROUNDS) else {
         return vec![];
     };

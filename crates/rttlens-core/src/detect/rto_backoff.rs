@@ -18,30 +18,30 @@ use crate::base::time::Duration;
 use crate::flow::half::{Half, Retransmission};
 
 /// Finding id.
-pub const ID: &str = "rto-backoff";
+pub(crate) const ID: &str = "rto-backoff";
 
 /// Retransmissions of the same bytes needed: the first may come from fast
 /// recovery or a probe, the two timer gaps after it show the backoff.
-pub const MIN_RETRANSMISSIONS: usize = 3;
+pub(crate) const MIN_RETRANSMISSIONS: usize = 3;
 
 /// Smallest gap between attempts that a retransmission timer leaves: Linux's
 /// `TCP_RTO_MIN` (200 ms, include/net/tcp.h) less timing noise.
-pub const MIN_GAP: Duration = Duration::from_millis(150);
+pub(crate) const MIN_GAP: Duration = Duration::from_millis(150);
 
 /// One backoff episode: the attempts at one stream offset.
 #[derive(Debug, Clone)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     /// Stream offset of the bytes retried.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Every transmission: the original (when the capture saw it) then each
     /// retransmission.
-    pub attempts: Vec<FrameRef>,
+    pub(crate) attempts: Vec<FrameRef>,
     /// The capture saw the original transmission (`attempts[0]`).
-    pub original: bool,
+    pub(crate) original: bool,
     /// Index in `attempts` of the first timer-driven retransmission: the
     /// backoff runs from there to the last attempt (earlier ones may be
     /// fast retransmissions or a probe).
-    pub timer_from: usize,
+    pub(crate) timer_from: usize,
 }
 
 impl Backoff {
@@ -54,14 +54,14 @@ impl Backoff {
     }
 
     /// Gaps between the timer-driven retransmissions.
-    pub fn timer_gaps(&self) -> Vec<Duration> {
+    pub(crate) fn timer_gaps(&self) -> Vec<Duration> {
         let mut g = self.gaps();
         g.drain(..self.timer_from.min(g.len()));
         g
     }
 
     /// Median ratio of successive timer gaps (2.0 for RFC 6298 doubling).
-    pub fn factor(&self) -> f64 {
+    pub(crate) fn factor(&self) -> f64 {
         let g = self.timer_gaps();
         let mut r: Vec<f64> = g
             .windows(2)
@@ -81,7 +81,7 @@ impl Backoff {
 /// least [`MIN_GAP`] and none shorter than the one before (a timer backing
 /// off; the first retransmission may have been fast), and never
 /// acknowledged within the capture.
-pub fn episodes(half: &Half) -> Vec<Backoff> {
+pub(crate) fn episodes(half: &Half) -> Vec<Backoff> {
     let mut by_offset: Vec<(u64, Vec<&Retransmission>)> = Vec::new();
     for r in &half.retx {
         // acknowledged later: the loss was repaired (an `rto`, not this)
@@ -129,7 +129,7 @@ pub fn episodes(half: &Half) -> Vec<Backoff> {
 }
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for side in [Side::Client, Side::Server] {
         let h = &a.conn.half[side.index()];

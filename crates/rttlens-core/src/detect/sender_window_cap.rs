@@ -11,10 +11,10 @@ use crate::analysis::Analysis;
 use crate::flow::rounds::Limit;
 
 /// Finding id.
-pub const ID: &str = "sender-window-cap";
+pub(crate) const ID: &str = "sender-window-cap";
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let Some((t, capped)) = window_limited(a, Limit::Sndbuf, 1) else {
         return vec![];
     };

@@ -18,16 +18,16 @@ use crate::analysis::Analysis;
 use crate::flow::rounds::Limit;
 
 /// Finding id of a small initial window.
-pub const ID_INITIAL_WINDOW: &str = "initial-window";
+pub(crate) const ID_INITIAL_WINDOW: &str = "initial-window";
 /// Finding id of rounds spent in slow start.
-pub const ID_SLOW_START: &str = "slow-start";
+pub(crate) const ID_SLOW_START: &str = "slow-start";
 /// RFC 6928 initial window, in segments.
-pub const IW10: u64 = 10;
+pub(crate) const IW10: u64 = 10;
 /// Slow-start rounds (after the first) needed to report `slow-start`.
 const MIN_SLOW_START_ROUNDS: usize = 3;
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let Some(t) = &a.transfer else { return vec![] };
     let mut out = Vec::new();
     let mss = t.mss.max(1);

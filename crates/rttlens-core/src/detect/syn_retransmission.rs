@@ -7,10 +7,10 @@ use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
 
 /// Finding id.
-pub const ID: &str = "syn-retransmission";
+pub(crate) const ID: &str = "syn-retransmission";
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for (info, what) in [(a.conn.syn, "SYN"), (a.conn.syn_ack, "SYN-ACK")] {
         let Some(s) = info.filter(|s| s.count > 1) else {

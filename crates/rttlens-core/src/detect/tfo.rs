@@ -16,13 +16,13 @@ use crate::flow::SynInfo;
 use crate::wire::FastOpen;
 
 /// A cookie was requested (and perhaps granted): informational.
-pub const ID_COOKIE: &str = "tfo-cookie";
+pub(crate) const ID_COOKIE: &str = "tfo-cookie";
 /// Data in the SYN accepted: informational (1 RTT saved).
-pub const ID_ACCEPTED: &str = "tfo-accepted";
+pub(crate) const ID_ACCEPTED: &str = "tfo-accepted";
 /// Data in the SYN refused: the request waited for the handshake.
-pub const ID_REFUSED: &str = "tfo-refused";
+pub(crate) const ID_REFUSED: &str = "tfo-refused";
 /// The client gave up on TFO and resent a plain SYN.
-pub const ID_FALLBACK: &str = "tfo-fallback";
+pub(crate) const ID_FALLBACK: &str = "tfo-fallback";
 
 const REFS: &[&str] = &[
     "RFC 7413",
@@ -32,7 +32,7 @@ const REFS: &[&str] = &[
 /// The client sent a SYN with the TFO option, then gave up on TFO and
 /// resent a plain SYN (no option, no data): `tfo-fallback` explains that
 /// SYN retransmission.
-pub fn fell_back(syn: &SynInfo) -> bool {
+pub(crate) fn fell_back(syn: &SynInfo) -> bool {
     syn.options.fast_open.is_some()
         && syn.count > 1
         && syn.last_fast_open.is_none()
@@ -49,7 +49,7 @@ fn data_in(syn: &SynInfo, none: &str) -> String {
 }
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let (Some(syn), Some(sa)) = (a.conn.syn, a.conn.syn_ack) else {
         return vec![];
     };

@@ -31,7 +31,7 @@ use crate::base::time::Duration;
 /// Finding id of server think time.
 pub const ID_SERVER: &str = "server-think-time";
 /// Finding id of client think time.
-pub const ID_CLIENT: &str = "client-think-time";
+pub(crate) const ID_CLIENT: &str = "client-think-time";
 
 /// How sure a think time of `think` is: the vantage correction can be off by
 /// at most one RTT, so a think time of several RTTs is sure wherever the
@@ -94,10 +94,10 @@ fn path_to_server(a: &Analysis) -> (Duration, bool) {
 }
 
 /// See `path_to_server`.
-pub const PROXY_RATIO: i64 = 4;
+pub(crate) const PROXY_RATIO: i64 = 4;
 
 /// RTT samples of a half needed to judge its swing.
-pub const SWING_MIN_SAMPLES: usize = 5;
+pub(crate) const SWING_MIN_SAMPLES: usize = 5;
 
 /// The server's think time between the client's last byte `q` and the
 /// server's answer `r`, as a finding when it is material and not explained
@@ -194,7 +194,7 @@ fn server_think(
 }
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     let app = &a.app;
     let from_app = match (app.request_last, app.response_first) {

@@ -7,10 +7,10 @@ use crate::analysis::tls::TlsKind;
 use crate::analysis::Analysis;
 
 /// Finding id.
-pub const ID: &str = "tls12-full-handshake";
+pub(crate) const ID: &str = "tls12-full-handshake";
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let Some(t) = &a.tls else { return vec![] };
     if t.kind != TlsKind::Tls12Full {
         return vec![];

@@ -10,10 +10,10 @@ use crate::analysis::Analysis;
 use crate::base::cost::Cost;
 
 /// Finding id.
-pub const ID: &str = "tls-resumption";
+pub(crate) const ID: &str = "tls-resumption";
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let Some(t) = &a.tls else { return vec![] };
     if !t.info.resumption_offered {
         return vec![];

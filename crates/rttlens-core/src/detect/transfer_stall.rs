@@ -20,14 +20,14 @@ use crate::base::side::Side;
 use crate::base::time::Duration;
 
 /// Finding id.
-pub const ID: &str = "transfer-stall";
+pub(crate) const ID: &str = "transfer-stall";
 
 /// Shortest silence called a stall: well past a 200 ms minimum RTO and its
 /// first backoffs (RFC 6298 §2.4 recommends a 1 s minimum RTO).
-pub const MIN_STALL: Duration = Duration::from_millis(1_000);
+pub(crate) const MIN_STALL: Duration = Duration::from_millis(1_000);
 
 /// With an RTT known, the silence must also be this many RTTs.
-pub const MIN_STALL_RTTS: i64 = 8;
+pub(crate) const MIN_STALL_RTTS: i64 = 8;
 
 /// Data segments a transfer needs before a stop in it is judged.
 const MIN_SEGMENTS: u64 = 4;
@@ -36,7 +36,7 @@ const MIN_SEGMENTS: u64 = 4;
 const FULL: f64 = 0.9;
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     let c = &a.conn;
     for side in [Side::Client, Side::Server] {

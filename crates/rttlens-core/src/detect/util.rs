@@ -7,7 +7,7 @@ use crate::base::time::Timestamp;
 use crate::flow::rounds::{Limit, Round};
 
 /// Median of a sequence of byte counts (0 when empty).
-pub fn median(it: impl Iterator<Item = u64>) -> u64 {
+pub(crate) fn median(it: impl Iterator<Item = u64>) -> u64 {
     let mut v: Vec<u64> = it.collect();
     if v.is_empty() {
         return 0;
@@ -29,7 +29,7 @@ pub fn median(it: impl Iterator<Item = u64>) -> u64 {
 /// application, not by the window, and cost the window nothing (issue 21:
 /// a cap seen in 3 rounds of a long connection was charged every later,
 /// application-limited round).
-pub fn capped_cost(
+pub(crate) fn capped_cost(
     a: &Analysis,
     rounds: &[Round],
     first: u32,
@@ -55,7 +55,7 @@ pub fn capped_cost(
 
 /// Share of round-trip time in the rounds' periods below which a window
 /// limit is not what paced the transfer (see [`back_to_back`]).
-pub const BINDING_SHARE: f64 = 0.5;
+pub(crate) const BINDING_SHARE: f64 = 0.5;
 
 /// Whether window-limited `rounds` actually paced the transfer: a sender held
 /// by a window waits for ACKs, so its rounds follow each other one RTT apart.
@@ -63,7 +63,7 @@ pub const BINDING_SHARE: f64 = 0.5;
 /// round − start of this one) is at least [`BINDING_SHARE`]. Rounds spaced
 /// far wider (a client reading at a limited rate, a CPU-bound sender on a µs
 /// path) were paced by something else, even if their flight was flat.
-pub fn back_to_back(a: &Analysis, all: &[Round], limited: &[&Round]) -> bool {
+pub(crate) fn back_to_back(a: &Analysis, all: &[Round], limited: &[&Round]) -> bool {
     if a.rtt_min.nanos <= 0 {
         return false;
     }
@@ -84,7 +84,7 @@ pub fn back_to_back(a: &Analysis, all: &[Round], limited: &[&Round]) -> bool {
 
 /// Evidence of a run of window-capped rounds: the first three, each said by
 /// `say`, and the last one when there are more ("still N B in flight").
-pub fn capped_rounds_evidence(
+pub(crate) fn capped_rounds_evidence(
     capped: &[&Round],
     say: impl Fn(&Round) -> String,
 ) -> Vec<super::finding::Evidence> {
@@ -112,7 +112,7 @@ pub fn capped_rounds_evidence(
 /// queue under the transfer explains the flight (an RTT that rose: the
 /// flight sits in a queue at the bottleneck and no bigger window could
 /// help; `queueing-delay` says so). What every window finding starts from.
-pub fn window_limited(
+pub(crate) fn window_limited(
     a: &Analysis,
     limit: Limit,
     min: usize,
@@ -127,7 +127,7 @@ pub fn window_limited(
 
 /// `bytes` per RTT in MB/s (0 with the RTT unknown): the throughput a
 /// window of that many bytes allows.
-pub fn per_rtt_mb_s(a: &Analysis, bytes: u64) -> f64 {
+pub(crate) fn per_rtt_mb_s(a: &Analysis, bytes: u64) -> f64 {
     if a.rtt_min.nanos > 0 {
         bytes as f64 / a.rtt_min.as_secs_f64() / 1e6
     } else {

@@ -18,10 +18,10 @@ use crate::analysis::Analysis;
 use crate::flow::rounds::Limit;
 
 /// Finding id.
-pub const ID: &str = "window-limit";
+pub(crate) const ID: &str = "window-limit";
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let Some((t, capped)) = window_limited(a, Limit::Window, FLAT_ROUNDS) else {
         return vec![];
     };

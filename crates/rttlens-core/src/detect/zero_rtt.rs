@@ -9,10 +9,10 @@ use crate::analysis::Analysis;
 use crate::base::cost::Cost;
 
 /// Finding id.
-pub const ID: &str = "zero-rtt";
+pub(crate) const ID: &str = "zero-rtt";
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let Some(t) = &a.tls else { return vec![] };
     let Some(e) = &t.early_data else {
         return vec![];

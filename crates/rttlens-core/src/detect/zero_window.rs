@@ -11,10 +11,10 @@ use crate::base::side::Side;
 use crate::base::time::union_len;
 
 /// Finding id.
-pub const ID: &str = "zero-window";
+pub(crate) const ID: &str = "zero-window";
 
 /// See the module docs.
-pub fn detect(a: &Analysis) -> Vec<Finding> {
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for sender in [Side::Client, Side::Server] {
         let h = &a.conn.half[sender.index()];

@@ -19,7 +19,7 @@ pub mod half;
 pub mod reassembly;
 mod roles;
 pub mod rounds;
-pub mod rtt;
+pub(crate) mod rtt;
 mod syn;
 mod table;
 #[cfg(test)]
@@ -41,7 +41,7 @@ use turns::Turns;
 
 pub use roles::Opening;
 pub use syn::{SynInfo, TS_OPTION_LEN};
-pub(crate) use table::conn_hash;
+pub use table::conn_hash;
 pub use table::{
     FlowTable, CLOSED_LINGER, IDLE_TIMEOUT, SWEEP_EVERY, SWEEP_INTERVAL, SWEEP_MIN, TOMBSTONE,
 };
@@ -92,7 +92,7 @@ pub struct Conn<P> {
     pub turns: Turns,
     /// What the client's first data opened with, from its captured bytes.
     pub client_opening: Option<Opening>,
-    /// Every packet, when the table keeps traces ([`FlowTable::with_trace`]).
+    /// Every packet, when the table keeps traces (`FlowTable::with_trace`).
     pub trace: Option<Box<Trace>>,
     syn_data: Option<SynData>,
 }

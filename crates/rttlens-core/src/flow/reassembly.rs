@@ -15,7 +15,7 @@ use crate::base::side::{FrameRef, Side};
 
 /// Upper bound on out-of-order bytes held per direction (bytes). Past it the
 /// oldest hole is declared a gap, so memory stays bounded per connection.
-pub const MAX_OUT_OF_ORDER_BYTES: usize = 1 << 20;
+pub(crate) const MAX_OUT_OF_ORDER_BYTES: usize = 1 << 20;
 
 /// What the reassembler feeds: the protocol trackers of one connection.
 pub trait StreamSink {
@@ -42,11 +42,11 @@ pub trait Trackers: Default {
 }
 
 /// One direction's view of a connection's [`Trackers`], as a [`StreamSink`].
-pub struct SideSink<'a, P> {
+pub(crate) struct SideSink<'a, P> {
     /// The sender of the bytes.
-    pub side: Side,
+    pub(crate) side: Side,
     /// The trackers.
-    pub protocols: &'a mut P,
+    pub(crate) protocols: &'a mut P,
 }
 
 impl<P: Trackers> StreamSink for SideSink<'_, P> {
@@ -83,7 +83,7 @@ impl Reassembler {
     /// Offer the captured bytes of a segment at stream `offset`. `wire_len` is
     /// its payload length on the wire; when the capture cut the packet
     /// (snaplen) the missing tail is reported as a gap.
-    pub fn push(
+    pub(crate) fn push(
         &mut self,
         offset: u64,
         data: &[u8],
@@ -159,17 +159,12 @@ impl Reassembler {
 
     /// The bytes before `offset` will never be seen (the peer acknowledged
     /// them, or the capture ended): report the hole as a gap and move on.
-    pub fn skip_to(&mut self, offset: u64, sink: &mut dyn StreamSink) {
+    pub(crate) fn skip_to(&mut self, offset: u64, sink: &mut dyn StreamSink) {
         if offset > self.next {
             sink.gap(self.next, offset - self.next);
             self.next = offset;
         }
         self.drain(sink);
-    }
-
-    /// Bytes held out of order.
-    pub fn pending_bytes(&self) -> usize {
-        self.pending_bytes
     }
 }
 

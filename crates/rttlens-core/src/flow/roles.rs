@@ -40,7 +40,7 @@ pub(super) fn roles(seg: &TcpSegment<'_>) -> (SocketAddr, SocketAddr, bool) {
 /// record header and a handshake type, RFC 8446 §5.1 and §4; a request
 /// method or `HTTP/1.`, RFC 9112 §3 and §4), so no parser is needed.
 fn role_from_payload(payload: &[u8]) -> Option<bool> {
-    Opening::of(payload).map(Opening::from_client)
+    Opening::of(payload).map(Opening::is_client_side)
 }
 
 /// What the first bytes of a stream say it carries (see
@@ -81,7 +81,7 @@ impl Opening {
     }
 
     /// A client sends it.
-    pub fn from_client(self) -> bool {
+    pub(crate) fn is_client_side(self) -> bool {
         matches!(self, Opening::TlsClientHello | Opening::HttpRequest)
     }
 }

@@ -18,7 +18,7 @@ use crate::base::time::Duration;
 
 /// At most this many rounds are kept per direction; later rounds are counted
 /// in [`RoundTracker::rounds_dropped`] only (memory stays bounded).
-pub const MAX_ROUNDS: usize = 4096;
+pub(crate) const MAX_ROUNDS: usize = 4096;
 
 /// What held a round's flight where it was (docs/design.md §4 "Round limits").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -75,73 +75,73 @@ impl Limit {
 
 /// One round of one sender.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Round {
+pub(crate) struct Round {
     /// 0-based index within the direction.
-    pub index: u32,
+    pub(crate) index: u32,
     /// First segment of the round.
-    pub first: FrameRef,
+    pub(crate) first: FrameRef,
     /// Last segment of the round.
-    pub last: FrameRef,
+    pub(crate) last: FrameRef,
     /// Stream offset of the first new byte sent in the round.
-    pub start_offset: u64,
+    pub(crate) start_offset: u64,
     /// New (never sent before) payload bytes.
-    pub new_bytes: u64,
+    pub(crate) new_bytes: u64,
     /// Retransmitted payload bytes.
-    pub retx_bytes: u64,
+    pub(crate) retx_bytes: u64,
     /// Data segments (new and retransmitted).
-    pub segments: u32,
+    pub(crate) segments: u32,
     /// Maximum bytes in flight, as the sender saw it (bytes).
-    pub max_flight: u64,
+    pub(crate) max_flight: u64,
     /// Frame of the segment at which the flight peaked.
-    pub max_flight_frame: u64,
+    pub(crate) max_flight_frame: u64,
     /// The peer's advertised window when the flight peaked (bytes, scaled).
-    pub rwnd: u64,
+    pub(crate) rwnd: u64,
     /// Largest window the peer advertised in eligible ACKs during the round (bytes).
-    pub max_rwnd: u64,
+    pub(crate) max_rwnd: u64,
     /// A retransmission happened in the round.
-    pub loss: bool,
+    pub(crate) loss: bool,
     /// Payload length of the round's last new-data segment (bytes).
-    pub last_len: u32,
+    pub(crate) last_len: u32,
     /// Time from the ACK that started the round reaching the sender to the
     /// round's first segment: ≈ 0 when ACK-clocked, longer when the sender
     /// waited for its application. `None` for a round no ACK started.
-    pub release_delay: Option<Duration>,
+    pub(crate) release_delay: Option<Duration>,
     /// The round's first segment followed data or a FIN from the peer: it
     /// may answer it, so the previous round's end was the application's.
-    pub answers_peer: bool,
+    pub(crate) answers_peer: bool,
     /// What limited the round (set by `analysis::rounds::classify`).
-    pub limit: Limit,
+    pub(crate) limit: Limit,
 }
 
 /// One data segment as the round tracker needs it.
 #[derive(Debug, Clone, Copy)]
 pub struct RoundSegment {
     /// Where it was seen.
-    pub at: FrameRef,
+    pub(crate) at: FrameRef,
     /// Stream offset of its first byte.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Payload length (bytes).
-    pub len: u32,
+    pub(crate) len: u32,
     /// Bytes of it never sent before.
-    pub new_bytes: u64,
+    pub(crate) new_bytes: u64,
     /// It is a retransmission.
-    pub retx: bool,
+    pub(crate) retx: bool,
     /// Bytes in flight after sending it, as the sender saw it.
-    pub flight: u64,
+    pub(crate) flight: u64,
     /// Eligible cumulative ACK (stream offset).
-    pub eligible_ack: u64,
+    pub(crate) eligible_ack: u64,
     /// Eligible advertised window field of the peer (raw, unscaled: the
     /// shift is applied by [`RoundTracker::finish`], since without the SYNs
     /// it is only known at the end).
-    pub rwnd: u64,
+    pub(crate) rwnd: u64,
     /// Highest stream offset sent before this segment.
-    pub snd_nxt_before: u64,
+    pub(crate) snd_nxt_before: u64,
     /// Time since the latest eligible ACK that advanced the cumulative ACK
     /// reached the sender (None before any).
-    pub since_ack: Option<Duration>,
+    pub(crate) since_ack: Option<Duration>,
     /// The peer sent data or its FIN since this sender's previous new data:
     /// this segment may answer it rather than be released by an ACK.
-    pub answers_peer: bool,
+    pub(crate) answers_peer: bool,
 }
 
 /// Online round tracker of one sender.
@@ -151,7 +151,7 @@ pub struct RoundTracker {
     cur: Option<Round>,
     marker: u64,
     /// Rounds not kept because [`MAX_ROUNDS`] was reached.
-    pub rounds_dropped: u64,
+    pub(crate) rounds_dropped: u64,
     next_index: u32,
 }
 
@@ -216,7 +216,7 @@ impl RoundTracker {
 
     /// Close the open round and return all kept rounds, their windows
     /// scaled by the peer's window-scale `shift` (RFC 7323 §2.3).
-    pub fn finish(mut self, shift: u8) -> (Vec<Round>, u64) {
+    pub(crate) fn finish(mut self, shift: u8) -> (Vec<Round>, u64) {
         self.close();
         let shift = shift.min(14);
         for r in &mut self.rounds {

@@ -20,7 +20,7 @@ use crate::base::time::Duration;
 
 /// How many samples per half are kept for the median (the first ones; the
 /// minimum is tracked over all of them).
-pub const MAX_SAMPLES: usize = 4096;
+pub(crate) const MAX_SAMPLES: usize = 4096;
 
 /// Where an RTT figure came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -59,10 +59,10 @@ pub struct RttSample {
 #[derive(Debug, Default, Clone)]
 pub struct HalfSamples {
     /// Minimum over all samples, with the method that gave it.
-    pub min: Option<(Duration, RttMethod)>,
+    pub(crate) min: Option<(Duration, RttMethod)>,
     /// The first [`MAX_SAMPLES`] data/ACK and timestamp samples, in capture
     /// order (queueing shows as a rise over time).
-    pub samples: Vec<RttSample>,
+    pub(crate) samples: Vec<RttSample>,
 }
 
 impl HalfSamples {
@@ -81,7 +81,7 @@ impl HalfSamples {
     }
 
     /// The `q`-quantile (0.0–1.0) of the data/ACK and timestamp samples.
-    pub fn quantile(&self, q: f64) -> Option<Duration> {
+    pub(crate) fn quantile(&self, q: f64) -> Option<Duration> {
         if self.samples.is_empty() {
             return None;
         }
@@ -103,7 +103,7 @@ pub struct RttSamples {
     pub half: [HalfSamples; 2],
     /// Every data/ACK and timestamp sample with its half, when a trace is
     /// kept ([`crate::flow::trace::Trace::rtt`]); `None` otherwise.
-    pub all: Option<Vec<(Side, RttSample)>>,
+    pub(crate) all: Option<Vec<(Side, RttSample)>>,
 }
 
 impl RttSamples {
@@ -118,7 +118,7 @@ impl RttSamples {
     }
 
     /// Current estimate of the half on `side` (its minimum), if any.
-    pub fn h(&self, side: Side) -> Option<Duration> {
+    pub(crate) fn h(&self, side: Side) -> Option<Duration> {
         self.half[side.index()].min.map(|(d, _)| d)
     }
 }

@@ -31,18 +31,18 @@ pub struct SynInfo {
     /// Raw window field (never scaled in a SYN, RFC 7323 §2.2).
     pub window: u16,
     /// Payload carried (TCP Fast Open data, RFC 7413), bytes.
-    pub data_len: u32,
+    pub(crate) data_len: u32,
     /// The acknowledgment number (SYN-ACK only: whether it covers the SYN's
     /// data tells if TFO data was accepted, RFC 7413 §4.2).
-    pub ack: SeqNumber,
+    pub(crate) ack: SeqNumber,
     /// Payload of the latest transmission (a client that gave up on TFO
     /// resends its SYN without data, RFC 7413 §4.1.3).
-    pub last_data_len: u32,
+    pub(crate) last_data_len: u32,
     /// Fast Open option of the latest transmission.
-    pub last_fast_open: Option<crate::wire::FastOpen>,
+    pub(crate) last_fast_open: Option<crate::wire::FastOpen>,
     /// The first transmission without a Fast Open option after one with it:
     /// where a client gave up on TFO (RFC 7413 §4.1.3).
-    pub first_plain: Option<FrameRef>,
+    pub(crate) first_plain: Option<FrameRef>,
 }
 
 /// Data carried by the client's SYN (TCP Fast Open), held until the SYN-ACK

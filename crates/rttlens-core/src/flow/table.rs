@@ -24,7 +24,7 @@ pub const TOMBSTONE: Duration = Duration::from_millis(60_000);
 pub const IDLE_TIMEOUT: Duration = Duration::from_millis(300_000);
 /// Every this many tracked segments (over the whole capture, not per table)
 /// the pipeline asks the table for connections to hand on
-/// ([`FlowTable::sweep`])…
+/// (`FlowTable::sweep`)…
 pub const SWEEP_EVERY: u64 = 16_384;
 /// …and sooner, once [`SWEEP_INTERVAL`] of capture time has passed, after
 /// at least this many: a closed connection is then handed on about
@@ -59,7 +59,7 @@ impl FlowKey {
 
 /// A hash of the connection `seg` belongs to (its 4-tuple, whichever way
 /// the segment goes): the parallel pipeline's choice of shard.
-pub(crate) fn conn_hash(seg: &TcpSegment<'_>) -> u64 {
+pub fn conn_hash(seg: &TcpSegment<'_>) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = rustc_hash::FxHasher::default();
     FlowKey::of(seg).hash(&mut h);
@@ -87,12 +87,12 @@ pub struct FlowTable<P> {
     /// Closed connections handed on, and when.
     closed: FxHashMap<FlowKey, Timestamp>,
     /// Segments ignored because their connection had closed.
-    pub late_segments: u64,
+    pub(crate) late_segments: u64,
     next_index: u64,
     /// The keys a sweep hands on (kept for the next sweep).
     over: Vec<(u64, FlowKey)>,
     /// Most connections open at once.
-    pub peak_open: usize,
+    pub(crate) peak_open: usize,
     /// Keep per-frame marks in every connection's halves.
     marks: bool,
     /// Keep every connection's packets ([`Conn::trace`]).
@@ -108,7 +108,7 @@ impl<P: Trackers> FlowTable<P> {
     /// An empty table whose connections keep every frame's TCP analysis
     /// marks ([`crate::flow::half::Half::marks`]): memory grows with the capture, so only
     /// for cross-checks.
-    pub fn with_marks() -> FlowTable<P> {
+    pub(crate) fn with_marks() -> FlowTable<P> {
         Self {
             marks: true,
             ..Self::default()
@@ -118,7 +118,7 @@ impl<P: Trackers> FlowTable<P> {
     /// An empty table whose connections keep every packet ([`Conn::trace`])
     /// for the pictures: memory grows with the packets of the connections
     /// open at once.
-    pub fn with_trace() -> FlowTable<P> {
+    pub(crate) fn with_trace() -> FlowTable<P> {
         Self {
             trace: true,
             ..Self::default()
@@ -128,7 +128,7 @@ impl<P: Trackers> FlowTable<P> {
     /// Account one segment seen at `at`. A SYN with a new ISN on a 4-tuple
     /// in use ends the old connection, which is passed to `done`; returns
     /// whether the segment opened a new connection. Connections that are
-    /// closed or idle are handed on by [`sweep`](Self::sweep), which the
+    /// closed or idle are handed on by `sweep`, which the
     /// caller runs at points chosen over the whole capture ([`SWEEP_EVERY`],
     /// [`SWEEP_MIN`]), so that a table holding
     /// a share of the capture's connections (one per thread) hands each
@@ -187,7 +187,7 @@ impl<P: Trackers> FlowTable<P> {
     }
 
     /// Connections opened so far (the next connection's index).
-    pub fn opened(&self) -> u64 {
+    pub(crate) fn opened(&self) -> u64 {
         self.next_index
     }
 
@@ -195,7 +195,7 @@ impl<P: Trackers> FlowTable<P> {
     /// [`CLOSED_LINGER`] or silent for [`IDLE_TIMEOUT`] at `now` (the
     /// latest timestamp of the capture so far), and forget tombstones older
     /// than [`TOMBSTONE`].
-    pub fn sweep(&mut self, now: Timestamp, done: &mut dyn FnMut(Box<Conn<P>>)) {
+    pub(crate) fn sweep(&mut self, now: Timestamp, done: &mut dyn FnMut(Box<Conn<P>>)) {
         // reused from sweep to sweep: a fresh vector of thousands of keys
         // each time cost page faults
         let mut over = std::mem::take(&mut self.over);

@@ -1,6 +1,6 @@
 //! Every packet of a connection, kept for the pictures (the HTML report's
 //! ladder, time-sequence, IO and RTT graphs) when asked for
-//! ([`crate::flow::FlowTable::with_trace`]).
+//! (`crate::flow::FlowTable::with_trace`).
 //!
 //! The analysis itself never reads a trace: it streams. A trace costs 64
 //! bytes per packet ([`TracePacket`]) and 32 per RTT sample, so it is kept
@@ -56,7 +56,7 @@ pub struct Trace {
 impl Trace {
     /// Scale every packet's raw window field once the connection is over:
     /// `shift[i]` is side `i`'s window-scale shift as finally known.
-    pub(crate) fn scale_windows(&mut self, shift: [u8; 2]) {
+    pub fn scale_windows(&mut self, shift: [u8; 2]) {
         for p in &mut self.packets {
             if !p.flags.contains(TcpFlags::SYN) {
                 p.window <<= shift[p.side.index()].min(14);

@@ -18,12 +18,12 @@ use crate::base::side::FrameRef;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Turn {
     /// The client's last data segment before the answer.
-    pub request_last: FrameRef,
+    pub(crate) request_last: FrameRef,
     /// The server's first ACK covering everything the client had sent: a
     /// pure ACK before the answer, or the answer itself.
-    pub ack: FrameRef,
+    pub(crate) ack: FrameRef,
     /// The server's first new data after it.
-    pub response_first: FrameRef,
+    pub(crate) response_first: FrameRef,
 }
 
 impl Turn {
@@ -49,9 +49,9 @@ pub struct Turns {
     /// The first complete turn.
     pub first: Option<Turn>,
     /// The longest complete turn.
-    pub longest: Option<Turn>,
+    pub(crate) longest: Option<Turn>,
     /// Complete turns.
-    pub count: u32,
+    pub(crate) count: u32,
 }
 
 impl Turns {
@@ -68,7 +68,7 @@ impl Turns {
     /// client's last data being `request_last`: a turn is open, an answer
     /// is short so far, or that data is not answered yet. (Most server
     /// segments of a transfer are none of these: they skip the rest.)
-    pub fn pending(&self, request_last: Option<FrameRef>) -> bool {
+    pub(crate) fn pending(&self, request_last: Option<FrameRef>) -> bool {
         self.open.is_some()
             || self.preamble.is_some()
             || request_last.is_some_and(|q| self.answered != Some(q.frame))
@@ -76,7 +76,7 @@ impl Turns {
 
     /// The client sent new data: a turn still open is not over (the
     /// request goes on).
-    pub fn on_client_data(&mut self) {
+    pub(crate) fn on_client_data(&mut self) {
         self.open = None;
         self.preamble = None;
     }
@@ -94,7 +94,7 @@ impl Turns {
     /// server's bytes the capture missed so far. A turn answered so far by
     /// less than one full segment, then such a pause with nothing missed,
     /// is timed to the data after the pause (the answer proper).
-    pub fn on_server_data(
+    pub(crate) fn on_server_data(
         &mut self,
         at: FrameRef,
         acks: Option<FrameRef>,

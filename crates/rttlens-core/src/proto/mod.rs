@@ -58,7 +58,7 @@ pub const PARSE_BUFFER_CAP: usize = 64 * 1024;
 pub struct Note {
     /// Stream offset (bytes from the first payload byte after the SYN) of the
     /// item the note is about.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// What happened (serialized inline: `{"offset": 5, "kind":
     /// "malformed", "what": "…"}`).
     #[serde(flatten)]
@@ -129,11 +129,6 @@ impl Notes {
         self.dropped
     }
 
-    /// All notes, kept or not.
-    pub fn total(&self) -> u64 {
-        self.items.len() as u64 + self.dropped
-    }
-
     /// Records a note (or only counts it once the cap is reached).
     pub(crate) fn push(&mut self, offset: u64, kind: NoteKind) {
         if self.items.len() < Self::CAP {
@@ -164,10 +159,7 @@ mod tests {
         for i in 0..20 {
             n.push(i, NoteKind::Gap { len: 1 });
         }
-        assert_eq!(
-            (n.items().len(), n.dropped(), n.total()),
-            (Notes::CAP, 4, 20)
-        );
+        assert_eq!((n.items().len(), n.dropped()), (Notes::CAP, 4));
         let note = Note {
             offset: 5,
             kind: NoteKind::Malformed { what: "x" },

@@ -28,7 +28,7 @@ impl Default for Protocols {
 
 /// What the trackers found, once the connection is over.
 #[derive(Debug, Default)]
-pub enum Found {
+pub(crate) enum Found {
     /// TLS records and handshake.
     Tls(Box<TlsSummary>),
     /// HTTP/1.x messages.
@@ -57,7 +57,7 @@ impl Protocols {
     }
 
     /// The connection is over: keep the tracker that recognised its protocol.
-    pub fn finish(mut self) -> Found {
+    pub(crate) fn finish(mut self) -> Found {
         if let Some(h) = self.http.as_mut() {
             h.end(Side::Client);
             h.end(Side::Server);

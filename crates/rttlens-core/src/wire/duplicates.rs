@@ -41,18 +41,18 @@ use crate::wire::{TcpFlags, TcpSegment};
 /// (the segment captured just before it): copies made by the capture
 /// itself (`-i any` on a bridge or bond) carry the same timestamp or one
 /// a microsecond apart.
-pub const MAX_GAP_PURE_ACK: Duration = Duration::from_micros(1);
+pub(crate) const MAX_GAP_PURE_ACK: Duration = Duration::from_micros(1);
 
 /// Segments a copy is looked for among (`editcap -d` compares 5 frames;
 /// a capture on two interfaces interleaves a few more).
-pub const WINDOW: usize = 8;
+pub(crate) const WINDOW: usize = 8;
 /// Largest gap between a segment and its copy when an IPv4 Identification
 /// tells them apart from a retransmission: the forwarding delay between two
 /// capture interfaces.
-pub const MAX_GAP_WITH_ID: Duration = Duration::from_millis(10);
+pub(crate) const MAX_GAP_WITH_ID: Duration = Duration::from_millis(10);
 /// Largest gap between a data segment and its copy without an
 /// Identification: a SPAN port or second interface copies in microseconds.
-pub const MAX_GAP_WITHOUT_ID: Duration = Duration::from_micros(100);
+pub(crate) const MAX_GAP_WITHOUT_ID: Duration = Duration::from_micros(100);
 
 /// What two copies of a segment share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -96,7 +96,7 @@ impl Key {
 /// sequence numbers sit apart in one small array, scanned first: on this
 /// per-packet path almost every segment differs from all of them there.
 #[derive(Debug, Default)]
-pub struct Duplicates {
+pub(crate) struct Duplicates {
     seqs: [u32; WINDOW],
     recent: [(Key, Timestamp); WINDOW],
     len: usize,

@@ -21,32 +21,32 @@ const IPPROTO_AH: u8 = 51;
 
 /// The upper-layer part of an IP datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Datagram<'a> {
+pub(crate) struct Datagram<'a> {
     /// Source address.
-    pub src: IpAddr,
+    pub(crate) src: IpAddr,
     /// Destination address.
-    pub dst: IpAddr,
+    pub(crate) dst: IpAddr,
     /// Upper-layer protocol number (after any extension headers).
-    pub protocol: u8,
+    pub(crate) protocol: u8,
     /// Captured upper-layer bytes, bounded by the IP length (so without
     /// link-layer padding); shorter than `payload_len` when the frame was
     /// cut.
-    pub payload: &'a [u8],
+    pub(crate) payload: &'a [u8],
     /// Upper-layer length on the wire, in octets.
-    pub payload_len: usize,
+    pub(crate) payload_len: usize,
     /// The datagram is a fragment other than the first: `payload` does not
     /// start with an upper-layer header.
-    pub non_first_fragment: bool,
+    pub(crate) non_first_fragment: bool,
     /// IPv4 Identification field (RFC 791 §3.1); 0 for IPv6, whose
     /// datagrams carry one only in a fragment header.
-    pub ip_id: u16,
+    pub(crate) ip_id: u16,
 }
 
 impl Datagram<'_> {
     /// Whether every upper-layer byte was captured, so that a header running
     /// past `payload` runs past the IP length (malformed) rather than past
     /// the snapshot length (truncated).
-    pub fn is_complete(&self) -> bool {
+    pub(crate) fn is_complete(&self) -> bool {
         self.payload.len() >= self.payload_len
     }
 }
@@ -61,7 +61,7 @@ impl Datagram<'_> {
 /// an authentication header); [`DecodeError::Malformed`] when the version is
 /// not 4, the IHL is below 5 or the total length is shorter than the
 /// header.
-pub fn parse_ipv4(bytes: &[u8], wire_len: usize) -> Result<Datagram<'_>, DecodeError> {
+pub(crate) fn parse_ipv4(bytes: &[u8], wire_len: usize) -> Result<Datagram<'_>, DecodeError> {
     let header = Ipv4HeaderSlice::from_slice(bytes).map_err(|e| match e {
         ipv4::HeaderSliceError::Len(_) => DecodeError::Truncated { layer: "IPv4" },
         ipv4::HeaderSliceError::Content(ipv4::HeaderError::UnexpectedVersion { .. }) => {
@@ -135,7 +135,7 @@ fn auth_error(e: ip_auth::HeaderSliceError, complete: bool) -> DecodeError {
 /// extension header; [`DecodeError::Malformed`] when the version is not 6,
 /// a hop-by-hop header is not first, or the extension headers run past the
 /// payload length.
-pub fn parse_ipv6(bytes: &[u8], wire_len: usize) -> Result<Datagram<'_>, DecodeError> {
+pub(crate) fn parse_ipv6(bytes: &[u8], wire_len: usize) -> Result<Datagram<'_>, DecodeError> {
     let header = Ipv6HeaderSlice::from_slice(bytes).map_err(|e| match e {
         ipv6::HeaderSliceError::Len(_) => DecodeError::Truncated { layer: "IPv6" },
         ipv6::HeaderSliceError::Content(_) => DecodeError::Malformed {

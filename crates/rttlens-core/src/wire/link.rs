@@ -22,7 +22,7 @@ use crate::capture::LinkType;
 
 /// The network-layer datagram a frame carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Network<'a> {
+pub(crate) enum Network<'a> {
     /// An IPv4 datagram (and whatever follows it in the frame).
     Ipv4(&'a [u8]),
     /// An IPv6 datagram (and whatever follows it in the frame).
@@ -31,7 +31,7 @@ pub enum Network<'a> {
 
 impl<'a> Network<'a> {
     /// The bytes from the IP header to the end of the frame.
-    pub fn bytes(&self) -> &'a [u8] {
+    pub(crate) fn bytes(&self) -> &'a [u8] {
         match *self {
             Network::Ipv4(b) | Network::Ipv6(b) => b,
         }
@@ -39,15 +39,15 @@ impl<'a> Network<'a> {
 }
 
 /// EtherType of IPv4.
-pub const ETHERTYPE_IPV4: u16 = 0x0800;
+pub(crate) const ETHERTYPE_IPV4: u16 = 0x0800;
 /// EtherType of IPv6.
-pub const ETHERTYPE_IPV6: u16 = 0x86dd;
+pub(crate) const ETHERTYPE_IPV6: u16 = 0x86dd;
 /// EtherType of an 802.1Q VLAN tag.
-pub const ETHERTYPE_VLAN: u16 = 0x8100;
+pub(crate) const ETHERTYPE_VLAN: u16 = 0x8100;
 /// EtherType of an 802.1ad service tag (QinQ outer tag).
-pub const ETHERTYPE_QINQ: u16 = 0x88a8;
+pub(crate) const ETHERTYPE_QINQ: u16 = 0x88a8;
 /// Pre-standard QinQ outer tag EtherType.
-pub const ETHERTYPE_QINQ_OLD: u16 = 0x9100;
+pub(crate) const ETHERTYPE_QINQ_OLD: u16 = 0x9100;
 
 /// BSD `AF_INET`.
 const AF_INET: u32 = 2;
@@ -63,7 +63,7 @@ const AF_INET6: [u32; 3] = [24, 28, 30];
 /// [`DecodeError::UnknownLinkType`] for a link type not in the table above,
 /// [`DecodeError::Truncated`] when the frame ends inside a link header, and
 /// [`DecodeError::Malformed`] for raw IP whose version is neither 4 nor 6.
-pub fn strip(link: LinkType, data: &[u8]) -> Result<Option<Network<'_>>, DecodeError> {
+pub(crate) fn strip(link: LinkType, data: &[u8]) -> Result<Option<Network<'_>>, DecodeError> {
     match link {
         LinkType::ETHERNET => {
             let eth = Ethernet2HeaderSlice::from_slice(data)
@@ -162,15 +162,17 @@ fn be_u32(buffer: &[u8], at: usize) -> u32 {
 ///
 /// Once [`new_checked`](Self::new_checked) succeeds no accessor can panic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SllHeader<'a> {
+pub(crate) struct SllHeader<'a> {
     buffer: &'a [u8],
 }
 
 mod sll_field {
-    pub const PACKET_TYPE: usize = 0;
-    pub const ARPHRD_TYPE: usize = 2;
-    pub const ADDR_LEN: usize = 4;
-    pub const PROTOCOL: usize = 14;
+    #[allow(dead_code)]
+    pub(crate) const PACKET_TYPE: usize = 0;
+    pub(crate) const ARPHRD_TYPE: usize = 2;
+    #[allow(dead_code)]
+    pub(crate) const ADDR_LEN: usize = 4;
+    pub(crate) const PROTOCOL: usize = 14;
 }
 
 impl<'a> SllHeader<'a> {
@@ -182,7 +184,7 @@ impl<'a> SllHeader<'a> {
     /// # Errors
     ///
     /// [`DecodeError::Truncated`] when `buffer` is shorter than 16 octets.
-    pub fn new_checked(buffer: &'a [u8]) -> Result<Self, DecodeError> {
+    pub(crate) fn new_checked(buffer: &'a [u8]) -> Result<Self, DecodeError> {
         if buffer.len() < Self::LEN {
             return Err(DecodeError::Truncated { layer: "Linux SLL" });
         }
@@ -191,27 +193,29 @@ impl<'a> SllHeader<'a> {
 
     /// Packet type (0 to us, 1 broadcast, 2 multicast, 3 to someone else,
     /// 4 sent by us).
-    pub fn packet_type(&self) -> u16 {
+    #[allow(dead_code)] // the whole header stays readable, as smoltcp's wire views
+    pub(crate) fn packet_type(&self) -> u16 {
         be_u16(self.buffer, sll_field::PACKET_TYPE)
     }
 
     /// `ARPHRD_` device type (1 Ethernet, 772 loopback, 65534 none/tun, …).
-    pub fn arphrd_type(&self) -> u16 {
+    pub(crate) fn arphrd_type(&self) -> u16 {
         be_u16(self.buffer, sll_field::ARPHRD_TYPE)
     }
 
     /// Length of the link-layer source address.
-    pub fn addr_len(&self) -> u16 {
+    #[allow(dead_code)] // the whole header stays readable, as smoltcp's wire views
+    pub(crate) fn addr_len(&self) -> u16 {
         be_u16(self.buffer, sll_field::ADDR_LEN)
     }
 
     /// Protocol: an EtherType for IP.
-    pub fn protocol(&self) -> u16 {
+    pub(crate) fn protocol(&self) -> u16 {
         be_u16(self.buffer, sll_field::PROTOCOL)
     }
 
     /// The bytes after the header.
-    pub fn payload(&self) -> &'a [u8] {
+    pub(crate) fn payload(&self) -> &'a [u8] {
         self.buffer.get(Self::LEN..).unwrap_or(&[])
     }
 }
@@ -221,16 +225,19 @@ impl<'a> SllHeader<'a> {
 ///
 /// Once [`new_checked`](Self::new_checked) succeeds no accessor can panic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sll2Header<'a> {
+pub(crate) struct Sll2Header<'a> {
     buffer: &'a [u8],
 }
 
 mod sll2_field {
-    pub const PROTOCOL: usize = 0;
-    pub const INTERFACE_INDEX: usize = 4;
-    pub const ARPHRD_TYPE: usize = 8;
-    pub const PACKET_TYPE: usize = 10;
-    pub const ADDR_LEN: usize = 11;
+    pub(crate) const PROTOCOL: usize = 0;
+    #[allow(dead_code)]
+    pub(crate) const INTERFACE_INDEX: usize = 4;
+    pub(crate) const ARPHRD_TYPE: usize = 8;
+    #[allow(dead_code)]
+    pub(crate) const PACKET_TYPE: usize = 10;
+    #[allow(dead_code)]
+    pub(crate) const ADDR_LEN: usize = 11;
 }
 
 impl<'a> Sll2Header<'a> {
@@ -242,7 +249,7 @@ impl<'a> Sll2Header<'a> {
     /// # Errors
     ///
     /// [`DecodeError::Truncated`] when `buffer` is shorter than 20 octets.
-    pub fn new_checked(buffer: &'a [u8]) -> Result<Self, DecodeError> {
+    pub(crate) fn new_checked(buffer: &'a [u8]) -> Result<Self, DecodeError> {
         if buffer.len() < Self::LEN {
             return Err(DecodeError::Truncated {
                 layer: "Linux SLL2",
@@ -252,22 +259,24 @@ impl<'a> Sll2Header<'a> {
     }
 
     /// Protocol: an EtherType for IP.
-    pub fn protocol(&self) -> u16 {
+    pub(crate) fn protocol(&self) -> u16 {
         be_u16(self.buffer, sll2_field::PROTOCOL)
     }
 
     /// Index of the interface the packet was captured on.
-    pub fn interface_index(&self) -> u32 {
+    #[allow(dead_code)] // the whole header stays readable, as smoltcp's wire views
+    pub(crate) fn interface_index(&self) -> u32 {
         be_u32(self.buffer, sll2_field::INTERFACE_INDEX)
     }
 
     /// `ARPHRD_` device type.
-    pub fn arphrd_type(&self) -> u16 {
+    pub(crate) fn arphrd_type(&self) -> u16 {
         be_u16(self.buffer, sll2_field::ARPHRD_TYPE)
     }
 
     /// Packet type (as in [`SllHeader::packet_type`]).
-    pub fn packet_type(&self) -> u8 {
+    #[allow(dead_code)] // the whole header stays readable, as smoltcp's wire views
+    pub(crate) fn packet_type(&self) -> u8 {
         self.buffer
             .get(sll2_field::PACKET_TYPE)
             .copied()
@@ -275,12 +284,13 @@ impl<'a> Sll2Header<'a> {
     }
 
     /// Length of the link-layer source address.
-    pub fn addr_len(&self) -> u8 {
+    #[allow(dead_code)] // the whole header stays readable, as smoltcp's wire views
+    pub(crate) fn addr_len(&self) -> u8 {
         self.buffer.get(sll2_field::ADDR_LEN).copied().unwrap_or(0)
     }
 
     /// The bytes after the header.
-    pub fn payload(&self) -> &'a [u8] {
+    pub(crate) fn payload(&self) -> &'a [u8] {
         self.buffer.get(Self::LEN..).unwrap_or(&[])
     }
 }
@@ -291,20 +301,20 @@ impl<'a> Sll2Header<'a> {
 ///
 /// Once [`new_checked`](Self::new_checked) succeeds no accessor can panic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NullHeader<'a> {
+pub(crate) struct NullHeader<'a> {
     buffer: &'a [u8],
 }
 
 impl<'a> NullHeader<'a> {
     /// Header length in octets.
-    pub const LEN: usize = 4;
+    pub(crate) const LEN: usize = 4;
 
     /// A view of the header at the start of `buffer`.
     ///
     /// # Errors
     ///
     /// [`DecodeError::Truncated`] when `buffer` is shorter than 4 octets.
-    pub fn new_checked(buffer: &'a [u8]) -> Result<Self, DecodeError> {
+    pub(crate) fn new_checked(buffer: &'a [u8]) -> Result<Self, DecodeError> {
         if buffer.len() < Self::LEN {
             return Err(DecodeError::Truncated { layer: "BSD null" });
         }
@@ -312,7 +322,7 @@ impl<'a> NullHeader<'a> {
     }
 
     /// The address family read in network byte order (`LINKTYPE_LOOP`).
-    pub fn family_be(&self) -> u32 {
+    pub(crate) fn family_be(&self) -> u32 {
         be_u32(self.buffer, 0)
     }
 
@@ -320,7 +330,7 @@ impl<'a> NullHeader<'a> {
     /// order of the capturing host, which the file does not record: the
     /// order that gives a small value (every `AF_` value fits in 16 bits)
     /// wins.
-    pub fn family_any_order(&self) -> u32 {
+    pub(crate) fn family_any_order(&self) -> u32 {
         let be = self.family_be();
         if be <= 0xffff {
             be
@@ -330,7 +340,7 @@ impl<'a> NullHeader<'a> {
     }
 
     /// The bytes after the header.
-    pub fn payload(&self) -> &'a [u8] {
+    pub(crate) fn payload(&self) -> &'a [u8] {
         self.buffer.get(Self::LEN..).unwrap_or(&[])
     }
 }

@@ -1,8 +1,8 @@
 //! Wire decoding: from a captured frame to a [`TcpSegment`].
 //!
-//! [`decode`] strips the link layer ([`link`]), walks IPv4 or IPv6 with its
-//! extension headers ([`ip`]) and reads the TCP header and options
-//! ([`tcp`]). Everything borrows from the frame; nothing is allocated.
+//! [`decode`] strips the link layer (`link`), walks IPv4 or IPv6 with its
+//! extension headers (`ip`) and reads the TCP header and options
+//! (`tcp`). Everything borrows from the frame; nothing is allocated.
 //!
 //! Ethernet, VLAN tags and the IP and TCP fixed headers are read with
 //! etherparse's checked header slices. Written here, because etherparse
@@ -25,10 +25,10 @@
 //! A frame that cannot be decoded gives a [`DecodeError`]; inside a capture
 //! that is a counted capture-quality note, never a reason to stop.
 
-pub mod duplicates;
-pub mod ip;
-pub mod link;
-pub mod tcp;
+pub(crate) mod duplicates;
+pub(crate) mod ip;
+pub(crate) mod link;
+pub(crate) mod tcp;
 
 use std::net::IpAddr;
 
@@ -138,7 +138,7 @@ const IPPROTO_TCP: u8 = 6;
 ///
 /// # Errors
 ///
-/// [`DecodeError::UnknownLinkType`] for a link type not listed in [`link`];
+/// [`DecodeError::UnknownLinkType`] for a link type not listed in `link`;
 /// [`DecodeError::Truncated`] when `data` ends inside a link, IP or TCP
 /// header; [`DecodeError::Malformed`] for impossible header values.
 pub fn decode(link: LinkType, data: &[u8], orig_len: u32) -> Result<Decoded<'_>, DecodeError> {
@@ -153,7 +153,7 @@ pub fn decode(link: LinkType, data: &[u8], orig_len: u32) -> Result<Decoded<'_>,
 /// # Errors
 ///
 /// As [`decode`].
-pub fn decode_without_options(
+pub(crate) fn decode_without_options(
     link: LinkType,
     data: &[u8],
     orig_len: u32,

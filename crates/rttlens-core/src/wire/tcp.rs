@@ -27,17 +27,17 @@ impl TcpFlags {
     /// Reset the connection.
     pub const RST: TcpFlags = TcpFlags(0x004);
     /// Push function.
-    pub const PSH: TcpFlags = TcpFlags(0x008);
+    pub(crate) const PSH: TcpFlags = TcpFlags(0x008);
     /// Acknowledgment field is significant.
     pub const ACK: TcpFlags = TcpFlags(0x010);
     /// Urgent pointer field is significant.
-    pub const URG: TcpFlags = TcpFlags(0x020);
+    pub(crate) const URG: TcpFlags = TcpFlags(0x020);
     /// ECN-Echo (RFC 3168).
     pub const ECE: TcpFlags = TcpFlags(0x040);
     /// Congestion Window Reduced (RFC 3168).
     pub const CWR: TcpFlags = TcpFlags(0x080);
     /// Accurate ECN (RFC 9768; the former NS bit of RFC 3540).
-    pub const AE: TcpFlags = TcpFlags(0x100);
+    pub(crate) const AE: TcpFlags = TcpFlags(0x100);
 
     const NAMES: [(TcpFlags, &'static str); 9] = [
         (TcpFlags::SYN, "SYN"),
@@ -123,13 +123,13 @@ pub struct TcpOptions {
     pub sack_permitted: bool,
     /// SACK blocks (kind 5, RFC 2018) as (left edge, right edge); the first
     /// [`sack_count`](Self::sack_count) entries are valid.
-    pub sack_blocks: [(SeqNumber, SeqNumber); 4],
+    pub(crate) sack_blocks: [(SeqNumber, SeqNumber); 4],
     /// Number of valid entries in [`sack_blocks`](Self::sack_blocks).
-    pub sack_count: u8,
+    pub(crate) sack_count: u8,
     /// Timestamps (kind 8, RFC 7323 §3): (TSval, TSecr).
-    pub timestamps: Option<(u32, u32)>,
+    pub(crate) timestamps: Option<(u32, u32)>,
     /// TCP Fast Open (kind 34, or 254 + ExID `0xF989`).
-    pub fast_open: Option<FastOpen>,
+    pub(crate) fast_open: Option<FastOpen>,
     /// The option list ran past the header or an option had a bad length:
     /// parsing stopped there, and options after it are missing.
     pub malformed: bool,
@@ -137,15 +137,15 @@ pub struct TcpOptions {
 
 /// Option kinds (IANA "TCP Option Kind Numbers").
 mod kind {
-    pub const END: u8 = 0;
-    pub const NOP: u8 = 1;
-    pub const MSS: u8 = 2;
-    pub const WINDOW_SCALE: u8 = 3;
-    pub const SACK_PERMITTED: u8 = 4;
-    pub const SACK: u8 = 5;
-    pub const TIMESTAMPS: u8 = 8;
-    pub const FAST_OPEN: u8 = 34;
-    pub const EXPERIMENT_2: u8 = 254;
+    pub(crate) const END: u8 = 0;
+    pub(crate) const NOP: u8 = 1;
+    pub(crate) const MSS: u8 = 2;
+    pub(crate) const WINDOW_SCALE: u8 = 3;
+    pub(crate) const SACK_PERMITTED: u8 = 4;
+    pub(crate) const SACK: u8 = 5;
+    pub(crate) const TIMESTAMPS: u8 = 8;
+    pub(crate) const FAST_OPEN: u8 = 34;
+    pub(crate) const EXPERIMENT_2: u8 = 254;
 }
 
 /// ExID of experimental TCP Fast Open (RFC 7413 §4.1.1, RFC 6994).
@@ -176,7 +176,7 @@ impl TcpOptions {
     /// first option whose length is missing, below 2, runs past `bytes`, or
     /// is wrong for its kind (then [`malformed`](Self::malformed) is set).
     /// Unknown kinds are skipped by their length.
-    pub fn parse(bytes: &[u8]) -> TcpOptions {
+    pub(crate) fn parse(bytes: &[u8]) -> TcpOptions {
         let mut opts = TcpOptions::default();
         let mut rest = bytes;
         while let Some((&kind, after_kind)) = rest.split_first() {
@@ -314,11 +314,8 @@ fn fast_open(cookie: &[u8], experimental: bool) -> FastOpen {
 /// A header cut inside its options by the snapshot length (`tcpdump -s 96`
 /// and an IPv6 SYN with its options) is read as far as it goes: the fixed
 /// fields in full, the options that fit, no payload.
-pub fn parse_segment<'a>(datagram: &Datagram<'a>) -> Result<TcpSegment<'a>, DecodeError> {
-    parse_segment_with(datagram, true)
-}
-
-/// [`parse_segment`], parsing the options only when `options` is set.
+///
+/// The options are parsed only when `options` is set.
 pub(super) fn parse_segment_with<'a>(
     datagram: &Datagram<'a>,
     options: bool,

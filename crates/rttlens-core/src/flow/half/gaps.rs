@@ -12,9 +12,9 @@ use super::{FrameMark, Half, MAX_EVENTS_KEPT};
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct CaptureDrop {
     /// The ACK that revealed it.
-    pub at: FrameRef,
+    pub(crate) at: FrameRef,
     /// Bytes acknowledged but never seen.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 /// Stream offsets `start..end` the capture has not seen, since `opened`.

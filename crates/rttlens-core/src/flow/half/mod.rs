@@ -1,8 +1,8 @@
 //! One direction of a TCP connection: the data one side sends and the ACKs
 //! it gets back, tracked online with state bounded by the window.
 //!
-//! [`Half`] holds the direction's state, and [`Half::on_data`] and
-//! [`Half::on_peer_ack`] take each segment through the concerns in turn;
+//! [`Half`] holds the direction's state, and `Half::on_data` and
+//! `Half::on_peer_ack` take each segment through the concerns in turn;
 //! each concern reads in its own file:
 //!
 //! - `eligible.rs`: which of the peer's ACKs the sender can have received
@@ -61,7 +61,7 @@ pub const MAX_EVENTS_KEPT: usize = 64;
 /// with AES-GCM adds about 73 B, a GRE/IPIP tunnel 24 B, PPPoE 8 B, a VPN
 /// over UDP up to ~100 B; 160 leaves room for two of them. A segment further
 /// below the MSS than that is small, however often it was sent.
-pub const TUNNEL_OVERHEAD_MAX: u64 = 160;
+pub(crate) const TUNNEL_OVERHEAD_MAX: u64 = 160;
 
 /// What the engine said of one frame, in the terms of Wireshark's
 /// `tcp.analysis.*` flags (for cross-checks; `docs/wireshark.md` says where
@@ -99,24 +99,24 @@ pub struct Half {
     pub isn: Option<SeqNumber>,
     base: Option<SeqNumber>,
     /// Highest stream offset sent (end of data; FIN not counted).
-    pub snd_nxt: u64,
+    pub(crate) snd_nxt: u64,
     /// Highest cumulative ACK from the peer (stream offset).
-    pub acked: u64,
+    pub(crate) acked: u64,
     ack_seen: bool,
     /// Latest window field the peer advertised (raw, unscaled; see
     /// [`Half::scaled`]).
-    pub window: u64,
+    pub(crate) window: u64,
     /// Largest window field the peer advertised (raw, unscaled).
-    pub max_window: u64,
+    pub(crate) max_window: u64,
     /// The peer's window-scale shift applied to its window field: from the
     /// SYNs when [`Half::wscale_known`], else the smallest shift the
     /// sender's flight allows (a lower bound, see [`WscaleEvidence`]).
-    pub peer_wscale: u8,
+    pub(crate) peer_wscale: u8,
     /// Both SYNs were seen, so [`Half::peer_wscale`] is the negotiated shift
     /// (RFC 7323 §2.2), not an inferred lower bound.
-    pub wscale_known: bool,
+    pub(crate) wscale_known: bool,
     /// Without the SYNs: the segment that raised the inferred shift last.
-    pub wscale_evidence: Option<WscaleEvidence>,
+    pub(crate) wscale_evidence: Option<WscaleEvidence>,
     /// The peer's ACKs not yet eligible for the sender, oldest first.
     hist: VecDeque<AckEv>,
     /// What the sender had seen of the peer's ACKs.
@@ -131,70 +131,70 @@ pub struct Half {
     /// Bytes the capture missed between segments, until filled or ACKed.
     holes: Vec<Hole>,
     /// The sender's last segment (at the capture point).
-    pub last_send: Option<FrameRef>,
+    pub(crate) last_send: Option<FrameRef>,
     /// First data segment.
-    pub first_data: Option<FrameRef>,
+    pub(crate) first_data: Option<FrameRef>,
     /// Last segment that carried new data.
-    pub last_new_data: Option<FrameRef>,
+    pub(crate) last_new_data: Option<FrameRef>,
     /// Payload bytes on the wire, retransmissions included.
-    pub bytes_sent: u64,
+    pub(crate) bytes_sent: u64,
     /// Data segments (payload > 0).
-    pub data_segments: u64,
+    pub(crate) data_segments: u64,
     /// Largest payload seen (bytes).
-    pub max_payload: u32,
+    pub(crate) max_payload: u32,
     /// Data segments of exactly [`max_payload`](Self::max_payload) bytes.
     max_payload_count: u32,
     /// Data segments larger than the MSS: the capture was taken on an end
     /// host with TSO/GSO (sent) or GRO (received) offload, which hands the
     /// capture one large segment for several on the wire. Counted only when
     /// the MSS is known from the SYNs.
-    pub oversized: u64,
+    pub(crate) oversized: u64,
     /// Retransmissions (first [`MAX_RETX_KEPT`]).
     pub retx: Vec<Retransmission>,
     /// Every frame's TCP analysis marks, in capture order; `None` unless
     /// asked for ([`crate::flow::FlowTable::with_marks`]).
-    pub marks: Option<Vec<(FrameRef, FrameMark)>>,
+    pub(crate) marks: Option<Vec<(FrameRef, FrameMark)>>,
     /// Retransmissions in total.
-    pub retx_count: u64,
+    pub(crate) retx_count: u64,
     /// Segments that filled a hole soon after it opened: reordering.
-    pub out_of_order: u64,
+    pub(crate) out_of_order: u64,
     /// Zero-window episodes the peer imposed (first [`MAX_EVENTS_KEPT`]).
-    pub zero_windows: Vec<ZeroWindow>,
+    pub(crate) zero_windows: Vec<ZeroWindow>,
     /// Segments sent while the flight filled the peer's window.
-    pub window_full: u64,
+    pub(crate) window_full: u64,
     /// ACKs for data the capture never saw (first [`MAX_EVENTS_KEPT`]).
-    pub drops: Vec<CaptureDrop>,
+    pub(crate) drops: Vec<CaptureDrop>,
     /// Bytes acknowledged but never seen, in total.
-    pub dropped_bytes: u64,
+    pub(crate) dropped_bytes: u64,
     /// Rounds of this sender.
-    pub rounds: RoundTracker,
+    pub(crate) rounds: RoundTracker,
     /// In-order delivery to the protocol trackers.
-    pub reasm: Reassembler,
+    pub(crate) reasm: Reassembler,
     /// FIN from this side.
-    pub fin: Option<FrameRef>,
+    pub(crate) fin: Option<FrameRef>,
     /// Pure ACKs from the peer that acknowledged everything this side had
     /// sent, one per burst of new data (first [`MAX_EVENTS_KEPT`]): a quick
     /// one followed by a late answer means the peer's application was slow,
     /// not its TCP (docs/design.md §4 "Think time").
-    pub full_acks: Vec<FrameRef>,
+    pub(crate) full_acks: Vec<FrameRef>,
     /// The latest of them (kept when the list is full).
-    pub last_full_ack: Option<FrameRef>,
+    pub(crate) last_full_ack: Option<FrameRef>,
     awaiting_full_ack: bool,
     /// This side's TSvals waiting for the peer's echo.
     ts_echo: TsEcho,
     /// The sender's MSS (bytes; 0 while unknown), for "small segment" tests.
-    pub mss: u64,
+    pub(crate) mss: u64,
     /// What the stall watchers remember of the last segments and their ACKs.
     stalls: StallWatch,
     /// Nagle stalls (first [`MAX_EVENTS_KEPT`]).
-    pub nagle: Vec<NagleStall>,
+    pub(crate) nagle: Vec<NagleStall>,
     /// The peer sent data since the last small segment: what follows may
     /// answer it.
-    pub peer_spoke: bool,
+    pub(crate) peer_spoke: bool,
     /// The peer sent data since the last new-data segment.
-    pub peer_spoke_since_data: bool,
+    pub(crate) peer_spoke_since_data: bool,
     /// Stalls on a delayed ACK (first [`MAX_EVENTS_KEPT`]).
-    pub ack_stalls: Vec<AckStall>,
+    pub(crate) ack_stalls: Vec<AckStall>,
 }
 
 impl Half {
@@ -252,12 +252,12 @@ impl Half {
 
     /// Everything this side sent so far has been acknowledged (true before
     /// any data).
-    pub fn ack_seen_all(&self) -> bool {
+    pub(crate) fn ack_seen_all(&self) -> bool {
         self.acked >= self.snd_nxt
     }
 
     /// Set the sequence number of stream offset 0 (ISN + 1) from a SYN.
-    pub fn set_isn(&mut self, isn: SeqNumber) {
+    pub(crate) fn set_isn(&mut self, isn: SeqNumber) {
         self.isn = Some(isn);
         if self.base.is_none() {
             self.base = Some(isn.add(1));
@@ -270,7 +270,7 @@ impl Half {
     /// MTU is smaller than the MSS announced (a tunnel, PPPoE, an MSS clamp
     /// in one direction only; 1380 B segments under a 1460 B MSS) makes the
     /// sender's segments that size, and they are full, not small.
-    pub fn full_size(&self) -> u64 {
+    pub(crate) fn full_size(&self) -> u64 {
         let cap = u64::from(self.max_payload);
         if self.max_payload_count >= 2 && cap < self.mss && self.mss - cap <= TUNNEL_OVERHEAD_MAX {
             cap
@@ -282,7 +282,7 @@ impl Half {
     /// A full segment of this sender as far as the capture tells (bytes):
     /// [`Half::full_size`] with the MSS known, else the largest payload it
     /// sent, never below [`MIN_MSS`] (no SYNs in the capture).
-    pub fn segment_size(&self) -> u64 {
+    pub(crate) fn segment_size(&self) -> u64 {
         if self.mss > 0 {
             self.full_size()
         } else {
@@ -292,7 +292,7 @@ impl Half {
 
     /// Stream offset of `seq`, relative to the highest offset sent; `None`
     /// before this direction's first segment.
-    pub fn offset(&self, seq: SeqNumber) -> Option<u64> {
+    pub(crate) fn offset(&self, seq: SeqNumber) -> Option<u64> {
         let base = self.base?;
         // unwrap the 32-bit number around snd_nxt, so streams over 4 GiB work
         let nxt_seq = base.add(self.snd_nxt as u32);
@@ -305,7 +305,7 @@ impl Half {
     /// payload, SYN, FIN or RST. `window` is `None` for a RST, whose window
     /// field means nothing (RFC 9293 §3.10.7): the last one stays.
     #[allow(clippy::too_many_arguments)]
-    pub fn on_peer_ack(
+    pub(crate) fn on_peer_ack(
         &mut self,
         ack: SeqNumber,
         window: Option<u64>,
@@ -384,7 +384,7 @@ impl Half {
     /// Process a data segment this side sent: `len` payload bytes on the wire
     /// at `seq`, of which `payload` were captured.
     #[allow(clippy::too_many_arguments)]
-    pub fn on_data(
+    pub(crate) fn on_data(
         &mut self,
         seq: SeqNumber,
         len: u32,

@@ -56,35 +56,35 @@ pub struct Retransmission {
     pub at: FrameRef,
     /// The original transmission, when the capture saw it (not when the
     /// original was lost before the capture point).
-    pub original: Option<FrameRef>,
+    pub(crate) original: Option<FrameRef>,
     /// Stream offset and length (bytes).
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Payload length (bytes).
-    pub len: u32,
+    pub(crate) len: u32,
     /// Trigger.
-    pub kind: RetxKind,
+    pub(crate) kind: RetxKind,
     /// What the sender's timer saw: time since its previous segment and
     /// since the last ACK reached it, whichever is shorter.
-    pub silence: Duration,
+    pub(crate) silence: Duration,
     /// Duplicate ACKs the sender had seen.
-    pub dupacks: u32,
+    pub(crate) dupacks: u32,
     /// The sender had SACK blocks above this segment (RFC 6675 loss evidence).
-    pub sack_above: bool,
+    pub(crate) sack_above: bool,
     /// Earlier retransmissions of the same offset (RTO backoff count).
-    pub backoff: u8,
+    pub(crate) backoff: u8,
     /// The receiver already had the data: an ACK covering it was seen
     /// before the retransmission, or a D-SACK reported it (RFC 2883).
     pub spurious: bool,
     /// Classified without dupACK/SACK evidence (RACK or unknown trigger).
-    pub inferred: bool,
+    pub(crate) inferred: bool,
     /// The frame of an ACK covering the data that was seen long enough
     /// before for the sender to have it, yet it resent: that ACK (and any
     /// after it) was lost on the way to the sender, and its timer, not the
     /// ACKs, clocked it.
-    pub lost_ack: Option<u64>,
+    pub(crate) lost_ack: Option<u64>,
     /// Time the data was held up: retransmission − original send (or hole
     /// opening when the original was not seen).
-    pub delay: Duration,
+    pub(crate) delay: Duration,
 }
 
 #[derive(Debug, Clone, Copy)]

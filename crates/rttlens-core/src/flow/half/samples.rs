@@ -55,7 +55,7 @@ impl Half {
     }
 
     /// Record this side's TSval (for echo samples).
-    pub fn note_tsval(&mut self, tsval: u32, ts: Timestamp) {
+    pub(crate) fn note_tsval(&mut self, tsval: u32, ts: Timestamp) {
         // TSval ticks once per ms or so: most segments repeat the last one,
         // and a value not newer than the last (reordering) is no new sample
         if self
@@ -75,7 +75,7 @@ impl Half {
     /// The peer echoed `tsecr` in the segment `at`: a sample of h_peer.
     /// The peer's TS.Recent only moves forward (RFC 7323 §4.3), so values
     /// older than the echo will not be echoed any more and are dropped.
-    pub fn on_tsecr(&mut self, tsecr: u32, at: FrameRef, rtt: &mut RttSamples) {
+    pub(crate) fn on_tsecr(&mut self, tsecr: u32, at: FrameRef, rtt: &mut RttSamples) {
         if self.ts_echo.last_tsecr == Some(tsecr) {
             return; // looked up already: only the first echo is a sample
         }

@@ -15,15 +15,15 @@ use super::{Half, MAX_EVENTS_KEPT};
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct NagleStall {
     /// The earlier small segment (y).
-    pub y: FrameRef,
+    pub(crate) y: FrameRef,
     /// Its payload (bytes).
-    pub y_len: u32,
+    pub(crate) y_len: u32,
     /// The peer's pure ACK covering y.
-    pub ack: FrameRef,
+    pub(crate) ack: FrameRef,
     /// The held segment (x), sent as soon as that ACK arrived.
-    pub x: FrameRef,
+    pub(crate) x: FrameRef,
     /// Its payload (bytes).
-    pub x_len: u32,
+    pub(crate) x_len: u32,
 }
 
 /// The sender went quiet until the peer's pure ACK of its last segment
@@ -36,23 +36,23 @@ pub struct NagleStall {
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct AckStall {
     /// The sender's last segment before the stall (y).
-    pub y: FrameRef,
+    pub(crate) y: FrameRef,
     /// Its payload (bytes).
-    pub y_len: u32,
+    pub(crate) y_len: u32,
     /// Bytes in flight once y was sent, as the sender saw it (the ACKs that
     /// could have reached it).
-    pub flight: u64,
+    pub(crate) flight: u64,
     /// The same by the ACKs seen at the capture point (Wireshark's
     /// `tcp.analysis.bytes_in_flight`): less at a receiver's vantage, where
     /// the latest ACKs had not yet reached the sender.
-    pub flight_here: u64,
+    pub(crate) flight_here: u64,
     /// The peer's pure ACK covering y.
-    pub ack: FrameRef,
+    pub(crate) ack: FrameRef,
     /// How long the peer held that ACK: ACK − y − the peer's side of the
     /// path.
-    pub held: Duration,
+    pub(crate) held: Duration,
     /// The next new data, sent as soon as that ACK arrived (x).
-    pub x: FrameRef,
+    pub(crate) x: FrameRef,
 }
 
 /// An ACK held at least this long beyond the path was delayed by the
@@ -104,7 +104,7 @@ fn released_by_ack(
 
 impl Half {
     /// Payload of the last segment that carried new data (bytes; 0 before any).
-    pub fn last_data_len(&self) -> u32 {
+    pub(crate) fn last_data_len(&self) -> u32 {
         self.stalls.last_data.map_or(0, |d| d.2)
     }
 
@@ -154,7 +154,7 @@ impl Half {
     }
 
     /// The connection is over: a pending stall followed by nothing holds.
-    pub fn finish_nagle(&mut self) {
+    pub(crate) fn finish_nagle(&mut self) {
         if let Some(p) = self.stalls.pending_nagle.take() {
             self.confirm_nagle(p);
         }

@@ -11,9 +11,9 @@ use super::{FrameMark, Half, MAX_EVENTS_KEPT};
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct ZeroWindow {
     /// The ACK advertising window 0.
-    pub start: FrameRef,
+    pub(crate) start: FrameRef,
     /// The ACK that opened the window again (None: never, within the capture).
-    pub end: Option<FrameRef>,
+    pub(crate) end: Option<FrameRef>,
 }
 
 /// Why the peer's window-scale shift is at least what it is, when the SYNs
@@ -25,11 +25,11 @@ pub struct ZeroWindow {
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct WscaleEvidence {
     /// The data segment that reached past `raw << (shift − 1)`.
-    pub at: FrameRef,
+    pub(crate) at: FrameRef,
     /// Its end − the eligible cumulative ACK (bytes).
-    pub flight: u64,
+    pub(crate) flight: u64,
     /// The window field the sender had last heard (unscaled).
-    pub raw: u64,
+    pub(crate) raw: u64,
     /// The smallest shift with `raw << shift ≥ flight` (≤ 14).
     pub shift: u8,
 }
@@ -37,7 +37,7 @@ pub struct WscaleEvidence {
 impl Half {
     /// A window field of the peer in bytes: `raw << peer_wscale` (a lower
     /// bound unless [`Half::wscale_known`]).
-    pub fn scaled(&self, raw: u64) -> u64 {
+    pub(crate) fn scaled(&self, raw: u64) -> u64 {
         raw << self.peer_wscale.min(14)
     }
 

@@ -53,27 +53,27 @@ pub struct HttpRequest {
     /// Minor version: 1 for HTTP/1.1, 0 for HTTP/1.0.
     pub version: u8,
     /// Stream offset of the message's first byte.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Segment that carried the first byte.
     pub first: FrameRef,
     /// Segment that completed the header block.
     pub head_complete: FrameRef,
     /// Header block length in bytes (request line to the empty line).
-    pub head_len: u32,
+    pub(crate) head_len: u32,
     /// Segment that delivered the last byte (`None` until complete, or when
     /// the last byte fell in a gap).
     pub last: Option<FrameRef>,
     /// The whole message (head and body) was walked.
     pub complete: bool,
     /// Stream offset just past the message (when complete).
-    pub end: Option<u64>,
+    pub(crate) end: Option<u64>,
     /// Body bytes walked so far: the `Content-Length` body, or the sum of the
     /// chunk sizes (decoded length) for chunked bodies; gaps included.
     pub body_len: u64,
     /// Body bytes missing from the capture.
-    pub missing: u64,
+    pub(crate) missing: u64,
     /// `Content-Length` header value.
-    pub content_length: Option<u64>,
+    pub(crate) content_length: Option<u64>,
     /// Chunked transfer coding.
     pub chunked: bool,
     /// `Expect: 100-continue` (the body waits for an interim response or a
@@ -95,7 +95,7 @@ pub struct HttpResponse {
     /// Segment that completed the header block.
     pub head_complete: FrameRef,
     /// Header block length in bytes.
-    pub head_len: u32,
+    pub(crate) head_len: u32,
     /// Segment that delivered the last byte (`None` until complete, or when
     /// the last byte fell in a gap). For an until-close body it is set by
     /// [`HttpTracker::end`].
@@ -129,7 +129,7 @@ pub struct HttpInterim {
     /// Segment that carried its first byte.
     pub first: FrameRef,
     /// Segment that completed its header block.
-    pub head_complete: FrameRef,
+    pub(crate) head_complete: FrameRef,
 }
 
 /// A request and its response (either may be missing: not yet seen, or lost
@@ -151,9 +151,9 @@ pub struct HttpExchange {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct HttpDirection {
     /// The sender.
-    pub side: Side,
+    pub(crate) side: Side,
     /// Stream bytes seen (gaps excluded).
-    pub bytes_seen: u64,
+    pub(crate) bytes_seen: u64,
     /// Stream bytes reported missing by gaps.
     pub bytes_missing: u64,
     /// Messages whose header block was parsed (interim responses included).

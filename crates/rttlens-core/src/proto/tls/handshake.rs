@@ -63,12 +63,12 @@ impl HandshakeKind {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Step {
     /// The sender.
-    pub side: Side,
+    pub(crate) side: Side,
     /// Index of the record (for a message: of the record carrying its first
     /// byte) in [`TlsDirection::records`].
     pub record: u64,
     /// Stream offset of the record header (for a message: of its header).
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Record payload length (for a message: its body length), in bytes.
     pub length: u32,
     /// Segment that carried its first byte.

@@ -35,7 +35,7 @@ const NAME_CAP: usize = 255;
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ClientHelloInfo {
     /// `legacy_version` (`0x0303` for TLS 1.2 and 1.3 clients).
-    pub legacy_version: u16,
+    pub(crate) legacy_version: u16,
     /// `supported_versions` extension, in the client's order (empty if
     /// absent; GREASE values included). Contains `0x0304` for a TLS 1.3
     /// client.
@@ -46,11 +46,11 @@ pub struct ClientHelloInfo {
     /// session id sends the cached id; TLS 1.3 clients in middlebox
     /// compatibility mode send 32 random bytes (RFC 8446 §D.4).
     #[serde(serialize_with = "hex")]
-    pub session_id: Vec<u8>,
+    pub(crate) session_id: Vec<u8>,
     /// `server_name` host name (lossy UTF-8).
-    pub sni: Option<String>,
+    pub(crate) sni: Option<String>,
     /// `application_layer_protocol_negotiation` names offered (lossy UTF-8).
-    pub alpn: Vec<String>,
+    pub(crate) alpn: Vec<String>,
     /// `session_ticket` extension (RFC 5077): `None` if absent, else the
     /// length in bytes of the ticket sent (0 = "I support tickets", more =
     /// resumption attempt).
@@ -64,13 +64,13 @@ pub struct ClientHelloInfo {
     /// Named groups of the `key_share` entries sent.
     pub key_share_groups: Vec<u16>,
     /// Extension types in the order sent (at most 64).
-    pub extensions: Vec<u16>,
+    pub(crate) extensions: Vec<u16>,
     /// Body length of the handshake message, in bytes.
-    pub length: u32,
+    pub(crate) length: u32,
     /// Index of the record that carried the message's first byte.
     pub record: u64,
     /// Stream offset of the handshake message header.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Segment that carried the message's first byte.
     pub first: FrameRef,
     /// Segment that delivered the message's last byte.
@@ -89,26 +89,26 @@ impl ClientHelloInfo {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ServerHelloInfo {
     /// `legacy_version` (`0x0303` for TLS 1.2 and 1.3).
-    pub legacy_version: u16,
+    pub(crate) legacy_version: u16,
     /// Version selected in the `supported_versions` extension (`0x0304` for
     /// TLS 1.3, RFC 8446 §4.2.1), if present.
-    pub selected_version: Option<u16>,
+    pub(crate) selected_version: Option<u16>,
     /// `random` equals [`HELLO_RETRY_REQUEST_RANDOM`]: this is a
     /// HelloRetryRequest, not a ServerHello.
     pub hello_retry_request: bool,
     /// Selected cipher suite.
-    pub cipher_suite: u16,
+    pub(crate) cipher_suite: u16,
     /// IANA name of the cipher suite, when tls-parser knows it.
-    pub cipher_suite_name: Option<&'static str>,
+    pub(crate) cipher_suite_name: Option<&'static str>,
     /// `legacy_session_id` (TLS 1.2: equal to the ClientHello's non-empty id
     /// when resuming, RFC 5246 §7.4.1.3; TLS 1.3: the echo of the client's).
     #[serde(serialize_with = "hex")]
-    pub session_id: Vec<u8>,
+    pub(crate) session_id: Vec<u8>,
     /// `session_ticket` extension present (TLS 1.2: a NewSessionTicket will
     /// follow, RFC 5077 §3.2).
     pub session_ticket: bool,
     /// ALPN protocol selected (lossy UTF-8).
-    pub alpn: Option<String>,
+    pub(crate) alpn: Option<String>,
     /// `pre_shared_key` selected identity (TLS 1.3 PSK accepted, RFC 8446
     /// §4.2.11).
     pub pre_shared_key: Option<u16>,
@@ -116,13 +116,13 @@ pub struct ServerHelloInfo {
     /// server asks for).
     pub key_share_group: Option<u16>,
     /// Extension types in the order sent (at most 64).
-    pub extensions: Vec<u16>,
+    pub(crate) extensions: Vec<u16>,
     /// Body length of the handshake message, in bytes.
-    pub length: u32,
+    pub(crate) length: u32,
     /// Index of the record that carried the message's first byte.
-    pub record: u64,
+    pub(crate) record: u64,
     /// Stream offset of the handshake message header.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Segment that carried the message's first byte.
     pub first: FrameRef,
     /// Segment that delivered the message's last byte.
@@ -132,7 +132,7 @@ pub struct ServerHelloInfo {
 impl ServerHelloInfo {
     /// The negotiated version: `selected_version` if present, else
     /// `legacy_version`.
-    pub fn version(&self) -> u16 {
+    pub(crate) fn version(&self) -> u16 {
         self.selected_version.unwrap_or(self.legacy_version)
     }
 }

@@ -63,7 +63,7 @@ pub const ALERT_DETAIL_CAP: usize = 8;
 /// Largest record payload accepted: `TLSCiphertext.length` ≤ 2^14 + 2048
 /// (RFC 5246 §6.2.3). TLS 1.3 allows only 2^14 + 256 (RFC 8446 §5.2), so this
 /// accepts both.
-pub const MAX_RECORD_LEN: u16 = (1 << 14) + 2048;
+pub(crate) const MAX_RECORD_LEN: u16 = (1 << 14) + 2048;
 
 /// A TLS record content type (RFC 8446 §5.1, RFC 6520 for heartbeat), kept
 /// open: the number is the data, the constants name the known values.
@@ -157,14 +157,14 @@ impl HandshakeType {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TlsRecord {
     /// Position among this direction's records (0 = first).
-    pub index: u64,
+    pub(crate) index: u64,
     /// Stream offset of the record header's first byte.
     pub offset: u64,
     /// Content type.
     pub content_type: ContentType,
     /// Record-layer `legacy_record_version` (`0x0301` in many first
     /// ClientHellos, `0x0303` after).
-    pub version: u16,
+    pub(crate) version: u16,
     /// Payload length in bytes (without the 5-byte header).
     pub length: u16,
     /// Segment that carried the header's first byte.
@@ -221,12 +221,12 @@ pub struct RecordTotals {
     /// `alert` records.
     pub alert: RecordStats,
     /// `handshake` records.
-    pub handshake: RecordStats,
+    pub(crate) handshake: RecordStats,
     /// `application_data` records (in TLS 1.3 including the encrypted
     /// handshake).
     pub application_data: RecordStats,
     /// `heartbeat` records.
-    pub heartbeat: RecordStats,
+    pub(crate) heartbeat: RecordStats,
     /// Records with payload bytes missing from the capture.
     pub with_gaps: u64,
 }
@@ -240,9 +240,9 @@ pub struct HandshakeMessage {
     /// Certificate chain message).
     pub length: u32,
     /// Index of the record that carried its first byte.
-    pub record: u64,
+    pub(crate) record: u64,
     /// Stream offset of its header's first byte.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Segment that carried its first byte.
     pub first: FrameRef,
     /// Segment that delivered its last byte (`None` if incomplete or its last
@@ -256,9 +256,9 @@ pub struct HandshakeMessage {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TlsAlert {
     /// Index of the record.
-    pub record: u64,
+    pub(crate) record: u64,
     /// Segment that carried the record's first byte.
-    pub first: FrameRef,
+    pub(crate) first: FrameRef,
     /// `AlertLevel` (1 = warning, 2 = fatal) when plaintext.
     pub level: Option<u8>,
     /// `AlertDescription` (0 = close_notify, 40 = handshake_failure, …) when
@@ -270,9 +270,9 @@ pub struct TlsAlert {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TlsDirection {
     /// The sender.
-    pub side: Side,
+    pub(crate) side: Side,
     /// Stream bytes seen, in bytes (gaps excluded).
-    pub bytes_seen: u64,
+    pub(crate) bytes_seen: u64,
     /// Stream bytes reported missing by gaps, in bytes.
     pub bytes_missing: u64,
     /// The first [`RECORD_DETAIL_CAP`] records, in stream order (the last one
@@ -287,7 +287,7 @@ pub struct TlsDirection {
     /// All alert records.
     pub alert_count: u64,
     /// Index of the first ChangeCipherSpec record.
-    pub change_cipher_spec: Option<u64>,
+    pub(crate) change_cipher_spec: Option<u64>,
     /// Index of the first opaque handshake record after the first
     /// ChangeCipherSpec: the encrypted Finished in TLS 1.2 (RFC 5246
     /// §7.4.9).
@@ -323,7 +323,7 @@ impl TlsDirection {
     }
 
     /// The record with this index, if it is among the detailed ones.
-    pub fn record(&self, index: u64) -> Option<&TlsRecord> {
+    pub(crate) fn record(&self, index: u64) -> Option<&TlsRecord> {
         usize::try_from(index)
             .ok()
             .and_then(|i| self.records.get(i))
@@ -365,7 +365,7 @@ impl TlsSummary {
     }
 
     /// One direction.
-    pub fn direction(&self, side: Side) -> &TlsDirection {
+    pub(crate) fn direction(&self, side: Side) -> &TlsDirection {
         match side {
             Side::Client => &self.client,
             Side::Server => &self.server,
