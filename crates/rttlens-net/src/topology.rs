@@ -310,6 +310,14 @@ impl Lab {
         self.netns(host).name()
     }
 
+    /// The command prefix that runs a program inside `host`'s namespace
+    /// (`ip netns exec NAME`), for launchers that take one (nginx).
+    pub fn exec_prefix(&self, host: Host) -> Vec<String> {
+        ["ip", "netns", "exec", self.ns_name(host)]
+            .map(String::from)
+            .to_vec()
+    }
+
     /// The IPv4 address of `host`.
     pub fn addr_v4(&self, host: Host) -> Ipv4Addr {
         match host {

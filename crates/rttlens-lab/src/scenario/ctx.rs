@@ -99,12 +99,7 @@ impl<'a> ScenarioCtx<'a> {
         let mut cfg = nginx::Config::new(SocketAddr::new(Lab::SERVER_V4.into(), port));
         edit(&mut cfg);
         let launch = nginx::Launch {
-            prefix: vec![
-                "ip".into(),
-                "netns".into(),
-                "exec".into(),
-                self.lab.ns_name(Host::Server).to_string(),
-            ],
+            prefix: self.lab.exec_prefix(Host::Server),
             ..nginx::Launch::default()
         };
         let dir = self.dir.join(format!("nginx-{port}"));

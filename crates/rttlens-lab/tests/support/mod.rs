@@ -269,12 +269,7 @@ impl TestLab {
         cfg.access_log = false;
         edit(&mut cfg);
         let launch = nginx::Launch {
-            prefix: vec![
-                "ip".into(),
-                "netns".into(),
-                "exec".into(),
-                self.lab.ns_name(Host::Server).to_string(),
-            ],
+            prefix: self.lab.exec_prefix(Host::Server),
             ..nginx::Launch::default()
         };
         let dir = self.dir.join(format!("nginx-{port}"));
