@@ -30,6 +30,7 @@
 //! complete record before it has been returned.
 
 mod input;
+pub mod keylog;
 mod pcap;
 mod pcapng;
 mod reader;
