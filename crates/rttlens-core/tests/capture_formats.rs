@@ -516,3 +516,55 @@ fn frame_numbers_match_wireshark() {
     assert_eq!(numbers, [1, 2, 3, 4, 6, 8, 10, 11, 12, 13, 14, 15, 16]);
     assert_eq!(reader.frames_seen(), 16);
 }
+
+/// A Decryption Secrets Block: `secrets_type`, its length, the secrets.
+fn dsb(be: bool, secrets_type: u32, secrets: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    body.extend_from_slice(&u32b(be, secrets_type));
+    body.extend_from_slice(&u32b(be, secrets.len() as u32));
+    body.extend_from_slice(secrets);
+    block(be, 0x0000_000A, &body)
+}
+
+#[test]
+fn decryption_secrets_blocks_join_the_key_log_and_take_no_frame_number() {
+    use rttlens_core::capture::keylog::SecretLabel;
+    let random: [u8; 32] = std::array::from_fn(|i| i as u8);
+    let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    let tls = format!("CLIENT_TRAFFIC_SECRET_0 {hex} {}\n", "11".repeat(32));
+    let tls2 = format!("SERVER_TRAFFIC_SECRET_0 {hex} {}\n", "22".repeat(32));
+    for be in [false, true] {
+        let (frames, err, reader) = read(&[
+            shb(be),
+            dsb(be, 0x544C_534B, tls.as_bytes()),
+            idb(be, 1, 0, None),
+            epb(be, 0, 1, b"a", 1),
+            // WireGuard keys are not ours; a second TLS block merges
+            dsb(be, 0x5747_4B4C, b"wireguard"),
+            dsb(be, 0x544C_534B, tls2.as_bytes()),
+            epb(be, 0, 2, b"b", 1),
+        ]);
+        assert!(err.is_none(), "{err:?}");
+        let numbers: Vec<u64> = frames.iter().map(|f| f.0).collect();
+        assert_eq!(numbers, [1, 2], "as Wireshark numbers them");
+        let s = reader.key_log().get(&random).expect("the DSBs' secrets");
+        assert_eq!(s.get(SecretLabel::ClientTraffic0), Some(&[0x11; 32][..]));
+        assert_eq!(s.get(SecretLabel::ServerTraffic0), Some(&[0x22; 32][..]));
+        assert_eq!(reader.notes().malformed_blocks, 0);
+        // the padding to 32 bits is not a line of the log
+        assert_eq!(reader.key_log().notes().malformed_lines, 0);
+    }
+    // a DSB whose secrets length runs past the block is counted, not fatal
+    let mut broken = dsb(false, 0x544C_534B, b"abcd");
+    broken[12..16].copy_from_slice(&u32b(false, 4096));
+    let (frames, err, reader) = read(&[
+        shb(false),
+        broken,
+        idb(false, 1, 0, None),
+        epb(false, 0, 1, b"a", 1),
+    ]);
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(frames.len(), 1);
+    assert_eq!(reader.notes().malformed_blocks, 1);
+    assert!(reader.key_log().is_empty());
+}

@@ -114,6 +114,15 @@ fn tshark_decrypts_with_the_embedded_keylog() {
     let (conns, file) = analyse(&captured, Some(&keylog));
     assert_eq!(conns.len(), 1, "{conns:?}");
     assert_eq!(conns[0].protocol, "tls");
+    // rttlens reads the embedded key log back: the same secrets as curl's file
+    let mut reader = CaptureReader::new(Box::new(std::io::Cursor::new(file.clone()))).unwrap();
+    while reader.next_frame().expect("frames").is_some() {}
+    let mut from_file = rttlens_core::capture::keylog::KeyLog::new();
+    from_file.add(&keylog);
+    let embedded = reader.key_log();
+    assert!(from_file.notes().secrets >= 5, "{:?}", from_file.notes());
+    assert_eq!(embedded.notes(), from_file.notes());
+    assert_eq!(embedded.len(), from_file.len());
     let pcap = tmp("tls.pcapng");
     std::fs::write(&pcap, &file).unwrap();
     if rttlens_net::require_command("tshark", "tshark").is_ok() {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use flate2::read::MultiGzDecoder;
 
+use super::keylog::KeyLog;
 use super::{CaptureError, CaptureNotes, LinkType, SharedFrame};
 use crate::base::time::Timestamp;
 
@@ -44,6 +45,8 @@ pub(super) struct Input {
     pub(super) last_ts: Option<Timestamp>,
     /// Capture-quality notes counted so far.
     pub(super) notes: CaptureNotes,
+    /// TLS secrets of the pcapng Decryption Secrets Blocks read so far.
+    pub(super) key_log: KeyLog,
     /// Snapshot length that applied to the last frame (0 = unknown).
     pub(super) last_snaplen: u32,
 }
@@ -83,6 +86,7 @@ impl Input {
             number: 0,
             last_ts: None,
             notes: CaptureNotes::default(),
+            key_log: KeyLog::default(),
             last_snaplen: 0,
         })
     }

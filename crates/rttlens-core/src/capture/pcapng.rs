@@ -11,6 +11,7 @@
 //! writer adds packet options (e.g. macOS tcpdump).
 
 use pcap_parser::{
+    parse_decryptionsecretsblock_be, parse_decryptionsecretsblock_le,
     parse_interfacedescriptionblock_be, parse_interfacedescriptionblock_le,
     parse_sectionheaderblock, parse_simplepacketblock_be, parse_simplepacketblock_le,
 };
@@ -18,6 +19,7 @@ use pcap_parser::{
 use pcap_parser::traits::PcapNGPacketBlock;
 
 use super::input::{Input, Record, RecordMeta, MAX_RECORD};
+use super::keylog::KeyLog;
 use super::{CaptureError, CaptureNotes, LinkType};
 use crate::base::time::Timestamp;
 
@@ -31,6 +33,10 @@ const IDB: u32 = 0x0000_0001;
 const PB: u32 = 0x0000_0002;
 /// Simple Packet Block.
 const SPB: u32 = 0x0000_0003;
+/// Decryption Secrets Block (draft-ietf-opsawg-pcapng §4.7).
+const DSB: u32 = 0x0000_000A;
+/// A DSB's secrets type for a TLS key log in the NSS format (`TLSK`).
+const DSB_TLS_KEY_LOG: u32 = 0x544C_534B;
 /// Enhanced Packet Block.
 const EPB: u32 = 0x0000_0006;
 /// Blocks that carry no packet but that Wireshark shows as frames, so they
@@ -228,6 +234,7 @@ impl NgState {
                 EPB => epb(block, big_endian, false),
                 PB => epb(block, big_endian, true),
                 SPB => spb(block, big_endian),
+                DSB => secrets(block, big_endian, &mut r.key_log, &mut r.notes),
                 t if NUMBERED_NON_PACKET.contains(&t) => Parsed::NumberedNonPacket,
                 _ => Parsed::Other,
             }
@@ -381,6 +388,32 @@ fn epb(block: &[u8], big_endian: bool, obsolete: bool) -> Parsed {
 }
 
 /// A Simple Packet Block: interface 0, no timestamp.
+/// A Decryption Secrets Block: a TLS key log joins the input's
+/// [`KeyLog`]; other secrets (WireGuard, ZigBee, …)
+/// are not ours. A broken block is counted, not fatal.
+fn secrets(
+    block: &[u8],
+    big_endian: bool,
+    key_log: &mut KeyLog,
+    notes: &mut CaptureNotes,
+) -> Parsed {
+    let parsed = if big_endian {
+        parse_decryptionsecretsblock_be(block)
+    } else {
+        parse_decryptionsecretsblock_le(block)
+    };
+    match parsed {
+        Ok((_, dsb)) if dsb.secrets_type.0 == DSB_TLS_KEY_LOG => {
+            // pcap-parser's `data` includes the padding to 32 bits
+            let len = usize::try_from(dsb.secrets_len).unwrap_or(usize::MAX);
+            key_log.add(dsb.data.get(..len).unwrap_or(dsb.data));
+        }
+        Ok(_) => {}
+        Err(_) => notes.malformed_blocks += 1,
+    }
+    Parsed::Other
+}
+
 fn spb(block: &[u8], big_endian: bool) -> Parsed {
     let parsed = if big_endian {
         parse_simplepacketblock_be(block)

@@ -14,6 +14,7 @@ use std::io::{self, Read};
 use std::path::Path;
 
 use super::input::{Input, Record, RecordMeta};
+use super::keylog::KeyLog;
 use super::pcap::PcapState;
 use super::pcapng::{NgState, NG_SHB_MAGIC};
 use super::{CaptureError, CaptureFormat, CaptureNotes, Frame, SharedFrame};
@@ -292,6 +293,12 @@ impl CaptureReader {
     /// Capture-quality notes counted so far.
     pub fn notes(&self) -> CaptureNotes {
         self.input.notes
+    }
+
+    /// The TLS secrets of the Decryption Secrets Blocks read so far (pcapng;
+    /// a writer puts them before the packets they decrypt).
+    pub fn key_log(&self) -> &KeyLog {
+        &self.input.key_log
     }
 
     fn read_pcap_record(&mut self) -> Result<Record, CaptureError> {
