@@ -10,7 +10,7 @@ use crate::analysis::transfer::Transfer;
 use crate::base::cost::round3;
 use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
-use crate::flow::half::WscaleEvidence;
+use crate::flow::half::{WscaleEvidence, MIN_MSS};
 use crate::flow::rounds::{Limit, Round};
 use crate::flow::{Conn, SynInfo};
 use crate::proto::protocols::Protocols;
@@ -192,8 +192,6 @@ impl Analysis {
 /// alert, 48 B MAC, padding to the 16 B block; RFC 5246 §6.2.3.2), rounded
 /// up.
 pub(crate) const CLOSE_TAIL: u64 = 96;
-
-pub use crate::flow::half::MIN_MSS;
 
 /// The most a full-sized segment can fall short of the MSS its peer
 /// announced: the TCP options of each segment come out of it, and they are

@@ -20,12 +20,12 @@ use crate::base::side::Side;
 use crate::base::time::union_len;
 use crate::base::time::Duration;
 use crate::flow::half::NagleStall;
+use crate::flow::half::DELAYED_ACK_MIN;
 
 /// Finding id: Nagle held a segment for about one round trip.
 pub(crate) const ID_STALL: &str = "nagle-stall";
 /// Finding id: Nagle held a segment behind a delayed ACK.
 pub(crate) const ID_DELAYED_ACK: &str = "nagle-delayed-ack";
-pub use crate::flow::half::DELAYED_ACK_MIN;
 
 /// How long the receiver held its ACK of y: ACK − y − h of the receiver.
 fn ack_wait(a: &Analysis, sender: Side, st: &NagleStall) -> Duration {

@@ -20,11 +20,12 @@
 //! - a round's peak bytes in flight is never above what the sender sent.
 
 use super::finding::Finding;
-use crate::analysis::connection::{MIN_MSS, OPTIONS_MAX};
+use crate::analysis::connection::OPTIONS_MAX;
 use crate::analysis::Analysis;
 use crate::base::side::Side;
 use crate::base::time::union_len;
 use crate::base::time::Duration;
+use crate::flow::half::MIN_MSS;
 
 /// Rounding slack of costs (ms): costs are rounded to 3 decimals.
 const SLACK_MS: f64 = 0.002;
