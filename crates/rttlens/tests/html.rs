@@ -391,10 +391,20 @@ fn lab_report_in_one_page() {
         .expect("run rttlens lab");
     let scratch_dir = std::env::temp_dir().join(format!("rttlens-lab-pictures-{}", child.id()));
     let out = child.wait_with_output().expect("wait");
+    // on failure, the lab's table (in the page, not on stderr) says which
+    // scenario did not hold and why
+    let table = std::fs::read_to_string(&page)
+        .ok()
+        .and_then(|h| {
+            let start = h.find("<pre class=\"preface\">")?;
+            let end = h[start..].find("</pre>")? + start;
+            Some(h[start..end].to_string())
+        })
+        .unwrap_or_default();
     assert_eq!(
         out.status.code(),
         Some(0),
-        "{}",
+        "{}\n{table}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!scratch_dir.exists(), "the captures drawn from are removed");
