@@ -112,6 +112,10 @@ pub struct ConnReport {
     pub ladder: Vec<Phase>,
     /// The response transfer.
     pub transfer: Option<TransferReport>,
+    /// Every HTTP/1.x request and its response (cleartext, or decrypted
+    /// with a key log); absent when there were none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<crate::analysis::requests::RequestRow>,
     /// Findings, highest cost first.
     pub findings: Vec<Finding>,
     /// What part of the connection the capture holds (mid-stream start,
@@ -141,6 +145,10 @@ pub struct TlsReport {
     pub measured_rtts: f64,
     /// The server sent a HelloRetryRequest.
     pub(crate) hello_retry: bool,
+    /// What decryption did, when the analysis had a key log (absent
+    /// without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decryption: Option<crate::proto::tls::decrypt::Decryption>,
 }
 
 impl ConnReport {
@@ -210,9 +218,11 @@ impl ConnReport {
                 nominal_rtts: t.kind.nominal_rtts() + u32::from(t.hello_retry.is_some()),
                 measured_rtts: measured_tls_rtts,
                 hello_retry: t.hello_retry.is_some(),
+                decryption: a.decryption.take(),
             }),
             ladder: std::mem::take(&mut a.ladder),
             transfer,
+            requests: std::mem::take(&mut a.requests),
             findings,
             coverage: a.coverage,
             notes: std::mem::take(&mut a.notes),

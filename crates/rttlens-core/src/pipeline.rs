@@ -136,8 +136,53 @@ pub struct CaptureSummary {
     pub peak_open_connections: usize,
     /// Findings per id over all connections.
     pub findings_by_id: BTreeMap<&'static str, u64>,
+    /// TLS connections, and what decryption did (absent without TLS).
+    #[serde(skip_serializing_if = "TlsTally::is_empty")]
+    pub tls: TlsTally,
     /// Capture quality notes.
     pub quality: Quality,
+}
+
+/// The TLS connections of a capture, said once (docs/design.md §4 "TLS
+/// without keys"): how many, their ALPN, and what decryption did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TlsTally {
+    /// TLS connections (handshake seen).
+    pub connections: u64,
+    /// Connections per ALPN protocol selected (`h2`, `http/1.1`; `none`).
+    pub alpn: BTreeMap<String, u64>,
+    /// The analysis had TLS secrets (`--keylog`, pcapng Decryption Secrets
+    /// Blocks).
+    pub key_log: bool,
+    /// Connections whose records were all opened.
+    pub decrypted: u64,
+    /// Connections with some records opened and some not.
+    pub partial: u64,
+    /// Connections not decrypted although a key log was given (no secret
+    /// for them, no hellos in the capture, a suite not decrypted, wrong
+    /// keys).
+    pub not_decrypted: u64,
+}
+
+impl TlsTally {
+    /// No TLS connection.
+    pub fn is_empty(&self) -> bool {
+        self.connections == 0
+    }
+
+    fn add(&mut self, c: &ConnReport) {
+        use crate::proto::tls::decrypt::DecryptStatus;
+        let Some(t) = &c.tls else { return };
+        self.connections += 1;
+        let alpn = t.info.alpn.as_deref().unwrap_or("none");
+        *self.alpn.entry(alpn.to_string()).or_default() += 1;
+        match t.decryption.as_ref().map(|d| d.status) {
+            None => {}
+            Some(DecryptStatus::Decrypted) => self.decrypted += 1,
+            Some(DecryptStatus::Partial) => self.partial += 1,
+            Some(_) => self.not_decrypted += 1,
+        }
+    }
 }
 
 /// How far the reading is, for a progress bar.
@@ -193,6 +238,24 @@ pub fn run_with(
     on_conn: &mut dyn FnMut(ConnReport),
     progress: &mut dyn FnMut(Progress),
 ) -> Result<CaptureSummary, CaptureError> {
+    let mut tls = TlsTally::default();
+    let mut on_conn = |c: ConnReport| {
+        tls.add(&c);
+        on_conn(c);
+    };
+    let mut sum = run_counted(reader, options, &mut on_conn, progress)?;
+    tls.key_log = !reader.key_store().is_empty();
+    sum.tls = tls;
+    Ok(sum)
+}
+
+/// [`run_with`] without the TLS tally.
+fn run_counted(
+    reader: &mut dyn FrameSource,
+    options: &Options,
+    on_conn: &mut dyn FnMut(ConnReport),
+    progress: &mut dyn FnMut(Progress),
+) -> Result<CaptureSummary, CaptureError> {
     if options.threads > 1 {
         return parallel::run(reader, options, on_conn, progress);
     }
@@ -205,7 +268,8 @@ pub fn run_with(
         FlowTable::with_trace()
     } else {
         FlowTable::new()
-    };
+    }
+    .with_ctx(reader.key_store());
     let mut sum = scan(reader, options, table, &mut finish, progress, None)?;
     sum.findings_by_id = findings_by_id;
     Ok(sum)

@@ -547,7 +547,8 @@ fn decryption_secrets_blocks_join_the_key_log_and_take_no_frame_number() {
         assert!(err.is_none(), "{err:?}");
         let numbers: Vec<u64> = frames.iter().map(|f| f.0).collect();
         assert_eq!(numbers, [1, 2], "as Wireshark numbers them");
-        let s = reader.key_log().get(&random).expect("the DSBs' secrets");
+        let log = reader.key_log();
+        let s = log.get(&random).expect("the DSBs' secrets");
         assert_eq!(s.get(SecretLabel::ClientTraffic0), Some(&[0x11; 32][..]));
         assert_eq!(s.get(SecretLabel::ServerTraffic0), Some(&[0x22; 32][..]));
         assert_eq!(reader.notes().malformed_blocks, 0);

@@ -7,7 +7,9 @@
 //! - `GET /`: a small HTML page;
 //! - anything else: 404.
 //!
-//! Every response waits [`ServerConfig::think`] first.
+//! Every response waits [`ServerConfig::think`] first, and `?think=MS` in
+//! a request's query adds that many ms to it (at most 10 s): a slow request
+//! among quick ones on a keep-alive connection.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -398,7 +400,14 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-        let think = cfg.think;
+        // `?think=MS` adds a think time to this one request (at most 10 s)
+        let extra = req
+            .uri()
+            .query()
+            .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("think=")))
+            .and_then(|ms| ms.parse::<u64>().ok())
+            .map_or(Duration::ZERO, |ms| Duration::from_millis(ms.min(10_000)));
+        let think = cfg.think + extra;
         async move {
             if !think.is_zero() {
                 tokio::time::sleep(think).await;
@@ -412,7 +421,8 @@ where
         .map_err(|e| Error::io("HTTP")(std::io::Error::other(e)))
 }
 
-/// The response to a path: `/size/N`, `/`, or 404.
+/// The response to a path: `/size/N`, `/`, or 404 (a query such as
+/// `?think=MS` is read by the service, not here).
 fn respond(path: &str) -> Response<Full<Bytes>> {
     let reply = |status: StatusCode, ctype: &str, body: Bytes| {
         let mut r = Response::new(Full::new(body));

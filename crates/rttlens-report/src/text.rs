@@ -5,8 +5,10 @@
 
 use std::io::{self, Write};
 
+use rttlens_core::analysis::requests::RequestRow;
 use rttlens_core::model::ConnReport;
-use rttlens_core::pipeline::CaptureSummary;
+use rttlens_core::pipeline::{CaptureSummary, TlsTally};
+use rttlens_core::proto::tls::decrypt::{DecryptStatus, Decryption};
 
 use crate::{Renderer, Source};
 
@@ -114,6 +116,9 @@ pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::
             l.push_str(&format!(" · ALPN {s}"));
         }
         writeln!(w, "{l}")?;
+        if let Some(d) = &t.decryption {
+            writeln!(w, "  {}", decryption_line(d))?;
+        }
     }
     if !c.ladder.is_empty() {
         writeln!(w)?;
@@ -142,6 +147,9 @@ pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::
                 detail
             )?;
         }
+    }
+    if c.requests.len() > 1 || (c.tls.is_some() && !c.requests.is_empty()) {
+        write_requests(w, &c.requests)?;
     }
     if let Some(t) = &c.transfer {
         let flights: Vec<String> = t
@@ -251,6 +259,130 @@ pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::
     writeln!(w)
 }
 
+/// Requests shown per connection; the rest are counted.
+const REQUEST_ROWS: usize = 20;
+
+/// The table of HTTP requests: one row each, wait and think time in ms.
+fn write_requests(w: &mut dyn Write, rows: &[RequestRow]) -> io::Result<()> {
+    writeln!(w)?;
+    writeln!(
+        w,
+        "  {:>3} {:<32} {:>6} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9}  frames",
+        "#", "request", "status", "sent ms", "ttfb ms", "RTTs", "think ms", "behind", "xfer ms"
+    )?;
+    let opt = |v: Option<f64>| v.map_or_else(|| "-".to_string(), ms);
+    for r in rows.iter().take(REQUEST_ROWS) {
+        let request = match (&r.method, &r.target) {
+            (Some(m), Some(t)) => format!("{m} {t}"),
+            _ => "(request not seen)".to_string(),
+        };
+        let request: String = if request.chars().count() > 32 {
+            request.chars().take(31).chain(['…']).collect()
+        } else {
+            request
+        };
+        writeln!(
+            w,
+            "  {:>3} {:<32} {:>6} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9}  {}→{}",
+            r.index,
+            request,
+            r.status.map_or_else(|| "-".to_string(), |s| s.to_string()),
+            opt(r.sent_ms),
+            opt(r.ttfb_ms),
+            r.ttfb_rtts
+                .map_or_else(|| "-".to_string(), |x| format!("{x:.2}")),
+            opt(r.server_think_ms),
+            if r.behind_ms > 0.0 {
+                ms(r.behind_ms)
+            } else {
+                "-".to_string()
+            },
+            opt(r.transfer_ms),
+            r.request_frame
+                .map_or_else(|| "?".to_string(), |f| f.to_string()),
+            r.response_end_frame
+                .or(r.response_frame)
+                .map_or_else(|| "?".to_string(), |f| f.to_string()),
+        )?;
+    }
+    if rows.len() > REQUEST_ROWS {
+        writeln!(
+            w,
+            "  … {} more requests (all in JSON)",
+            rows.len() - REQUEST_ROWS
+        )?;
+    }
+    Ok(())
+}
+
+/// The capture's TLS connections in one line, and how to see inside them
+/// when there was no key log.
+fn tls_line(t: &TlsTally) -> Option<String> {
+    if t.is_empty() {
+        return None;
+    }
+    let alpn: Vec<String> = t.alpn.iter().map(|(k, v)| format!("{k} × {v}")).collect();
+    let head = format!(
+        "TLS: {} connection{} (ALPN {})",
+        t.connections,
+        if t.connections == 1 { "" } else { "s" },
+        alpn.join(", ")
+    );
+    Some(if t.key_log {
+        let mut parts = vec![format!("{} decrypted with the key log", t.decrypted)];
+        if t.partial > 0 {
+            parts.push(format!("{} in part", t.partial));
+        }
+        if t.not_decrypted > 0 {
+            parts.push(format!("{} not (see each connection)", t.not_decrypted));
+        }
+        format!("{head}: {}", parts.join(", "))
+    } else {
+        format!(
+            "{head}: encrypted; to see each request inside, run the client with \
+             SSLKEYLOGFILE=keys.txt (curl, Firefox, Chrome, Go's KeyLogWriter, rustls' \
+             KeyLogFile) or capture with `rttlens probe --pcap`, then `rttlens analyze \
+             --keylog keys.txt`"
+        )
+    })
+}
+
+/// What decryption did, in one line.
+fn decryption_line(d: &Decryption) -> String {
+    let opened = format!(
+        "{} client + {} server records, {} + {} of application data",
+        d.records[0],
+        d.records[1],
+        human_bytes(d.app_bytes[0] as f64),
+        human_bytes(d.app_bytes[1] as f64)
+    );
+    let missed = match (d.failed, d.cut, d.first_failure) {
+        (0, 0, _) => String::new(),
+        (f, c, at) => format!(
+            "; {f} records did not open, {c} were cut by the capture{}",
+            at.map(|a| format!(" (first at frame {})", a.frame))
+                .unwrap_or_default()
+        ),
+    };
+    match d.status {
+        DecryptStatus::Decrypted | DecryptStatus::Partial => {
+            format!("decrypted with the key log: {opened}{missed}")
+        }
+        DecryptStatus::NoKeys => {
+            "not decrypted: the key logs hold no secret for this connection's ClientHello".to_string()
+        }
+        DecryptStatus::NoHandshake => {
+            "not decrypted: the capture lacks this connection's hellos (it began after them)".to_string()
+        }
+        DecryptStatus::UnsupportedSuite => {
+            "not decrypted: its cipher suite is not one rttlens decrypts (AES-GCM, ChaCha20-Poly1305, AES-CBC)".to_string()
+        }
+        DecryptStatus::WrongKeys => format!(
+            "not decrypted: no record opened with the logged secrets (a key log of another run?){missed}"
+        ),
+    }
+}
+
 impl Renderer for TextRenderer {
     fn begin(&mut self, _w: &mut dyn Write, source: &Source) -> io::Result<()> {
         self.source = source.name.clone();
@@ -293,6 +425,9 @@ impl Renderer for TextRenderer {
             writeln!(w, "quality: clean")?;
         } else {
             writeln!(w, "quality: {}", s.quality.notes().join("; "))?;
+        }
+        if let Some(line) = tls_line(&s.tls) {
+            writeln!(w, "{line}")?;
         }
         if !s.findings_by_id.is_empty() {
             let counts: Vec<String> = s

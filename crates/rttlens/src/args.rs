@@ -394,6 +394,13 @@ pub struct AnalyzeArgs {
     /// not, parentheses), e.g. 'host 10.0.0.1 and port 443'.
     #[arg(long, value_parser = parse_filter)]
     pub filter: Option<Filter>,
+    /// TLS key log (NSS format, as `SSLKEYLOGFILE` writes it: curl, Firefox,
+    /// Chrome, Go's KeyLogWriter, rustls' KeyLogFile): TLS 1.2 and 1.3
+    /// records are decrypted and every HTTP request inside is timed.
+    /// Repeat for several files; the Decryption Secrets Blocks of a pcapng
+    /// (`rttlens probe --pcap`, `editcap --inject-secrets`) are read too.
+    #[arg(long, value_name = "FILE")]
+    pub keylog: Vec<PathBuf>,
     /// Threads (default: the cores available): one reads the capture, and
     /// each has a share of the connections to analyse; 1 does everything on
     /// one thread. The output is the same for any number.

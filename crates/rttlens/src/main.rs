@@ -76,6 +76,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let (mut reader, name) = open_captures(&args.files)?;
+    let keys = reader.key_store();
+    for path in &args.keylog {
+        let text = std::fs::read(path)
+            .with_context(|| format!("cannot read the key log {}", path.display()))?;
+        keys.add(&text);
+    }
     let total: Option<u64> = args
         .files
         .iter()

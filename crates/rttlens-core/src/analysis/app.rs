@@ -52,7 +52,7 @@ pub(crate) fn from_found(
     conn: &Conn<Protocols>,
 ) -> (Option<AppTimeline>, Option<TlsFacts>) {
     match found {
-        Found::Tls(s) => tls(s, conn),
+        Found::Tls(s, ..) => tls(s, conn),
         Found::Http(h) => (http(h), None),
         Found::Neither => (None, None),
     }

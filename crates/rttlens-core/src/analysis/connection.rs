@@ -13,7 +13,7 @@ use crate::base::time::Duration;
 use crate::flow::half::{WscaleEvidence, MIN_MSS};
 use crate::flow::rounds::{Limit, Round};
 use crate::flow::{Conn, SynInfo};
-use crate::proto::protocols::Protocols;
+use crate::proto::protocols::{Found, Protocols};
 
 /// TCP facts of the connection (from the SYNs and the data).
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -93,6 +93,10 @@ pub struct Analysis {
     pub(crate) coverage: Coverage,
     /// Quality notes on this connection.
     pub(crate) notes: Vec<String>,
+    /// Every HTTP/1.x request (cleartext, or decrypted from TLS).
+    pub(crate) requests: Vec<crate::analysis::requests::RequestRow>,
+    /// What decryption did, when the capture came with keys.
+    pub(crate) decryption: Option<crate::proto::tls::decrypt::Decryption>,
 }
 
 impl Analysis {
@@ -318,6 +322,21 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
         }
     }
     let notes = coverage_notes(&conn, coverage, rtt.is_some());
+    let (decryption, http) = match found {
+        Found::Tls(_, d, h) => (d, h),
+        Found::Http(h) => (None, Some(h)),
+        Found::Neither => (None, None),
+    };
+    let requests = http.map_or_else(Vec::new, |h| {
+        crate::analysis::requests::rows(
+            &h,
+            crate::analysis::requests::Path {
+                start: conn.first.ts,
+                rtt: rtt_min,
+                h_s: rtt.map_or(Duration::ZERO, |r| r.h_s),
+            },
+        )
+    });
     let mut a = Analysis {
         conn,
         rtt,
@@ -330,6 +349,8 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
         ladder: Vec::new(),
         coverage,
         notes,
+        requests,
+        decryption,
     };
     a.ladder = build_ladder(&a);
     a

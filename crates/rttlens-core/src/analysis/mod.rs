@@ -4,6 +4,7 @@
 pub(crate) mod app;
 pub(crate) mod connection;
 pub mod ladder;
+pub mod requests;
 pub mod rounds;
 pub(crate) mod rtt;
 pub mod tls;

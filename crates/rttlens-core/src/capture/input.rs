@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use flate2::read::MultiGzDecoder;
 
-use super::keylog::KeyLog;
+use super::keylog::KeyStore;
 use super::{CaptureError, CaptureNotes, LinkType, SharedFrame};
 use crate::base::time::Timestamp;
 
@@ -46,7 +46,7 @@ pub(super) struct Input {
     /// Capture-quality notes counted so far.
     pub(super) notes: CaptureNotes,
     /// TLS secrets of the pcapng Decryption Secrets Blocks read so far.
-    pub(super) key_log: KeyLog,
+    pub(super) key_log: KeyStore,
     /// Snapshot length that applied to the last frame (0 = unknown).
     pub(super) last_snaplen: u32,
 }
@@ -86,7 +86,7 @@ impl Input {
             number: 0,
             last_ts: None,
             notes: CaptureNotes::default(),
-            key_log: KeyLog::default(),
+            key_log: KeyStore::default(),
             last_snaplen: 0,
         })
     }

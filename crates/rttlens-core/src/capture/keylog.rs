@@ -13,6 +13,9 @@
 //! secret given twice with different values is counted in [`KeyLogNotes`]
 //! and the first value kept.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
 use rustc_hash::FxHashMap;
 
 /// The labels of the format (draft-ietf-tls-keylogfile §3.1), TLS 1.2's
@@ -159,12 +162,31 @@ impl KeyLog {
             self.notes.malformed_lines += 1;
             return;
         }
-        let slot = &mut self.by_random.entry(cr).or_default().by_label[label.index()];
+        self.insert(cr, label, &buf[..secret_len]);
+    }
+
+    /// Adds every secret of `other`; its notes add to this log's.
+    pub fn merge(&mut self, other: &KeyLog) {
+        for (random, secrets) in &other.by_random {
+            for label in SecretLabel::ALL {
+                if let Some(secret) = secrets.get(label) {
+                    self.insert(*random, label, secret);
+                }
+            }
+        }
+        let (mine, theirs) = (&mut self.notes, other.notes);
+        mine.malformed_lines += theirs.malformed_lines;
+        mine.unknown_labels += theirs.unknown_labels;
+        mine.conflicts += theirs.conflicts;
+    }
+
+    fn insert(&mut self, random: [u8; 32], label: SecretLabel, secret: &[u8]) {
+        let slot = &mut self.by_random.entry(random).or_default().by_label[label.index()];
         match slot {
-            Some(old) if **old != buf[..secret_len] => self.notes.conflicts += 1,
+            Some(old) if **old != *secret => self.notes.conflicts += 1,
             Some(_) => {}
             None => {
-                *slot = Some(buf[..secret_len].into());
+                *slot = Some(secret.into());
                 self.notes.secrets += 1;
             }
         }
@@ -189,6 +211,75 @@ impl KeyLog {
     /// What reading counted.
     pub fn notes(&self) -> KeyLogNotes {
         self.notes
+    }
+}
+
+/// A [`KeyLog`] shared by the readers that add to it (`--keylog` files
+/// before the analysis, pcapng Decryption Secrets Blocks as they are read)
+/// and the connections that look their secrets up, on any thread. Cloning
+/// shares it.
+///
+/// A DSB comes before the packets it decrypts (pcapng spec §4.7), and the
+/// reader adds it before handing on the packets after it, so a connection
+/// that looks its secrets up when its ServerHello completes finds them.
+#[derive(Debug, Clone, Default)]
+pub struct KeyStore {
+    log: Arc<RwLock<KeyLog>>,
+    /// Whether any secret was read: connections of a capture without keys
+    /// never take the lock.
+    any: Arc<AtomicBool>,
+}
+
+impl KeyStore {
+    /// An empty store.
+    pub fn new() -> KeyStore {
+        KeyStore::default()
+    }
+
+    /// Reads the key log text `text` into the store (see [`KeyLog::add`]).
+    pub fn add(&self, text: &[u8]) {
+        let mut log = self.log.write().unwrap_or_else(|e| e.into_inner());
+        log.add(text);
+        if !log.is_empty() {
+            self.any.store(true, Ordering::Release);
+        }
+    }
+
+    /// Whether the store holds any secret.
+    pub fn is_empty(&self) -> bool {
+        !self.any.load(Ordering::Acquire)
+    }
+
+    /// The secrets of the connection whose ClientHello carried
+    /// `client_random`, copied out.
+    pub fn get(&self, client_random: &[u8; 32]) -> Option<Secrets> {
+        if self.is_empty() {
+            return None;
+        }
+        let log = self.log.read().unwrap_or_else(|e| e.into_inner());
+        log.get(client_random).cloned()
+    }
+
+    /// Adds every secret of `other` (merged as [`KeyLog::add`] merges lines).
+    pub fn merge(&self, other: &KeyLog) {
+        if other.is_empty() && other.notes == KeyLogNotes::default() {
+            return;
+        }
+        let mut log = self.log.write().unwrap_or_else(|e| e.into_inner());
+        log.merge(other);
+        if !log.is_empty() {
+            self.any.store(true, Ordering::Release);
+        }
+    }
+
+    /// A copy of the whole log as it stands.
+    pub fn snapshot(&self) -> KeyLog {
+        self.log.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Whether `other` is this very store (not a copy).
+    pub fn same(&self, other: &KeyStore) -> bool {
+        Arc::ptr_eq(&self.log, &other.log)
     }
 }
 

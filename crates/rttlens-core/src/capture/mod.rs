@@ -57,6 +57,9 @@ pub trait FrameSource: Send {
     fn notes(&self) -> CaptureNotes;
     /// The container format(s), e.g. `pcapng` or `pcap (µs, little-endian) (gzip)`.
     fn format_name(&self) -> String;
+    /// The TLS secrets the source's Decryption Secrets Blocks add to as
+    /// they are read (shared: add `--keylog` files to it before reading).
+    fn key_store(&self) -> keylog::KeyStore;
     /// [`next_frame`](Self::next_frame), with the frame's bytes also shared
     /// rather than copied when the source can ([`CaptureReader::next_shared`]).
     ///
@@ -98,6 +101,9 @@ impl FrameSource for CaptureReader {
             s.push_str(" (gzip)");
         }
         s
+    }
+    fn key_store(&self) -> keylog::KeyStore {
+        CaptureReader::key_store(self)
     }
 }
 

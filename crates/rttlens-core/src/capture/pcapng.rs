@@ -19,7 +19,7 @@ use pcap_parser::{
 use pcap_parser::traits::PcapNGPacketBlock;
 
 use super::input::{Input, Record, RecordMeta, MAX_RECORD};
-use super::keylog::KeyLog;
+use super::keylog::KeyStore;
 use super::{CaptureError, CaptureNotes, LinkType};
 use crate::base::time::Timestamp;
 
@@ -234,7 +234,7 @@ impl NgState {
                 EPB => epb(block, big_endian, false),
                 PB => epb(block, big_endian, true),
                 SPB => spb(block, big_endian),
-                DSB => secrets(block, big_endian, &mut r.key_log, &mut r.notes),
+                DSB => secrets(block, big_endian, &r.key_log, &mut r.notes),
                 t if NUMBERED_NON_PACKET.contains(&t) => Parsed::NumberedNonPacket,
                 _ => Parsed::Other,
             }
@@ -389,14 +389,9 @@ fn epb(block: &[u8], big_endian: bool, obsolete: bool) -> Parsed {
 
 /// A Simple Packet Block: interface 0, no timestamp.
 /// A Decryption Secrets Block: a TLS key log joins the input's
-/// [`KeyLog`]; other secrets (WireGuard, ZigBee, …)
+/// [`KeyStore`]; other secrets (WireGuard, ZigBee, …)
 /// are not ours. A broken block is counted, not fatal.
-fn secrets(
-    block: &[u8],
-    big_endian: bool,
-    key_log: &mut KeyLog,
-    notes: &mut CaptureNotes,
-) -> Parsed {
+fn secrets(block: &[u8], big_endian: bool, key_log: &KeyStore, notes: &mut CaptureNotes) -> Parsed {
     let parsed = if big_endian {
         parse_decryptionsecretsblock_be(block)
     } else {

@@ -14,7 +14,7 @@ use std::io::{self, Read};
 use std::path::Path;
 
 use super::input::{Input, Record, RecordMeta};
-use super::keylog::KeyLog;
+use super::keylog::{KeyLog, KeyStore};
 use super::pcap::PcapState;
 use super::pcapng::{NgState, NG_SHB_MAGIC};
 use super::{CaptureError, CaptureFormat, CaptureNotes, Frame, SharedFrame};
@@ -297,8 +297,24 @@ impl CaptureReader {
 
     /// The TLS secrets of the Decryption Secrets Blocks read so far (pcapng;
     /// a writer puts them before the packets they decrypt).
-    pub fn key_log(&self) -> &KeyLog {
-        &self.input.key_log
+    pub fn key_log(&self) -> KeyLog {
+        self.input.key_log.snapshot()
+    }
+
+    /// The store this reader adds its Decryption Secrets Blocks to (shared:
+    /// what is added later shows through).
+    pub fn key_store(&self) -> KeyStore {
+        self.input.key_log.clone()
+    }
+
+    /// Adds this reader's Decryption Secrets Blocks to `store` from now on
+    /// (those read so far are copied into it), so that several files and
+    /// `--keylog` files share one store.
+    pub fn share_key_store(&mut self, store: &KeyStore) {
+        if !self.input.key_log.same(store) {
+            let mine = std::mem::replace(&mut self.input.key_log, store.clone());
+            store.merge(&mine.snapshot());
+        }
     }
 
     fn read_pcap_record(&mut self) -> Result<Record, CaptureError> {

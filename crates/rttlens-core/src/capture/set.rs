@@ -14,6 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::keylog::KeyStore;
 use super::{CaptureError, CaptureNotes, CaptureReader, Frame, FrameSource, SharedFrame};
 use crate::base::time::Timestamp;
 
@@ -57,6 +58,8 @@ pub struct CaptureSet {
     gzip: bool,
     /// Files that broke off after their first frame, with the reason.
     breaks: Vec<String>,
+    /// The TLS secrets of every member's Decryption Secrets Blocks.
+    keys: KeyStore,
 }
 
 impl CaptureSet {
@@ -162,7 +165,8 @@ impl CaptureSet {
             let i = self.next_closed;
             self.next_closed += 1;
             match CaptureReader::open(&self.members[i].path) {
-                Ok(r) => {
+                Ok(mut r) => {
+                    r.share_key_store(&self.keys);
                     self.members[i].reader = Some(r);
                     self.open.push(i);
                 }
@@ -195,6 +199,10 @@ impl FrameSource for CaptureSet {
             n.add(&r.notes());
         }
         n
+    }
+
+    fn key_store(&self) -> KeyStore {
+        self.keys.clone()
     }
 
     fn format_name(&self) -> String {

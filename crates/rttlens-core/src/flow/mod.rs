@@ -98,7 +98,7 @@ pub struct Conn<P> {
 }
 
 impl<P: Trackers> Conn<P> {
-    fn new(index: u64, seg: &TcpSegment<'_>, at: FrameRef) -> Conn<P> {
+    fn new(index: u64, seg: &TcpSegment<'_>, at: FrameRef, ctx: &P::Ctx) -> Conn<P> {
         let (client, server, from_syn) = roles::roles(seg);
         Conn {
             index,
@@ -117,7 +117,7 @@ impl<P: Trackers> Conn<P> {
             handshake_ack: None,
             rst: None,
             rtt: RttSamples::default(),
-            protocols: P::default(),
+            protocols: P::new(ctx),
             turns: Turns::default(),
             client_opening: None,
             trace: None,

@@ -32,6 +32,11 @@ pub trait StreamSink {
 /// is the implementation the pipeline uses, and a new protocol tracker goes
 /// there, not here.
 pub trait Trackers: Default {
+    /// What every connection's trackers share (the pipeline's, e.g. the
+    /// TLS key store); `Default` is "nothing".
+    type Ctx: Default + std::fmt::Debug;
+    /// The trackers of a new connection.
+    fn new(ctx: &Self::Ctx) -> Self;
     /// Whether any tracker still wants bytes (when none does, the flow layer
     /// stops reassembling the connection's streams).
     fn wants_bytes(&self) -> bool;

@@ -81,8 +81,8 @@ struct Slot<P> {
 }
 
 /// The connection table.
-#[derive(Debug, Default)]
-pub struct FlowTable<P> {
+#[derive(Debug)]
+pub struct FlowTable<P: Trackers> {
     conns: FxHashMap<FlowKey, Slot<P>>,
     /// Closed connections handed on, and when.
     closed: FxHashMap<FlowKey, Timestamp>,
@@ -97,12 +97,35 @@ pub struct FlowTable<P> {
     marks: bool,
     /// Keep every connection's packets ([`Conn::trace`]).
     trace: bool,
+    /// What every connection's trackers share.
+    ctx: P::Ctx,
+}
+
+impl<P: Trackers> Default for FlowTable<P> {
+    fn default() -> Self {
+        FlowTable {
+            conns: FxHashMap::default(),
+            closed: FxHashMap::default(),
+            late_segments: 0,
+            next_index: 0,
+            over: Vec::new(),
+            peak_open: 0,
+            marks: false,
+            trace: false,
+            ctx: P::Ctx::default(),
+        }
+    }
 }
 
 impl<P: Trackers> FlowTable<P> {
     /// An empty table.
     pub fn new() -> FlowTable<P> {
         Self::default()
+    }
+
+    /// The table, its connections' trackers sharing `ctx`.
+    pub fn with_ctx(self, ctx: P::Ctx) -> FlowTable<P> {
+        FlowTable { ctx, ..self }
     }
 
     /// An empty table whose connections keep every frame's TCP analysis
@@ -159,7 +182,7 @@ impl<P: Trackers> FlowTable<P> {
                 return false;
             }
             None => {
-                let mut c = Box::new(Conn::new(self.next_index, seg, at));
+                let mut c = Box::new(Conn::new(self.next_index, seg, at, &self.ctx));
                 if self.marks {
                     for h in &mut c.half {
                         h.marks = Some(Vec::new());

@@ -18,6 +18,10 @@ use crate::wire::{TcpFlags, TcpOptions, TcpSegment};
 struct NoTrackers;
 
 impl Trackers for NoTrackers {
+    type Ctx = ();
+    fn new(_: &()) -> Self {
+        NoTrackers
+    }
     fn wants_bytes(&self) -> bool {
         false
     }

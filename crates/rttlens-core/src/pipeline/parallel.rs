@@ -49,6 +49,7 @@ use rustc_hash::FxHashMap;
 use super::{report_of, CaptureSummary, Intake, Options, Progress};
 use crate::base::side::FrameRef;
 use crate::base::time::Timestamp;
+use crate::capture::keylog::KeyStore;
 use crate::capture::{CaptureError, FrameSource, LinkType};
 use crate::flow::{Conn, FlowTable};
 use crate::model::ConnReport;
@@ -157,7 +158,7 @@ pub(super) fn run(
 ) -> Result<CaptureSummary, CaptureError> {
     // the reader is one of the threads; the others are flow threads
     let flow = options.threads.max(2) - 1;
-    let pool = Pool::new(flow, options.trace);
+    let pool = Pool::new(flow, options.trace, &reader.key_store());
     let n = pool.len();
     let bytes_read = AtomicU64::new(0);
     let frames_read = AtomicU64::new(0);
@@ -465,7 +466,7 @@ impl Drop for StopOnPanic<'_> {
 
 impl Pool {
     /// A pool for `flow` flow threads and the reader.
-    fn new(flow: usize, trace: bool) -> Pool {
+    fn new(flow: usize, trace: bool, keys: &KeyStore) -> Pool {
         let n = flow + 1;
         let table = || {
             if trace {
@@ -473,6 +474,7 @@ impl Pool {
             } else {
                 FlowTable::new()
             }
+            .with_ctx(keys.clone())
         };
         Pool {
             sched: Mutex::new(Sched {
@@ -753,7 +755,7 @@ mod tests {
     #[test]
     fn threads_take_their_own_shard_first_then_the_readers() {
         // flow threads 0 and 1 own shards 0 and 1, the reader shard 2
-        let pool = Pool::new(2, false);
+        let pool = Pool::new(2, false, &KeyStore::default());
         assert_eq!(pool.len(), 3);
         for shard in [2, 1, 0] {
             assert!(pool.push(shard, batch(0)));
@@ -771,7 +773,7 @@ mod tests {
 
     #[test]
     fn a_shard_is_processed_by_one_thread_at_a_time_in_order() {
-        let pool = Pool::new(1, false);
+        let pool = Pool::new(1, false, &KeyStore::default());
         let (answers, got) = mpsc::sync_channel(16);
         let (recycle, _back) = mpsc::channel();
         let out = Outlets { answers, recycle };
@@ -793,7 +795,7 @@ mod tests {
 
     #[test]
     fn stop_wakes_a_waiting_thread_and_close_ends_an_empty_pool() {
-        let pool = Pool::new(1, false);
+        let pool = Pool::new(1, false, &KeyStore::default());
         std::thread::scope(|s| {
             let (tx, rx) = mpsc::channel();
             let pool = &pool;
@@ -803,7 +805,7 @@ mod tests {
             assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(true));
         });
         assert!(!pool.push(0, batch(0)), "a stopped pool takes nothing");
-        let pool = Pool::new(1, false);
+        let pool = Pool::new(1, false, &KeyStore::default());
         pool.close();
         assert!(pool.take(Taker::Flow(0), true).is_none());
     }

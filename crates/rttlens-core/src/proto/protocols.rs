@@ -6,8 +6,10 @@
 //! and none when it is neither.
 
 use crate::base::side::{FrameRef, Side};
+use crate::capture::keylog::KeyStore;
 use crate::flow::reassembly::Trackers;
 use crate::proto::http::HttpTracker;
+use crate::proto::tls::decrypt::{Decryption, Plain};
 use crate::proto::tls::{TlsSummary, TlsTracker};
 
 /// The protocol trackers of one connection.
@@ -15,6 +17,8 @@ use crate::proto::tls::{TlsSummary, TlsTracker};
 pub struct Protocols {
     tls: Option<Box<TlsTracker>>,
     http: Option<Box<HttpTracker>>,
+    /// HTTP/1.x inside TLS, fed with the decrypted application data.
+    inner: Option<Box<HttpTracker>>,
 }
 
 impl Default for Protocols {
@@ -22,6 +26,7 @@ impl Default for Protocols {
         Protocols {
             tls: Some(Box::default()),
             http: Some(Box::default()),
+            inner: None,
         }
     }
 }
@@ -29,8 +34,13 @@ impl Default for Protocols {
 /// What the trackers found, once the connection is over.
 #[derive(Debug, Default)]
 pub(crate) enum Found {
-    /// TLS records and handshake.
-    Tls(Box<TlsSummary>),
+    /// TLS records and handshake; with keys, what decryption did and the
+    /// HTTP/1.x messages inside.
+    Tls(
+        Box<TlsSummary>,
+        Option<Decryption>,
+        Option<Box<HttpTracker>>,
+    ),
     /// HTTP/1.x messages.
     Http(Box<HttpTracker>),
     /// Neither (or undecided).
@@ -62,8 +72,15 @@ impl Protocols {
             h.end(Side::Client);
             h.end(Side::Server);
         }
-        if let Some(t) = self.tls.filter(|t| t.is_tls() == Some(true)) {
-            return Found::Tls(Box::new(t.into_summary()));
+        if let Some(mut t) = self.tls.filter(|t| t.is_tls() == Some(true)) {
+            let decryption = t.take_decryption();
+            let mut inner = self.inner.take();
+            if let Some(h) = inner.as_mut() {
+                h.end(Side::Client);
+                h.end(Side::Server);
+            }
+            let inner = inner.filter(|h| h.is_http() == Some(true));
+            return Found::Tls(Box::new(t.into_summary()), decryption, inner);
         }
         match self.http {
             Some(h) if h.is_http() == Some(true) => Found::Http(h),
@@ -72,7 +89,41 @@ impl Protocols {
     }
 }
 
+impl Protocols {
+    /// Feeds the plaintext the TLS tracker decrypted to the protocol inside.
+    fn inside(&mut self) {
+        let (Some(t), inner) = (self.tls.as_mut(), &mut self.inner) else {
+            return;
+        };
+        t.take_plaintext(|p| {
+            let h = inner.get_or_insert_with(Box::default);
+            match p {
+                Plain::Data {
+                    side,
+                    offset,
+                    data,
+                    at,
+                } => h.push(side, offset, &data, at),
+                Plain::Lost { side, offset, len } => h.gap(side, offset, len),
+            }
+        });
+    }
+}
+
 impl Trackers for Protocols {
+    type Ctx = KeyStore;
+
+    fn new(keys: &KeyStore) -> Self {
+        if keys.is_empty() {
+            return Protocols::default();
+        }
+        Protocols {
+            tls: Some(Box::new(TlsTracker::with_keys(keys.clone()))),
+            http: Some(Box::default()),
+            inner: None,
+        }
+    }
+
     fn wants_bytes(&self) -> bool {
         self.tls.is_some() || self.http.is_some()
     }
@@ -80,6 +131,7 @@ impl Trackers for Protocols {
     fn data(&mut self, side: Side, offset: u64, data: &[u8], at: FrameRef) {
         if let Some(t) = self.tls.as_mut() {
             t.push(side, offset, data, at);
+            self.inside();
         }
         if let Some(h) = self.http.as_mut() {
             h.push(side, offset, data, at);
@@ -90,6 +142,7 @@ impl Trackers for Protocols {
     fn gap(&mut self, side: Side, offset: u64, len: u64) {
         if let Some(t) = self.tls.as_mut() {
             t.gap(side, offset, len);
+            self.inside();
         }
         if let Some(h) = self.http.as_mut() {
             h.gap(side, offset, len);

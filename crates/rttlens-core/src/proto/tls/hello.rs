@@ -36,6 +36,9 @@ const NAME_CAP: usize = 255;
 pub struct ClientHelloInfo {
     /// `legacy_version` (`0x0303` for TLS 1.2 and 1.3 clients).
     pub(crate) legacy_version: u16,
+    /// `random`: the key a key log's lines are filed under.
+    #[serde(skip)]
+    pub(crate) random: [u8; 32],
     /// `supported_versions` extension, in the client's order (empty if
     /// absent; GREASE values included). Contains `0x0304` for a TLS 1.3
     /// client.
@@ -90,6 +93,9 @@ impl ClientHelloInfo {
 pub struct ServerHelloInfo {
     /// `legacy_version` (`0x0303` for TLS 1.2 and 1.3).
     pub(crate) legacy_version: u16,
+    /// `random` (TLS 1.2's key block is derived from it).
+    #[serde(skip)]
+    pub(crate) random: [u8; 32],
     /// Version selected in the `supported_versions` extension (`0x0304` for
     /// TLS 1.3, RFC 8446 §4.2.1), if present.
     pub(crate) selected_version: Option<u16>,
@@ -230,6 +236,7 @@ pub(crate) fn parse_client_hello(body: &[u8]) -> Parsed<ClientHelloInfo> {
     let (rest, ch) = parse_tls_handshake_client_hello(body).map_err(|_| "ClientHello")?;
     let mut info = ClientHelloInfo {
         legacy_version: ch.version.0,
+        random: ch.random.try_into().unwrap_or_default(),
         cipher_suites: u16::try_from(ch.ciphers.len()).unwrap_or(u16::MAX),
         session_id: ch.session_id.unwrap_or_default().to_vec(),
         ..ClientHelloInfo::default()
@@ -285,6 +292,7 @@ pub(crate) fn parse_server_hello(body: &[u8]) -> Parsed<ServerHelloInfo> {
     let (rest, sh) = parse_tls_handshake_server_hello(body).map_err(|_| "ServerHello")?;
     let mut info = ServerHelloInfo {
         legacy_version: sh.version.0,
+        random: sh.random.try_into().unwrap_or_default(),
         hello_retry_request: sh.random == HELLO_RETRY_REQUEST_RANDOM,
         cipher_suite: sh.cipher.0,
         cipher_suite_name: cipher_suite_name(sh.cipher.0),

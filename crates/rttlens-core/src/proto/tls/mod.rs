@@ -37,12 +37,15 @@
 //! [`PARSE_BUFFER_CAP`](crate::proto::PARSE_BUFFER_CAP)), everything else is
 //! counted by length.
 
+pub mod decrypt;
 mod handshake;
 mod hello;
 mod record;
 
 use crate::base::side::{FrameRef, Side};
+use crate::capture::keylog::KeyStore;
 use crate::proto::Notes;
+use decrypt::{Decryption, Decryptor, Hellos, Plain};
 
 pub use handshake::{
     EarlyData, Handshake, HandshakeKind, Step, NST_LEN_MAX, NST_LEN_MIN, NST_MAX_COUNT,
@@ -432,11 +435,13 @@ impl TlsSummary {
 
 /// Tracks the TLS layer of one TCP connection, both directions (see the
 /// [module docs](self) and [`crate::proto`] for the input model).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct TlsTracker {
     summary: TlsSummary,
     client: record::DirParser,
     server: record::DirParser,
+    /// With a key log: the records' decryption.
+    decrypt: Option<Box<Decryptor>>,
 }
 
 impl Default for TlsTracker {
@@ -452,7 +457,19 @@ impl TlsTracker {
             summary: TlsSummary::new(),
             client: record::DirParser::default(),
             server: record::DirParser::default(),
+            decrypt: None,
         }
+    }
+
+    /// A tracker that decrypts the records with the secrets of `keys` (see
+    /// [`decrypt`]); its plaintext is taken with
+    /// [`TlsTracker::take_plaintext`].
+    pub fn with_keys(keys: KeyStore) -> Self {
+        let mut t = Self::new();
+        t.client.collect = true;
+        t.server.collect = true;
+        t.decrypt = Some(Box::new(Decryptor::new(keys)));
+        t
     }
 
     /// Bytes `data` sent by `side` at stream `offset`, delivered by the
@@ -463,6 +480,51 @@ impl TlsTracker {
         }
         let (parser, mut out) = self.split(side);
         parser.push(offset, data, at, &mut out);
+        self.decrypt_sealed(side);
+    }
+
+    /// Hands the records `side`'s walker kept to the decryptor, starting it
+    /// once both hellos are known.
+    fn decrypt_sealed(&mut self, side: Side) {
+        let Some(d) = self.decrypt.as_mut() else {
+            return;
+        };
+        if d.waiting() {
+            if let Some(sh) = self.summary.server_hello.as_ref() {
+                let ch = self.summary.client_hello.as_ref();
+                d.start(&Hellos {
+                    client_random: ch.map(|c| &c.random),
+                    server_random: Some(&sh.random),
+                    version: sh.version(),
+                    cipher_suite: sh.cipher_suite,
+                    early_data_offered: ch.is_some_and(|c| c.early_data),
+                });
+            }
+        }
+        let parser = match side {
+            Side::Client => &mut self.client,
+            Side::Server => &mut self.server,
+        };
+        for rec in parser.sealed.drain(..) {
+            d.record(side, rec);
+        }
+        if !d.wants_records() {
+            self.client.collect = false;
+            self.server.collect = false;
+        }
+    }
+
+    /// Decrypted application data (and what could not be decrypted) since
+    /// the last call, in each direction's order.
+    pub(crate) fn take_plaintext(&mut self, f: impl FnMut(Plain)) {
+        if let Some(d) = self.decrypt.as_mut() {
+            d.out.drain(..).for_each(f);
+        }
+    }
+
+    /// The outcome of decryption, when the tracker had keys; ends it.
+    pub(crate) fn take_decryption(&mut self) -> Option<Decryption> {
+        self.decrypt.take().map(|d| d.finish())
     }
 
     /// `len` bytes sent by `side` at stream `offset` that the capture never
@@ -473,6 +535,7 @@ impl TlsTracker {
         }
         let (parser, mut out) = self.split(side);
         parser.gap(offset, len, &mut out);
+        self.decrypt_sealed(side);
     }
 
     /// Does this connection carry TLS? Decided by the client's first record:

@@ -2,6 +2,7 @@
 //! handshake messages by their 4-byte headers (both through
 //! [`Framer`](crate::proto::stream::Framer)), alerts by their two bytes.
 
+use super::decrypt::Sealed;
 use super::hello::{parse_client_hello, parse_server_hello, ClientHelloInfo, ServerHelloInfo};
 use super::{
     ContentType, HandshakeMessage, HandshakeType, TlsAlert, TlsDirection, TlsRecord,
@@ -77,10 +78,13 @@ struct Current {
     first: FrameRef,
     missing: u64,
     payload: Payload,
+    /// The header as on the wire and the payload so far, when the record
+    /// may go to the decryptor.
+    sealed: Option<([u8; 5], Vec<u8>)>,
 }
 
 /// Parser state of one direction.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub(super) struct DirParser {
     stream: InOrder,
     /// Stream offset of the next byte to walk.
@@ -94,6 +98,10 @@ pub(super) struct DirParser {
     ccs_seen: bool,
     stopped: bool,
     looks_tls: Option<bool>,
+    /// Keep the records this walker cannot read, whole, for the decryptor.
+    pub(super) collect: bool,
+    /// Records kept for the decryptor, drained by the tracker.
+    pub(super) sealed: Vec<Sealed>,
 }
 
 impl DirParser {
@@ -246,6 +254,12 @@ impl DirParser {
             self.ccs_seen = true;
             dir.change_cipher_spec.get_or_insert(index);
         }
+        // what may be encrypted: application data (and heartbeat) always,
+        // anything but a ChangeCipherSpec after one
+        let sealed = (self.collect
+            && content_type != ContentType::CHANGE_CIPHER_SPEC
+            && (self.ccs_seen || content_type.0 >= 23))
+            .then(|| (h, Vec::with_capacity(usize::from(length))));
         self.current = Some(Current {
             index,
             offset,
@@ -254,6 +268,7 @@ impl DirParser {
             first,
             missing: 0,
             payload,
+            sealed,
         });
         self.framer.begin_body(u64::from(length));
         if length == 0 {
@@ -266,6 +281,9 @@ impl DirParser {
         let Some(cur) = self.current.as_mut() else {
             return;
         };
+        if let Some((_, buf)) = cur.sealed.as_mut() {
+            buf.extend_from_slice(body);
+        }
         if cur.index == 0 && out.is_client() && self.looks_tls.is_none() {
             // Handshake type of the first message: ClientHello (1).
             let yes = body.first() == Some(&1);
@@ -348,6 +366,17 @@ impl DirParser {
         }
         if cur.missing > 0 {
             out.dir().totals.with_gaps += 1;
+        }
+        if let Some((header, payload)) = cur.sealed {
+            if matches!(cur.payload, Payload::Opaque | Payload::Pending { .. }) {
+                self.sealed.push(Sealed {
+                    header,
+                    payload,
+                    first: cur.first,
+                    complete,
+                    cut: cur.missing > 0,
+                });
+            }
         }
         match cur.payload {
             Payload::Pending { .. } => {

@@ -1,0 +1,129 @@
+//! Every HTTP/1.x request of a connection, cleartext or decrypted from TLS,
+//! as a row: when it was sent, when its response began and ended, in ms
+//! and in round trips, the server's think time against the path, and the
+//! wait behind earlier responses when requests were pipelined.
+//!
+//! Times are the capture point's. A request's wait (`ttfb`) runs from its
+//! last byte to its response's first (inside TLS: the segments completing
+//! the records that held them, when the application could read them).
+//! The server held it for that wait less the server's half of the path
+//! (`h_s`, docs/design.md §2 "Vantage"), and less the time it could not
+//! answer because an earlier response on the connection was still going out
+//! (HTTP/1.1 answers in order, RFC 9112 §9.3.2).
+
+use crate::base::cost::round3;
+use crate::base::side::FrameRef;
+use crate::base::time::{Duration, Timestamp};
+use crate::proto::http::HttpTracker;
+
+/// One request/response pair of a connection.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RequestRow {
+    /// Position on the connection (0 = first request).
+    pub index: u64,
+    /// Request method (`GET`, …), when the request was seen.
+    pub method: Option<String>,
+    /// Request target (path), lossy UTF-8, at most 200 characters.
+    pub target: Option<String>,
+    /// Response status code, when the response was seen.
+    pub status: Option<u16>,
+    /// Frame of the request's first byte.
+    pub request_frame: Option<u64>,
+    /// Frame of the request's last byte.
+    pub request_end_frame: Option<u64>,
+    /// Frame of the response's first byte.
+    pub response_frame: Option<u64>,
+    /// Frame of the response's last byte.
+    pub response_end_frame: Option<u64>,
+    /// The request's first byte, ms after the connection's first packet.
+    pub sent_ms: Option<f64>,
+    /// Request's last byte → response's first byte (ms).
+    pub ttfb_ms: Option<f64>,
+    /// The same in round trips of the path's minimum RTT.
+    pub ttfb_rtts: Option<f64>,
+    /// Of the wait, the time the response was held behind earlier responses
+    /// still going out (pipelining, ms).
+    pub behind_ms: f64,
+    /// The server's think time: the wait less `behind_ms` and less the
+    /// server's half of the path (ms); `None` when the RTT is unknown.
+    pub server_think_ms: Option<f64>,
+    /// Response's first → last byte (ms).
+    pub transfer_ms: Option<f64>,
+    /// Response body bytes (decoded length for chunked bodies).
+    pub response_bytes: Option<u64>,
+}
+
+/// Rows of HTTP/1.x requests longer than this many are cut; the count
+/// stays in the timeline.
+pub const ROWS_CAP: usize = crate::proto::http::EXCHANGE_DETAIL_CAP;
+
+/// The path as the rows need it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Path {
+    /// The connection's first packet.
+    pub(crate) start: Timestamp,
+    /// The minimum RTT (zero when unknown).
+    pub(crate) rtt: Duration,
+    /// Capture point → server → capture point (zero when unknown).
+    pub(crate) h_s: Duration,
+}
+
+fn ms(d: Duration) -> f64 {
+    round3(d.as_millis_f64())
+}
+
+fn between(a: FrameRef, b: FrameRef) -> Duration {
+    (b.ts - a.ts).max(Duration::ZERO)
+}
+
+/// The rows of `h`'s exchanges.
+pub(crate) fn rows(h: &HttpTracker, path: Path) -> Vec<RequestRow> {
+    let mut out: Vec<RequestRow> = Vec::new();
+    // the last byte of the previous response (HTTP/1.1 answers in order)
+    let mut prev_end: Option<FrameRef> = None;
+    for ex in h.exchanges().iter().take(ROWS_CAP) {
+        let req = ex.request.as_ref();
+        let resp = ex.response.as_ref();
+        let req_last = req.map(|q| q.last.unwrap_or(q.head_complete));
+        let wait = match (req_last, resp) {
+            (Some(q), Some(r)) if r.first.ts >= q.ts => Some(between(q, r.first)),
+            _ => None,
+        };
+        // sent before the previous response had ended: it could not be
+        // answered before that end
+        let behind = match (req_last, prev_end, resp) {
+            (Some(q), Some(p), Some(r)) if p.ts > q.ts => p.ts.min(r.first.ts) - q.ts,
+            _ => Duration::ZERO,
+        };
+        let known = path.rtt > Duration::ZERO;
+        let think = wait.filter(|_| known).map(|w| {
+            let h_s = if path.h_s > Duration::ZERO {
+                path.h_s
+            } else {
+                path.rtt
+            };
+            (w - behind - h_s).max(Duration::ZERO)
+        });
+        out.push(RequestRow {
+            index: ex.index,
+            method: req.map(|q| q.method.clone()),
+            target: req.map(|q| q.target.clone()),
+            status: resp.map(|r| r.status),
+            request_frame: req.map(|q| q.first.frame),
+            request_end_frame: req_last.map(|q| q.frame),
+            response_frame: resp.map(|r| r.first.frame),
+            response_end_frame: resp.and_then(|r| r.last).map(|l| l.frame),
+            sent_ms: req.map(|q| ms((q.first.ts - path.start).max(Duration::ZERO))),
+            ttfb_ms: wait.map(ms),
+            ttfb_rtts: wait.and_then(|w| w.in_rtts(path.rtt)).map(round3),
+            behind_ms: ms(behind),
+            server_think_ms: think.map(ms),
+            transfer_ms: resp.and_then(|r| r.last.map(|l| ms(between(r.first, l)))),
+            response_bytes: resp.map(|r| r.body_len),
+        });
+        if let Some(l) = resp.and_then(|r| r.last) {
+            prev_end = Some(l);
+        }
+    }
+    out
+}
