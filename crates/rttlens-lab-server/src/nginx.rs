@@ -62,7 +62,8 @@ pub struct Config {
     pub keepalive_timeout_s: Option<u32>,
     /// HTTP/2 over TLS (ALPN `h2`): `listen … ssl http2`, the syntax every
     /// nginx with `ngx_http_v2_module` accepts (1.25.1 deprecates it for
-    /// `http2 on;` with a warning). Ignored without TLS. Default `false`.
+    /// `http2 on;` with a warning); without TLS, HTTP/2 in clear by prior
+    /// knowledge (h2c, RFC 9113 §3.3). Default `false`.
     pub http2: bool,
     /// `worker_connections`: connections the one worker holds at once
     /// (nginx counts its listening sockets too). Default 1024.
@@ -131,9 +132,9 @@ impl Config {
         let mut listen = self.listen.to_string();
         if self.tls {
             listen.push_str(" ssl");
-            if self.http2 {
-                listen.push_str(" http2");
-            }
+        }
+        if self.http2 {
+            listen.push_str(" http2");
         }
         if let Some(n) = self.fastopen {
             let _ = write!(listen, " fastopen={n}");

@@ -33,7 +33,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 31] = [
+static CATALOGUE: [Scenario; 32] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -291,6 +291,17 @@ static CATALOGUE: [Scenario; 31] = [
         link: plain_link,
         run: no_wscale,
         variants: &[Variant::MidStream],
+    },
+    Scenario {
+        name: "h2-flow-control",
+        about: "h2load over HTTP/2 in clear (prior knowledge) from nginx with a 16 KB stream window (-w 14): a 300 KB download stops every 16 KB until the client's WINDOW_UPDATE",
+        expect: &["h2-flow-control-stall"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Host::Client,
+        link: plain_link,
+        run: h2_flow_control,
+        variants: &[],
     },
     Scenario {
         name: "small-rcvbuf",
@@ -782,6 +793,26 @@ fn no_wscale(c: &mut ScenarioCtx) -> Result<(), LabError> {
         },
     )?;
     download(c, ServerConfig::default(), 2_000_000)
+}
+
+fn h2_flow_control(c: &mut ScenarioCtx) -> Result<(), LabError> {
+    c.nginx(80, |n| {
+        n.tls = false;
+        n.http2 = true;
+        n.files = vec![300_000];
+    })?;
+    let script = format!(
+        "h2load -n 1 -c 1 -m 1 -w 14 http://{}:80/size/300000 2>&1",
+        Lab::SERVER_V4
+    );
+    let out = c.sh(&script)?;
+    if !out.contains("1 succeeded") {
+        return Err(LabError::Client {
+            command: script,
+            stderr: out,
+        });
+    }
+    Ok(())
 }
 
 fn small_rcvbuf(c: &mut ScenarioCtx) -> Result<(), LabError> {

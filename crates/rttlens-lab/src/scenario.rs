@@ -28,11 +28,12 @@ use rttlens_net::{Host, LabError};
 use crate::catalogue::catalogue;
 
 /// The programs a scenario run may start, with their Debian packages.
-pub const PROGRAMS: [(&str, &str); 4] = [
+pub const PROGRAMS: [(&str, &str); 5] = [
     ("nginx", "nginx-light"),
     ("curl", "curl"),
     ("openssl", "openssl"),
     ("tcpdump", "tcpdump"),
+    ("h2load", "nghttp2-client"),
 ];
 
 /// One lab experiment.

@@ -4,6 +4,7 @@
 use crate::analysis::tls::{EarlyDataFacts, TlsFacts, TlsInfo, TlsKind};
 use crate::base::side::{FrameRef, Side};
 use crate::flow::Conn;
+use crate::proto::h2::H2Summary;
 use crate::proto::http::HttpTracker;
 use crate::proto::protocols::{Found, Protocols};
 use crate::proto::tls::{version_name, ContentType, HandshakeKind, Step, TlsSummary};
@@ -54,6 +55,7 @@ pub(crate) fn from_found(
     match found {
         Found::Tls(s, ..) => tls(s, conn),
         Found::Http(h) => (http(h), None),
+        Found::H2(h) => (h2c(h), None),
         Found::Neither => (None, None),
     }
 }
@@ -175,6 +177,23 @@ fn tls(s: &TlsSummary, conn: &Conn<Protocols>) -> (Option<AppTimeline>, Option<T
         client_ready: done,
     };
     (Some(timeline), Some(facts))
+}
+
+/// HTTP/2 in clear: the first stream's request and response.
+fn h2c(h: &H2Summary) -> Option<AppTimeline> {
+    let s = h.streams.iter().find(|s| s.id % 2 == 1)?;
+    Some(AppTimeline {
+        protocol: "h2c",
+        request_first: s.request_headers,
+        request_last: s.request_end.or(s.request_headers),
+        response_first: s.response_headers,
+        // the server's data as a whole: stream offsets are HTTP/2's
+        response_offset: 0,
+        response_last: s.response_end,
+        first_record: None,
+        exchanges: h.stream_count,
+        client_ready: None,
+    })
 }
 
 fn http(h: &HttpTracker) -> Option<AppTimeline> {

@@ -13,7 +13,7 @@ use crate::base::time::Duration;
 use crate::flow::half::{WscaleEvidence, MIN_MSS};
 use crate::flow::rounds::{Limit, Round};
 use crate::flow::{Conn, SynInfo};
-use crate::proto::protocols::{Found, Protocols};
+use crate::proto::protocols::{Found, Inner, Protocols};
 
 /// TCP facts of the connection (from the SYNs and the data).
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -97,6 +97,14 @@ pub struct Analysis {
     pub(crate) requests: Vec<crate::analysis::requests::RequestRow>,
     /// What decryption did, when the capture came with keys.
     pub(crate) decryption: Option<crate::proto::tls::decrypt::Decryption>,
+    /// HTTP/2 flow-control stalls (the first
+    /// [`STALL_DETAIL_CAP`](crate::analysis::h2::STALL_DETAIL_CAP)) and
+    /// their count.
+    pub(crate) h2_stalls: (Vec<crate::proto::h2::Stall>, u64),
+    /// The connection carried HTTP/2 whose frames the analysis could not
+    /// follow (encrypted without keys, cut, lost): a flat flight may be
+    /// HTTP/2 flow control as well as a TCP buffer.
+    pub(crate) h2_blind: bool,
 }
 
 impl Analysis {
@@ -322,21 +330,35 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
         }
     }
     let notes = coverage_notes(&conn, coverage, rtt.is_some());
-    let (decryption, http) = match found {
-        Found::Tls(_, d, h) => (d, h),
-        Found::Http(h) => (None, Some(h)),
+    let h2_alpn = matches!(&found, Found::Tls(t, ..)
+        if t.alpn_selected().is_some_and(|a| a == "h2" || a.starts_with("h2-")));
+    let (decryption, inner) = match found {
+        Found::Tls(_, d, inner) => (d, inner),
+        Found::Http(h) => (None, Some(Inner::Http1(h))),
+        Found::H2(h) => (None, Some(Inner::H2(h))),
         Found::Neither => (None, None),
     };
-    let requests = http.map_or_else(Vec::new, |h| {
-        crate::analysis::requests::rows(
-            &h,
-            crate::analysis::requests::Path {
-                start: conn.first.ts,
-                rtt: rtt_min,
-                h_s: rtt.map_or(Duration::ZERO, |r| r.h_s),
-            },
-        )
-    });
+    let path = crate::analysis::requests::Path {
+        start: conn.first.ts,
+        rtt: rtt_min,
+        h_s: rtt.map_or(Duration::ZERO, |r| r.h_s),
+    };
+    let (requests, h2) = match inner {
+        Some(Inner::Http1(h)) => (crate::analysis::requests::rows(&h, path), None),
+        Some(Inner::H2(h)) => (crate::analysis::requests::rows_h2(&h, path), Some(h)),
+        None => (Vec::new(), None),
+    };
+    let h2_blind = match &h2 {
+        Some(h) => h.lost_frames(),
+        None => h2_alpn,
+    };
+    let h2_stalls = h2.as_ref().map_or_else(
+        || (Vec::new(), 0),
+        |h| {
+            let h_of = |f: fn(&RttEstimate) -> Duration| rtt.as_ref().map_or(Duration::ZERO, f);
+            crate::analysis::h2::stalls(&h.flow, [h_of(|r| r.h_c), h_of(|r| r.h_s)])
+        },
+    );
     let mut a = Analysis {
         conn,
         rtt,
@@ -351,6 +373,8 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
         notes,
         requests,
         decryption,
+        h2_stalls,
+        h2_blind,
     };
     a.ladder = build_ladder(&a);
     a

@@ -3,6 +3,7 @@
 
 pub(crate) mod app;
 pub(crate) mod connection;
+pub mod h2;
 pub mod ladder;
 pub mod requests;
 pub mod rounds;

@@ -1,5 +1,5 @@
-//! Every HTTP/1.x request of a connection, cleartext or decrypted from TLS,
-//! as a row: when it was sent, when its response began and ended, in ms
+//! Every HTTP/1.x request and every HTTP/2 stream of a connection,
+//! cleartext or decrypted from TLS, as a row: when it was sent, when its response began and ended, in ms
 //! and in round trips, the server's think time against the path, and the
 //! wait behind earlier responses when requests were pipelined.
 //!
@@ -7,13 +7,14 @@
 //! last byte to its response's first (inside TLS: the segments completing
 //! the records that held them, when the application could read them).
 //! The server held it for that wait less the server's half of the path
-//! (`h_s`, docs/design.md §2 "Vantage"), and less the time it could not
+//! (`h_s`, docs/design.md §4 "Vantage and RTT"), and less the time it could not
 //! answer because an earlier response on the connection was still going out
 //! (HTTP/1.1 answers in order, RFC 9112 §9.3.2).
 
 use crate::base::cost::round3;
 use crate::base::side::FrameRef;
 use crate::base::time::{Duration, Timestamp};
+use crate::proto::h2::H2Summary;
 use crate::proto::http::HttpTracker;
 
 /// One request/response pair of a connection.
@@ -21,18 +22,27 @@ use crate::proto::http::HttpTracker;
 pub struct RequestRow {
     /// Position on the connection (0 = first request).
     pub index: u64,
+    /// HTTP/2 stream identifier (absent for HTTP/1.x).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<u32>,
     /// Request method (`GET`, …), when the request was seen.
     pub method: Option<String>,
     /// Request target (path), lossy UTF-8, at most 200 characters.
     pub target: Option<String>,
     /// Response status code, when the response was seen.
     pub status: Option<u16>,
+    /// `grpc-status` of a gRPC call (HTTP/2 with `application/grpc`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grpc_status: Option<u32>,
     /// Frame of the request's first byte.
     pub request_frame: Option<u64>,
     /// Frame of the request's last byte.
     pub request_end_frame: Option<u64>,
-    /// Frame of the response's first byte.
+    /// Frame of the response's first byte (HTTP/2: its HEADERS frame).
     pub response_frame: Option<u64>,
+    /// HTTP/2: the frame of the response's first DATA frame.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_data_frame: Option<u64>,
     /// Frame of the response's last byte.
     pub response_end_frame: Option<u64>,
     /// The request's first byte, ms after the connection's first packet.
@@ -106,12 +116,15 @@ pub(crate) fn rows(h: &HttpTracker, path: Path) -> Vec<RequestRow> {
         });
         out.push(RequestRow {
             index: ex.index,
+            stream: None,
             method: req.map(|q| q.method.clone()),
             target: req.map(|q| q.target.clone()),
             status: resp.map(|r| r.status),
+            grpc_status: None,
             request_frame: req.map(|q| q.first.frame),
             request_end_frame: req_last.map(|q| q.frame),
             response_frame: resp.map(|r| r.first.frame),
+            first_data_frame: None,
             response_end_frame: resp.and_then(|r| r.last).map(|l| l.frame),
             sent_ms: req.map(|q| ms((q.first.ts - path.start).max(Duration::ZERO))),
             ttfb_ms: wait.map(ms),
@@ -126,4 +139,56 @@ pub(crate) fn rows(h: &HttpTracker, path: Path) -> Vec<RequestRow> {
         }
     }
     out
+}
+
+/// The rows of an HTTP/2 connection's streams: the request's HEADERS to its
+/// END_STREAM, then the response's HEADERS, first DATA and END_STREAM. The
+/// wait runs from the request's END_STREAM (its last byte) to the response's
+/// HEADERS; streams are independent, so none waits behind another.
+pub(crate) fn rows_h2(h: &H2Summary, path: Path) -> Vec<RequestRow> {
+    h.streams
+        .iter()
+        .filter(|s| s.id % 2 == 1)
+        .take(ROWS_CAP)
+        .enumerate()
+        .map(|(i, s)| {
+            let req_last = s.request_end.or(s.request_headers);
+            let wait = match (req_last, s.response_headers) {
+                (Some(q), Some(r)) if r.ts >= q.ts => Some(between(q, r)),
+                _ => None,
+            };
+            let h_s = if path.h_s > Duration::ZERO {
+                path.h_s
+            } else {
+                path.rtt
+            };
+            RequestRow {
+                index: i as u64,
+                stream: Some(s.id),
+                method: s.method.clone(),
+                target: s.path.clone(),
+                status: s.status,
+                grpc_status: s.grpc_status,
+                request_frame: s.request_headers.map(|f| f.frame),
+                request_end_frame: req_last.map(|f| f.frame),
+                response_frame: s.response_headers.map(|f| f.frame),
+                first_data_frame: s.response_first_data.map(|f| f.frame),
+                response_end_frame: s.response_end.map(|f| f.frame),
+                sent_ms: s
+                    .request_headers
+                    .map(|q| ms((q.ts - path.start).max(Duration::ZERO))),
+                ttfb_ms: wait.map(ms),
+                ttfb_rtts: wait.and_then(|w| w.in_rtts(path.rtt)).map(round3),
+                behind_ms: 0.0,
+                server_think_ms: wait
+                    .filter(|_| path.rtt > Duration::ZERO)
+                    .map(|w| ms((w - h_s).max(Duration::ZERO))),
+                transfer_ms: match (s.response_headers, s.response_end) {
+                    (Some(a), Some(b)) => Some(ms(between(a, b))),
+                    _ => None,
+                },
+                response_bytes: s.response_headers.map(|_| s.data_bytes[1]),
+            }
+        })
+        .collect()
 }

@@ -8,6 +8,7 @@
 pub(crate) mod capture_drops;
 pub(crate) mod delayed_ack;
 pub mod finding;
+pub(crate) mod h2_flow_control_stall;
 pub(crate) mod hello_retry_request;
 pub(crate) mod large_tls_record;
 pub(crate) mod loss;
@@ -77,6 +78,7 @@ pub(crate) const DETECTORS: &[(&[&str], Detector)] = &[
     (&[nagle::ID_STALL, nagle::ID_DELAYED_ACK], nagle::detect),
     (&[delayed_ack::ID], delayed_ack::detect),
     (&[zero_rtt::ID], zero_rtt::detect),
+    (&[h2_flow_control_stall::ID], h2_flow_control_stall::detect),
 ];
 
 /// Finding ids that are reported whatever their cost: they speak of the

@@ -6,7 +6,9 @@
 //! for ≥ 3 loss-free rounds); Linux `tcp_sndbuf_expand()` / `net.ipv4.tcp_wmem`.
 
 use super::finding::{conf, ev, Finding, Level};
-use super::util::{capped_cost, capped_rounds_evidence, median, per_rtt_mb_s, window_limited};
+use super::util::{
+    capped_cost, capped_rounds_evidence, h2_flow_control_held, median, per_rtt_mb_s, window_limited,
+};
 use crate::analysis::Analysis;
 use crate::flow::rounds::Limit;
 
@@ -18,6 +20,12 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let Some((t, capped)) = window_limited(a, Limit::Sndbuf, 1) else {
         return vec![];
     };
+    if h2_flow_control_held(a, t.sender) || a.h2_blind {
+        // the HTTP/2 window held the flight (`h2-flow-control-stall` names
+        // it), or may have: HTTP/2 the capture cannot read (`window-limit`
+        // names both candidates)
+        return vec![];
+    }
     let flight = median(capped.iter().map(|r| r.max_flight));
     let rwnd = median(capped.iter().map(|r| r.rwnd));
     let (cost, span) = capped_cost(a, &t.rounds, capped[0].index, flight, rwnd.max(flight));

@@ -135,6 +135,12 @@ pub(crate) fn per_rtt_mb_s(a: &Analysis, bytes: u64) -> f64 {
     }
 }
 
+/// Whether `sender` waited on HTTP/2 flow control: its flight was then held
+/// by the receiver's HTTP/2 window, not by a TCP buffer.
+pub(crate) fn h2_flow_control_held(a: &Analysis, sender: crate::base::side::Side) -> bool {
+    a.h2_stalls.0.iter().any(|s| s.sender == sender)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,9 +22,21 @@ pub(crate) const ID: &str = "window-limit";
 
 /// See the module docs.
 pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
-    let Some((t, capped)) = window_limited(a, Limit::Window, FLAT_ROUNDS) else {
+    // HTTP/2 the capture cannot read: a flight capped below the TCP window
+    // may be the receiver's HTTP/2 window as well as the sender's buffer
+    let found = window_limited(a, Limit::Window, FLAT_ROUNDS).or_else(|| {
+        a.h2_blind
+            .then(|| window_limited(a, Limit::Sndbuf, FLAT_ROUNDS))
+            .flatten()
+    });
+    let Some((t, capped)) = found else {
         return vec![];
     };
+    let h2 = a.h2_blind;
+    if super::util::h2_flow_control_held(a, t.sender) {
+        // the HTTP/2 window held the flight: `h2-flow-control-stall` names it
+        return vec![];
+    }
     let flight = median(capped.iter().map(|r| r.max_flight));
     let rwnd = median(capped.iter().map(|r| r.rwnd));
     // as for a receive window: against slow start unbounded, the rounds a
@@ -35,8 +47,15 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let rate = per_rtt_mb_s(a, flight);
     let mut evidence = capped_rounds_evidence(&capped, |r| {
         format!(
-            "round {}: {} B in flight, the {receiver}'s window at least {} B",
-            r.index, r.max_flight, r.rwnd
+            "round {}: {} B in flight, the {receiver}'s TCP window {}{} B",
+            r.index,
+            r.max_flight,
+            if a.conn.half[t.sender.index()].wscale_known {
+                ""
+            } else {
+                "at least "
+            },
+            r.rwnd
         )
     });
     if let Some(w) = a.tcp.window_scale_inferred[t.sender.peer().index()] {
@@ -49,6 +68,11 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         ));
     }
     evidence.sort_by_key(|e| e.frame);
+    if h2 {
+        return vec![h2_candidates(
+            a, t.sender, &capped, flight, cost, evidence, span, rate,
+        )];
+    }
     vec![Finding {
         id: ID,
         connection: a.conn.index,
@@ -77,4 +101,50 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         ],
         span,
     }]
+}
+
+/// The same cap on an HTTP/2 connection whose frames the capture does not
+/// show: the receiver's HTTP/2 flow-control window or the sender's send
+/// buffer (or the receiver's TCP window, when its scale is inferred).
+#[allow(clippy::too_many_arguments)]
+fn h2_candidates(
+    a: &Analysis,
+    sender_side: crate::base::side::Side,
+    capped: &[&crate::flow::rounds::Round],
+    flight: u64,
+    cost: crate::base::cost::Cost,
+    evidence: Vec<super::finding::Evidence>,
+    span: Vec<(crate::base::time::Timestamp, crate::base::time::Timestamp)>,
+    rate: f64,
+) -> Finding {
+    let sender = sender_side.as_str();
+    let receiver = sender_side.peer().as_str();
+    Finding {
+        id: ID,
+        connection: a.conn.index,
+        title: format!(
+            "{sender}'s bytes in flight flat at {flight} B for {} rounds, below the TCP window: a window capped it — the {receiver}'s HTTP/2 flow-control window or the {sender}'s send buffer (the HTTP/2 frames are not in the capture); throughput bound {rate:.2} MB/s",
+            capped.len()
+        ),
+        cost,
+        evidence,
+        confidence: conf(
+            Level::Medium,
+            format!(
+                "{} loss-free, ACK-clocked rounds within ±1 MSS of {flight} B: the cap is certain; HTTP/2 (ALPN h2) runs flow control of its own the capture cannot show without keys or whole frames",
+                capped.len()
+            ),
+        ),
+        fix: format!(
+            "Find out whose window it is: analyse with the TLS keys (`SSLKEYLOGFILE`, `rttlens analyze --keylog`) and a full snapshot length to see the HTTP/2 WINDOW_UPDATEs (`h2-flow-control-stall`), or `ss -tmi` on the {sender} (`snd_wnd`, `skmem`). \
+             If HTTP/2's: let the {receiver} advertise a larger window (Go/gRPC `InitialWindowSize`/`InitialConnWindowSize`, Envoy `initial_stream_window_size`, nginx `http2_body_preread_size` for request bodies). \
+             If the {sender}'s: raise its send buffer (`net.ipv4.tcp_wmem`, nginx `listen … sndbuf=`; do not pin SO_SNDBUF)."
+        ),
+        references: vec![
+            "docs/design.md §4 (round limits)",
+            "RFC 9113 §6.9 (HTTP/2 flow control)",
+            "Linux tcp_sndbuf_expand(), net.ipv4.tcp_wmem",
+        ],
+        span,
+    }
 }

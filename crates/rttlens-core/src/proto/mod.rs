@@ -38,6 +38,7 @@
 //! [`Note`] (counted, with its stream offset) and the tracker stops parsing
 //! that direction when it cannot know where the next item starts.
 
+pub mod h2;
 pub mod http;
 pub mod protocols;
 mod stream;

@@ -1,13 +1,19 @@
-//! Feeding the protocol trackers (TLS, HTTP/1.1) from the reassembled streams.
+//! Feeding the protocol trackers (TLS, HTTP/1.1, HTTP/2) from the
+//! reassembled streams.
 //!
-//! Both trackers get the first bytes of every connection; each says as soon
-//! as it can whether the stream is its protocol, and one that says no is
-//! dropped, so a connection costs at most one tracker after its first bytes
-//! and none when it is neither.
+//! The TLS and HTTP/1.1 trackers get the first bytes of every connection;
+//! each says as soon as it can whether the stream is its protocol, and one
+//! that says no is dropped, so a connection costs at most one tracker after
+//! its first bytes and none when it is neither. HTTP/2 in clear (`h2c` by
+//! prior knowledge) is recognised by the client's connection preface or the
+//! server's first SETTINGS frame at the stream's start. Inside TLS, with
+//! keys, the decrypted application data goes to HTTP/2 when ALPN chose `h2`
+//! and to HTTP/1.1 otherwise.
 
 use crate::base::side::{FrameRef, Side};
 use crate::capture::keylog::KeyStore;
 use crate::flow::reassembly::Trackers;
+use crate::proto::h2::{H2Summary, H2Tracker};
 use crate::proto::http::HttpTracker;
 use crate::proto::tls::decrypt::{Decryption, Plain};
 use crate::proto::tls::{TlsSummary, TlsTracker};
@@ -17,8 +23,10 @@ use crate::proto::tls::{TlsSummary, TlsTracker};
 pub struct Protocols {
     tls: Option<Box<TlsTracker>>,
     http: Option<Box<HttpTracker>>,
-    /// HTTP/1.x inside TLS, fed with the decrypted application data.
-    inner: Option<Box<HttpTracker>>,
+    /// HTTP/2 in clear.
+    h2: Option<Box<H2Tracker>>,
+    /// The protocol inside TLS, fed with the decrypted application data.
+    inner: Option<InnerTracker>,
 }
 
 impl Default for Protocols {
@@ -26,23 +34,38 @@ impl Default for Protocols {
         Protocols {
             tls: Some(Box::default()),
             http: Some(Box::default()),
+            h2: None,
             inner: None,
         }
     }
+}
+
+/// The tracker of what TLS carries.
+#[derive(Debug)]
+enum InnerTracker {
+    Http1(Box<HttpTracker>),
+    H2(Box<H2Tracker>),
+}
+
+/// What TLS carried, decrypted.
+#[derive(Debug)]
+pub(crate) enum Inner {
+    /// HTTP/1.x messages.
+    Http1(Box<HttpTracker>),
+    /// HTTP/2 frames and streams.
+    H2(Box<H2Summary>),
 }
 
 /// What the trackers found, once the connection is over.
 #[derive(Debug, Default)]
 pub(crate) enum Found {
     /// TLS records and handshake; with keys, what decryption did and the
-    /// HTTP/1.x messages inside.
-    Tls(
-        Box<TlsSummary>,
-        Option<Decryption>,
-        Option<Box<HttpTracker>>,
-    ),
+    /// protocol inside.
+    Tls(Box<TlsSummary>, Option<Decryption>, Option<Inner>),
     /// HTTP/1.x messages.
     Http(Box<HttpTracker>),
+    /// HTTP/2 in clear.
+    H2(Box<H2Summary>),
     /// Neither (or undecided).
     #[default]
     Neither,
@@ -66,6 +89,64 @@ impl Protocols {
         }
     }
 
+    /// Whether `data`, the first bytes of `side`'s stream, start HTTP/2:
+    /// the client's preface, or a SETTINGS frame on stream 0 (the server's
+    /// first frame, RFC 9113 §3.4).
+    fn opens_h2(side: Side, data: &[u8]) -> bool {
+        match side {
+            Side::Client => H2Tracker::starts_preface(data),
+            Side::Server => {
+                data.len() >= 9 && data[3] == 4 && data[4] & !1 == 0 && data[5..9] == [0; 4]
+            }
+        }
+    }
+
+    /// Feeds the plaintext the TLS tracker decrypted to the protocol inside.
+    fn inside(&mut self) {
+        let (Some(t), inner) = (self.tls.as_mut(), &mut self.inner) else {
+            return;
+        };
+        let h2 = t
+            .summary()
+            .alpn_selected()
+            .is_some_and(|a| a == "h2" || a.starts_with("h2-"));
+        t.take_plaintext(|p| {
+            let tracker = inner.get_or_insert_with(|| {
+                if h2 {
+                    InnerTracker::H2(Box::default())
+                } else {
+                    InnerTracker::Http1(Box::default())
+                }
+            });
+            match (tracker, p) {
+                (
+                    InnerTracker::Http1(h),
+                    Plain::Data {
+                        side,
+                        offset,
+                        data,
+                        at,
+                    },
+                ) => h.push(side, offset, &data, at),
+                (InnerTracker::Http1(h), Plain::Lost { side, offset, len }) => {
+                    h.gap(side, offset, len)
+                }
+                (
+                    InnerTracker::H2(h),
+                    Plain::Data {
+                        side,
+                        offset,
+                        data,
+                        at,
+                    },
+                ) => h.push(side, offset, &data, at),
+                (InnerTracker::H2(h), Plain::Lost { side, offset, len }) => {
+                    h.gap(side, offset, len)
+                }
+            }
+        });
+    }
+
     /// The connection is over: keep the tracker that recognised its protocol.
     pub(crate) fn finish(mut self) -> Found {
         if let Some(h) = self.http.as_mut() {
@@ -74,39 +155,24 @@ impl Protocols {
         }
         if let Some(mut t) = self.tls.filter(|t| t.is_tls() == Some(true)) {
             let decryption = t.take_decryption();
-            let mut inner = self.inner.take();
-            if let Some(h) = inner.as_mut() {
-                h.end(Side::Client);
-                h.end(Side::Server);
-            }
-            let inner = inner.filter(|h| h.is_http() == Some(true));
+            let inner = match self.inner.take() {
+                Some(InnerTracker::Http1(mut h)) => {
+                    h.end(Side::Client);
+                    h.end(Side::Server);
+                    (h.is_http() == Some(true)).then_some(Inner::Http1(h))
+                }
+                Some(InnerTracker::H2(h)) => Some(Inner::H2(Box::new(h.finish()))),
+                None => None,
+            };
             return Found::Tls(Box::new(t.into_summary()), decryption, inner);
+        }
+        if let Some(h) = self.h2 {
+            return Found::H2(Box::new(h.finish()));
         }
         match self.http {
             Some(h) if h.is_http() == Some(true) => Found::Http(h),
             _ => Found::Neither,
         }
-    }
-}
-
-impl Protocols {
-    /// Feeds the plaintext the TLS tracker decrypted to the protocol inside.
-    fn inside(&mut self) {
-        let (Some(t), inner) = (self.tls.as_mut(), &mut self.inner) else {
-            return;
-        };
-        t.take_plaintext(|p| {
-            let h = inner.get_or_insert_with(Box::default);
-            match p {
-                Plain::Data {
-                    side,
-                    offset,
-                    data,
-                    at,
-                } => h.push(side, offset, &data, at),
-                Plain::Lost { side, offset, len } => h.gap(side, offset, len),
-            }
-        });
     }
 }
 
@@ -119,16 +185,25 @@ impl Trackers for Protocols {
         }
         Protocols {
             tls: Some(Box::new(TlsTracker::with_keys(keys.clone()))),
-            http: Some(Box::default()),
-            inner: None,
+            ..Protocols::default()
         }
     }
 
     fn wants_bytes(&self) -> bool {
-        self.tls.is_some() || self.http.is_some()
+        self.tls.is_some() || self.http.is_some() || self.h2.is_some()
     }
 
     fn data(&mut self, side: Side, offset: u64, data: &[u8], at: FrameRef) {
+        if offset == 0 && self.h2.is_none() && self.http.is_some() && Self::opens_h2(side, data) {
+            // HTTP/2 in clear by prior knowledge: neither TLS nor HTTP/1.x
+            self.h2 = Some(Box::default());
+            self.http = None;
+            self.tls = None;
+        }
+        if let Some(h) = self.h2.as_mut() {
+            h.push(side, offset, data, at);
+            return;
+        }
         if let Some(t) = self.tls.as_mut() {
             t.push(side, offset, data, at);
             self.inside();
@@ -140,6 +215,10 @@ impl Trackers for Protocols {
     }
 
     fn gap(&mut self, side: Side, offset: u64, len: u64) {
+        if let Some(h) = self.h2.as_mut() {
+            h.gap(side, offset, len);
+            return;
+        }
         if let Some(t) = self.tls.as_mut() {
             t.gap(side, offset, len);
             self.inside();

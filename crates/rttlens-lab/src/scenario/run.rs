@@ -337,11 +337,14 @@ fn run_variant(
         .collect::<Vec<_>>();
     // never more than the full capture says, on the same connection (a
     // window cap whose owner the copy cannot tell is what the full capture's
-    // receive-window-limit or sender-window-cap says)
+    // receive-window-limit, sender-window-cap or h2-flow-control-stall says)
     let says = |id: &str, full_id: &str| {
         id == full_id
             || (id == "window-limit"
-                && matches!(full_id, "receive-window-limit" | "sender-window-cap"))
+                && matches!(
+                    full_id,
+                    "receive-window-limit" | "sender-window-cap" | "h2-flow-control-stall"
+                ))
     };
     for (i, c) in conns.iter().enumerate() {
         for f in &c.findings {

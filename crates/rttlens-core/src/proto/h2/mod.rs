@@ -1,0 +1,782 @@
+//! HTTP/2 (RFC 9113) over one connection, both directions: decrypted `h2`
+//! or cleartext `h2c` by prior knowledge.
+//!
+//! [`H2Tracker`] walks each direction's frames by their 9-byte headers
+//! (RFC 9113 §4.1), decodes header blocks (HEADERS + CONTINUATION) with
+//! loona-hpack, one decoder per direction as the peer's encoder requires
+//! (RFC 7541 §2.2), and keeps per stream: the request's HEADERS and
+//! END_STREAM, the response's HEADERS, first DATA and END_STREAM, with
+//! `:method`, `:path`, `:status`, `content-type` and `grpc-status`.
+//! SETTINGS, WINDOW_UPDATE, RST_STREAM, GOAWAY and PING are tracked:
+//!
+//! - flow control (RFC 9113 §6.9): every DATA frame, WINDOW_UPDATE and
+//!   `SETTINGS_INITIAL_WINDOW_SIZE` as a [`FlowEvent`] (the first
+//!   [`FLOW_EVENT_CAP`]), from which `analysis::h2` replays each sender's
+//!   windows as the sender had them (a WINDOW_UPDATE seen at the capture
+//!   point reaches the sender later) and finds the [`Stall`]s;
+//! - a PING and its ACK (same 8 bytes, RFC 9113 §6.7) is an RTT sample at
+//!   the capture point.
+//!
+//! Frames are timed by the segment that delivered their last byte (inside
+//! TLS: the segment completing the record), as Wireshark numbers them.
+//! DATA payloads are walked by length, never buffered. A header block
+//! larger than [`PARSE_BUFFER_CAP`] is not decoded, and once one block is
+//! lost (a capture gap, a decoding error) the direction's HPACK state is
+//! unknown and later blocks are not decoded either; framing goes on.
+
+use rustc_hash::FxHashMap;
+
+use crate::base::side::{FrameRef, Side};
+use crate::base::time::Duration;
+use crate::proto::stream::{Framer, InOrder};
+use crate::proto::{lossy_truncated, NoteKind, Notes, PARSE_BUFFER_CAP};
+
+/// The client connection preface (RFC 9113 §3.4).
+pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// Streams kept in detail; later ones are only counted.
+pub const STREAM_DETAIL_CAP: usize = 256;
+/// PING round trips kept.
+const PING_CAP: usize = 64;
+/// Flow-control events kept per connection (DATA frames, WINDOW_UPDATEs,
+/// initial window changes); a transfer of 16 KB frames needs one per 16 KB.
+pub const FLOW_EVENT_CAP: usize = 1 << 16;
+/// Longest header value kept (`:path`, `content-type`), in characters.
+const VALUE_CHARS: usize = 200;
+
+/// Frame types (RFC 9113 §6).
+mod ty {
+    pub(super) const DATA: u8 = 0;
+    pub(super) const HEADERS: u8 = 1;
+    pub(super) const RST_STREAM: u8 = 3;
+    pub(super) const SETTINGS: u8 = 4;
+    pub(super) const PUSH_PROMISE: u8 = 5;
+    pub(super) const PING: u8 = 6;
+    pub(super) const GOAWAY: u8 = 7;
+    pub(super) const WINDOW_UPDATE: u8 = 8;
+    pub(super) const CONTINUATION: u8 = 9;
+}
+
+/// Frame flags (RFC 9113 §6).
+mod flag {
+    pub(super) const END_STREAM: u8 = 0x1;
+    pub(super) const ACK: u8 = 0x1;
+    pub(super) const END_HEADERS: u8 = 0x4;
+    pub(super) const PADDED: u8 = 0x8;
+    pub(super) const PRIORITY: u8 = 0x20;
+}
+
+/// One stream: a request and its response.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct H2Stream {
+    /// Stream identifier (odd: opened by the client).
+    pub id: u32,
+    /// `:method`.
+    pub method: Option<String>,
+    /// `:path` (lossy UTF-8, at most 200 characters); for gRPC the method,
+    /// `/package.Service/Method`.
+    pub path: Option<String>,
+    /// `:status` of the response.
+    pub status: Option<u16>,
+    /// The response's `content-type`.
+    pub content_type: Option<String>,
+    /// `grpc-status` (in the trailers, or a trailers-only response).
+    pub grpc_status: Option<u32>,
+    /// The request's (first) HEADERS frame.
+    pub request_headers: Option<FrameRef>,
+    /// The request's END_STREAM (on its HEADERS, DATA or trailers).
+    pub request_end: Option<FrameRef>,
+    /// The response's (first) HEADERS frame.
+    pub response_headers: Option<FrameRef>,
+    /// The response's first DATA frame.
+    pub response_first_data: Option<FrameRef>,
+    /// The response's END_STREAM.
+    pub response_end: Option<FrameRef>,
+    /// DATA payload bytes, client's and server's.
+    pub data_bytes: [u64; 2],
+    /// RST_STREAM: its frame, sender and error code.
+    pub reset: Option<(FrameRef, Side, u32)>,
+}
+
+/// Which window a sender waited on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "stream")]
+pub enum Window {
+    /// The connection's (stream 0).
+    Connection,
+    /// One stream's.
+    Stream(u32),
+}
+
+/// A sender stopped at an exhausted window until a WINDOW_UPDATE came
+/// (found by `analysis::h2`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Stall {
+    /// The sender that waited.
+    pub sender: Side,
+    /// The window it waited on.
+    pub window: Window,
+    /// The window's size: the receiver's initial window (stream) or the
+    /// connection window the sender had had (bytes).
+    pub size: i64,
+    /// The DATA frame that left the window at 0.
+    pub exhausted: FrameRef,
+    /// The first WINDOW_UPDATE that opened it again.
+    pub update: FrameRef,
+    /// The sender's next DATA frame.
+    pub resumed: FrameRef,
+}
+
+/// One flow-control event, in capture order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowEvent {
+    /// The frame that delivered it.
+    pub at: FrameRef,
+    /// The sender whose windows it concerns (for a WINDOW_UPDATE or a
+    /// SETTINGS: the peer of the side that sent it).
+    pub sender: Side,
+    /// What happened.
+    pub kind: FlowKind,
+}
+
+/// What a [`FlowEvent`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowKind {
+    /// The sender's DATA frame: stream, payload length, END_STREAM.
+    Data {
+        /// Stream.
+        stream: u32,
+        /// Payload length (padding included, as flow control counts it).
+        len: u32,
+        /// END_STREAM set.
+        end: bool,
+    },
+    /// A WINDOW_UPDATE for the sender (stream 0: the connection).
+    Update {
+        /// Stream (0 = connection).
+        stream: u32,
+        /// Increment, bytes.
+        inc: u32,
+    },
+    /// The receiver's `SETTINGS_INITIAL_WINDOW_SIZE`.
+    InitialWindow(u32),
+}
+
+/// What the tracker learnt of one HTTP/2 connection.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct H2Summary {
+    /// The first [`STREAM_DETAIL_CAP`] streams, in the order they opened.
+    pub streams: Vec<H2Stream>,
+    /// Streams seen in all.
+    pub stream_count: u64,
+    /// `SETTINGS_INITIAL_WINDOW_SIZE` each side announced (bytes; `None`:
+    /// the default 65535).
+    pub initial_window: [Option<u32>; 2],
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` each side announced.
+    pub max_concurrent_streams: [Option<u32>; 2],
+    /// Flow-control events (the first [`FLOW_EVENT_CAP`]).
+    #[serde(skip)]
+    pub flow: Vec<FlowEvent>,
+    /// Flow-control events past the cap.
+    pub flow_events_dropped: u64,
+    /// PING round trips at the capture point (PING → its ACK), ms.
+    pub ping_rtts_ms: Vec<f64>,
+    /// GOAWAY: its frame, sender and error code.
+    pub goaway: Option<(FrameRef, Side, u32)>,
+    /// Header blocks that could not be decoded.
+    pub undecoded_blocks: u64,
+    /// Notes per direction, client's and server's.
+    pub notes: [Notes; 2],
+}
+
+impl H2Summary {
+    /// Whether the frames could not be followed in either direction (a
+    /// capture gap where framing was, bytes cut by the snapshot length,
+    /// garbage): flow control and streams are then partly unknown.
+    pub fn lost_frames(&self) -> bool {
+        self.notes.iter().any(|n| {
+            n.dropped() > 0
+                || n.items().iter().any(|i| {
+                    matches!(
+                        i.kind,
+                        NoteKind::LostSync { .. } | NoteKind::Malformed { .. }
+                    )
+                })
+        })
+    }
+}
+
+/// The frame being walked.
+#[derive(Debug)]
+struct Current {
+    ty: u8,
+    flags: u8,
+    stream: u32,
+    len: u32,
+    /// The payload, for the frames read here (not DATA).
+    buf: Option<Vec<u8>>,
+    missing: bool,
+}
+
+/// A header block being gathered (HEADERS or PUSH_PROMISE, then
+/// CONTINUATION frames).
+#[derive(Debug)]
+struct Block {
+    stream: u32,
+    end_stream: bool,
+    push: bool,
+    buf: Vec<u8>,
+    broken: bool,
+}
+
+/// One direction's parser.
+struct Dir {
+    side: Side,
+    stream: InOrder,
+    preface_left: usize,
+    framer: Framer<9>,
+    cur: Option<Current>,
+    block: Option<Block>,
+    hpack: loona_hpack::Decoder<'static>,
+    /// The HPACK state is unknown (a block was lost or did not decode).
+    hpack_lost: bool,
+    stopped: bool,
+}
+
+impl std::fmt::Debug for Dir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dir")
+            .field("side", &self.side)
+            .field("stopped", &self.stopped)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Dir {
+    fn new(side: Side) -> Dir {
+        Dir {
+            side,
+            stream: InOrder::default(),
+            preface_left: if side == Side::Client {
+                PREFACE.len()
+            } else {
+                0
+            },
+            framer: Framer::default(),
+            cur: None,
+            block: None,
+            hpack: loona_hpack::Decoder::new(),
+            hpack_lost: false,
+            stopped: false,
+        }
+    }
+}
+
+/// Connection-level state the two directions share.
+#[derive(Debug, Default)]
+struct Conn {
+    sum: H2Summary,
+    index: FxHashMap<u32, usize>,
+    /// PINGs sent and not yet acknowledged: payload → when.
+    pings: Vec<([u8; 8], Side, FrameRef)>,
+    /// Highest stream id seen (streams open in increasing order, RFC 9113
+    /// §5.1.1), to count those past the detail cap once.
+    max_id: u32,
+}
+
+/// Tracks the HTTP/2 frames of one connection (see the [module docs](self)
+/// and [`crate::proto`] for the input model).
+#[derive(Debug)]
+pub struct H2Tracker {
+    dirs: [Dir; 2],
+    conn: Conn,
+}
+
+impl Default for H2Tracker {
+    fn default() -> Self {
+        H2Tracker::new()
+    }
+}
+
+impl H2Tracker {
+    /// A tracker that has seen nothing yet. The client's stream must begin
+    /// with the connection preface.
+    pub fn new() -> H2Tracker {
+        let conn = Conn::default();
+        H2Tracker {
+            dirs: [Dir::new(Side::Client), Dir::new(Side::Server)],
+            conn,
+        }
+    }
+
+    /// Whether `data`, the first bytes of a client's stream, can start
+    /// HTTP/2's connection preface.
+    pub fn starts_preface(data: &[u8]) -> bool {
+        let n = data.len().min(PREFACE.len());
+        n >= 4 && data[..n] == PREFACE[..n]
+    }
+
+    /// Bytes `data` sent by `side` at stream `offset` (0 = the first byte
+    /// of its HTTP/2 stream), delivered by `at`.
+    pub fn push(&mut self, side: Side, offset: u64, data: &[u8], at: FrameRef) {
+        let dir = &mut self.dirs[side.index()];
+        let Some((hole, fresh)) = dir.stream.admit(offset, data) else {
+            return;
+        };
+        if hole > 0 {
+            missing(dir, &mut self.conn, hole, offset.saturating_sub(hole));
+        }
+        walk(dir, &mut self.conn, fresh, offset, at);
+    }
+
+    /// `len` bytes sent by `side` at `offset` that were never seen.
+    pub fn gap(&mut self, side: Side, offset: u64, len: u64) {
+        let dir = &mut self.dirs[side.index()];
+        let missing_len = dir.stream.admit_gap(offset, len);
+        if missing_len > 0 {
+            missing(dir, &mut self.conn, missing_len, offset);
+        }
+    }
+
+    /// What was learnt, ending the tracker.
+    pub fn finish(self) -> H2Summary {
+        self.conn.sum
+    }
+}
+
+/// Walks fresh in-order bytes of `dir`.
+fn walk(dir: &mut Dir, conn: &mut Conn, mut data: &[u8], offset: u64, at: FrameRef) {
+    if dir.preface_left > 0 {
+        let n = dir.preface_left.min(data.len());
+        let start = PREFACE.len() - dir.preface_left;
+        if data[..n] != PREFACE[start..start + n] {
+            conn.sum.notes[dir.side.index()].push(
+                offset,
+                NoteKind::Malformed {
+                    what: "client stream does not begin with the HTTP/2 preface",
+                },
+            );
+            dir.stopped = true;
+        }
+        dir.preface_left -= n;
+        data = &data[n..];
+    }
+    while !data.is_empty() && !dir.stopped {
+        if !dir.framer.in_body() {
+            if let Some(h) = dir.framer.take_header(&mut data) {
+                on_header(dir, conn, h, at);
+            }
+        } else {
+            let body = dir.framer.take_body(&mut data);
+            if let Some(buf) = dir.cur.as_mut().and_then(|c| c.buf.as_mut()) {
+                buf.extend_from_slice(body);
+            }
+            if dir.framer.body_left() == 0 {
+                end_frame(dir, conn, at);
+            }
+        }
+    }
+}
+
+/// `len` bytes missing from `dir`'s stream at `offset`.
+fn missing(dir: &mut Dir, conn: &mut Conn, len: u64, offset: u64) {
+    if dir.stopped {
+        return;
+    }
+    if dir.preface_left > 0 || !dir.framer.skip_body(len) {
+        conn.sum.notes[dir.side.index()].push(offset, NoteKind::LostSync { layer: "http2" });
+        dir.stopped = true;
+        return;
+    }
+    conn.sum.notes[dir.side.index()].push(offset, NoteKind::Gap { len });
+    if let Some(c) = dir.cur.as_mut() {
+        c.missing = true;
+        c.buf = None;
+    }
+    if dir.framer.body_left() == 0 {
+        // the frame's end fell in the gap: it is over, untimed
+        dir.framer.end_item();
+        if let Some(c) = dir.cur.take() {
+            if matches!(c.ty, ty::HEADERS | ty::CONTINUATION | ty::PUSH_PROMISE) {
+                dir.hpack_lost = true;
+                dir.block = None;
+            }
+        }
+    }
+}
+
+fn on_header(dir: &mut Dir, conn: &mut Conn, h: [u8; 9], at: FrameRef) {
+    let len = u32::from_be_bytes([0, h[0], h[1], h[2]]);
+    let (ty, flags) = (h[3], h[4]);
+    let stream = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff;
+    let read = match ty {
+        ty::DATA => false,
+        ty::HEADERS | ty::CONTINUATION | ty::PUSH_PROMISE => (len as usize) <= PARSE_BUFFER_CAP,
+        _ => len <= 4096,
+    };
+    dir.cur = Some(Current {
+        ty,
+        flags,
+        stream,
+        len,
+        buf: read.then(|| Vec::with_capacity(len as usize)),
+        missing: false,
+    });
+    dir.framer.begin_body(u64::from(len));
+    if len == 0 {
+        end_frame(dir, conn, at);
+    }
+}
+
+/// The stream `id` (opened on first sight).
+fn stream_mut(conn: &mut Conn, id: u32) -> Option<&mut H2Stream> {
+    if id == 0 {
+        return None;
+    }
+    let i = match conn.index.get(&id) {
+        Some(&i) => i,
+        None => {
+            if id > conn.max_id {
+                conn.max_id = id;
+                conn.sum.stream_count += 1;
+            }
+            if conn.sum.streams.len() >= STREAM_DETAIL_CAP {
+                return None;
+            }
+            let i = conn.sum.streams.len();
+            conn.sum.streams.push(H2Stream {
+                id,
+                ..H2Stream::default()
+            });
+            conn.index.insert(id, i);
+            i
+        }
+    };
+    conn.sum.streams.get_mut(i)
+}
+
+fn end_frame(dir: &mut Dir, conn: &mut Conn, at: FrameRef) {
+    dir.framer.end_item();
+    let Some(cur) = dir.cur.take() else { return };
+    let side = dir.side;
+    let s = side.index();
+    let end_stream = cur.flags & flag::END_STREAM != 0;
+    match cur.ty {
+        ty::DATA => on_data(conn, side, &cur, at),
+        ty::HEADERS | ty::PUSH_PROMISE => {
+            let push = cur.ty == ty::PUSH_PROMISE;
+            let mut buf = cur.buf.unwrap_or_default();
+            let broken = cur.missing || buf.len() != cur.len as usize;
+            if !broken {
+                let mut skip = 0usize;
+                let mut pad = 0usize;
+                if cur.flags & flag::PADDED != 0 {
+                    pad = usize::from(buf.first().copied().unwrap_or(0));
+                    skip += 1;
+                }
+                if push {
+                    skip += 4; // promised stream id
+                } else if cur.flags & flag::PRIORITY != 0 {
+                    skip += 5;
+                }
+                let end = buf.len().saturating_sub(pad);
+                buf = buf.get(skip..end).map(<[u8]>::to_vec).unwrap_or_default();
+            }
+            if !push {
+                if let Some(st) = stream_mut(conn, cur.stream) {
+                    let (first, end) = match side {
+                        Side::Client => (&mut st.request_headers, &mut st.request_end),
+                        Side::Server => (&mut st.response_headers, &mut st.response_end),
+                    };
+                    first.get_or_insert(at);
+                    if end_stream {
+                        end.get_or_insert(at);
+                    }
+                }
+            }
+            dir.block = Some(Block {
+                stream: cur.stream,
+                end_stream,
+                push,
+                buf,
+                broken,
+            });
+            if cur.flags & flag::END_HEADERS != 0 {
+                decode_block(dir, conn);
+            }
+        }
+        ty::CONTINUATION => {
+            match dir.block.as_mut() {
+                Some(b) if b.stream == cur.stream => match cur.buf {
+                    Some(more) if !cur.missing && b.buf.len() + more.len() <= PARSE_BUFFER_CAP => {
+                        b.buf.extend_from_slice(&more)
+                    }
+                    _ => b.broken = true,
+                },
+                _ => {
+                    conn.sum.notes[s].push(
+                        0,
+                        NoteKind::Malformed {
+                            what: "CONTINUATION without a header block",
+                        },
+                    );
+                }
+            }
+            if cur.flags & flag::END_HEADERS != 0 {
+                decode_block(dir, conn);
+            }
+        }
+        ty::SETTINGS if cur.flags & flag::ACK == 0 => {
+            if let Some(buf) = cur.buf.filter(|_| !cur.missing) {
+                for kv in buf.chunks_exact(6) {
+                    let id = u16::from_be_bytes([kv[0], kv[1]]);
+                    let v = u32::from_be_bytes([kv[2], kv[3], kv[4], kv[5]]);
+                    match id {
+                        // SETTINGS_MAX_CONCURRENT_STREAMS
+                        3 => conn.sum.max_concurrent_streams[s] = Some(v),
+                        // SETTINGS_INITIAL_WINDOW_SIZE: the peer's stream
+                        // windows change by the difference (RFC 9113 §6.9.2)
+                        4 => {
+                            conn.sum.initial_window[s] = Some(v);
+                            flow(conn, at, side.peer(), FlowKind::InitialWindow(v));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        ty::WINDOW_UPDATE => {
+            let Some(b) = cur.buf.filter(|b| b.len() == 4) else {
+                return;
+            };
+            let inc = u32::from_be_bytes([b[0], b[1], b[2], b[3]]) & 0x7fff_ffff;
+            // an update from `side` opens a window of its peer, the sender
+            let kind = FlowKind::Update {
+                stream: cur.stream,
+                inc,
+            };
+            flow(conn, at, side.peer(), kind);
+        }
+        ty::RST_STREAM => {
+            let code = cur
+                .buf
+                .filter(|b| b.len() == 4)
+                .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+            if let Some(st) = stream_mut(conn, cur.stream) {
+                st.reset.get_or_insert((at, side, code));
+            }
+        }
+        ty::GOAWAY => {
+            let code = cur
+                .buf
+                .filter(|b| b.len() >= 8)
+                .map_or(0, |b| u32::from_be_bytes([b[4], b[5], b[6], b[7]]));
+            conn.sum.goaway.get_or_insert((at, side, code));
+        }
+        ty::PING => {
+            let Some(b) = cur.buf.filter(|b| b.len() == 8) else {
+                return;
+            };
+            let mut payload = [0u8; 8];
+            payload.copy_from_slice(&b);
+            if cur.flags & flag::ACK == 0 {
+                if conn.pings.len() < PING_CAP {
+                    conn.pings.push((payload, side, at));
+                }
+            } else if let Some(i) = conn
+                .pings
+                .iter()
+                .position(|(p, from, _)| *p == payload && *from != side)
+            {
+                let (_, _, sent) = conn.pings.swap_remove(i);
+                if conn.sum.ping_rtts_ms.len() < PING_CAP {
+                    let rtt = (at.ts - sent.ts).max(Duration::ZERO);
+                    conn.sum
+                        .ping_rtts_ms
+                        .push(crate::base::cost::round3(rtt.as_millis_f64()));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Records a flow-control event.
+fn flow(conn: &mut Conn, at: FrameRef, sender: Side, kind: FlowKind) {
+    if conn.sum.flow.len() < FLOW_EVENT_CAP {
+        conn.sum.flow.push(FlowEvent { at, sender, kind });
+    } else {
+        conn.sum.flow_events_dropped += 1;
+    }
+}
+
+/// A DATA frame from `side`: bytes, END_STREAM, flow control.
+fn on_data(conn: &mut Conn, side: Side, cur: &Current, at: FrameRef) {
+    let end_stream = cur.flags & flag::END_STREAM != 0;
+    let kind = FlowKind::Data {
+        stream: cur.stream,
+        len: cur.len,
+        end: end_stream,
+    };
+    flow(conn, at, side, kind);
+    let Some(st) = stream_mut(conn, cur.stream) else {
+        return;
+    };
+    st.data_bytes[side.index()] += u64::from(cur.len);
+    match side {
+        Side::Client => {
+            if end_stream {
+                st.request_end.get_or_insert(at);
+            }
+        }
+        Side::Server => {
+            st.response_first_data.get_or_insert(at);
+            if end_stream {
+                st.response_end.get_or_insert(at);
+            }
+        }
+    }
+}
+
+/// Decodes the header block gathered in `dir` (HPACK state permitting).
+fn decode_block(dir: &mut Dir, conn: &mut Conn) {
+    let Some(b) = dir.block.take() else { return };
+    if b.broken || dir.hpack_lost {
+        dir.hpack_lost = true;
+        conn.sum.undecoded_blocks += 1;
+        return;
+    }
+    let mut fields: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let decoded = dir.hpack.decode_with_cb(&b.buf, |n, v| {
+        if matches!(
+            &*n,
+            b":method" | b":path" | b":status" | b"content-type" | b"grpc-status"
+        ) {
+            fields.push((n.into_owned(), v.into_owned()));
+        }
+    });
+    if decoded.is_err() {
+        dir.hpack_lost = true;
+        conn.sum.undecoded_blocks += 1;
+        return;
+    }
+    if b.push {
+        return;
+    }
+    let Some(st) = stream_mut(conn, b.stream) else {
+        return;
+    };
+    let _ = b.end_stream;
+    for (n, v) in fields {
+        let text = || lossy_truncated(&v, VALUE_CHARS);
+        match &n[..] {
+            b":method" => st.method = Some(text()),
+            b":path" => st.path = Some(text()),
+            b":status" => st.status = st.status.or(text().parse().ok().filter(|s| *s >= 200)),
+            b"content-type" => st.content_type = st.content_type.take().or_else(|| Some(text())),
+            b"grpc-status" => st.grpc_status = text().parse().ok(),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::time::Timestamp;
+
+    fn at(frame: u64) -> FrameRef {
+        FrameRef {
+            frame,
+            ts: Timestamp::from_nanos(frame as i64 * 1_000_000),
+        }
+    }
+
+    fn frame(ty: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let len = payload.len() as u32;
+        let mut f = len.to_be_bytes()[1..].to_vec();
+        f.extend_from_slice(&[ty, flags]);
+        f.extend_from_slice(&stream.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    }
+
+    #[test]
+    fn a_request_its_response_and_flow_control_events() {
+        let mut t = H2Tracker::new();
+        let mut c = PREFACE.to_vec();
+        // client SETTINGS: initial window 100
+        c.extend(frame(ty::SETTINGS, 0, 0, &[0, 4, 0, 0, 0, 100]));
+        // HEADERS: :method GET (0x82), :path / (0x84), END_STREAM|END_HEADERS
+        c.extend(frame(ty::HEADERS, 0x5, 1, &[0x82, 0x84]));
+        t.push(Side::Client, 0, &c, at(1));
+        let mut s = frame(ty::SETTINGS, 0, 0, &[]);
+        // :status 200 (0x88)
+        s.extend(frame(ty::HEADERS, 0x4, 1, &[0x88]));
+        s.extend(frame(ty::DATA, 0, 1, &[b'x'; 100]));
+        t.push(Side::Server, 0, &s, at(2));
+        let upd = frame(ty::WINDOW_UPDATE, 0, 1, &100u32.to_be_bytes());
+        t.push(Side::Client, c.len() as u64, &upd, at(3));
+        let more = frame(ty::DATA, 0x1, 1, &[b'x'; 10]);
+        t.push(Side::Server, s.len() as u64, &more, at(4));
+        let sum = t.finish();
+        let st = &sum.streams[0];
+        assert_eq!(
+            (st.method.as_deref(), st.path.as_deref(), st.status),
+            (Some("GET"), Some("/"), Some(200))
+        );
+        assert_eq!(st.request_end.map(|f| f.frame), Some(1));
+        assert_eq!(st.response_first_data.map(|f| f.frame), Some(2));
+        assert_eq!(st.response_end.map(|f| f.frame), Some(4));
+        assert_eq!(st.data_bytes, [0, 110]);
+        assert_eq!(sum.initial_window[0], Some(100));
+        let kinds: Vec<(u64, Side, FlowKind)> = sum
+            .flow
+            .iter()
+            .map(|e| (e.at.frame, e.sender, e.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (1, Side::Server, FlowKind::InitialWindow(100)),
+                (
+                    2,
+                    Side::Server,
+                    FlowKind::Data {
+                        stream: 1,
+                        len: 100,
+                        end: false
+                    }
+                ),
+                (
+                    3,
+                    Side::Server,
+                    FlowKind::Update {
+                        stream: 1,
+                        inc: 100
+                    }
+                ),
+                (
+                    4,
+                    Side::Server,
+                    FlowKind::Data {
+                        stream: 1,
+                        len: 10,
+                        end: true
+                    }
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn garbage_and_gaps_do_not_panic() {
+        let mut t = H2Tracker::new();
+        t.push(Side::Client, 0, b"GET / HTTP/1.1\r\n", at(1));
+        t.push(Side::Server, 0, &[0xff; 40], at(2));
+        t.gap(Side::Server, 40, 1000);
+        let sum = t.finish();
+        assert!(!sum.notes[0].items().is_empty());
+        assert!(H2Tracker::starts_preface(b"PRI * HT"));
+        assert!(!H2Tracker::starts_preface(b"GET / HTTP/1.1"));
+    }
+}
