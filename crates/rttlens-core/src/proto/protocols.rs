@@ -101,17 +101,21 @@ impl Protocols {
         }
     }
 
-    /// Feeds the plaintext the TLS tracker decrypted to the protocol inside.
+    /// Feeds the plaintext the TLS tracker decrypted to the protocol inside:
+    /// HTTP/2 when ALPN chose it or the first plaintext opens HTTP/2 (TLS
+    /// 1.3 sends ALPN's choice encrypted), HTTP/1.x otherwise.
     fn inside(&mut self) {
         let (Some(t), inner) = (self.tls.as_mut(), &mut self.inner) else {
             return;
         };
-        let h2 = t
+        let alpn_h2 = t
             .summary()
             .alpn_selected()
             .is_some_and(|a| a == "h2" || a.starts_with("h2-"));
         t.take_plaintext(|p| {
             let tracker = inner.get_or_insert_with(|| {
+                let h2 = alpn_h2
+                    || matches!(&p, Plain::Data { side, data, .. } if Self::opens_h2(*side, data));
                 if h2 {
                     InnerTracker::H2(Box::default())
                 } else {

@@ -508,6 +508,12 @@ impl TlsTracker {
         for rec in parser.sealed.drain(..) {
             d.record(side, rec);
         }
+        // TLS 1.3 names ALPN's choice in the encrypted EncryptedExtensions
+        if let (Some(sh), Some(alpn)) = (self.summary.server_hello.as_mut(), d.alpn()) {
+            if sh.alpn.is_none() {
+                sh.alpn = Some(alpn.to_string());
+            }
+        }
         if !d.wants_records() {
             self.client.collect = false;
             self.server.collect = false;

@@ -137,14 +137,22 @@ struct Link {
 }
 
 /// Handshake message framing over the decrypted handshake content of one
-/// direction (a message may span records).
+/// direction (a message may span records); the body of an
+/// EncryptedExtensions is kept (TLS 1.3 sends ALPN's choice there).
 #[derive(Debug, Default)]
 struct Messages {
     header: [u8; 4],
     have: usize,
     /// Body bytes of the current message still to come.
     left: u32,
+    /// The EncryptedExtensions body being gathered.
+    ee: Option<Vec<u8>>,
+    /// The ALPN protocol EncryptedExtensions named.
+    alpn: Option<String>,
 }
+
+/// Largest EncryptedExtensions body read for its ALPN, bytes.
+const EE_CAP: u32 = 4096;
 
 impl Messages {
     /// Walks `data`; returns the types of the messages that ended in it.
@@ -152,11 +160,13 @@ impl Messages {
         while !data.is_empty() {
             if self.left > 0 {
                 let k = data.len().min(self.left as usize);
+                if let Some(ee) = self.ee.as_mut() {
+                    ee.extend_from_slice(&data[..k]);
+                }
                 self.left -= k as u32;
                 data = &data[k..];
                 if self.left == 0 {
-                    ended.push(self.header[0]);
-                    self.have = 0;
+                    self.end(ended);
                 }
                 continue;
             }
@@ -167,13 +177,47 @@ impl Messages {
             if self.have == 4 {
                 let h = self.header;
                 self.left = u32::from_be_bytes([0, h[1], h[2], h[3]]);
+                // EncryptedExtensions (RFC 8446 §4.3.1)
+                self.ee = (h[0] == 8 && self.left <= EE_CAP).then(Vec::new);
                 if self.left == 0 {
-                    ended.push(h[0]);
-                    self.have = 0;
+                    self.end(ended);
                 }
             }
         }
     }
+
+    fn end(&mut self, ended: &mut Vec<u8>) {
+        ended.push(self.header[0]);
+        self.have = 0;
+        if let Some(ee) = self.ee.take() {
+            self.alpn = self.alpn.take().or_else(|| ee_alpn(&ee));
+        }
+    }
+}
+
+/// The protocol of the ALPN extension (16, RFC 7301 §3.1) in an
+/// EncryptedExtensions body: `extensions<0..2^16-1>`.
+fn ee_alpn(body: &[u8]) -> Option<String> {
+    let be16 = |b: &[u8], i: usize| -> Option<usize> {
+        Some(usize::from(u16::from_be_bytes([
+            *b.get(i)?,
+            *b.get(i + 1)?,
+        ])))
+    };
+    let total = be16(body, 0)?;
+    let mut exts = body.get(2..2 + total)?;
+    while exts.len() >= 4 {
+        let (ty, len) = (be16(exts, 0)?, be16(exts, 2)?);
+        let data = exts.get(4..4 + len)?;
+        if ty == 16 {
+            // ProtocolNameList: u16 length, then one u8-length name
+            let name_len = usize::from(*data.get(2)?);
+            let name = data.get(3..3 + name_len)?;
+            return Some(crate::proto::lossy_truncated(name, 255));
+        }
+        exts = &exts[4 + len..];
+    }
+    None
 }
 
 /// One direction's keys and where it stands.
@@ -532,6 +576,15 @@ impl Decryptor {
         }
     }
 
+    /// The ALPN protocol the server's decrypted EncryptedExtensions named
+    /// (TLS 1.3).
+    pub(crate) fn alpn(&self) -> Option<&str> {
+        match &self.state {
+            State::Ready(dirs) => dirs[Side::Server.index()].messages.alpn.as_deref(),
+            _ => None,
+        }
+    }
+
     /// The connection is over: the outcome.
     pub(crate) fn finish(mut self) -> Decryption {
         if let State::Waiting(q) = &self.state {
@@ -566,5 +619,14 @@ mod tests {
         assert_eq!(ended, [8]);
         m.walk(&[3, 24, 0, 0, 0], &mut ended);
         assert_eq!(ended, [8, 20, 24]);
+        // EncryptedExtensions with ALPN "h2" (ext 16: list of one name)
+        let ee = [0, 9, 0, 16, 0, 5, 0, 3, 2, b'h', b'2'];
+        let mut m = Messages::default();
+        let mut msg = vec![8, 0, 0, ee.len() as u8];
+        msg.extend_from_slice(&ee);
+        m.walk(&msg[..6], &mut ended);
+        m.walk(&msg[6..], &mut ended);
+        assert_eq!(m.alpn.as_deref(), Some("h2"));
+        assert_eq!(ee_alpn(&[0, 9, 0, 16, 0, 5]), None, "cut");
     }
 }

@@ -1,0 +1,174 @@
+//! Decryption with real peers: curl (OpenSSL) writes `SSLKEYLOGFILE` while
+//! fetching from nginx over HTTP/2 (TLS 1.3, AES-GCM) and over HTTP/1.1
+//! keep-alive (TLS 1.2, ECDHE with AES-128-GCM), through the shared
+//! lab's 10 ms delay link. Every record must open, every request must get
+//! its row, and the request and response frames must be tshark's with the
+//! same key log.
+//!
+//! Needs root, `/dev/net/tun` and `iproute2 nftables tcpdump nginx-light
+//! curl openssl tshark`; fails naming what is missing.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use rttlens_core::capture::CaptureReader;
+use rttlens_core::model::ConnReport;
+use rttlens_core::pipeline;
+use rttlens_core::proto::tls::decrypt::DecryptStatus;
+use rttlens_net::Host;
+use support::{body, TestLab, SERVER_IP};
+
+/// The connections of `capture` analysed with the key log `keylog`.
+fn analyse_keyed(capture: &Path, keylog: &Path) -> Vec<ConnReport> {
+    let mut reader = CaptureReader::open(capture).expect("open capture");
+    reader
+        .key_store()
+        .add(&std::fs::read(keylog).expect("curl wrote its key log"));
+    let mut conns = Vec::new();
+    pipeline::run(&mut reader, &mut |c| conns.push(c), &mut |_| {}).expect("pipeline");
+    conns.sort_by_key(|c| c.index);
+    conns
+}
+
+/// tshark's frames for `filter` with the key log.
+fn tshark_frames(capture: &Path, keylog: &Path, filter: &str) -> Vec<u64> {
+    let out = Command::new("tshark")
+        .args(["-n", "-o"])
+        .arg(format!("tls.keylog_file:{}", keylog.display()))
+        .arg("-r")
+        .arg(capture)
+        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
+        .output()
+        .expect("tshark (apt-get install tshark)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// `curl ARGS URLS…` in the client namespace with `SSLKEYLOGFILE`.
+fn curl_keyed(lab: &TestLab, keylog: &Path, args: &[&str], urls: &[String]) {
+    let mut all: Vec<String> = vec![format!("SSLKEYLOGFILE={}", keylog.display()), "curl".into()];
+    all.extend(["-sS", "-k", "--max-time", "15"].map(String::from));
+    all.extend(args.iter().map(|s| s.to_string()));
+    for u in urls {
+        all.push(u.clone());
+        all.extend(["-o", "/dev/null"].map(String::from));
+    }
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    let out = lab.run_in(Host::Client, "env", &refs);
+    assert!(
+        out.status.success(),
+        "curl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn curl_and_nginx_over_http2_decrypt_with_every_stream_framed_as_tshark_frames_it() {
+    let mut lab = TestLab::new("decrypt-h2");
+    let files: Vec<(String, Vec<u8>)> = (1..=5)
+        .map(|i| (format!("f{i}"), body(20_000 * i)))
+        .collect();
+    let refs: Vec<(&str, Vec<u8>)> = files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    lab.nginx_tls(&refs, |c| c.http2 = true);
+    let keylog = lab.write("h2.keylog", b"");
+    let cap = lab.capture(Host::Client);
+    let urls: Vec<String> = (1..=5)
+        .map(|i| format!("https://{SERVER_IP}/f{i}"))
+        .collect();
+    curl_keyed(&lab, &keylog, &["--http2", "--tlsv1.3"], &urls);
+    let path = lab.stop(cap);
+    let conns = analyse_keyed(&path, &keylog);
+    assert_eq!(conns.len(), 1, "one HTTP/2 connection: {conns:#?}");
+    let c = &conns[0];
+    let tls = c.tls.as_ref().expect("TLS");
+    // TLS 1.3 names ALPN's choice in the encrypted EncryptedExtensions
+    assert_eq!(tls.info.alpn.as_deref(), Some("h2"));
+    let d = tls.decryption.as_ref().expect("keys given");
+    assert_eq!(d.status, DecryptStatus::Decrypted, "{d:?}");
+    assert_eq!((d.failed, d.cut), (0, 0), "{d:?}");
+    let rows = &c.requests;
+    assert_eq!(rows.len(), 5, "{rows:#?}");
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r.stream, Some(2 * i as u32 + 1), "{r:?}");
+        assert_eq!(r.target.as_deref(), Some(format!("/f{}", i + 1).as_str()));
+        assert_eq!(r.status, Some(200));
+        assert_eq!(r.response_bytes, Some(20_000 * (i as u64 + 1)), "{r:?}");
+        // 10 ms of path: the wait is about one round trip
+        let rtts = r.ttfb_rtts.expect("RTT known");
+        assert!((0.8..3.0).contains(&rtts), "{r:?}");
+    }
+    let mut ours_req: Vec<u64> = rows.iter().filter_map(|r| r.request_frame).collect();
+    let mut ours_resp: Vec<u64> = rows.iter().filter_map(|r| r.response_frame).collect();
+    ours_req.sort_unstable();
+    ours_resp.sort_unstable();
+    let mut t_req = tshark_frames(&path, &keylog, "http2.headers.method");
+    let mut t_resp = tshark_frames(&path, &keylog, "http2.headers.status");
+    t_req.dedup();
+    t_resp.dedup();
+    ours_req.dedup();
+    ours_resp.dedup();
+    assert_eq!(ours_req, t_req, "request HEADERS frames: ours vs tshark");
+    assert_eq!(ours_resp, t_resp, "response HEADERS frames: ours vs tshark");
+}
+
+#[test]
+fn curl_and_nginx_over_tls12_gcm_keep_alive_decrypt_request_by_request() {
+    let mut lab = TestLab::new("decrypt-12");
+    lab.nginx_tls(&[("a", body(3_000)), ("b", body(40_000))], |_| {});
+    let keylog = lab.write("12.keylog", b"");
+    let cap = lab.capture(Host::Client);
+    let urls: Vec<String> = ["a", "b", "a", "b"]
+        .iter()
+        .map(|f| format!("https://{SERVER_IP}/{f}"))
+        .collect();
+    curl_keyed(
+        &lab,
+        &keylog,
+        &[
+            "--http1.1",
+            "--tlsv1.2",
+            "--tls-max",
+            "1.2",
+            "--ciphers",
+            "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256",
+        ],
+        &urls,
+    );
+    let path = lab.stop(cap);
+    let conns = analyse_keyed(&path, &keylog);
+    assert_eq!(conns.len(), 1, "keep-alive: one connection");
+    let c = &conns[0];
+    let tls = c.tls.as_ref().expect("TLS");
+    assert_eq!(tls.info.version, "1.2");
+    let d = tls.decryption.as_ref().expect("keys given");
+    assert_eq!(d.status, DecryptStatus::Decrypted, "{d:?}");
+    assert_eq!((d.failed, d.cut), (0, 0), "{d:?}");
+    let rows = &c.requests;
+    assert_eq!(rows.len(), 4, "{rows:#?}");
+    let sizes: Vec<Option<u64>> = rows.iter().map(|r| r.response_bytes).collect();
+    assert_eq!(
+        sizes,
+        [Some(3_000), Some(40_000), Some(3_000), Some(40_000)]
+    );
+    let req: Vec<u64> = rows.iter().filter_map(|r| r.request_end_frame).collect();
+    let resp: Vec<u64> = rows.iter().filter_map(|r| r.response_end_frame).collect();
+    assert_eq!(
+        req,
+        tshark_frames(&path, &keylog, "http.request"),
+        "request frames"
+    );
+    assert_eq!(
+        resp,
+        tshark_frames(&path, &keylog, "http.response"),
+        "response frames"
+    );
+}
