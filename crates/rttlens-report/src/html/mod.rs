@@ -467,6 +467,25 @@ fn connection(w: &mut dyn Write, p: &str, c: &ConnReport, figs: &[Figure]) -> io
     }
     if let Some(t) = &c.tls {
         meta.push_str(&format!(" · TLS {} {}", t.info.version, t.kind));
+        if let Some(a) = &t.info.alpn {
+            meta.push_str(&format!(" · ALPN {a}"));
+        }
+        if let Some(d) = &t.decryption {
+            meta.push_str(&format!(
+                " · decryption {}: {} + {} records opened{}",
+                serde_json::to_value(d.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                d.records[0],
+                d.records[1],
+                if d.failed + d.cut > 0 {
+                    format!(", {} did not open, {} cut", d.failed, d.cut)
+                } else {
+                    String::new()
+                }
+            ));
+        }
     }
     if c.coverage.mid_stream {
         meta.push_str(" · started mid-connection");
@@ -479,6 +498,7 @@ fn connection(w: &mut dyn Write, p: &str, c: &ConnReport, figs: &[Figure]) -> io
         writeln!(w, "<p class=\"note\">{}</p>", esc(n))?;
     }
     phases(w, c)?;
+    requests(w, c)?;
     if c.findings.is_empty() {
         writeln!(w, "<p class=\"note\">No finding on this connection.</p>")?;
     }
@@ -530,6 +550,55 @@ fn connection(w: &mut dyn Write, p: &str, c: &ConnReport, figs: &[Figure]) -> io
     writeln!(w, "</section>")
 }
 
+/// Every HTTP request or HTTP/2 stream as a row, with a bar for its wait
+/// (its share of the longest).
+fn requests(w: &mut dyn Write, c: &ConnReport) -> io::Result<()> {
+    if c.requests.is_empty() {
+        return Ok(());
+    }
+    let longest = c
+        .requests
+        .iter()
+        .filter_map(|r| r.ttfb_ms)
+        .fold(1e-9, f64::max);
+    let opt = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |x| format!("{x:.2}"));
+    writeln!(
+        w,
+        "<table class=\"requests sortable\"><thead><tr><th data-type=\"num\">#</th><th data-type=\"num\">stream</th><th>request</th><th data-type=\"num\">status</th><th data-type=\"num\">sent ms</th><th data-type=\"num\">TTFB ms</th><th data-type=\"num\">RTTs</th><th data-type=\"num\">server think ms</th><th data-type=\"num\">behind ms</th><th data-type=\"num\">transfer ms</th><th data-type=\"num\">bytes</th><th>frames</th><th class=\"bar\"></th></tr></thead><tbody>"
+    )?;
+    for r in &c.requests {
+        let request = match (&r.method, &r.target) {
+            (Some(m), Some(t)) => format!("{m} {t}"),
+            _ => "(request not seen)".to_string(),
+        };
+        let num = |v: Option<f64>| v.map_or(String::new(), |x| format!(" data-v=\"{x}\""));
+        writeln!(
+            w,
+            "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\"{}>{}</td><td class=\"n\"{}>{}</td><td class=\"n\">{}</td><td class=\"n\"{}>{}</td><td class=\"n\">{:.2}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}→{}</td><td class=\"bar\"><span style=\"width:{:.1}%\"></span></td></tr>",
+            r.index,
+            r.stream.map_or_else(String::new, |s| s.to_string()),
+            esc(&request),
+            r.status.map_or_else(|| "–".to_string(), |s| s.to_string()),
+            num(r.sent_ms),
+            opt(r.sent_ms),
+            num(r.ttfb_ms),
+            opt(r.ttfb_ms),
+            opt(r.ttfb_rtts),
+            num(r.server_think_ms),
+            opt(r.server_think_ms),
+            r.behind_ms,
+            opt(r.transfer_ms),
+            r.response_bytes.map_or_else(|| "–".to_string(), |b| b.to_string()),
+            r.request_frame.map_or_else(|| "?".to_string(), |f| f.to_string()),
+            r.response_end_frame
+                .or(r.response_frame)
+                .map_or_else(|| "?".to_string(), |f| f.to_string()),
+            100.0 * r.ttfb_ms.unwrap_or(0.0) / longest,
+        )?;
+    }
+    writeln!(w, "</tbody></table>")
+}
+
 /// The ladder of phases as a table with a bar per phase (its share of the
 /// connection's time).
 fn phases(w: &mut dyn Write, c: &ConnReport) -> io::Result<()> {
@@ -574,6 +643,7 @@ td.n, .conns td[data-v], .finding-counts td[data-v] { text-align: right; font-va
 table.sortable th { cursor: pointer; user-select: none; background: #f4f6f9; }
 table.sortable th.asc::after { content: " ▲"; } table.sortable th.desc::after { content: " ▼"; }
 .phases td.bar { width: 160px; } .phases td.bar span { display: block; height: 10px; background: #457b9d; min-width: 1px; }
+.requests td.bar { width: 120px; } .requests td.bar span { display: block; height: 10px; background: #e6550d; min-width: 1px; }
 .meta { font-size: 13px; color: #444; } .note { font-size: 13px; color: #666; }
 .finding { border-left: 4px solid #e6550d; padding: 2px 12px; margin: 12px 0; background: #fff8f3; }
 .finding h4 { margin: 6px 0; } .finding .cost { margin: 2px 0; font-size: 13px; }
