@@ -145,24 +145,19 @@ mod tests {
         }
     }
 
-    /// A client-side capture of a download through a 16 KB stream window
-    /// at 40 ms: each update is seen at once, but reaches the server 20 ms
-    /// later and its effect 40 ms later.
-    #[test]
-    fn updates_count_once_they_could_have_reached_the_sender() {
+    /// A 16 KB stream window used up at 40 ms, the client's update seen at
+    /// 41 ms, the server's next DATA at `next` ms.
+    fn download(next: i64) -> [FlowEvent; 4] {
         use FlowKind::*;
         let s = Side::Server;
-        let flow = [
+        let data = |len, end| Data {
+            stream: 1,
+            len,
+            end,
+        };
+        [
             ev(0, s, InitialWindow(16_384)),
-            ev(
-                40,
-                s,
-                Data {
-                    stream: 1,
-                    len: 16_384,
-                    end: false,
-                },
-            ),
+            ev(40, s, data(16_384, false)),
             ev(
                 41,
                 s,
@@ -171,65 +166,32 @@ mod tests {
                     inc: 16_384,
                 },
             ),
-            ev(
-                81,
-                s,
-                Data {
-                    stream: 1,
-                    len: 100,
-                    end: true,
-                },
-            ),
-        ];
-        let (found, n) = stalls(&flow, [Duration::ZERO, Duration::from_millis(40)]);
+            ev(next, s, data(100, true)),
+        ]
+    }
+
+    /// A client-side capture at 40 ms RTT: each update is seen at once, but
+    /// reaches the server 20 ms later and shows in its DATA 40 ms later.
+    #[test]
+    fn updates_count_once_they_could_have_reached_the_sender() {
+        let h = [Duration::ZERO, Duration::from_millis(40)];
+        let (found, n) = stalls(&download(81), h);
         assert_eq!(n, 1);
         let st = found[0];
-        assert_eq!(
-            (
-                st.window,
-                st.size,
-                st.exhausted.frame,
-                st.update.frame,
-                st.resumed.frame
-            ),
-            (Window::Stream(1), 16_384, 40, 41, 81)
+        let got = (
+            st.window,
+            st.size,
+            st.exhausted.frame,
+            st.update.frame,
+            st.resumed.frame,
         );
-        // the same events with the update counted at once: no stall seen
-        // (the replay needs the sender's round trip)
-        let (found, _) = stalls(&flow, [Duration::ZERO; 2]);
-        assert_eq!(found.len(), 1, "at 0 the update still follows the block");
-        // a sender that resumed before an update could reach it was not
-        // blocked by the window (another cause): no stall
-        let early = [
-            ev(0, s, InitialWindow(16_384)),
-            ev(
-                40,
-                s,
-                Data {
-                    stream: 1,
-                    len: 16_384,
-                    end: false,
-                },
-            ),
-            ev(
-                41,
-                s,
-                Update {
-                    stream: 1,
-                    inc: 16_384,
-                },
-            ),
-            ev(
-                50,
-                s,
-                Data {
-                    stream: 1,
-                    len: 100,
-                    end: true,
-                },
-            ),
-        ];
-        let (found, n) = stalls(&early, [Duration::ZERO, Duration::from_millis(40)]);
+        assert_eq!(got, (Window::Stream(1), 16_384, 40, 41, 81));
+        // with the round trip unknown (0) the update still follows the
+        // block here
+        assert_eq!(stalls(&download(81), [Duration::ZERO; 2]).1, 1);
+        // a sender that sent again before the update could reach it was not
+        // held by the window (another cause): no stall
+        let (found, n) = stalls(&download(50), h);
         assert_eq!((found.len(), n), (0, 0));
     }
 }

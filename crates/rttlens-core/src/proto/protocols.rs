@@ -47,6 +47,33 @@ enum InnerTracker {
     H2(Box<H2Tracker>),
 }
 
+impl InnerTracker {
+    fn feed(&mut self, p: Plain) {
+        match (self, p) {
+            (
+                InnerTracker::Http1(h),
+                Plain::Data {
+                    side,
+                    offset,
+                    data,
+                    at,
+                },
+            ) => h.push(side, offset, &data, at),
+            (
+                InnerTracker::H2(h),
+                Plain::Data {
+                    side,
+                    offset,
+                    data,
+                    at,
+                },
+            ) => h.push(side, offset, &data, at),
+            (InnerTracker::Http1(h), Plain::Lost { side, offset, len }) => h.gap(side, offset, len),
+            (InnerTracker::H2(h), Plain::Lost { side, offset, len }) => h.gap(side, offset, len),
+        }
+    }
+}
+
 /// What TLS carried, decrypted.
 #[derive(Debug)]
 pub(crate) enum Inner {
@@ -122,32 +149,7 @@ impl Protocols {
                     InnerTracker::Http1(Box::default())
                 }
             });
-            match (tracker, p) {
-                (
-                    InnerTracker::Http1(h),
-                    Plain::Data {
-                        side,
-                        offset,
-                        data,
-                        at,
-                    },
-                ) => h.push(side, offset, &data, at),
-                (InnerTracker::Http1(h), Plain::Lost { side, offset, len }) => {
-                    h.gap(side, offset, len)
-                }
-                (
-                    InnerTracker::H2(h),
-                    Plain::Data {
-                        side,
-                        offset,
-                        data,
-                        at,
-                    },
-                ) => h.push(side, offset, &data, at),
-                (InnerTracker::H2(h), Plain::Lost { side, offset, len }) => {
-                    h.gap(side, offset, len)
-                }
-            }
+            tracker.feed(p);
         });
     }
 

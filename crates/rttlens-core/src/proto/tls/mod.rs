@@ -462,8 +462,7 @@ impl TlsTracker {
     }
 
     /// A tracker that decrypts the records with the secrets of `keys` (see
-    /// [`decrypt`]); its plaintext is taken with
-    /// [`TlsTracker::take_plaintext`].
+    /// [`decrypt`]); the protocol layer takes the plaintext as it comes.
     pub fn with_keys(keys: KeyStore) -> Self {
         let mut t = Self::new();
         t.client.collect = true;

@@ -2,7 +2,7 @@
 //! secrets of a key log ([`KeyStore`]), their plaintext handed on to the
 //! protocol inside (HTTP/1.1, HTTP/2).
 //!
-//! The record walker ([`super::record`]) hands every record it could not
+//! The record walker (`proto/tls/record.rs`) hands every record it could not
 //! read (application data, TLS 1.2's records after ChangeCipherSpec) here
 //! whole, with the segment that completed it. Once both hellos are known,
 //! the connection's secrets are looked up by the ClientHello's random and
@@ -383,6 +383,20 @@ impl DirKeys {
     }
 }
 
+/// About `len` bytes of `side`'s plaintext that could not be decrypted:
+/// the protocol inside is told, when the record held application data (in
+/// TLS 1.3, any record once the handshake is over).
+fn lost(dir: &mut DirKeys, side: Side, len: u64, out: &mut Vec<Plain>) {
+    if dir.stage() == Stage::App || !dir.tls13 {
+        out.push(Plain::Lost {
+            side,
+            offset: dir.plain_offset,
+            len,
+        });
+        dir.plain_offset += len;
+    }
+}
+
 /// Where the decryptor stands.
 #[derive(Debug)]
 enum State {
@@ -515,27 +529,13 @@ impl Decryptor {
                 k.seq += 1;
             }
             dir.uncertain = dir.tls13;
-            if dir.stage() == Stage::App || !dir.tls13 {
-                self.out.push(Plain::Lost {
-                    side,
-                    offset: dir.plain_offset,
-                    len: lost_len,
-                });
-                dir.plain_offset += lost_len;
-            }
+            lost(dir, side, lost_len, &mut self.out);
             return;
         }
         let Some(opened) = dir.open(&mut rec, &mut self.scratch) else {
             self.report.failed += 1;
             self.report.first_failure.get_or_insert(rec.first);
-            if dir.stage() == Stage::App || !dir.tls13 {
-                self.out.push(Plain::Lost {
-                    side,
-                    offset: dir.plain_offset,
-                    len: lost_len,
-                });
-                dir.plain_offset += lost_len;
-            }
+            lost(dir, side, lost_len, &mut self.out);
             return;
         };
         self.report.records[side.index()] += 1;
