@@ -488,22 +488,33 @@ impl TlsTracker {
         let Some(d) = self.decrypt.as_mut() else {
             return;
         };
+        let parser = match side {
+            Side::Client => &mut self.client,
+            Side::Server => &mut self.server,
+        };
         if d.waiting() {
-            if let Some(sh) = self.summary.server_hello.as_ref() {
-                let ch = self.summary.client_hello.as_ref();
-                d.start(&Hellos {
+            let ch = self.summary.client_hello.as_ref();
+            match self.summary.server_hello.as_ref() {
+                Some(sh) => d.start(&Hellos {
                     client_random: ch.map(|c| &c.random),
                     server_random: Some(&sh.random),
                     version: sh.version(),
                     cipher_suite: sh.cipher_suite,
                     early_data_offered: ch.is_some_and(|c| c.early_data),
-                });
+                }),
+                // encrypted records before any ClientHello: the capture began
+                // after the handshake, no secret can be found (and none of
+                // its records is kept waiting)
+                None if ch.is_none() && !parser.sealed.is_empty() => d.start(&Hellos {
+                    client_random: None,
+                    server_random: None,
+                    version: 0,
+                    cipher_suite: 0,
+                    early_data_offered: false,
+                }),
+                None => {}
             }
         }
-        let parser = match side {
-            Side::Client => &mut self.client,
-            Side::Server => &mut self.server,
-        };
         for rec in parser.sealed.drain(..) {
             d.record(side, rec);
         }

@@ -35,6 +35,8 @@ use keys::{RecordKey, Suite, TAG_LEN};
 /// before the ServerHello, in capture order); past it they are counted as
 /// not decrypted.
 const QUEUE_CAP: usize = 64;
+/// Bytes of records held while the keys are not known yet.
+const QUEUE_BYTES: usize = 256 * 1024;
 /// Candidate (key, sequence number) pairs tried for a record whose key the
 /// capture cannot tell.
 const TRIALS: usize = 4;
@@ -505,8 +507,12 @@ impl Decryptor {
     pub(crate) fn record(&mut self, side: Side, mut rec: Sealed) {
         let dirs = match &mut self.state {
             State::Waiting(q) => {
-                if q.len() < QUEUE_CAP {
+                let held: usize = q.iter().map(|(_, r)| r.payload.len()).sum();
+                if q.len() < QUEUE_CAP && held + rec.payload.len() <= QUEUE_BYTES {
                     q.push((side, rec));
+                } else {
+                    self.report.failed += 1;
+                    self.report.first_failure.get_or_insert(rec.first);
                 }
                 return;
             }
@@ -590,6 +596,9 @@ impl Decryptor {
         if let State::Waiting(q) = &self.state {
             self.report.status = DecryptStatus::NoHandshake;
             self.report.failed += q.len() as u64;
+            if let Some((_, r)) = q.first() {
+                self.report.first_failure.get_or_insert(r.first);
+            }
         }
         let opened = self.report.records.iter().sum::<u64>();
         let missed = self.report.failed + self.report.cut;
