@@ -53,8 +53,9 @@ pub(crate) fn capped_cost(
     (a.cost(a.rtt_min * saved as i64), span)
 }
 
-/// A window limit is not claimed when the transfer had more than this many
-/// times as many `bottleneck` rounds (docs/design.md §4 "Rounds").
+/// `sender-window-cap` is not claimed when the transfer had more than this
+/// many times as many `bottleneck` rounds as `sndbuf` ones (docs/design.md §4
+/// "Rounds").
 pub(crate) const BOTTLENECK_MAJORITY: usize = 3;
 
 /// Share of round-trip time in the rounds' periods below which a window
@@ -126,10 +127,13 @@ pub(crate) fn window_limited(
         return None;
     }
     let rounds: Vec<_> = t.rounds_with(limit).collect();
-    // a transfer held by a busy bottleneck: a few flat rounds among many
-    // that kept the link full are its queue's doing, not a window's
+    // a transfer held by a busy bottleneck: a few flat rounds below the
+    // window among many that kept the link full are its queue's doing, not
+    // the send buffer's (a flight that met the receiver's window, `rwnd` or
+    // `window`, is that window's whatever the other rounds were: a window
+    // -limited flight spread over the round is also classed `bottleneck`)
     let bottleneck = t.rounds_with(Limit::Bottleneck).count();
-    if bottleneck > BOTTLENECK_MAJORITY * rounds.len() {
+    if limit == Limit::Sndbuf && bottleneck > BOTTLENECK_MAJORITY * rounds.len() {
         return None;
     }
     (rounds.len() >= min.max(1) && back_to_back(a, &t.rounds, &rounds)).then_some((t, rounds))
