@@ -68,83 +68,70 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         ));
     }
     evidence.sort_by_key(|e| e.frame);
-    if h2 {
-        return vec![h2_candidates(
-            a, t.sender, &capped, flight, cost, evidence, span, rate,
-        )];
+    let rounds = capped.len();
+    // whose window it may be: the receiver's TCP window (its scale not in
+    // the capture), its HTTP/2 window (frames the capture cannot read), the
+    // sender's send buffer
+    let tcp_window = capped[0].limit == Limit::Window;
+    let mut candidates = Vec::new();
+    if tcp_window {
+        candidates.push(format!(
+            "the {receiver}'s receive window (at least {rwnd} B; its scale is not in the capture)"
+        ));
     }
+    if h2 {
+        candidates.push(format!("the {receiver}'s HTTP/2 flow-control window"));
+    }
+    candidates.push(format!("the {sender}'s send buffer"));
+    let mut why = format!(
+        "{rounds} loss-free, ACK-clocked rounds within ±1 MSS of {flight} B: the cap is certain, whose window it was is not"
+    );
+    why.push_str(if h2 {
+        " (HTTP/2 runs flow control of its own, which the capture cannot show without keys or whole frames)"
+    } else {
+        " (no SYNs)"
+    });
+    let mut fix = String::from("Find out whose window it is: ");
+    if tcp_window {
+        fix.push_str(&format!(
+            "a capture with the connection's SYNs shows the {receiver}'s window scale; "
+        ));
+    }
+    if h2 {
+        fix.push_str("the TLS keys (`SSLKEYLOGFILE`, `rttlens analyze --keylog`) and a full snapshot length show the HTTP/2 WINDOW_UPDATEs (`h2-flow-control-stall`); ");
+    }
+    fix.push_str(&format!(
+        "or `ss -tmi` on either host (`rcv_space`/`rcv_wnd` on the {receiver}, `snd_wnd`/`skmem` on the {sender})."
+    ));
+    if tcp_window {
+        fix.push_str(&format!(" If the {receiver}'s TCP window: let its receive buffer grow (`net.ipv4.tcp_rmem` max, e.g. `4096 131072 16777216`; do not pin SO_RCVBUF; keep `net.ipv4.tcp_moderate_rcvbuf=1`)."));
+    }
+    if h2 {
+        fix.push_str(&format!(" If HTTP/2's: let the {receiver} advertise a larger window (Go/gRPC `InitialWindowSize`/`InitialConnWindowSize`, Envoy `initial_stream_window_size`, nginx `http2_body_preread_size` for request bodies)."));
+    }
+    fix.push_str(&format!(" If the {sender}'s: raise its send buffer (`net.ipv4.tcp_wmem`, nginx `listen … sndbuf=`; do not pin SO_SNDBUF) and look for a window clamp (TCP_WINDOW_CLAMP, `ip route … window`)."));
+    let mut references = vec!["docs/design.md §4 (round limits)"];
+    if tcp_window {
+        references.push("RFC 7323 §2.2 (window scale only in the SYNs)");
+    }
+    if h2 {
+        references.push("RFC 9113 §6.9 (HTTP/2 flow control)");
+    }
+    references.push(
+        "Linux tcp_rcv_space_adjust(), tcp_sndbuf_expand(), net.ipv4.tcp_rmem, net.ipv4.tcp_wmem",
+    );
     vec![Finding {
         id: ID,
         connection: a.conn.index,
         title: format!(
-            "{sender}'s bytes in flight flat at {flight} B for {} rounds: a window capped it — the {receiver}'s receive window (at least {rwnd} B; its scale is not in the capture) or the {sender}'s send buffer; throughput bound {rate:.2} MB/s",
-            capped.len()
+            "{sender}'s bytes in flight flat at {flight} B for {rounds} rounds: a window capped it — {}; throughput bound {rate:.2} MB/s",
+            candidates.join(" or ")
         ),
         cost,
         evidence,
-        confidence: conf(
-            Level::Medium,
-            format!(
-                "{} loss-free, ACK-clocked rounds within ±1 MSS of {flight} B: the cap is certain, whose window it was is not (no SYNs)",
-                capped.len()
-            ),
-        ),
-        fix: format!(
-            "Find out whose window it is: a capture with the connection's SYNs shows the {receiver}'s window scale (or `ss -tmi` on either host: `rcv_space`/`rcv_wnd` on the {receiver}, `snd_wnd`/`skmem` on the {sender}). \
-             If the {receiver}'s: let its receive buffer grow (`net.ipv4.tcp_rmem` max, e.g. `4096 131072 16777216`; do not pin SO_RCVBUF; keep `net.ipv4.tcp_moderate_rcvbuf=1`). \
-             If the {sender}'s: raise its send buffer (`net.ipv4.tcp_wmem`, nginx `listen … sndbuf=`; do not pin SO_SNDBUF) and look for a window clamp (TCP_WINDOW_CLAMP, `ip route … window`)."
-        ),
-        references: vec![
-            "docs/design.md §4 (round limits)",
-            "RFC 7323 §2.2 (window scale only in the SYNs)",
-            "Linux tcp_rcv_space_adjust(), tcp_sndbuf_expand(), net.ipv4.tcp_rmem, net.ipv4.tcp_wmem",
-        ],
+        confidence: conf(Level::Medium, why),
+        fix,
+        references,
         span,
     }]
-}
-
-/// The same cap on an HTTP/2 connection whose frames the capture does not
-/// show: the receiver's HTTP/2 flow-control window or the sender's send
-/// buffer (or the receiver's TCP window, when its scale is inferred).
-#[allow(clippy::too_many_arguments)]
-fn h2_candidates(
-    a: &Analysis,
-    sender_side: crate::base::side::Side,
-    capped: &[&crate::flow::rounds::Round],
-    flight: u64,
-    cost: crate::base::cost::Cost,
-    evidence: Vec<super::finding::Evidence>,
-    span: Vec<(crate::base::time::Timestamp, crate::base::time::Timestamp)>,
-    rate: f64,
-) -> Finding {
-    let sender = sender_side.as_str();
-    let receiver = sender_side.peer().as_str();
-    Finding {
-        id: ID,
-        connection: a.conn.index,
-        title: format!(
-            "{sender}'s bytes in flight flat at {flight} B for {} rounds, below the TCP window: a window capped it — the {receiver}'s HTTP/2 flow-control window or the {sender}'s send buffer (the HTTP/2 frames are not in the capture); throughput bound {rate:.2} MB/s",
-            capped.len()
-        ),
-        cost,
-        evidence,
-        confidence: conf(
-            Level::Medium,
-            format!(
-                "{} loss-free, ACK-clocked rounds within ±1 MSS of {flight} B: the cap is certain; HTTP/2 (ALPN h2) runs flow control of its own the capture cannot show without keys or whole frames",
-                capped.len()
-            ),
-        ),
-        fix: format!(
-            "Find out whose window it is: analyse with the TLS keys (`SSLKEYLOGFILE`, `rttlens analyze --keylog`) and a full snapshot length to see the HTTP/2 WINDOW_UPDATEs (`h2-flow-control-stall`), or `ss -tmi` on the {sender} (`snd_wnd`, `skmem`). \
-             If HTTP/2's: let the {receiver} advertise a larger window (Go/gRPC `InitialWindowSize`/`InitialConnWindowSize`, Envoy `initial_stream_window_size`, nginx `http2_body_preread_size` for request bodies). \
-             If the {sender}'s: raise its send buffer (`net.ipv4.tcp_wmem`, nginx `listen … sndbuf=`; do not pin SO_SNDBUF)."
-        ),
-        references: vec![
-            "docs/design.md §4 (round limits)",
-            "RFC 9113 §6.9 (HTTP/2 flow control)",
-            "Linux tcp_sndbuf_expand(), net.ipv4.tcp_wmem",
-        ],
-        span,
-    }
 }
