@@ -191,7 +191,9 @@ impl Trackers for Protocols {
         }
         Protocols {
             tls: Some(Box::new(TlsTracker::with_keys(keys.clone()))),
-            ..Protocols::default()
+            http: Some(Box::default()),
+            h2: None,
+            inner: None,
         }
     }
 

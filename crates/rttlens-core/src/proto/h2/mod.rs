@@ -222,7 +222,6 @@ struct Current {
 #[derive(Debug)]
 struct Block {
     stream: u32,
-    end_stream: bool,
     push: bool,
     buf: Vec<u8>,
     broken: bool,
@@ -495,7 +494,6 @@ fn end_frame(dir: &mut Dir, conn: &mut Conn, at: FrameRef) {
             }
             dir.block = Some(Block {
                 stream: cur.stream,
-                end_stream,
                 push,
                 buf,
                 broken,
@@ -665,7 +663,6 @@ fn decode_block(dir: &mut Dir, conn: &mut Conn) {
     let Some(st) = stream_mut(conn, b.stream) else {
         return;
     };
-    let _ = b.end_stream;
     for (n, v) in fields {
         let text = || lossy_truncated(&v, VALUE_CHARS);
         match &n[..] {
