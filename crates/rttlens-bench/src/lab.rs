@@ -257,6 +257,7 @@ pub fn run_in_lab(
             })??;
         let stats = lab.link_stats();
         if let Some(l) = report.link.as_mut() {
+            l.late_p50_ms = Some(stats.error_quantile_us(0.5) as f64 / 1000.0);
             l.late_p99_ms = Some(stats.error_quantile_us(0.99) as f64 / 1000.0);
             l.late_max_ms = Some(stats.error_max_us as f64 / 1000.0);
             // lateness, not CPU: the scheduler thread spins before each

@@ -240,6 +240,7 @@ pub fn run(
                 each.iter().sum(),
             ),
             busiest_thread_cores_busy: each.iter().fold(0.0, |m: f64, x| m.max(*x)) / wall_s,
+            late_p50_ms: None,
             late_p99_ms: None,
             late_max_ms: None,
         }

@@ -223,6 +223,10 @@ pub struct LinkReport {
     /// The busiest thread's CPU seconds per second: near 1.0 the link is
     /// the bottleneck (one thread forwards every packet).
     pub busiest_thread_cores_busy: f64,
+    /// Median of how late a packet left the link against its deadline
+    /// (ms), over the whole lab (warm-up included): what a phase's p50
+    /// can have gained from the link rather than the server.
+    pub late_p50_ms: Option<f64>,
     /// 99th percentile of how late a packet left the link against its
     /// deadline (ms), over the whole lab (warm-up included).
     pub late_p99_ms: Option<f64>,
@@ -423,10 +427,11 @@ impl BenchReport {
         if let Some(l) = &self.link {
             writeln!(
                 out,
-                "link      {}: {:.2} CPU-s, busiest thread {:.2} cores busy; packets left late by p99 {} ms, max {} ms",
+                "link      {}: {:.2} CPU-s, busiest thread {:.2} cores busy; packets left late by p50 {} ms, p99 {} ms, max {} ms",
                 l.cpu.what,
                 l.cpu.seconds,
                 l.busiest_thread_cores_busy,
+                l.late_p50_ms.map_or("-".into(), |v| format!("{v:.2}")),
                 l.late_p99_ms.map_or("-".into(), |v| format!("{v:.2}")),
                 l.late_max_ms.map_or("-".into(), |v| format!("{v:.1}")),
             )?;
