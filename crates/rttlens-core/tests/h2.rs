@@ -129,6 +129,33 @@ fn h2c_by_prior_knowledge_every_stream_as_tshark_frames_it() {
     }
 }
 
+/// HTTP/1.1 `Upgrade: h2c`, answered `101`, then HTTP/2 (RFC 7540 §3.2):
+/// the upgraded request is stream 1 (its request the HTTP/1.1 message, its
+/// response an HTTP/2 HEADERS frame), the next request stream 3.
+#[test]
+fn h2c_by_upgrade_the_upgraded_request_is_stream_1() {
+    let path = public("sv_http2-upgrade.pcap");
+    let conns = analyse(&path, None);
+    assert_eq!(conns.len(), 1);
+    let c = &conns[0];
+    assert_eq!(c.protocol, "h2c");
+    let rows = &c.requests;
+    let streams: Vec<u32> = rows.iter().filter_map(|r| r.stream).collect();
+    assert_eq!(streams, [1, 3], "{rows:#?}");
+    assert_eq!(rows[0].target.as_deref(), Some("/robots.txt"));
+    assert_eq!(rows[0].status, Some(200));
+    assert_eq!(rows[1].target.as_deref(), Some("/humans.txt"));
+    assert_eq!(rows[1].status, Some(404));
+    if let Some((req, resp)) = tshark_headers(&path, &[]) {
+        let (mut ours_req, ours_resp) = ours(c);
+        assert_eq!(ours_resp, resp, "response HEADERS frames: ours vs tshark");
+        // stream 1's request is the HTTP/1.1 message, in the first frame
+        assert_eq!(rows[0].request_frame, Some(1));
+        ours_req.retain(|&f| f != 1);
+        assert_eq!(ours_req, req, "request HEADERS frames: ours vs tshark");
+    }
+}
+
 #[test]
 fn h2_inside_tls_decrypted_with_the_capture_comment_key() {
     let path = public("wsnotes_http2-16-ssl.pcapng");

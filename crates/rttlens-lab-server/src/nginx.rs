@@ -65,6 +65,11 @@ pub struct Config {
     /// `http2 on;` with a warning); without TLS, HTTP/2 in clear by prior
     /// knowledge (h2c, RFC 9113 §3.3). Default `false`.
     pub http2: bool,
+    /// `http2_max_concurrent_streams`: the streams a client may have open
+    /// at once (nginx counts the requests it is processing; it announces
+    /// the value in SETTINGS_MAX_CONCURRENT_STREAMS). Default `None`
+    /// (nginx: 128).
+    pub http2_max_concurrent_streams: Option<u32>,
     /// `worker_connections`: connections the one worker holds at once
     /// (nginx counts its listening sockets too). Default 1024.
     pub worker_connections: u32,
@@ -93,6 +98,7 @@ impl Config {
             files: vec![100_000],
             keepalive_timeout_s: None,
             http2: false,
+            http2_max_concurrent_streams: None,
             worker_connections: 1024,
             access_log: true,
         }
@@ -149,6 +155,9 @@ impl Config {
         let _ = writeln!(c, "        listen {listen};");
         let _ = writeln!(c, "        server_name localhost;");
         let _ = writeln!(c, "        root {d}/docroot;");
+        if let Some(n) = self.http2_max_concurrent_streams.filter(|_| self.http2) {
+            let _ = writeln!(c, "        http2_max_concurrent_streams {n};");
+        }
         if self.tls {
             let _ = writeln!(c, "        ssl_certificate {d}/cert.pem;");
             let _ = writeln!(c, "        ssl_certificate_key {d}/key.pem;");

@@ -33,7 +33,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 32] = [
+static CATALOGUE: [Scenario; 35] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -227,6 +227,28 @@ static CATALOGUE: [Scenario; 32] = [
         variants: &[Variant::Offload, Variant::MidStream],
     },
     Scenario {
+        name: "keepalive-slow-request",
+        about: "curl fetches 10 files over one keep-alive TLS 1.3 connection, writing its TLS keys (SSLKEYLOGFILE); the built-in server thinks 200 ms on the tenth only: decrypted, that request is named",
+        expect: &["server-think-time"],
+        forbid: &["client-think-time"],
+        key: "request",
+        vantage: Host::Client,
+        link: plain_link,
+        run: keepalive_slow_request,
+        variants: &[],
+    },
+    Scenario {
+        name: "pipelined-head-of-line",
+        about: "openssl s_client pipelines three requests over TLS 1.3, writing its keys; the built-in server thinks 200 ms on the first: the two behind it wait, HTTP/1.1 answers in order",
+        expect: &["http1-head-of-line", "server-think-time"],
+        forbid: &[],
+        key: "request",
+        vantage: Host::Client,
+        link: plain_link,
+        run: pipelined_head_of_line,
+        variants: &[],
+    },
+    Scenario {
         name: "fast-retransmit",
         about: "the link drops one server data segment mid-transfer; duplicate ACKs bring it back",
         expect: &["fast-retransmit"],
@@ -301,6 +323,17 @@ static CATALOGUE: [Scenario; 32] = [
         vantage: Host::Client,
         link: plain_link,
         run: h2_flow_control,
+        variants: &[],
+    },
+    Scenario {
+        name: "h2-concurrency",
+        about: "nginx allows one HTTP/2 stream at a time (http2_max_concurrent_streams 1); after a first request, hyper's client asks for 8 files of 20 KB at once over h2c: each waits in the client for the stream ahead of it to close",
+        expect: &["h2-concurrency-limit"],
+        forbid: &["server-think-time"],
+        key: "request",
+        vantage: Host::Client,
+        link: plain_link,
+        run: h2_concurrency,
         variants: &[],
     },
     Scenario {
@@ -755,6 +788,51 @@ fn server_think(c: &mut ScenarioCtx) -> Result<(), LabError> {
     )
 }
 
+fn keepalive_slow_request(c: &mut ScenarioCtx) -> Result<(), LabError> {
+    let port = c.builtin(ServerConfig::default())?;
+    let mut urls: Vec<String> = (0..9).map(|_| url(port, 2000)).collect();
+    urls.push(format!("{}?think=200", url(port, 2000)));
+    let outs: Vec<String> = urls.iter().map(|u| format!("-o /dev/null {u}")).collect();
+    let script = format!(
+        "SSLKEYLOGFILE={} curl -sS -k --tlsv1.3 --max-time 20 -w '%{{http_code}}\\n' {}",
+        c.keylog().display(),
+        outs.join(" ")
+    );
+    let out = c.sh(&script)?;
+    if out.lines().filter(|l| l.trim() == "200").count() != 10 {
+        return Err(LabError::Client {
+            command: script,
+            stderr: out,
+        });
+    }
+    Ok(())
+}
+
+fn pipelined_head_of_line(c: &mut ScenarioCtx) -> Result<(), LabError> {
+    let port = c.builtin(ServerConfig::default())?;
+    let get = |q: &str, last: bool| {
+        let close = if last { "Connection: close\\r\\n" } else { "" };
+        format!("GET /size/2000{q} HTTP/1.1\\r\\nHost: lab\\r\\n{close}\\r\\n")
+    };
+    // all three in one write, once the handshake is done
+    let script = format!(
+        "printf '{}{}{}' | openssl s_client -connect {}:{port} -tls1_3 -keylogfile {} -quiet -ign_eof 2>&1",
+        get("?think=200", false),
+        get("", false),
+        get("", true),
+        Lab::SERVER_V4,
+        c.keylog().display(),
+    );
+    let out = c.sh(&script)?;
+    if out.matches("HTTP/1.1 200").count() != 3 {
+        return Err(LabError::Client {
+            command: script,
+            stderr: out,
+        });
+    }
+    Ok(())
+}
+
 /// One TLS 1.3 download of `n` bytes from the built-in server.
 fn download(c: &mut ScenarioCtx, cfg: ServerConfig, n: usize) -> Result<(), LabError> {
     let port = c.builtin(cfg)?;
@@ -813,6 +891,35 @@ fn h2_flow_control(c: &mut ScenarioCtx) -> Result<(), LabError> {
         });
     }
     Ok(())
+}
+
+fn h2_concurrency(c: &mut ScenarioCtx) -> Result<(), LabError> {
+    c.nginx(80, |n| {
+        n.tls = false;
+        n.http2 = true;
+        n.http2_max_concurrent_streams = Some(1);
+        n.files = vec![20_000];
+    })?;
+    let addr = std::net::SocketAddr::from((Lab::SERVER_V4, 80));
+    let what = format!("hyper HTTP/2 client: GET http://{addr}/size/20000, then 8 at once");
+    let got = c
+        .lab()
+        .run_in(Host::Client, move || {
+            crate::h2_client::get_parallel(addr, "/size/20000", 8)
+        })
+        .map_err(|e| e.to_string())
+        .and_then(|r| r);
+    match got {
+        Ok(r) if r.len() == 9 && r.iter().all(|&(s, n)| s == 200 && n == 20_000) => Ok(()),
+        Ok(r) => Err(LabError::Client {
+            command: what,
+            stderr: format!("responses (status, bytes): {r:?}"),
+        }),
+        Err(e) => Err(LabError::Client {
+            command: what,
+            stderr: e,
+        }),
+    }
 }
 
 fn small_rcvbuf(c: &mut ScenarioCtx) -> Result<(), LabError> {

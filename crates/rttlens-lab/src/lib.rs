@@ -14,12 +14,15 @@
 //! - [`copies`]: partial copies of a capture (mid-stream, sender-only,
 //!   offload, snaplen), as captures from the wild come.
 //! - [`go_server`]: the Go target, built with the machine's Go.
+//! - [`h2_client`]: parallel requests over one HTTP/2 connection that
+//!   honour the server's stream limit.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod catalogue;
 pub mod copies;
 pub mod go_server;
+pub mod h2_client;
 pub mod scenario;
 
 pub use catalogue::catalogue;

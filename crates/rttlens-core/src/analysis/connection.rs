@@ -105,6 +105,8 @@ pub struct Analysis {
     /// follow (encrypted without keys, cut, lost): a flat flight may be
     /// HTTP/2 flow control as well as a TCP buffer.
     pub(crate) h2_blind: bool,
+    /// Requests held back by the server's HTTP/2 stream limit.
+    pub(crate) h2_queue: Option<crate::analysis::h2::Queue>,
 }
 
 impl Analysis {
@@ -359,6 +361,11 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
             crate::analysis::h2::stalls(&h.flow, [h_of(|r| r.h_c), h_of(|r| r.h_s)])
         },
     );
+    let h2_queue = h2.as_ref().and_then(|h| {
+        let h_c = rtt.as_ref().map_or(Duration::ZERO, |r| r.h_c);
+        let quick = Duration::from_millis(1).max(rtt_min / 4);
+        crate::analysis::h2::queue(h, h_c, quick)
+    });
     let mut a = Analysis {
         conn,
         rtt,
@@ -375,6 +382,7 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
         decryption,
         h2_stalls,
         h2_blind,
+        h2_queue,
     };
     a.ladder = build_ladder(&a);
     a

@@ -17,8 +17,8 @@ use std::collections::VecDeque;
 use rustc_hash::FxHashMap;
 
 use crate::base::side::{FrameRef, Side};
-use crate::base::time::Duration;
-use crate::proto::h2::{FlowEvent, FlowKind, Stall, Window};
+use crate::base::time::{Duration, Timestamp};
+use crate::proto::h2::{FlowEvent, FlowKind, H2Summary, Stall, Window};
 
 /// The default initial window of connections and streams (RFC 9113 §6.9.2).
 const DEFAULT_WINDOW: i64 = 65_535;
@@ -129,6 +129,147 @@ fn replay(flow: &[FlowEvent], sender: Side, h: Duration, out: &mut Vec<Stall>, c
     }
 }
 
+/// Client requests held back by the server's
+/// `SETTINGS_MAX_CONCURRENT_STREAMS` (RFC 9113 §5.1.2): streams the client
+/// opened the moment another closed, while as many streams as the server
+/// allows were open.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Queue {
+    /// The server's limit.
+    pub(crate) limit: u32,
+    /// The SETTINGS frame that set it.
+    pub(crate) settings: FrameRef,
+    /// Each stream opened as a slot freed: its HEADERS, and the frame that
+    /// closed the stream whose slot it took.
+    pub(crate) released: Vec<Release>,
+    /// When the client had requests waiting, at least: from the first
+    /// stream released in a run (the limit held since a stream the client
+    /// opened on its own reached it) to the last; the first may have been
+    /// wanted only then, the later ones were wanted by then.
+    pub(crate) spans: Vec<(Timestamp, Timestamp)>,
+    /// Streams the server refused (`RST_STREAM` `REFUSED_STREAM`).
+    pub(crate) refused: u32,
+}
+
+/// A stream opened as another's slot freed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Release {
+    pub(crate) stream: u32,
+    pub(crate) headers: FrameRef,
+    pub(crate) freed_by: FrameRef,
+}
+
+/// `RST_STREAM` error code `REFUSED_STREAM` (RFC 9113 §7).
+const REFUSED_STREAM: u32 = 0x7;
+
+/// Fewer released streams than this are not called a queue: one stream
+/// opened right after another closed may be a request the client only
+/// then wanted (a page's subresource).
+pub(crate) const QUEUE_MIN_RELEASES: usize = 2;
+
+/// The queue behind the server's stream limit, if the streams show one.
+/// `h_c` is the round trip capture point → client → capture point (a
+/// stream's close seen at `t` reaches the client's actions at `t + h_c`);
+/// `quick` how soon after that a stream must open to count as waiting.
+pub(crate) fn queue(h: &H2Summary, h_c: Duration, quick: Duration) -> Option<Queue> {
+    let s = Side::Server.index();
+    let limit = h.max_concurrent_streams[s].filter(|&l| l > 0)?;
+    let settings = h.max_concurrent_streams_at[s]?;
+    let known = settings.ts + h_c;
+    // client streams: open at their HEADERS, closed for the client when it
+    // saw the response's END_STREAM or a reset
+    let mut streams: Vec<(FrameRef, u32, Option<FrameRef>)> = h
+        .streams
+        .iter()
+        .filter(|st| st.id % 2 == 1)
+        .filter_map(|st| {
+            let open = st.request_headers?;
+            let close = match (st.response_end, st.reset) {
+                (Some(e), Some((r, ..))) => Some(e.min(r)),
+                (e, r) => e.or(r.map(|r| r.0)),
+            };
+            Some((open, st.id, close))
+        })
+        .collect();
+    streams.sort_by_key(|x| x.0);
+    let refused = h
+        .streams
+        .iter()
+        .filter(|st| {
+            st.reset
+                .is_some_and(|(_, side, code)| side == Side::Server && code == REFUSED_STREAM)
+        })
+        .count() as u32;
+    // how many streams were open for the client at `t`, leaving out one
+    let open_at = |t: Timestamp, except: u32| {
+        streams
+            .iter()
+            .filter(|(o, id, c)| *id != except && o.ts < t && c.is_none_or(|c| c.ts + h_c >= t))
+            .count()
+    };
+    let mut released: Vec<Release> = Vec::new();
+    for &(open, id, _) in &streams {
+        if open.ts < known {
+            continue;
+        }
+        // the latest close the client had seen before opening this one
+        let Some(freed) = streams
+            .iter()
+            .filter_map(|(_, other, c)| c.filter(|_| *other != id))
+            .filter(|c| c.ts + h_c <= open.ts)
+            .max_by_key(|c| c.ts)
+        else {
+            continue;
+        };
+        let free_at = freed.ts + h_c;
+        // opened at once, and as many as the server allows were open until
+        // that close
+        if open.ts - free_at > quick
+            || open_at(free_at - Duration::from_nanos(1), id) < limit as usize
+        {
+            continue;
+        }
+        released.push(Release {
+            stream: id,
+            headers: open,
+            freed_by: freed,
+        });
+    }
+    // each run of waiting began when the limit was reached by a stream the
+    // client opened on its own (not one released by a close)
+    let just = Duration::from_nanos(1);
+    let edges: Vec<Timestamp> = streams
+        .iter()
+        .filter(|(_, id, _)| !released.iter().any(|r| r.stream == *id))
+        .map(|(o, ..)| o.ts)
+        .filter(|&t| open_at(t, 0) < limit as usize && open_at(t + just, 0) >= limit as usize)
+        .collect();
+    let mut spans: Vec<(Timestamp, Timestamp)> = Vec::new();
+    let mut runs: Vec<Timestamp> = Vec::new();
+    for r in &released {
+        let start = edges
+            .iter()
+            .copied()
+            .filter(|t| *t <= r.headers.ts)
+            .max()
+            .unwrap_or(r.freed_by.ts);
+        match (spans.last_mut(), runs.last()) {
+            (Some(last), Some(&run)) if run == start => last.1 = r.headers.ts,
+            _ => {
+                runs.push(start);
+                spans.push((r.headers.ts, r.headers.ts));
+            }
+        }
+    }
+    (released.len() >= QUEUE_MIN_RELEASES).then_some(Queue {
+        limit,
+        settings,
+        released,
+        spans,
+        refused,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,5 +334,77 @@ mod tests {
         // held by the window (another cause): no stall
         let (found, n) = stalls(&download(50), h);
         assert_eq!((found.len(), n), (0, 0));
+    }
+
+    fn at(ms: i64) -> FrameRef {
+        FrameRef {
+            frame: ms as u64,
+            ts: Timestamp::from_nanos(ms * 1_000_000),
+        }
+    }
+
+    /// Streams `(id, HEADERS ms, response END_STREAM ms)` under a server
+    /// limit announced at 10 ms.
+    fn summary(limit: Option<u32>, streams: &[(u32, i64, i64)]) -> H2Summary {
+        let mut h = H2Summary::default();
+        if let Some(l) = limit {
+            h.max_concurrent_streams[Side::Server.index()] = Some(l);
+            h.max_concurrent_streams_at[Side::Server.index()] = Some(at(10));
+        }
+        h.streams = streams
+            .iter()
+            .map(|&(id, open, end)| crate::proto::h2::H2Stream {
+                id,
+                request_headers: Some(at(open)),
+                request_end: Some(at(open)),
+                response_end: Some(at(end)),
+                ..Default::default()
+            })
+            .collect();
+        h
+    }
+
+    const QUICK: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_chain_of_streams_opened_as_others_closed_at_the_limit_is_a_queue() {
+        // limit 1: stream 1 opens at 20, then each next one as the last ends
+        let h = summary(
+            Some(1),
+            &[(1, 20, 60), (3, 60, 100), (5, 100, 140), (7, 140, 180)],
+        );
+        let q = queue(&h, Duration::ZERO, QUICK).expect("a queue");
+        assert_eq!(q.limit, 1);
+        let ids: Vec<u32> = q.released.iter().map(|r| r.stream).collect();
+        assert_eq!(ids, [3, 5, 7]);
+        // from the first release to the last: 80 ms
+        assert_eq!(
+            q.spans,
+            [(at(60).ts, at(140).ts)],
+            "the first released stream's own wait is not claimed"
+        );
+        // seen from the server side, the client's reaction shows h_c later
+        let late = summary(
+            Some(1),
+            &[(1, 20, 60), (3, 100, 100), (5, 140, 180), (7, 220, 260)],
+        );
+        assert!(queue(&late, Duration::ZERO, QUICK).is_none());
+        assert!(queue(&late, Duration::from_millis(40), QUICK).is_some());
+    }
+
+    #[test]
+    fn no_queue_below_the_limit_without_the_settings_or_for_one_release() {
+        // limit 4, never more than one stream open: requests one after another
+        let serial = summary(Some(4), &[(1, 20, 60), (3, 60, 100), (5, 100, 140)]);
+        assert!(queue(&serial, Duration::ZERO, QUICK).is_none());
+        // the server's SETTINGS not captured: nothing said
+        let chain = [(1, 20, 60), (3, 60, 100), (5, 100, 140)];
+        assert!(queue(&summary(None, &chain), Duration::ZERO, QUICK).is_none());
+        // one release may be a request only then wanted
+        let one = summary(Some(1), &[(1, 20, 60), (3, 60, 100)]);
+        assert!(queue(&one, Duration::ZERO, QUICK).is_none());
+        // streams opened a while after the close: the client was not waiting
+        let slow = summary(Some(1), &[(1, 20, 60), (3, 70, 100), (5, 110, 140)]);
+        assert!(queue(&slow, Duration::ZERO, QUICK).is_none());
     }
 }

@@ -13,8 +13,9 @@
 
 use crate::base::cost::round3;
 use crate::base::side::FrameRef;
+use crate::base::side::Side;
 use crate::base::time::{Duration, Timestamp};
-use crate::proto::h2::H2Summary;
+use crate::proto::h2::{FlowKind, H2Summary};
 use crate::proto::http::HttpTracker;
 
 /// One request/response pair of a connection.
@@ -52,7 +53,8 @@ pub struct RequestRow {
     /// The same in round trips of the path's minimum RTT.
     pub ttfb_rtts: Option<f64>,
     /// Of the wait, the time the response was held behind earlier responses
-    /// still going out (pipelining, ms).
+    /// still going out (HTTP/1.1 pipelining), or (HTTP/2) behind the
+    /// server's DATA of other streams (ms).
     pub behind_ms: f64,
     /// The server's think time: the wait less `behind_ms` and less the
     /// server's half of the path (ms); `None` when the RTT is unknown.
@@ -61,6 +63,44 @@ pub struct RequestRow {
     pub transfer_ms: Option<f64>,
     /// Response body bytes (decoded length for chunked bodies).
     pub response_bytes: Option<u64>,
+    /// The request's last byte.
+    #[serde(skip)]
+    pub(crate) request_last_at: Option<FrameRef>,
+    /// When the server could start answering: the request's last byte, or
+    /// the end of the response it was queued behind (pipelining), whichever
+    /// came later.
+    #[serde(skip)]
+    pub(crate) ready_at: Option<FrameRef>,
+    /// The response's first byte (HTTP/2: its HEADERS frame).
+    #[serde(skip)]
+    pub(crate) response_at: Option<FrameRef>,
+    /// The end of the earlier response this one waited behind.
+    #[serde(skip)]
+    pub(crate) behind_of: Option<FrameRef>,
+}
+
+impl RequestRow {
+    /// `GET /path` (HTTP/2: `stream 5 GET /path`), for titles; the target
+    /// cut at 60 characters.
+    pub(crate) fn label(&self) -> String {
+        let mut out = match self.stream {
+            Some(id) => format!("stream {id}"),
+            None => format!("request {}", self.index + 1),
+        };
+        if let Some(m) = &self.method {
+            out.push_str(&format!(" ({m}"));
+            if let Some(t) = &self.target {
+                let cut: String = t.chars().take(60).collect();
+                out.push(' ');
+                out.push_str(&cut);
+                if cut.len() < t.len() {
+                    out.push('…');
+                }
+            }
+            out.push(')');
+        }
+        out
+    }
 }
 
 /// Rows of HTTP/1.x requests longer than this many are cut; the count
@@ -101,8 +141,12 @@ pub(crate) fn rows(h: &HttpTracker, path: Path) -> Vec<RequestRow> {
         };
         // sent before the previous response had ended: it could not be
         // answered before that end
-        let behind = match (req_last, prev_end, resp) {
-            (Some(q), Some(p), Some(r)) if p.ts > q.ts => p.ts.min(r.first.ts) - q.ts,
+        let behind_of = match (req_last, prev_end, resp) {
+            (Some(q), Some(p), Some(r)) if p.ts > q.ts && r.first.ts >= q.ts => Some(p),
+            _ => None,
+        };
+        let behind = match (req_last, behind_of, resp) {
+            (Some(q), Some(p), Some(r)) => p.ts.min(r.first.ts) - q.ts,
             _ => Duration::ZERO,
         };
         let known = path.rtt > Duration::ZERO;
@@ -133,6 +177,13 @@ pub(crate) fn rows(h: &HttpTracker, path: Path) -> Vec<RequestRow> {
             server_think_ms: think.map(ms),
             transfer_ms: resp.and_then(|r| r.last.map(|l| ms(between(r.first, l)))),
             response_bytes: resp.map(|r| r.body_len),
+            request_last_at: req_last,
+            ready_at: match (req_last, behind_of) {
+                (Some(_), Some(p)) => Some(p),
+                (q, _) => q,
+            },
+            response_at: resp.map(|r| r.first),
+            behind_of,
         });
         if let Some(l) = resp.and_then(|r| r.last) {
             prev_end = Some(l);
@@ -141,10 +192,27 @@ pub(crate) fn rows(h: &HttpTracker, path: Path) -> Vec<RequestRow> {
     out
 }
 
+/// The server's last DATA frame of another stream than `id` between the
+/// request's end `q` and the response's HEADERS `r` (from the flow events,
+/// in capture order; `None` past their cap).
+fn busy_until(h: &H2Summary, id: u32, q: FrameRef, r: FrameRef) -> Option<FrameRef> {
+    let upto = h.flow.partition_point(|e| e.at.frame < r.frame);
+    h.flow[..upto]
+        .iter()
+        .rev()
+        .take_while(|e| e.at.frame > q.frame)
+        .find(|e| {
+            e.sender == Side::Server
+                && matches!(e.kind, FlowKind::Data { stream, .. } if stream != id)
+        })
+        .map(|e| e.at)
+}
+
 /// The rows of an HTTP/2 connection's streams: the request's HEADERS to its
 /// END_STREAM, then the response's HEADERS, first DATA and END_STREAM. The
 /// wait runs from the request's END_STREAM (its last byte) to the response's
-/// HEADERS; streams are independent, so none waits behind another.
+/// HEADERS; of it, the time the server was still sending other streams'
+/// DATA is `behind` (the connection was busy), not think time.
 pub(crate) fn rows_h2(h: &H2Summary, path: Path) -> Vec<RequestRow> {
     h.streams
         .iter()
@@ -156,6 +224,16 @@ pub(crate) fn rows_h2(h: &H2Summary, path: Path) -> Vec<RequestRow> {
             let wait = match (req_last, s.response_headers) {
                 (Some(q), Some(r)) if r.ts >= q.ts => Some(between(q, r)),
                 _ => None,
+            };
+            // the server was still sending other streams' DATA: until
+            // then the connection was busy, not the server thinking
+            let busy = match (req_last, s.response_headers) {
+                (Some(q), Some(r)) if wait.is_some() => busy_until(h, s.id, q, r),
+                _ => None,
+            };
+            let behind = match (req_last, busy) {
+                (Some(q), Some(b)) => b.ts - q.ts,
+                _ => Duration::ZERO,
             };
             let h_s = if path.h_s > Duration::ZERO {
                 path.h_s
@@ -179,15 +257,19 @@ pub(crate) fn rows_h2(h: &H2Summary, path: Path) -> Vec<RequestRow> {
                     .map(|q| ms((q.ts - path.start).max(Duration::ZERO))),
                 ttfb_ms: wait.map(ms),
                 ttfb_rtts: wait.and_then(|w| w.in_rtts(path.rtt)).map(round3),
-                behind_ms: 0.0,
+                behind_ms: ms(behind),
                 server_think_ms: wait
                     .filter(|_| path.rtt > Duration::ZERO)
-                    .map(|w| ms((w - h_s).max(Duration::ZERO))),
+                    .map(|w| ms((w - behind - h_s).max(Duration::ZERO))),
                 transfer_ms: match (s.response_headers, s.response_end) {
                     (Some(a), Some(b)) => Some(ms(between(a, b))),
                     _ => None,
                 },
                 response_bytes: s.response_headers.map(|_| s.data_bytes[1]),
+                request_last_at: req_last,
+                ready_at: busy.or(req_last),
+                response_at: s.response_headers,
+                behind_of: busy,
             }
         })
         .collect()

@@ -8,8 +8,10 @@
 pub(crate) mod capture_drops;
 pub(crate) mod delayed_ack;
 pub mod finding;
+pub(crate) mod h2_concurrency_limit;
 pub(crate) mod h2_flow_control_stall;
 pub(crate) mod hello_retry_request;
+pub(crate) mod http1_head_of_line;
 pub(crate) mod large_tls_record;
 pub(crate) mod loss;
 pub(crate) mod nagle;
@@ -79,6 +81,8 @@ pub(crate) const DETECTORS: &[(&[&str], Detector)] = &[
     (&[delayed_ack::ID], delayed_ack::detect),
     (&[zero_rtt::ID], zero_rtt::detect),
     (&[h2_flow_control_stall::ID], h2_flow_control_stall::detect),
+    (&[http1_head_of_line::ID], http1_head_of_line::detect),
+    (&[h2_concurrency_limit::ID], h2_concurrency_limit::detect),
 ];
 
 /// Finding ids that are reported whatever their cost: they speak of the

@@ -23,6 +23,7 @@
 //!   swing explains it: not claimed.
 
 use super::finding::{conf, ev, Finding, Level};
+use crate::analysis::requests::RequestRow;
 use crate::analysis::rtt::Vantage;
 use crate::analysis::Analysis;
 use crate::base::side::{FrameRef, Side};
@@ -99,6 +100,10 @@ pub(crate) const PROXY_RATIO: i64 = 4;
 /// RTT samples of a half needed to judge its swing.
 pub(crate) const SWING_MIN_SAMPLES: usize = 5;
 
+/// The longest a delayed-ACK timer holds an ACK (Linux `TCP_DELACK_MAX`
+/// 200 ms, Windows' 200 ms default), with jitter.
+const DELAYED_ACK_MAX: Duration = Duration::from_millis(220);
+
 /// The server's think time between the client's last byte `q` and the
 /// server's answer `r`, as a finding when it is material and not explained
 /// by the path (see the module docs). `turn` carries the server's ACK of a
@@ -108,6 +113,7 @@ fn server_think(
     q: FrameRef,
     r: FrameRef,
     turn: Option<FrameRef>,
+    row: Option<&RequestRow>,
 ) -> Option<(Duration, Finding)> {
     let (h_s, proxied) = path_to_server(a);
     let path = if proxied { "its SYN-ACK's time" } else { "h_s" };
@@ -117,13 +123,19 @@ fn server_think(
     let path_swing = swing(a, Side::Server, r.frame);
     // the server's TCP acknowledged the request before the response
     // (an answer that carries the ACK itself says nothing of the path)
-    let quick = turn.filter(|k| k.frame != r.frame).or_else(|| {
-        a.conn.half[Side::Client.index()]
-            .full_acks
-            .iter()
-            .find(|m| m.frame > q.frame && m.frame < r.frame)
-            .copied()
-    });
+    // (not for a pipelined request timed from the response ahead of it:
+    // its ACK came long before)
+    let quick = if row.is_some_and(|w| w.behind_of.is_some()) {
+        None
+    } else {
+        turn.filter(|k| k.frame != r.frame).or_else(|| {
+            a.conn.half[Side::Client.index()]
+                .full_acks
+                .iter()
+                .find(|m| m.frame > q.frame && m.frame < r.frame)
+                .copied()
+        })
+    };
     let ack_late = quick.map(|k| (k, (k.ts - q.ts) - h_s));
     let ack_with_answer = ack_late.is_some_and(|(k, late)| {
         // i128: a damaged capture's timestamps can be anything
@@ -131,7 +143,15 @@ fn server_think(
             && i128::from((r.ts - k.ts).nanos) * 4 <= i128::from(think.nanos)
     });
     let quick_ack = Duration::from_millis(1).max(a.rtt_min / 4);
-    if ack_late.is_some_and(|(_, late)| late > quick_ack) {
+    // an ACK the server's delayed-ACK timer sent while the application
+    // thought (Linux 40 ms and up to 200 ms, Windows 200 ms), well before
+    // the answer, says nothing against the path
+    let delack = |late: Duration| {
+        late >= crate::flow::half::DELAYED_ACK_MIN
+            && late <= DELAYED_ACK_MAX
+            && i128::from(late.nanos) * 2 <= i128::from(think.nanos)
+    };
+    if ack_late.is_some_and(|(_, late)| late > quick_ack && !delack(late)) {
         level = level.min(Level::Medium);
         why = "the server's ACK of the request was late too: part of the time may be the path's";
     }
@@ -139,6 +159,11 @@ fn server_think(
     if !(a.cost(think).is_material() && think > path_swing && !ack_with_answer) {
         return None;
     }
+    // one request of several is named (its row in the requests table)
+    let which = row
+        .filter(|_| a.requests.len() > 1)
+        .map(|w| format!(" {}", w.label()))
+        .unwrap_or_default();
     let (what_q, what_r, title) = if turn.is_some() {
         (
             "the client's last data before the server answered",
@@ -148,19 +173,44 @@ fn server_think(
                 think.as_millis_f64()
             ),
         )
+    } else if row.is_some_and(|w| w.behind_of.is_some() && w.stream.is_some()) {
+        (
+            "the server's last DATA of other streams before this answer: it was busy sending until here",
+            "the stream's response HEADERS",
+            format!(
+                "server took {:.1} ms to answer{which} once it had sent the other streams' data",
+                think.as_millis_f64()
+            ),
+        )
+    } else if row.is_some_and(|w| w.behind_of.is_some()) {
+        (
+            "end of the previous response: the server could answer this pipelined request from here",
+            "first byte of its response",
+            format!(
+                "server took {:.1} ms to answer{which} once the response ahead of it was sent",
+                think.as_millis_f64()
+            ),
+        )
     } else {
         (
             "last byte of the request",
             "first byte of the response",
             format!(
-                "server took {:.1} ms to answer after the request arrived",
-                think.as_millis_f64()
+                "server took {:.1} ms to answer{which} after {} arrived",
+                think.as_millis_f64(),
+                if which.is_empty() {
+                    "the request"
+                } else {
+                    "it"
+                }
             ),
         )
     };
     let mut e = vec![ev(q.frame, what_q)];
     if let Some((k, late)) = ack_late {
-        let what = if proxied {
+        let what = if delack(late) {
+            format!("the server's TCP acknowledged it {:.2} ms later, {:.2} ms more than {path}: its delayed-ACK timer, while the application had not answered", (k.ts - q.ts).as_millis_f64(), late.as_millis_f64())
+        } else if proxied {
             format!("an ACK {:.2} ms later, from nearer than the server (its SYN-ACK took {:.2} ms): a NAT or proxy acknowledges for it", (k.ts - q.ts).as_millis_f64(), h_s.as_millis_f64())
         } else if late <= quick_ack {
             format!("the server's TCP acknowledged it {:.2} ms later ({path} = {:.2} ms): network and kernel were quick", (k.ts - q.ts).as_millis_f64(), h_s.as_millis_f64())
@@ -198,9 +248,16 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     let app = &a.app;
     let from_app = match (app.request_last, app.response_first) {
-        (Some(q), Some(r)) => server_think(a, q, r, None),
+        (Some(q), Some(r)) => server_think(a, q, r, None, None),
         _ => None,
     };
+    // every request and stream read from the connection (keep-alive,
+    // pipelining, HTTP/2): the one the server held longest
+    let from_rows = a
+        .requests
+        .iter()
+        .filter_map(|w| server_think(a, w.ready_at?, w.response_at?, None, Some(w)))
+        .max_by_key(|(think, _)| *think);
     // the longest turn at the TCP level, when the application layer did not
     // time that one (another request, a protocol not read, cut payloads)
     let from_turn = a
@@ -213,11 +270,19 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                     .response_first
                     .is_none_or(|r| r.frame != t.response_first.frame)
         })
-        .and_then(|t| server_think(a, t.request_last, t.response_first, Some(t.ack)));
-    let best = match (from_app, from_turn) {
-        (Some(x), Some(y)) => Some(if y.0 > x.0 { y } else { x }),
-        (x, y) => x.or(y),
-    };
+        .filter(|t| {
+            a.requests.iter().all(|w| {
+                w.response_at
+                    .is_none_or(|r| r.frame != t.response_first.frame)
+            })
+        })
+        .and_then(|t| server_think(a, t.request_last, t.response_first, Some(t.ack), None));
+    // the longest; a row's over the first request's timeline on a tie (it
+    // names the request)
+    let best = [from_rows, from_app, from_turn]
+        .into_iter()
+        .flatten()
+        .reduce(|x, y| if y.0 > x.0 { y } else { x });
     out.extend(best.map(|(_, f)| f));
     let ready = a.app.request_first.and_then(|q| {
         let tls_done = a.app.client_ready.filter(|m| m.frame < q.frame);

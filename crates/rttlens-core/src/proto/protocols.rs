@@ -25,8 +25,23 @@ pub struct Protocols {
     http: Option<Box<HttpTracker>>,
     /// HTTP/2 in clear.
     h2: Option<Box<H2Tracker>>,
+    /// Where HTTP/2 in clear begins in each direction's stream (0 by prior
+    /// knowledge; after the `101` with `Upgrade: h2c`).
+    h2_from: [u64; 2],
+    /// A `101 Switching Protocols` seen, the new protocol not yet known.
+    upgrade: Option<Box<Upgrade>>,
     /// The protocol inside TLS, fed with the decrypted application data.
     inner: Option<InnerTracker>,
+}
+
+/// An HTTP/1.1 protocol switch that may be to HTTP/2 in clear (h2c).
+#[derive(Debug)]
+struct Upgrade {
+    /// Where the new protocol begins in each direction.
+    from: [u64; 2],
+    /// HTTP/2 with the upgraded request as stream 1, taken when the bytes
+    /// after the switch open HTTP/2.
+    h2: H2Tracker,
 }
 
 impl Default for Protocols {
@@ -35,6 +50,8 @@ impl Default for Protocols {
             tls: Some(Box::default()),
             http: Some(Box::default()),
             h2: None,
+            h2_from: [0; 2],
+            upgrade: None,
             inner: None,
         }
     }
@@ -153,6 +170,55 @@ impl Protocols {
         });
     }
 
+    /// HTTP/1.1 switched protocols: if it was a `101` to a request, where
+    /// the new protocol begins, to be told by its first bytes.
+    fn switched(&mut self) {
+        let Some(h) = self.http.as_ref() else { return };
+        let Some(ex) = h.exchanges().last() else {
+            return;
+        };
+        let (Some(q), Some(r)) = (ex.request.as_ref(), ex.response.as_ref()) else {
+            return;
+        };
+        if r.status != 101 {
+            return;
+        }
+        let q_end = q
+            .end
+            .unwrap_or(q.offset + u64::from(q.head_len) + q.body_len);
+        let last = q.last.unwrap_or(q.head_complete);
+        self.upgrade = Some(Box::new(Upgrade {
+            from: [q_end, r.offset + u64::from(r.head_len)],
+            h2: H2Tracker::after_upgrade(&q.method, &q.target, q.first, last),
+        }));
+        self.http = None;
+    }
+
+    /// Bytes after a protocol switch: HTTP/2 if they open it (the client's
+    /// preface, the server's SETTINGS), nothing otherwise (a WebSocket, a
+    /// tunnel).
+    fn after_switch(&mut self, side: Side, offset: u64, data: &[u8]) {
+        let Some(u) = self.upgrade.as_ref() else {
+            return;
+        };
+        let from = u.from[side.index()];
+        let end = offset + data.len() as u64;
+        if from < offset || from >= end {
+            return;
+        }
+        let first = &data[usize::try_from(from - offset).unwrap_or(data.len())..];
+        // the server's SETTINGS needs a frame header to be told
+        if side == Side::Server && first.len() < 9 {
+            return;
+        }
+        let Some(u) = self.upgrade.take() else { return };
+        if Self::opens_h2(side, first) {
+            self.h2_from = u.from;
+            self.h2 = Some(Box::new(u.h2));
+            self.tls = None;
+        }
+    }
+
     /// The connection is over: keep the tracker that recognised its protocol.
     pub(crate) fn finish(mut self) -> Found {
         if let Some(h) = self.http.as_mut() {
@@ -191,14 +257,12 @@ impl Trackers for Protocols {
         }
         Protocols {
             tls: Some(Box::new(TlsTracker::with_keys(keys.clone()))),
-            http: Some(Box::default()),
-            h2: None,
-            inner: None,
+            ..Protocols::default()
         }
     }
 
     fn wants_bytes(&self) -> bool {
-        self.tls.is_some() || self.http.is_some() || self.h2.is_some()
+        self.tls.is_some() || self.http.is_some() || self.h2.is_some() || self.upgrade.is_some()
     }
 
     fn data(&mut self, side: Side, offset: u64, data: &[u8], at: FrameRef) {
@@ -208,8 +272,17 @@ impl Trackers for Protocols {
             self.http = None;
             self.tls = None;
         }
+        if self.upgrade.is_some() {
+            self.after_switch(side, offset, data);
+        }
         if let Some(h) = self.h2.as_mut() {
-            h.push(side, offset, data, at);
+            let from = self.h2_from[side.index()];
+            let skip = from.saturating_sub(offset);
+            if let Some(rest) = usize::try_from(skip).ok().and_then(|k| data.get(k..)) {
+                if !rest.is_empty() {
+                    h.push(side, offset + skip - from, rest, at);
+                }
+            }
             return;
         }
         if let Some(t) = self.tls.as_mut() {
@@ -218,14 +291,33 @@ impl Trackers for Protocols {
         }
         if let Some(h) = self.http.as_mut() {
             h.push(side, offset, data, at);
+            if h.upgraded() {
+                self.switched();
+                if self.upgrade.is_some() {
+                    self.after_switch(side, offset, data);
+                    if self.h2.is_some() {
+                        // the rest of this chunk is HTTP/2's
+                        return self.data(side, offset, data, at);
+                    }
+                }
+            }
         }
         self.settle();
     }
 
     fn gap(&mut self, side: Side, offset: u64, len: u64) {
         if let Some(h) = self.h2.as_mut() {
-            h.gap(side, offset, len);
+            let from = self.h2_from[side.index()];
+            let end = offset.saturating_add(len);
+            if end > from {
+                let start = offset.max(from);
+                h.gap(side, start - from, end - start);
+            }
             return;
+        }
+        if self.upgrade.is_some() {
+            // what followed the switch is unknown: not guessed
+            self.upgrade = None;
         }
         if let Some(t) = self.tls.as_mut() {
             t.gap(side, offset, len);

@@ -16,6 +16,9 @@ use rttlens_net::{Host, Lab, LabError, Sysctls};
 /// How long any one client command may take.
 const CLIENT_TIMEOUT_S: u32 = 20;
 
+/// The key log's name in the scenario's directory (beside its captures).
+pub(crate) const KEYLOG_FILE: &str = "keylog.txt";
+
 /// What a scenario's `run` works with: the lab, a scratch directory, and
 /// the servers it started (stopped when the context drops).
 pub struct ScenarioCtx<'a> {
@@ -227,6 +230,13 @@ impl<'a> ScenarioCtx<'a> {
         cmd.args(["-sS", "-k", "-o", "/dev/null", "--max-time", &t])
             .args(args);
         self.client_output(cmd, &format!("curl {}", args.join(" ")), check)
+    }
+
+    /// Where the scenario's TLS clients write their keys (NSS key log
+    /// format: curl's and OpenSSL's `SSLKEYLOGFILE`, `openssl s_client
+    /// -keylogfile`); the analysis of the scenario's captures reads it.
+    pub fn keylog(&self) -> PathBuf {
+        self.dir.join(KEYLOG_FILE)
     }
 
     /// Run the project's probe (`rttlens probe`) in the client namespace.

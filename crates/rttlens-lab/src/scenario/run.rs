@@ -435,6 +435,11 @@ fn analyze(path: &Path) -> Result<Vec<ConnReport>, LabError> {
 fn analyze_summary(path: &Path) -> Result<(Vec<ConnReport>, pipeline::CaptureSummary), LabError> {
     let mut reader = CaptureReader::open(path)
         .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
+    // the keys the scenario's TLS clients wrote beside the capture
+    let keylog = path.with_file_name(super::ctx::KEYLOG_FILE);
+    if let Ok(text) = std::fs::read(&keylog) {
+        reader.key_store().add(&text);
+    }
     let mut conns = Vec::new();
     let summary = pipeline::run(&mut reader, &mut |c| conns.push(c), &mut |_| {})
         .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;

@@ -173,6 +173,10 @@ pub struct H2Summary {
     pub initial_window: [Option<u32>; 2],
     /// `SETTINGS_MAX_CONCURRENT_STREAMS` each side announced.
     pub max_concurrent_streams: [Option<u32>; 2],
+    /// The SETTINGS frame that last set each side's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`.
+    #[serde(skip)]
+    pub max_concurrent_streams_at: [Option<FrameRef>; 2],
     /// Flow-control events (the first [`FLOW_EVENT_CAP`]).
     #[serde(skip)]
     pub flow: Vec<FlowEvent>,
@@ -305,6 +309,27 @@ impl H2Tracker {
             dirs: [Dir::new(Side::Client), Dir::new(Side::Server)],
             conn,
         }
+    }
+
+    /// A tracker for HTTP/2 begun by an HTTP/1.1 `Upgrade: h2c` (RFC 7540
+    /// §3.2, kept by RFC 9113 only as a reference): the upgraded request is
+    /// stream 1, half-closed by the client, answered in HTTP/2. Offsets
+    /// given to [`push`](Self::push) then count from where HTTP/2 begins in
+    /// each direction (after the request, after the `101` response).
+    pub fn after_upgrade(
+        method: &str,
+        path: &str,
+        request_first: FrameRef,
+        request_last: FrameRef,
+    ) -> H2Tracker {
+        let mut t = H2Tracker::new();
+        if let Some(st) = stream_mut(&mut t.conn, 1) {
+            st.method = Some(method.to_string());
+            st.path = Some(path.chars().take(200).collect());
+            st.request_headers = Some(request_first);
+            st.request_end = Some(request_last);
+        }
+        t
     }
 
     /// Whether `data`, the first bytes of a client's stream, can start
@@ -530,7 +555,10 @@ fn end_frame(dir: &mut Dir, conn: &mut Conn, at: FrameRef) {
                     let v = u32::from_be_bytes([kv[2], kv[3], kv[4], kv[5]]);
                     match id {
                         // SETTINGS_MAX_CONCURRENT_STREAMS
-                        3 => conn.sum.max_concurrent_streams[s] = Some(v),
+                        3 => {
+                            conn.sum.max_concurrent_streams[s] = Some(v);
+                            conn.sum.max_concurrent_streams_at[s] = Some(at);
+                        }
                         // SETTINGS_INITIAL_WINDOW_SIZE: the peer's stream
                         // windows change by the difference (RFC 9113 §6.9.2)
                         4 => {

@@ -1,0 +1,102 @@
+//! `http1-head-of-line`: pipelined HTTP/1.1 requests whose responses waited
+//! behind an earlier response still going out. HTTP/1.1 answers a
+//! connection's requests in the order they came (RFC 9112 §9.3.2), so a slow
+//! or large response holds every pipelined request behind it, however ready
+//! its own answer was.
+//!
+//! Cost: per waiting request, from its last byte to the end of the response
+//! ahead of it (or its own first byte, if that came earlier), their union.
+//! Each row of the requests table shows its wait (`behind`).
+
+use super::finding::{conf, ev, Finding, Level};
+use crate::analysis::requests::RequestRow;
+use crate::analysis::Analysis;
+use crate::base::time::{union_len, Duration};
+
+/// Finding id.
+pub(crate) const ID: &str = "http1-head-of-line";
+
+/// A row that waited behind an earlier response: its wait and when.
+fn waited(w: &RequestRow) -> Option<(Duration, &RequestRow)> {
+    if w.stream.is_some() {
+        return None;
+    }
+    let (q, p, r) = (w.request_last_at?, w.behind_of?, w.response_at?);
+    let end = p.ts.min(r.ts);
+    (end > q.ts).then(|| (end - q.ts, w))
+}
+
+/// See the module docs.
+pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
+    let mut rows: Vec<(Duration, &RequestRow)> = a
+        .requests
+        .iter()
+        .filter_map(waited)
+        .filter(|(d, _)| a.cost(*d).is_material())
+        .collect();
+    if rows.is_empty() {
+        return vec![];
+    }
+    let span: Vec<_> = rows
+        .iter()
+        .filter_map(|(d, w)| w.request_last_at.map(|q| (q.ts, q.ts + *d)))
+        .collect();
+    let cost = a.cost(union_len(span.clone()));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.0));
+    let (longest, worst) = rows[0];
+    // pipelined requests often share a segment: one line per frame
+    let mut lines: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
+    let mut say = |frame: u64, what: String| lines.entry(frame).or_default().push(what);
+    for (d, w) in rows.iter().take(3) {
+        if let Some(q) = w.request_last_at {
+            say(
+                q.frame,
+                format!(
+                    "{} sent (pipelined) while an earlier response was still going out",
+                    w.label()
+                ),
+            );
+        }
+        if let Some(p) = w.behind_of {
+            say(
+                p.frame,
+                format!(
+                    "the earlier response's last byte, {:.1} ms later: only now could {} be answered",
+                    d.as_millis_f64(),
+                    w.label()
+                ),
+            );
+        }
+        if let Some(r) = w.response_at {
+            say(r.frame, format!("first byte of {}'s response", w.label()));
+        }
+    }
+    let evidence: Vec<_> = lines
+        .into_iter()
+        .map(|(frame, what)| ev(frame, what.join("; ")))
+        .collect();
+    let n = rows.len();
+    vec![Finding {
+        id: ID,
+        connection: a.conn.index,
+        title: format!(
+            "HTTP/1.1 pipelining: {n} response{} waited behind earlier ones (longest: {}, {:.1} ms)",
+            if n == 1 { "" } else { "s" },
+            worst.label(),
+            longest.as_millis_f64()
+        ),
+        cost,
+        evidence,
+        confidence: conf(
+            Level::High,
+            "each request was sent before the response ahead of it ended, and HTTP/1.1 answers in order",
+        ),
+        fix: "HTTP/1.1 answers pipelined requests in order, so one slow or large response holds the rest: \
+              use HTTP/2, where responses interleave (nginx `listen 443 ssl; http2 on;`, Go and most \
+              clients negotiate it by ALPN), or send independent requests on separate connections; \
+              never pipeline behind a request known to be slow."
+            .to_string(),
+        references: vec!["RFC 9112 §9.3.2", "RFC 9113 §5"],
+        span,
+    }]
+}
