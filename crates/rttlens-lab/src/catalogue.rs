@@ -33,7 +33,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 35] = [
+static CATALOGUE: [Scenario; 36] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -335,6 +335,17 @@ static CATALOGUE: [Scenario; 35] = [
         link: plain_link,
         run: h2_concurrency,
         variants: &[],
+    },
+    Scenario {
+        name: "h2-head-of-line",
+        about: "h2load fetches 4 files of 200 KB at once over one HTTP/2 connection in clear from nginx; the link drops one server segment: the other streams' bytes behind it wait for its retransmission",
+        expect: &["h2-head-of-line", "fast-retransmit|tail-loss-probe|rto"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Host::Client,
+        link: |l| l.loss_s2c.indices = vec![60],
+        run: h2_head_of_line,
+        variants: &[Variant::SenderOnly { expect: &["fast-retransmit|tail-loss-probe|rto"] }],
     },
     Scenario {
         name: "small-rcvbuf",
@@ -920,6 +931,26 @@ fn h2_concurrency(c: &mut ScenarioCtx) -> Result<(), LabError> {
             stderr: e,
         }),
     }
+}
+
+fn h2_head_of_line(c: &mut ScenarioCtx) -> Result<(), LabError> {
+    c.nginx(80, |n| {
+        n.tls = false;
+        n.http2 = true;
+        n.files = vec![200_000];
+    })?;
+    let script = format!(
+        "h2load -n 4 -c 1 -m 4 -w 16 http://{}:80/size/200000 2>&1",
+        Lab::SERVER_V4
+    );
+    let out = c.sh(&script)?;
+    if !out.contains("4 succeeded") {
+        return Err(LabError::Client {
+            command: script,
+            stderr: out,
+        });
+    }
+    Ok(())
 }
 
 fn small_rcvbuf(c: &mut ScenarioCtx) -> Result<(), LabError> {

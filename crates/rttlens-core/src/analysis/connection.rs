@@ -107,6 +107,8 @@ pub struct Analysis {
     pub(crate) h2_blind: bool,
     /// Requests held back by the server's HTTP/2 stream limit.
     pub(crate) h2_queue: Option<crate::analysis::h2::Queue>,
+    /// HTTP/2 frames held by TCP behind a hole in another stream's bytes.
+    pub(crate) h2_head_of_line: Vec<crate::proto::h2::HolWait>,
 }
 
 impl Analysis {
@@ -345,7 +347,7 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
         rtt: rtt_min,
         h_s: rtt.map_or(Duration::ZERO, |r| r.h_s),
     };
-    let (requests, h2) = match inner {
+    let (requests, mut h2) = match inner {
         Some(Inner::Http1(h)) => (crate::analysis::requests::rows(&h, path), None),
         Some(Inner::H2(h)) => (crate::analysis::requests::rows_h2(&h, path), Some(h)),
         None => (Vec::new(), None),
@@ -366,6 +368,10 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
         let quick = Duration::from_millis(1).max(rtt_min / 4);
         crate::analysis::h2::queue(h, h_c, quick)
     });
+    let h2_head_of_line = h2
+        .as_mut()
+        .map(|h| std::mem::take(&mut h.head_of_line))
+        .unwrap_or_default();
     let mut a = Analysis {
         conn,
         rtt,
@@ -383,6 +389,7 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
         h2_stalls,
         h2_blind,
         h2_queue,
+        h2_head_of_line,
     };
     a.ladder = build_ladder(&a);
     a

@@ -10,6 +10,7 @@ pub(crate) mod delayed_ack;
 pub mod finding;
 pub(crate) mod h2_concurrency_limit;
 pub(crate) mod h2_flow_control_stall;
+pub(crate) mod h2_head_of_line;
 pub(crate) mod hello_retry_request;
 pub(crate) mod http1_head_of_line;
 pub(crate) mod large_tls_record;
@@ -83,6 +84,7 @@ pub(crate) const DETECTORS: &[(&[&str], Detector)] = &[
     (&[h2_flow_control_stall::ID], h2_flow_control_stall::detect),
     (&[http1_head_of_line::ID], http1_head_of_line::detect),
     (&[h2_concurrency_limit::ID], h2_concurrency_limit::detect),
+    (&[h2_head_of_line::ID], h2_head_of_line::detect),
 ];
 
 /// Finding ids that are reported whatever their cost: they speak of the

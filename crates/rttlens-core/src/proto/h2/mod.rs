@@ -97,6 +97,28 @@ pub struct H2Stream {
     pub reset: Option<(FrameRef, Side, u32)>,
 }
 
+/// Head-of-line waits kept per connection.
+pub const HOL_DETAIL_CAP: usize = 256;
+
+/// A stream's frame captured before bytes that precede it in the TCP
+/// stream: the segment ahead was lost before the capture point, so the
+/// receiver's TCP held this frame until the retransmission filled the hole
+/// (one TCP byte stream for every stream, RFC 9113 §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HolWait {
+    /// The sender.
+    pub sender: Side,
+    /// The waiting stream.
+    pub stream: u32,
+    /// The frame that carried its bytes (captured first).
+    pub arrived: FrameRef,
+    /// The frame that filled the hole ahead of it: when it could be
+    /// delivered.
+    pub delivered: FrameRef,
+    /// The stream whose bytes filled the hole (0: not known).
+    pub behind: u32,
+}
+
 /// Which window a sender waited on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "stream")]
@@ -186,6 +208,11 @@ pub struct H2Summary {
     pub ping_rtts_ms: Vec<f64>,
     /// GOAWAY: its frame, sender and error code.
     pub goaway: Option<(FrameRef, Side, u32)>,
+    /// Frames captured before the TCP bytes ahead of them (the first
+    /// [`HOL_DETAIL_CAP`]): held by the receiver's TCP until a hole in
+    /// another stream's bytes was filled.
+    #[serde(skip)]
+    pub head_of_line: Vec<HolWait>,
     /// Header blocks that could not be decoded.
     pub undecoded_blocks: u64,
     /// Notes per direction, client's and server's.
@@ -243,6 +270,13 @@ struct Dir {
     /// The HPACK state is unknown (a block was lost or did not decode).
     hpack_lost: bool,
     stopped: bool,
+    /// The latest capture time of bytes walked so far.
+    latest: Option<FrameRef>,
+    /// While walking bytes captured before `latest`: the frame that
+    /// delivered the bytes ahead of them, and the stream those were of.
+    held: Option<(FrameRef, Option<u32>)>,
+    /// The stream whose bytes the latest on-time chunk began with.
+    filler: Option<u32>,
 }
 
 impl std::fmt::Debug for Dir {
@@ -270,6 +304,9 @@ impl Dir {
             hpack: loona_hpack::Decoder::new(),
             hpack_lost: false,
             stopped: false,
+            latest: None,
+            held: None,
+            filler: None,
         }
     }
 }
@@ -349,7 +386,19 @@ impl H2Tracker {
         if hole > 0 {
             missing(dir, &mut self.conn, hole, offset.saturating_sub(hole));
         }
+        // bytes captured before bytes ahead of them were held by TCP
+        match dir.latest.filter(|l| at.ts < l.ts) {
+            Some(l) => dir.held = Some((l, dir.filler)),
+            None => {
+                dir.latest = Some(at);
+                dir.held = None;
+                dir.filler = dir.cur.as_ref().map(|c| c.stream);
+            }
+        }
         walk(dir, &mut self.conn, fresh, offset, at);
+        if dir.held.is_none() && dir.filler.is_none() {
+            dir.filler = dir.cur.as_ref().map(|c| c.stream);
+        }
     }
 
     /// `len` bytes sent by `side` at `offset` that were never seen.
@@ -484,6 +533,15 @@ fn end_frame(dir: &mut Dir, conn: &mut Conn, at: FrameRef) {
     let side = dir.side;
     let s = side.index();
     let end_stream = cur.flags & flag::END_STREAM != 0;
+    if matches!(cur.ty, ty::DATA | ty::HEADERS) && cur.stream != 0 {
+        match dir.held {
+            Some((delivered, behind)) if behind != Some(cur.stream) => {
+                held_back(conn, side, cur.stream, at, delivered, behind);
+            }
+            None if dir.filler.is_none() => dir.filler = Some(cur.stream),
+            _ => {}
+        }
+    }
     match cur.ty {
         ty::DATA => on_data(conn, side, &cur, at),
         ty::HEADERS | ty::PUSH_PROMISE => {
@@ -660,6 +718,35 @@ fn on_data(conn: &mut Conn, side: Side, cur: &Current, at: FrameRef) {
                 st.response_end.get_or_insert(at);
             }
         }
+    }
+}
+
+/// A frame of `stream` captured at `arrived` waited for the bytes ahead of
+/// it, delivered at `delivered`: one wait per stream and hole, the longest.
+fn held_back(
+    conn: &mut Conn,
+    sender: Side,
+    stream: u32,
+    arrived: FrameRef,
+    delivered: FrameRef,
+    behind: Option<u32>,
+) {
+    let waits = &mut conn.sum.head_of_line;
+    if let Some(w) = waits
+        .iter_mut()
+        .find(|w| w.stream == stream && w.delivered == delivered && w.sender == sender)
+    {
+        w.arrived = w.arrived.min(arrived);
+        return;
+    }
+    if waits.len() < HOL_DETAIL_CAP {
+        waits.push(HolWait {
+            sender,
+            stream,
+            arrived,
+            delivered,
+            behind: behind.unwrap_or(0),
+        });
     }
 }
 
