@@ -55,7 +55,7 @@ fn usage_errors_exit_2() {
 
 /// A lab at 40 ms with the built-in server; `f` gets the context, the
 /// server's port and a way to run the binary in the client namespace.
-fn with_lab(f: impl FnOnce(&ScenarioCtx, u16, &dyn Fn(&[&str]) -> Output)) {
+fn with_lab(f: impl FnOnce(&mut ScenarioCtx, u16, &dyn Fn(&[&str]) -> Output)) {
     if let Err(e) = rttlens_net::check_prerequisites() {
         panic!("probe CLI lab tests need root, /dev/net/tun and iproute2: {e}");
     }
@@ -72,7 +72,7 @@ fn with_lab(f: impl FnOnce(&ScenarioCtx, u16, &dyn Fn(&[&str]) -> Output)) {
         cmd.arg("probe").args(args);
         run(&mut lab.netns(Host::Client).command(&cmd))
     };
-    f(&ctx, port, &probe);
+    f(&mut ctx, port, &probe);
     drop(ctx);
     drop(lab);
     let _ = std::fs::remove_dir_all(dir);
@@ -275,7 +275,137 @@ fn pcap_with_keylog_decrypts_in_tshark_and_analyzes_the_same() {
                 .collect()
         };
         assert_eq!(ladders(&analyzed), ladders(&doc));
+        // the keys in the file open every record, and each request's
+        // frames are the ones tshark decrypts as HTTP
+        let t = tshark_fields(
+            &pcap,
+            "http.request || http.response",
+            &["frame.number", "http.request.uri", "http.response.code"],
+        );
+        let frames = |col: usize| -> Vec<u64> {
+            t.iter()
+                .filter(|f| !f[col].is_empty())
+                .map(|f| f[0].parse().unwrap())
+                .collect()
+        };
+        let rows = request_rows(&analyzed);
+        assert_eq!(rows.len(), 2, "{analyzed}");
+        let ours = |k: &str| -> Vec<u64> { rows.iter().map(|r| r[k].as_u64().unwrap()).collect() };
+        assert_eq!(ours("request_frame"), frames(1), "requests: ours vs tshark");
+        assert_eq!(
+            ours("response_frame"),
+            frames(2),
+            "responses: ours vs tshark"
+        );
+        assert!(rows.iter().all(|r| r["target"] == "/size/3000"
+            && r["status"] == 200
+            && r["response_bytes"] == 3000));
         eprintln!("{}", String::from_utf8_lossy(&o.stdout));
+    });
+}
+
+/// Each connection's decryption opened every record; its request rows.
+fn request_rows(doc: &serde_json::Value) -> Vec<serde_json::Value> {
+    let mut rows = Vec::new();
+    for c in doc["connections"].as_array().expect("connections") {
+        let d = &c["tls"]["decryption"];
+        assert_eq!(d["status"], "decrypted", "{d}");
+        assert_eq!(d["failed"], 0, "{d}");
+        assert_eq!(d["cut"], 0, "{d}");
+        rows.extend(c["requests"].as_array().cloned().unwrap_or_default());
+    }
+    rows
+}
+
+/// tshark's `fields` for the frames matching `filter` (one row per frame).
+fn tshark_fields(pcap: &std::path::Path, filter: &str, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut cmd = Command::new("tshark");
+    cmd.arg("-n")
+        .arg("-r")
+        .arg(pcap)
+        .args(["-Y", filter, "-T", "fields"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let t = run(&mut cmd);
+    assert!(t.status.success(), "tshark: {}", stderr(&t));
+    String::from_utf8_lossy(&t.stdout)
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
+}
+
+/// `--http2 --pcap` against nginx over TLS 1.3 with HTTP/2: the probe's
+/// own capture, its keys embedded, decrypts with no failed record, and
+/// every stream's HEADERS frames are tshark's.
+#[test]
+fn pcap_over_http2_decrypts_and_its_streams_are_tsharks() {
+    if let Err(e) = rttlens_net::require_command("tshark", "tshark") {
+        panic!("this test checks the pcap with tshark: {e}");
+    }
+    if let Err(e) = rttlens_net::require_command("nginx", "nginx-light") {
+        panic!("{e}");
+    }
+    with_lab(|ctx, _, probe| {
+        ctx.nginx(443, |n| {
+            n.http2 = true;
+            n.files = vec![30_000];
+        })
+        .expect("nginx");
+        let pcap = ctx.dir().join("probe-h2.pcapng");
+        // --keylog: the keys go to the file and into the pcapng (its
+        // Decryption Secrets Block); analyze reads them from there
+        let keylog = ctx.dir().join("keys-h2.txt");
+        let url = format!("https://{}:443/size/30000", Lab::SERVER_V4);
+        let o = probe(&[
+            "-k",
+            "--http2",
+            "-n",
+            "2",
+            "--format",
+            "json",
+            "--pcap",
+            pcap.to_str().unwrap(),
+            "--keylog",
+            keylog.to_str().unwrap(),
+            &url,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let a = run(bin().args(["analyze", "--format", "json", pcap.to_str().unwrap()]));
+        assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
+        let analyzed: serde_json::Value = serde_json::from_slice(&a.stdout).expect("JSON");
+        let rows = request_rows(&analyzed);
+        assert_eq!(rows.len(), 2, "one stream per connection: {analyzed}");
+        assert!(
+            rows.iter().all(|r| r["stream"] == 1
+                && r["method"] == "GET"
+                && r["target"] == "/size/30000"
+                && r["status"] == 200
+                && r["response_bytes"] == 30_000),
+            "{rows:?}"
+        );
+        let t = tshark_fields(
+            &pcap,
+            "http2.type == 1",
+            &["frame.number", "http2.headers.path", "http2.headers.status"],
+        );
+        let frames = |col: usize| -> Vec<u64> {
+            t.iter()
+                .filter(|f| f.get(col).is_some_and(|v| !v.is_empty()))
+                .map(|f| f[0].parse().unwrap())
+                .collect()
+        };
+        let ours = |k: &str| -> Vec<u64> { rows.iter().map(|r| r[k].as_u64().unwrap()).collect() };
+        assert_eq!(
+            ours("request_frame"),
+            frames(1),
+            "HEADERS of requests: ours vs tshark"
+        );
+        assert_eq!(
+            ours("response_frame"),
+            frames(2),
+            "HEADERS of responses: ours vs tshark"
+        );
     });
 }
 
