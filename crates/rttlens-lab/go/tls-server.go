@@ -4,6 +4,8 @@
 // machine's Go (`go build`), no module download; Go 1.19 (Debian 12's
 // golang-go) or later.
 //
+// With -h2, HTTP/2 too (net/http's own, chosen by ALPN).
+//
 // Routes as the other lab servers: GET /size/N returns N bytes of 'x';
 // anything else a small page. Prints "listening on ADDR" once bound and
 // serves until SIGTERM or SIGINT.
@@ -33,6 +35,7 @@ func main() {
 	procs := flag.Int("procs", 0, "GOMAXPROCS (0: Go's default, one per core)")
 	versions := flag.String("tls", "1.2,1.3", "TLS versions, comma-separated")
 	tickets := flag.Bool("tickets", true, "session tickets (resumption)")
+	h2 := flag.Bool("h2", false, "offer HTTP/2 first in ALPN (net/http serves it; Go picks the server's first protocol the client offers)")
 	flag.Parse()
 	if *procs > 0 {
 		runtime.GOMAXPROCS(*procs)
@@ -47,6 +50,9 @@ func main() {
 		NextProtos:             []string{"http/1.1"},
 		MinVersion:             tls.VersionTLS13,
 		MaxVersion:             tls.VersionTLS12,
+	}
+	if *h2 {
+		cfg.NextProtos = []string{"h2", "http/1.1"}
 	}
 	for _, v := range strings.Split(*versions, ",") {
 		var n uint16

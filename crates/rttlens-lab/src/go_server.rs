@@ -129,6 +129,8 @@ pub struct GoOptions {
     pub tickets: bool,
     /// Certificate and key; `None`: a fresh self-signed ECDSA P-256 pair.
     pub certificate: Option<rttlens_lab_server::cert::SelfSigned>,
+    /// Offer HTTP/2 (ALPN `h2` before `http/1.1`): net/http's HTTP/2.
+    pub http2: bool,
 }
 
 impl Default for GoOptions {
@@ -138,6 +140,7 @@ impl Default for GoOptions {
             tls: "1.2,1.3".into(),
             tickets: true,
             certificate: None,
+            http2: false,
         }
     }
 }
@@ -176,7 +179,8 @@ impl GoServer {
             .arg(o.procs.to_string())
             .arg("-tls")
             .arg(&o.tls)
-            .arg(format!("-tickets={}", o.tickets));
+            .arg(format!("-tickets={}", o.tickets))
+            .arg(format!("-h2={}", o.http2));
         let mut child = lab
             .netns(Host::Server)
             .command(&cmd)

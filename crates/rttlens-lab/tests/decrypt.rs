@@ -106,18 +106,79 @@ fn curl_and_nginx_over_http2_decrypt_with_every_stream_framed_as_tshark_frames_i
         let rtts = r.ttfb_rtts.expect("RTT known");
         assert!((0.8..3.0).contains(&rtts), "{r:?}");
     }
+    same_headers_frames_as_tshark(&conns, &path, &keylog);
+}
+
+/// The frames of the requests' and responses' HEADERS are tshark's with
+/// the same key log.
+fn same_headers_frames_as_tshark(conns: &[ConnReport], path: &Path, keylog: &Path) {
+    let rows: Vec<_> = conns.iter().flat_map(|c| c.requests.iter()).collect();
     let mut ours_req: Vec<u64> = rows.iter().filter_map(|r| r.request_frame).collect();
     let mut ours_resp: Vec<u64> = rows.iter().filter_map(|r| r.response_frame).collect();
     ours_req.sort_unstable();
     ours_resp.sort_unstable();
-    let mut t_req = tshark_frames(&path, &keylog, "http2.headers.method");
-    let mut t_resp = tshark_frames(&path, &keylog, "http2.headers.status");
+    let mut t_req = tshark_frames(path, keylog, "http2.headers.method");
+    let mut t_resp = tshark_frames(path, keylog, "http2.headers.status");
     t_req.dedup();
     t_resp.dedup();
     ours_req.dedup();
     ours_resp.dedup();
     assert_eq!(ours_req, t_req, "request HEADERS frames: ours vs tshark");
     assert_eq!(ours_resp, t_resp, "response HEADERS frames: ours vs tshark");
+}
+
+/// Go's net/http as the second HTTP/2 stack (its own HTTP/2 server, its
+/// own flow control and frame sizes): curl asks for 4 files at once over
+/// one connection; every record opens and every stream is framed as
+/// tshark frames it.
+#[test]
+fn curl_and_go_net_http_over_http2_decrypt_with_every_stream_framed_as_tshark_frames_it() {
+    if let Err(e) = rttlens_lab::go_server::find_go() {
+        panic!("{e}");
+    }
+    let lab = TestLab::new("decrypt-go-h2");
+    let keylog = lab.write("go-h2.keylog", b"");
+    let dir = keylog.with_file_name("go");
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let opts = rttlens_lab::go_server::GoOptions {
+        http2: true,
+        ..Default::default()
+    };
+    let _go =
+        rttlens_lab::go_server::GoServer::start(lab.lab(), &dir, 8443, &opts).expect("Go server");
+    let mut lab = lab;
+    let cap = lab.capture(Host::Client);
+    let urls: Vec<String> = (1..=4)
+        .map(|i| format!("https://{SERVER_IP}:8443/size/{}", 30_000 * i))
+        .collect();
+    curl_keyed(
+        &lab,
+        &keylog,
+        &["--http2", "--tlsv1.3", "--parallel"],
+        &urls,
+    );
+    let path = lab.stop(cap);
+    let conns = analyse_keyed(&path, &keylog);
+    eprintln!("curl used {} connection(s)", conns.len());
+    for c in &conns {
+        let tls = c.tls.as_ref().expect("TLS");
+        assert_eq!(tls.info.alpn.as_deref(), Some("h2"), "Go chose HTTP/2");
+        let d = tls.decryption.as_ref().expect("keys given");
+        assert_eq!(d.status, DecryptStatus::Decrypted, "{d:?}");
+        assert_eq!((d.failed, d.cut), (0, 0), "{d:?}");
+    }
+    same_headers_frames_as_tshark(&conns, &path, &keylog);
+    let mut sizes: Vec<u64> = conns
+        .iter()
+        .flat_map(|c| c.requests.iter())
+        .inspect(|r| {
+            assert_eq!(r.status, Some(200), "{r:?}");
+            assert!(r.stream.is_some_and(|s| s % 2 == 1), "{r:?}");
+        })
+        .filter_map(|r| r.response_bytes)
+        .collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes, [30_000, 60_000, 90_000, 120_000]);
 }
 
 #[test]
