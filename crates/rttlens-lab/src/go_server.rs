@@ -49,26 +49,45 @@ pub fn find_go() -> Result<PathBuf, LabError> {
 /// [`LabError::CommandMissing`] without Go, [`LabError::Server`] with the
 /// compiler's output when the build fails or takes over 5 minutes.
 pub fn build() -> Result<PathBuf, LabError> {
+    build_program("rttlens-go-tls-server", &[("tls-server.go", SOURCE)])
+}
+
+/// Build the Go program made of `files` (name, text; a `go.mod` and
+/// `go.sum` among them make it a module whose dependencies the Go module
+/// proxy serves) as `name`, or find it built: it is cached in the
+/// temporary directory under a name carrying a hash of the files.
+///
+/// # Errors
+/// As [`build`].
+pub fn build_program(name: &str, files: &[(&str, &str)]) -> Result<PathBuf, LabError> {
     let go = find_go()?;
     let mut h = DefaultHasher::new();
-    SOURCE.hash(&mut h);
-    let dir = std::env::temp_dir().join(format!("rttlens-go-tls-server-{:016x}", h.finish()));
-    let bin = dir.join("rttlens-go-tls-server");
+    files.hash(&mut h);
+    let dir = std::env::temp_dir().join(format!("{name}-{:016x}", h.finish()));
+    let bin = dir.join(name);
     if bin.is_file() {
         return Ok(bin);
     }
     let io = |context: String| move |source| LabError::Io { context, source };
     std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
-    let src = dir.join("tls-server.go");
-    std::fs::write(&src, SOURCE).map_err(io(format!("writing {}", src.display())))?;
+    for (file, text) in files {
+        let path = dir.join(file);
+        std::fs::write(&path, text).map_err(io(format!("writing {}", path.display())))?;
+    }
     // build under another name and rename: a build cut short leaves no
     // binary that looks finished
     let partial = dir.join(format!("partial-{}", std::process::id()));
+    let module = files.iter().any(|(f, _)| *f == "go.mod");
     let mut cmd = Command::new(&go);
     cmd.current_dir(&dir)
         .args(["build", "-o"])
         .arg(&partial)
-        .arg("tls-server.go")
+        // a module as a package; one file by its name
+        .args(if module {
+            vec!["."]
+        } else {
+            files.iter().map(|(f, _)| *f).collect()
+        })
         // the machine's Go, never a toolchain download
         .env("GOTOOLCHAIN", "local")
         .stdin(Stdio::null())
@@ -85,7 +104,7 @@ pub fn build() -> Result<PathBuf, LabError> {
     if !out.status.success() {
         return Err(LabError::Server(format!(
             "go build of {} failed: {}",
-            src.display(),
+            dir.display(),
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
@@ -145,6 +164,45 @@ impl Default for GoOptions {
     }
 }
 
+/// Write `cert` (or a fresh self-signed ECDSA P-256 pair) to `dir` as
+/// `cert.pem` and `key.pem`.
+fn write_cert(
+    dir: &Path,
+    cert: Option<&rttlens_lab_server::cert::SelfSigned>,
+) -> Result<(PathBuf, PathBuf), LabError> {
+    let io = |context: String| move |source| LabError::Io { context, source };
+    std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
+    let cert = match cert {
+        Some(c) => c.clone(),
+        None => rttlens_lab_server::cert::SelfSigned::generate()
+            .map_err(|e| LabError::Server(format!("certificate: {e}")))?,
+    };
+    let (cert_pem, key_pem) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_pem, &cert.cert_pem).map_err(io("writing cert.pem".into()))?;
+    std::fs::write(&key_pem, &cert.key_pem).map_err(io("writing key.pem".into()))?;
+    Ok((cert_pem, key_pem))
+}
+
+/// The gRPC peer's module (`go/grpc-peer`): grpc-go's server and client,
+/// fetched from the Go module proxy on first build.
+const GRPC_PEER: [(&str, &str); 3] = [
+    ("go.mod", include_str!("../go/grpc-peer/go.mod")),
+    ("go.sum", include_str!("../go/grpc-peer/go.sum")),
+    ("main.go", include_str!("../go/grpc-peer/main.go")),
+];
+
+/// Build `rttlens-grpc-peer` (or find it built): `-serve ADDR` serves
+/// grpc-go's health service over TLS, thinking as long as a call's
+/// `think-ms` metadata asks; `-call ADDR -keylog FILE` makes parallel
+/// health checks on one connection, one of an unknown service
+/// (`NOT_FOUND`) and one slow one, writing its TLS keys.
+///
+/// # Errors
+/// As [`build`]; the first build needs the Go module proxy.
+pub fn build_grpc_peer() -> Result<PathBuf, LabError> {
+    build_program("rttlens-grpc-peer", &GRPC_PEER)
+}
+
 impl GoServer {
     /// Build if needed and start the server in `lab`'s server namespace on
     /// `SERVER_V4:port` with the certificate of `o` written to `dir`
@@ -155,19 +213,7 @@ impl GoServer {
     /// address within 10 s.
     pub fn start(lab: &Lab, dir: &Path, port: u16, o: &GoOptions) -> Result<GoServer, LabError> {
         let bin = build()?;
-        let io = |context: String| move |source| LabError::Io { context, source };
-        std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
-        let cert = match &o.certificate {
-            Some(c) => c.clone(),
-            None => rttlens_lab_server::cert::SelfSigned::generate()
-                .map_err(|e| LabError::Server(format!("certificate: {e}")))?,
-        };
-        let (cert_pem, key_pem) = (dir.join("cert.pem"), dir.join("key.pem"));
-        std::fs::write(&cert_pem, &cert.cert_pem).map_err(io("writing cert.pem".into()))?;
-        std::fs::write(&key_pem, &cert.key_pem).map_err(io("writing key.pem".into()))?;
-        let log_path = dir.join("go-server.log");
-        let log = std::fs::File::create(&log_path)
-            .map_err(io(format!("creating {}", log_path.display())))?;
+        let (cert_pem, key_pem) = write_cert(dir, o.certificate.as_ref())?;
         let mut cmd = Command::new(&bin);
         cmd.arg("-listen")
             .arg(format!("{}:{port}", Lab::SERVER_V4))
@@ -181,6 +227,35 @@ impl GoServer {
             .arg(&o.tls)
             .arg(format!("-tickets={}", o.tickets))
             .arg(format!("-h2={}", o.http2));
+        GoServer::spawn(lab, dir, port, cmd)
+    }
+
+    /// The gRPC peer ([`build_grpc_peer`]) serving grpc-go's health service
+    /// over TLS in `lab`'s server namespace on `SERVER_V4:port`, with a
+    /// fresh certificate in `dir`.
+    ///
+    /// # Errors
+    /// As [`GoServer::start`].
+    pub fn grpc(lab: &Lab, dir: &Path, port: u16) -> Result<GoServer, LabError> {
+        let bin = build_grpc_peer()?;
+        let (cert_pem, key_pem) = write_cert(dir, None)?;
+        let mut cmd = Command::new(&bin);
+        cmd.arg("-serve")
+            .arg(format!("{}:{port}", Lab::SERVER_V4))
+            .arg("-cert")
+            .arg(&cert_pem)
+            .arg("-key")
+            .arg(&key_pem);
+        GoServer::spawn(lab, dir, port, cmd)
+    }
+
+    /// Run `cmd` in the server namespace until it prints its address.
+    fn spawn(lab: &Lab, dir: &Path, port: u16, cmd: Command) -> Result<GoServer, LabError> {
+        let io = |context: String| move |source| LabError::Io { context, source };
+        let bin = std::path::PathBuf::from(cmd.get_program());
+        let log_path = dir.join("go-server.log");
+        let log = std::fs::File::create(&log_path)
+            .map_err(io(format!("creating {}", log_path.display())))?;
         let mut child = lab
             .netns(Host::Server)
             .command(&cmd)

@@ -233,3 +233,80 @@ fn curl_and_nginx_over_tls12_gcm_keep_alive_decrypt_request_by_request() {
         "response frames"
     );
 }
+
+/// gRPC on grpc-go, server and client, over TLS 1.3 with the client's key
+/// log: four health checks at once on one connection, one of a service the
+/// server does not know, one the server holds 200 ms. Every record opens;
+/// each call is a stream with its gRPC method and `grpc-status` (0, and 5
+/// NOT_FOUND in a trailers-only response); the slow one is the server
+/// think time named; the HEADERS frames are tshark's.
+#[test]
+fn grpc_go_calls_decrypt_with_their_methods_status_and_the_slow_one_named() {
+    if let Err(e) = rttlens_lab::go_server::find_go() {
+        panic!("{e}");
+    }
+    let mut lab = TestLab::new("decrypt-grpc");
+    let keylog = lab.write("grpc.keylog", b"");
+    let dir = keylog.with_file_name("grpc");
+    let _server = rttlens_lab::go_server::GoServer::grpc(lab.lab(), &dir, 9443)
+        .expect("gRPC server (grpc-go from the Go module proxy)");
+    let client = rttlens_lab::go_server::build_grpc_peer().expect("gRPC client");
+    let cap = lab.capture(Host::Client);
+    let addr = format!("{SERVER_IP}:9443");
+    let out = lab.run_in(
+        Host::Client,
+        client.to_str().unwrap(),
+        &[
+            "-call",
+            &addr,
+            "-keylog",
+            keylog.to_str().unwrap(),
+            "-n",
+            "4",
+            "-slow-ms",
+            "200",
+        ],
+    );
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        said.lines().collect::<Vec<_>>(),
+        ["OK", "OK", "OK", "OK", "NotFound", "OK"]
+    );
+    let path = lab.stop(cap);
+    let conns = analyse_keyed(&path, &keylog);
+    assert_eq!(conns.len(), 1, "one gRPC channel: {conns:#?}");
+    let c = &conns[0];
+    let tls = c.tls.as_ref().expect("TLS");
+    assert_eq!(tls.info.alpn.as_deref(), Some("h2"));
+    let d = tls.decryption.as_ref().expect("keys given");
+    assert_eq!(d.status, DecryptStatus::Decrypted, "{d:?}");
+    assert_eq!((d.failed, d.cut), (0, 0), "{d:?}");
+    let rows = &c.requests;
+    assert_eq!(rows.len(), 6, "{rows:#?}");
+    assert!(rows.iter().all(|r| r.method.as_deref() == Some("POST")
+        && r.target.as_deref() == Some("/grpc.health.v1.Health/Check")
+        && r.status == Some(200)));
+    let mut grpc: Vec<Option<u32>> = rows.iter().map(|r| r.grpc_status).collect();
+    grpc.sort_unstable();
+    assert_eq!(grpc, [Some(0), Some(0), Some(0), Some(0), Some(0), Some(5)]);
+    let slow = rows.last().expect("rows");
+    assert!(slow.server_think_ms.is_some_and(|t| t >= 190.0), "{slow:?}");
+    let think = c
+        .findings
+        .iter()
+        .find(|f| f.id == "server-think-time")
+        .expect("the slow call's think time");
+    assert!(
+        think
+            .title
+            .contains(&format!("stream {}", slow.stream.unwrap())),
+        "{}",
+        think.title
+    );
+    same_headers_frames_as_tshark(&conns, &path, &keylog);
+}

@@ -262,7 +262,9 @@ pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::
 /// Requests shown per connection; the rest are counted.
 const REQUEST_ROWS: usize = 20;
 
-/// The table of HTTP requests: one row each, wait and think time in ms.
+/// The table of HTTP requests: one row each, wait and think time in ms;
+/// `#` is the position on the connection (HTTP/2: the stream id), the
+/// status a failed gRPC call's `grpc-status`.
 fn write_requests(w: &mut dyn Write, rows: &[RequestRow]) -> io::Result<()> {
     writeln!(w)?;
     writeln!(
@@ -284,9 +286,15 @@ fn write_requests(w: &mut dyn Write, rows: &[RequestRow]) -> io::Result<()> {
         writeln!(
             w,
             "  {:>3} {:<32} {:>6} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9}  {}→{}",
-            r.index,
+            // HTTP/2: the stream id
+            r.stream.map_or(r.index, u64::from),
             request,
-            r.status.map_or_else(|| "-".to_string(), |s| s.to_string()),
+            // a failed gRPC call: its grpc-status (the HTTP status is 200)
+            match (r.grpc_status, r.status) {
+                (Some(g), _) if g != 0 => format!("grpc {g}"),
+                (_, Some(s)) => s.to_string(),
+                _ => "-".to_string(),
+            },
             opt(r.sent_ms),
             opt(r.ttfb_ms),
             r.ttfb_rtts
