@@ -6,7 +6,7 @@ use crate::base::side::{FrameRef, Side};
 use crate::flow::Conn;
 use crate::proto::h2::H2Summary;
 use crate::proto::http::HttpTracker;
-use crate::proto::protocols::{Found, Protocols};
+use crate::proto::protocols::{Found, Inner, Protocols};
 use crate::proto::tls::{version_name, ContentType, HandshakeKind, Step, TlsSummary};
 
 /// The application exchange the ladder is built around: the first request
@@ -53,7 +53,13 @@ pub(crate) fn from_found(
     conn: &Conn<Protocols>,
 ) -> (Option<AppTimeline>, Option<TlsFacts>) {
     match found {
-        Found::Tls(s, ..) => tls(s, conn),
+        Found::Tls(s, _, inner) => {
+            let (mut timeline, facts) = tls(s, conn);
+            if let (Some(t), Some(inner)) = (timeline.as_mut(), inner) {
+                decrypted(t, s, inner);
+            }
+            (timeline, facts)
+        }
         Found::Http(h) => (http(h), None),
         Found::H2(h) => (h2c(h), None),
         Found::Neither => (None, None),
@@ -177,6 +183,59 @@ fn tls(s: &TlsSummary, conn: &Conn<Protocols>) -> (Option<AppTimeline>, Option<T
         client_ready: done,
     };
     (Some(timeline), Some(facts))
+}
+
+/// With the keys, the first request and its response as the protocol
+/// inside read them, replacing what record directions suggested: over
+/// HTTP/2 the client's first records are its preface and SETTINGS and the
+/// server's its SETTINGS (sent before any request), and a TLS 1.3
+/// NewSessionTicket travels as application data. Each is placed at the
+/// record that carried it (plaintext is delivered when its record
+/// completes; the wire's first byte is that record's first segment).
+fn decrypted(t: &mut AppTimeline, s: &TlsSummary, inner: &Inner) {
+    let (req_at, req_end, resp_at, resp_end, exchanges) = match inner {
+        Inner::Http1(h) => {
+            let Some(ex) = h.exchanges().first() else {
+                return;
+            };
+            let (Some(q), Some(r)) = (ex.request.as_ref(), ex.response.as_ref()) else {
+                return;
+            };
+            (q.first, q.last, r.first, r.last, h.exchange_count())
+        }
+        Inner::H2(h) => {
+            let Some(st) = h.streams.iter().find(|st| st.id % 2 == 1) else {
+                return;
+            };
+            let (Some(q), Some(r)) = (st.request_headers, st.response_headers) else {
+                return;
+            };
+            (q, st.request_end, r, st.response_end, h.stream_count)
+        }
+    };
+    // the application record completed by `at`
+    let record = |dir: &crate::proto::tls::TlsDirection, at: FrameRef| {
+        dir.records
+            .iter()
+            .find(|r| r.content_type == ContentType::APPLICATION_DATA && r.complete == Some(at))
+            .cloned()
+    };
+    let (Some(q), Some(r)) = (record(&s.client, req_at), record(&s.server, resp_at)) else {
+        return;
+    };
+    t.request_first = Some(q.first);
+    t.request_last = Some(req_end.unwrap_or(req_at));
+    t.response_first = Some(r.first);
+    t.response_offset = r.offset;
+    if resp_end.is_some() {
+        t.response_last = resp_end;
+    }
+    t.first_record = r.complete.map(|c| FirstRecord {
+        len: u64::from(r.length),
+        first: r.first,
+        complete: c,
+    });
+    t.exchanges = exchanges;
 }
 
 /// HTTP/2 in clear: the first stream's request and response.
