@@ -71,6 +71,16 @@ fn curl_keyed(lab: &TestLab, keylog: &Path, args: &[&str], urls: &[String]) {
     );
 }
 
+/// An HTTP/2 connection inside TLS whose every record opened.
+fn decrypted_h2(c: &ConnReport) {
+    let tls = c.tls.as_ref().expect("TLS");
+    // TLS 1.3 names ALPN's choice in the encrypted EncryptedExtensions
+    assert_eq!(tls.info.alpn.as_deref(), Some("h2"));
+    let d = tls.decryption.as_ref().expect("keys given");
+    assert_eq!(d.status, DecryptStatus::Decrypted, "{d:?}");
+    assert_eq!((d.failed, d.cut), (0, 0), "{d:?}");
+}
+
 #[test]
 fn curl_and_nginx_over_http2_decrypt_with_every_stream_framed_as_tshark_frames_it() {
     let mut lab = TestLab::new("decrypt-h2");
@@ -89,12 +99,7 @@ fn curl_and_nginx_over_http2_decrypt_with_every_stream_framed_as_tshark_frames_i
     let conns = analyse_keyed(&path, &keylog);
     assert_eq!(conns.len(), 1, "one HTTP/2 connection: {conns:#?}");
     let c = &conns[0];
-    let tls = c.tls.as_ref().expect("TLS");
-    // TLS 1.3 names ALPN's choice in the encrypted EncryptedExtensions
-    assert_eq!(tls.info.alpn.as_deref(), Some("h2"));
-    let d = tls.decryption.as_ref().expect("keys given");
-    assert_eq!(d.status, DecryptStatus::Decrypted, "{d:?}");
-    assert_eq!((d.failed, d.cut), (0, 0), "{d:?}");
+    decrypted_h2(c);
     let rows = &c.requests;
     assert_eq!(rows.len(), 5, "{rows:#?}");
     for (i, r) in rows.iter().enumerate() {
@@ -160,13 +165,8 @@ fn curl_and_go_net_http_over_http2_decrypt_with_every_stream_framed_as_tshark_fr
     let path = lab.stop(cap);
     let conns = analyse_keyed(&path, &keylog);
     eprintln!("curl used {} connection(s)", conns.len());
-    for c in &conns {
-        let tls = c.tls.as_ref().expect("TLS");
-        assert_eq!(tls.info.alpn.as_deref(), Some("h2"), "Go chose HTTP/2");
-        let d = tls.decryption.as_ref().expect("keys given");
-        assert_eq!(d.status, DecryptStatus::Decrypted, "{d:?}");
-        assert_eq!((d.failed, d.cut), (0, 0), "{d:?}");
-    }
+    // Go chose HTTP/2
+    conns.iter().for_each(decrypted_h2);
     same_headers_frames_as_tshark(&conns, &path, &keylog);
     let mut sizes: Vec<u64> = conns
         .iter()
@@ -281,11 +281,7 @@ fn grpc_go_calls_decrypt_with_their_methods_status_and_the_slow_one_named() {
     let conns = analyse_keyed(&path, &keylog);
     assert_eq!(conns.len(), 1, "one gRPC channel: {conns:#?}");
     let c = &conns[0];
-    let tls = c.tls.as_ref().expect("TLS");
-    assert_eq!(tls.info.alpn.as_deref(), Some("h2"));
-    let d = tls.decryption.as_ref().expect("keys given");
-    assert_eq!(d.status, DecryptStatus::Decrypted, "{d:?}");
-    assert_eq!((d.failed, d.cut), (0, 0), "{d:?}");
+    decrypted_h2(c);
     let rows = &c.requests;
     assert_eq!(rows.len(), 6, "{rows:#?}");
     assert!(rows.iter().all(|r| r.method.as_deref() == Some("POST")

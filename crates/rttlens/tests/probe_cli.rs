@@ -212,19 +212,7 @@ fn pcap_with_keylog_decrypts_in_tshark_and_analyzes_the_same() {
         let pcap = ctx.dir().join("probe.pcapng");
         let keylog = ctx.dir().join("keys.txt");
         let url = format!("https://{}:{port}/size/3000", Lab::SERVER_V4);
-        let o = probe(&[
-            "-k",
-            "-n",
-            "2",
-            "--format",
-            "json",
-            "--pcap",
-            pcap.to_str().unwrap(),
-            "--keylog",
-            keylog.to_str().unwrap(),
-            &url,
-        ]);
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let o = probe_keyed(probe, &[], &pcap, &keylog, &url);
         let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
         let cap = &doc["probe"]["capture"];
         assert_eq!(cap["status"], "captured", "{cap}");
@@ -304,6 +292,26 @@ fn pcap_with_keylog_decrypts_in_tshark_and_analyzes_the_same() {
     });
 }
 
+/// `rttlens probe -k -n 2 --format json --pcap PCAP --keylog KEYLOG EXTRA… URL`,
+/// which must succeed.
+fn probe_keyed(
+    probe: &dyn Fn(&[&str]) -> Output,
+    extra: &[&str],
+    pcap: &std::path::Path,
+    keylog: &std::path::Path,
+    url: &str,
+) -> Output {
+    let mut args = vec!["-k", "-n", "2", "--format", "json", "--pcap"];
+    args.push(pcap.to_str().unwrap());
+    args.push("--keylog");
+    args.push(keylog.to_str().unwrap());
+    args.extend_from_slice(extra);
+    args.push(url);
+    let o = probe(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    o
+}
+
 /// Each connection's decryption opened every record; its request rows.
 fn request_rows(doc: &serde_json::Value) -> Vec<serde_json::Value> {
     let mut rows = Vec::new();
@@ -357,20 +365,7 @@ fn pcap_over_http2_decrypts_and_its_streams_are_tsharks() {
         // Decryption Secrets Block); analyze reads them from there
         let keylog = ctx.dir().join("keys-h2.txt");
         let url = format!("https://{}:443/size/30000", Lab::SERVER_V4);
-        let o = probe(&[
-            "-k",
-            "--http2",
-            "-n",
-            "2",
-            "--format",
-            "json",
-            "--pcap",
-            pcap.to_str().unwrap(),
-            "--keylog",
-            keylog.to_str().unwrap(),
-            &url,
-        ]);
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        probe_keyed(probe, &["--http2"], &pcap, &keylog, &url);
         let a = run(bin().args(["analyze", "--format", "json", pcap.to_str().unwrap()]));
         assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
         let analyzed: serde_json::Value = serde_json::from_slice(&a.stdout).expect("JSON");
