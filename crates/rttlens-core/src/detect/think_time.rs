@@ -52,10 +52,12 @@ fn confidence(a: &Analysis, think: crate::base::time::Duration) -> (Level, &'sta
 }
 
 /// How much the path's half on `side` swung: the 90th percentile of its
-/// RTT samples less their minimum, leaving out the sample the response
-/// frame `exclude` gave (it holds the think time itself). Zero with fewer
-/// than [`SWING_MIN_SAMPLES`] samples.
-fn swing(a: &Analysis, side: Side, exclude: u64) -> Duration {
+/// RTT samples less their minimum (`worst`: the largest sample less the
+/// minimum), or their median less the minimum plus three standard
+/// deviations if that is more, leaving out the sample the response frame `exclude` gave (it
+/// holds the think time itself). Zero with fewer than
+/// [`SWING_MIN_SAMPLES`] samples.
+fn swing(a: &Analysis, side: Side, exclude: u64, worst: bool) -> Duration {
     let h = &a.conn.rtt.half[side.index()];
     let mut v: Vec<Duration> = h
         .samples
@@ -67,8 +69,22 @@ fn swing(a: &Analysis, side: Side, exclude: u64) -> Duration {
         return Duration::ZERO;
     }
     v.sort();
-    let p90 = v[(v.len() - 1) * 9 / 10];
-    p90 - v[0]
+    let top = if worst {
+        v.len() - 1
+    } else {
+        (v.len() - 1) * 9 / 10
+    };
+    // a few samples rarely catch a jittery path at its worst: its spread
+    // is also taken as the median's height over the minimum plus three
+    // standard deviations (a stable path's is a fraction of a ms)
+    let n = v.len() as f64;
+    let secs: Vec<f64> = v.iter().map(|d| d.as_secs_f64()).collect();
+    let mean = secs.iter().sum::<f64>() / n;
+    let sd = (secs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    // f64 seconds of a capture: far from i64 nanoseconds' range
+    let spread =
+        Duration::from_nanos(((secs[v.len() / 2] - secs[0] + 3.0 * sd).max(0.0) * 1e9) as i64);
+    (v[top] - v[0]).max(spread)
 }
 
 /// How far the server's application is from the capture point (M→server→M):
@@ -120,7 +136,9 @@ fn server_think(
     // time the server's kernel held the answer (Nagle) is not think time
     let think = (r.ts - q.ts) - h_s - a.held_by_nagle(Side::Server, q.ts, r.ts);
     let (mut level, mut why) = confidence(a, think);
-    let path_swing = swing(a, Side::Server, r.frame);
+    // a turn at the TCP level proves no request: the path's worst swing
+    // may explain it (a jittery path's late answer is not think time)
+    let path_swing = swing(a, Side::Server, r.frame, turn.is_some());
     // the server's TCP acknowledged the request before the response
     // (an answer that carries the ACK itself says nothing of the path)
     // (not for a pipelined request timed from the response ahead of it:
@@ -155,8 +173,13 @@ fn server_think(
         level = level.min(Level::Medium);
         why = "the server's ACK of the request was late too: part of the time may be the path's";
     }
+    // a turn at the TCP level answered by the ACK itself holds no proof
+    // that the path did not take the extra time: a path whose RTT swings
+    // (jitter, queues) by half of it is common, so such a wait must pass
+    // h_s by more than half an RTT
+    let unproven = turn.is_some_and(|k| k.frame == r.frame) && think <= a.rtt_min / 2;
     // runs on every connection: skip the strings when it will be dropped
-    if !(a.cost(think).is_material() && think > path_swing && !ack_with_answer) {
+    if !(a.cost(think).is_material() && think > path_swing && !ack_with_answer) || unproven {
         return None;
     }
     // one request of several is named (its row in the requests table)
