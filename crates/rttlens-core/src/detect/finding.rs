@@ -93,6 +93,19 @@ pub(crate) fn ev(frame: u64, what: impl Into<String>) -> Evidence {
     }
 }
 
+/// Evidence from `(frame, what)` lines, one per frame in frame order, the
+/// lines of a frame joined by `; ` (several requests or streams often
+/// share a segment).
+pub(crate) fn ev_by_frame(lines: impl IntoIterator<Item = (u64, String)>) -> Vec<Evidence> {
+    let mut by: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
+    for (frame, what) in lines {
+        by.entry(frame).or_default().push(what);
+    }
+    by.into_iter()
+        .map(|(frame, what)| ev(frame, what.join("; ")))
+        .collect()
+}
+
 /// Shorthand for a [`Confidence`].
 pub(crate) fn conf(level: Level, why: impl Into<String>) -> Confidence {
     Confidence {

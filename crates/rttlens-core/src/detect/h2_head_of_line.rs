@@ -13,7 +13,7 @@
 //! Cost: per waiting stream, from the capture of its bytes to the frame
 //! that filled the hole ahead of them, their union over the connection.
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conf, ev_by_frame, Finding, Level};
 use crate::analysis::Analysis;
 use crate::base::time::union_len;
 
@@ -36,26 +36,27 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     streams.dedup();
     let mut longest: Vec<_> = waits.iter().collect();
     longest.sort_by_key(|w| std::cmp::Reverse(w.delivered.ts - w.arrived.ts));
-    let mut lines: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
+    let mut lines = Vec::new();
     for w in longest.iter().take(3) {
         let behind = if w.behind == 0 {
             "another stream's".to_string()
         } else {
             format!("stream {}'s", w.behind)
         };
-        lines.entry(w.delivered.frame).or_default().push(format!(
-            "fills the hole in {behind} bytes (lost before the capture point): only now can TCP deliver what follows"
+        lines.push((
+            w.delivered.frame,
+            format!("fills the hole in {behind} bytes (lost before the capture point): only now can TCP deliver what follows"),
         ));
-        lines.entry(w.arrived.frame).or_default().push(format!(
-            "stream {}'s frame captured here, {:.1} ms before TCP could deliver it",
-            w.stream,
-            (w.delivered.ts - w.arrived.ts).as_millis_f64()
+        lines.push((
+            w.arrived.frame,
+            format!(
+                "stream {}'s frame captured here, {:.1} ms before TCP could deliver it",
+                w.stream,
+                (w.delivered.ts - w.arrived.ts).as_millis_f64()
+            ),
         ));
     }
-    let evidence = lines
-        .into_iter()
-        .map(|(frame, what)| ev(frame, what.join("; ")))
-        .collect();
+    let evidence = ev_by_frame(lines);
     let n = streams.len();
     let list: Vec<String> = streams.iter().take(8).map(u32::to_string).collect();
     vec![Finding {

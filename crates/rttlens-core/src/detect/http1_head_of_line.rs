@@ -8,7 +8,7 @@
 //! ahead of it (or its own first byte, if that came earlier), their union.
 //! Each row of the requests table shows its wait (`behind`).
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conf, ev_by_frame, Finding, Level};
 use crate::analysis::requests::RequestRow;
 use crate::analysis::Analysis;
 use crate::base::time::{union_len, Duration};
@@ -44,37 +44,32 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let cost = a.cost(union_len(span.clone()));
     rows.sort_by_key(|r| std::cmp::Reverse(r.0));
     let (longest, worst) = rows[0];
-    // pipelined requests often share a segment: one line per frame
-    let mut lines: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
-    let mut say = |frame: u64, what: String| lines.entry(frame).or_default().push(what);
+    let mut lines = Vec::new();
     for (d, w) in rows.iter().take(3) {
         if let Some(q) = w.request_last_at {
-            say(
+            lines.push((
                 q.frame,
                 format!(
                     "{} sent (pipelined) while an earlier response was still going out",
                     w.label()
                 ),
-            );
+            ));
         }
         if let Some(p) = w.behind_of {
-            say(
+            lines.push((
                 p.frame,
                 format!(
                     "the earlier response's last byte, {:.1} ms later: only now could {} be answered",
                     d.as_millis_f64(),
                     w.label()
                 ),
-            );
+            ));
         }
         if let Some(r) = w.response_at {
-            say(r.frame, format!("first byte of {}'s response", w.label()));
+            lines.push((r.frame, format!("first byte of {}'s response", w.label())));
         }
     }
-    let evidence: Vec<_> = lines
-        .into_iter()
-        .map(|(frame, what)| ev(frame, what.join("; ")))
-        .collect();
+    let evidence = ev_by_frame(lines);
     let n = rows.len();
     vec![Finding {
         id: ID,

@@ -135,6 +135,11 @@ fn server_think(
     let path = if proxied { "its SYN-ACK's time" } else { "h_s" };
     // time the server's kernel held the answer (Nagle) is not think time
     let think = (r.ts - q.ts) - h_s - a.held_by_nagle(Side::Server, q.ts, r.ts);
+    // up to 256 rows per connection: the path's swing (a sort of its
+    // samples) only for a wait that can be a finding
+    if !a.cost(think).is_material() {
+        return None;
+    }
     let (mut level, mut why) = confidence(a, think);
     // a turn at the TCP level proves no request: the path's worst swing
     // may explain it (a jittery path's late answer is not think time)
@@ -179,7 +184,7 @@ fn server_think(
     // h_s by more than half an RTT
     let unproven = turn.is_some_and(|k| k.frame == r.frame) && think <= a.rtt_min / 2;
     // runs on every connection: skip the strings when it will be dropped
-    if !(a.cost(think).is_material() && think > path_swing && !ack_with_answer) || unproven {
+    if think <= path_swing || ack_with_answer || unproven {
         return None;
     }
     // one request of several is named (its row in the requests table)

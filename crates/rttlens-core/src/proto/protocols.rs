@@ -66,27 +66,20 @@ enum InnerTracker {
 
 impl InnerTracker {
     fn feed(&mut self, p: Plain) {
-        match (self, p) {
-            (
-                InnerTracker::Http1(h),
-                Plain::Data {
-                    side,
-                    offset,
-                    data,
-                    at,
-                },
-            ) => h.push(side, offset, &data, at),
-            (
-                InnerTracker::H2(h),
-                Plain::Data {
-                    side,
-                    offset,
-                    data,
-                    at,
-                },
-            ) => h.push(side, offset, &data, at),
-            (InnerTracker::Http1(h), Plain::Lost { side, offset, len }) => h.gap(side, offset, len),
-            (InnerTracker::H2(h), Plain::Lost { side, offset, len }) => h.gap(side, offset, len),
+        match p {
+            Plain::Data {
+                side,
+                offset,
+                data,
+                at,
+            } => match self {
+                InnerTracker::Http1(h) => h.push(side, offset, &data, at),
+                InnerTracker::H2(h) => h.push(side, offset, &data, at),
+            },
+            Plain::Lost { side, offset, len } => match self {
+                InnerTracker::Http1(h) => h.gap(side, offset, len),
+                InnerTracker::H2(h) => h.gap(side, offset, len),
+            },
         }
     }
 }
