@@ -30,8 +30,10 @@
 //!    [`detect::Finding`]s with cost, evidence frames, confidence and fix.
 //! 8. [`model`]: the owned, serializable report of a connection and of the
 //!    capture, which the `rttlens-report` crate renders.
-//! 9. [`pipeline`]: [`pipeline::run`] glues the layers together for a whole
-//!    capture, on one thread or sharded by connection.
+//! 9. [`population`]: what the crowd of connections shows (phase
+//!    distributions, over time, the tail, findings only a population proves).
+//! 10. [`pipeline`]: [`pipeline::run`] glues the layers together for a
+//!     whole capture, on one thread or sharded by connection.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -53,5 +55,7 @@ pub mod analysis;
 pub mod detect;
 
 pub mod model;
+
+pub mod population;
 
 pub mod pipeline;

@@ -127,6 +127,10 @@ pub struct ConnReport {
     /// ([`crate::pipeline::Options::trace`]); not part of the JSON.
     #[serde(skip)]
     pub trace: Option<Box<crate::flow::trace::Trace>>,
+    /// What the population view takes from this connection; not part of
+    /// the JSON.
+    #[serde(skip)]
+    pub sample: crate::population::Sample,
 }
 
 /// TLS facts of a connection.
@@ -160,6 +164,7 @@ impl ConnReport {
         capture_start: crate::base::time::Timestamp,
     ) -> ConnReport {
         let measured_tls_rtts = a.phase("tls").map(|p| p.rtts).unwrap_or(0.0);
+        let sample = crate::population::Sample::of(&a, capture_start);
         let vantage = a.vantage();
         let c = &a.conn;
         let rtt = a.rtt.map(|r| RttReport {
@@ -227,6 +232,7 @@ impl ConnReport {
             coverage: a.coverage,
             notes: std::mem::take(&mut a.notes),
             trace: None,
+            sample,
         }
     }
 

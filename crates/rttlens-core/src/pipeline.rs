@@ -141,6 +141,10 @@ pub struct CaptureSummary {
     pub tls: TlsTally,
     /// Capture quality notes.
     pub quality: Quality,
+    /// What the crowd of connections shows: phase distributions, over
+    /// time, the tail, population findings (`crate::population`).
+    #[serde(flatten)]
+    pub population: crate::population::PopulationReport,
 }
 
 /// The TLS connections of a capture, said once (docs/design.md §4 "TLS
@@ -226,6 +230,9 @@ pub struct Options {
     /// Only TCP segments passing this filter are tracked (the others are
     /// counted in `CaptureSummary::filtered_out`).
     pub filter: Option<Filter>,
+    /// The population view's interval (ms); `None`: automatic (at most 30
+    /// intervals over the capture).
+    pub interval_ms: Option<u64>,
 }
 
 /// [`run`], keeping what `options` asks for.
@@ -239,13 +246,16 @@ pub fn run_with(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<CaptureSummary, CaptureError> {
     let mut tls = TlsTally::default();
+    let mut population = crate::population::Population::new(options.interval_ms);
     let mut on_conn = |c: ConnReport| {
         tls.add(&c);
+        population.add(&c);
         on_conn(c);
     };
     let mut sum = run_counted(reader, options, &mut on_conn, progress)?;
     tls.key_log = !reader.key_store().is_empty();
     sum.tls = tls;
+    sum.population = population.finish();
     Ok(sum)
 }
 

@@ -13,6 +13,7 @@
 
 pub mod html;
 pub mod json;
+pub mod population;
 pub mod probe;
 pub mod text;
 

@@ -446,6 +446,7 @@ impl Renderer for TextRenderer {
             writeln!(w, "findings: {}", counts.join(", "))?;
         }
         writeln!(w)?;
+        crate::population::write_text(w, s)?;
         if self.seen as usize > self.kept.len() {
             writeln!(
                 w,

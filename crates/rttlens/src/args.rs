@@ -377,6 +377,17 @@ fn parse_interval(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `--interval` (analyze): `100ms`, `1s`, `60s` → whole milliseconds, at
+/// least 1.
+fn parse_population_interval(s: &str) -> Result<u64, String> {
+    let ms = duration_ms(s, "ms")?;
+    if ms >= 1.0 && ms <= 86_400_000.0 {
+        Ok(ms.round() as u64)
+    } else {
+        Err(format!("'{s}': the interval must be from 1ms to 24h"))
+    }
+}
+
 /// `rttlens analyze` arguments.
 #[derive(Debug, clap::Args)]
 pub struct AnalyzeArgs {
@@ -406,6 +417,11 @@ pub struct AnalyzeArgs {
     /// one thread. The output is the same for any number.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
+    /// The population view's interval over time (`100ms`, `1s`, `60s`; at
+    /// least 1ms); default: automatic, at most 30 intervals over the
+    /// capture.
+    #[arg(long, value_name = "DURATION", value_parser = parse_population_interval)]
+    pub interval: Option<u64>,
     /// Only these connections: an index (as in `tcp.stream`) or an endpoint
     /// `address:port` (IPv6 as `[addr]:port`). Repeat or separate with commas.
     #[arg(long, value_delimiter = ',')]

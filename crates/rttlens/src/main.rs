@@ -120,6 +120,7 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         trace: output::wants_trace(args.format.pictures(), pics),
         threads,
         filter: args.filter.clone(),
+        interval_ms: args.interval,
     };
     renderer.begin(&mut out, &Source { name: name.clone() })?;
     let mut io_err: Option<io::Error> = None;

@@ -558,9 +558,17 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
                     t.kind.nominal_rtts()
                 ),
             );
-            // server processing: ClientHello in → ServerHello out
+            // server processing: ClientHello in → ServerHello out, from
+            // the ClientHello's last transmission before the ServerHello
+            // (the wait for a lost one is the network's, not the server's)
             if let Some(sh) = t.server_hello {
-                let d = (sh.ts - t.client_hello.ts) - a.h_s();
+                let hello = c.half[Side::Client.index()]
+                    .retx
+                    .iter()
+                    .filter(|r| r.offset == 0 && r.at.ts < sh.ts)
+                    .map(|r| r.at)
+                    .fold(t.client_hello, |a, b| if b.ts > a.ts { b } else { a });
+                let d = (sh.ts - hello.ts) - a.h_s();
                 p.parts.push(clock.part("server-processing", d));
             }
             // TLS 1.2 full: the client's key exchange after the server's first flight

@@ -1,0 +1,257 @@
+//! The population detectors on crowds whose cause is known by
+//! construction: each one names its cause, and says nothing where the
+//! signs have another explanation (path loss, a server that never grants
+//! an option, an RTT that rose with the load). Real captures of each cause
+//! are in the lab's storm tests (`crates/rttlens/tests/bench.rs`).
+
+use super::sample::{SynAckShape, SynSample};
+use super::*;
+
+/// A TLS connection to `server` starting at `start_s` with a connect of
+/// one RTT, the server's handshake processing `hs_ms`, a client delay
+/// `client_ms` and a TTFB of one RTT.
+fn conn(start_s: f64, rtt: f64, hs_ms: f64, client_ms: f64) -> Sample {
+    let mut s = Sample {
+        start_s,
+        rtt_ms: Some(rtt),
+        data_segments: [4, 4],
+        retransmissions: [0, 0],
+        hello_frames: Some((3, 4)),
+        client_wait_frames: Some((2, 3)),
+        ..Sample::default()
+    };
+    let tls = rtt + hs_ms + client_ms;
+    let put =
+        |s: &mut Sample, p: PhaseId, ms: f64| s.phases[p.index()] = Some((ms, Some(ms / rtt)));
+    put(&mut s, PhaseId::Connect, rtt);
+    put(&mut s, PhaseId::Tls, tls);
+    put(&mut s, PhaseId::ServerHandshake, hs_ms);
+    put(&mut s, PhaseId::ClientDelay, client_ms);
+    put(&mut s, PhaseId::Ttfb, rtt);
+    s.first_byte_ms = Some(rtt + tls + rtt);
+    s.handshake_end_s = start_s + (rtt + tls) / 1000.0;
+    s.syn = Some(SynSample {
+        syn_frame: 1,
+        syn_count: 1,
+        syn_ack_frame: Some(2),
+        ack_ignored: None,
+        shape: None,
+    });
+    s
+}
+
+fn run(samples: &[(Sample, &str)]) -> PopulationReport {
+    let mut p = Population::new(None);
+    for (i, (s, server)) in samples.iter().enumerate() {
+        let c = Conn {
+            index: i as u64,
+            client: "10.0.0.1:40000",
+            server,
+            sni: None,
+            tls: true,
+            window_ms: 0.0,
+        };
+        p.fold(&c, s);
+    }
+    p.finish()
+}
+
+fn ids(r: &PopulationReport) -> Vec<&'static str> {
+    r.population_findings.iter().map(|f| f.id).collect()
+}
+
+const SERVER: &str = "10.0.0.2:443";
+
+/// 20 s of arrivals whose rate swings between 50/s and 500/s each second;
+/// the handshake processing at `hs(load)` ms, the RTT at `rtt(load)`.
+fn storm(hs: impl Fn(f64) -> f64, rtt: impl Fn(f64) -> f64) -> Vec<(Sample, &'static str)> {
+    let mut v = Vec::new();
+    for sec in 0..20 {
+        let rate = if sec % 2 == 0 { 50 } else { 500 };
+        let load = f64::from(rate);
+        for k in 0..rate {
+            let t = f64::from(sec) + f64::from(k) / load;
+            v.push((conn(t, rtt(load), hs(load), 0.2), SERVER));
+        }
+    }
+    v
+}
+
+#[test]
+fn handshake_time_that_rises_with_load_is_server_contention() {
+    let r = run(&storm(|load| 1.0 + load / 10.0, |_| 10.0));
+    assert_eq!(ids(&r), ["server-handshake-contention"], "{r:#?}");
+    let f = &r.population_findings[0];
+    assert_eq!(f.confidence.level, crate::detect::finding::Level::High);
+    assert!(f.cost.ms > 0.0 && f.cost.connections > 0, "{f:?}");
+    // intervals and connections both prove it
+    assert!(f.evidence.iter().any(|e| e.interval.is_some()));
+    assert!(f.evidence.iter().any(|e| e.frames == [3, 4]));
+    let ot = r.over_time.as_ref().expect("over time");
+    assert!(ot
+        .intervals
+        .iter()
+        .any(|i| i.findings.contains(&"server-handshake-contention")));
+    // most handshakes were slow (the loaded seconds hold most arrivals):
+    // the cost is over the quick ones, for the slow ones
+    assert_eq!(f.cost.connections, 5000, "{f:?}");
+    assert!((f.cost.per_connection_ms - 45.0).abs() < 1.0, "{f:?}");
+}
+
+#[test]
+fn flat_handshake_time_or_an_rtt_that_rises_with_it_is_not_contention() {
+    assert!(ids(&run(&storm(|_| 2.0, |_| 10.0))).is_empty());
+    // the RTT rose with the load as well: the path, not the server
+    let r = run(&storm(|load| 1.0 + load / 10.0, |load| 10.0 + load / 10.0));
+    assert!(
+        !ids(&r).contains(&"server-handshake-contention"),
+        "{:?}",
+        ids(&r)
+    );
+}
+
+/// 10 s at 100/s; in seconds 3 and 7, every other SYN is sent again and
+/// answered 1 s later; the server's data is lost at `server_loss`.
+fn backlog(server_loss_per_100: u64, ack_ignored: bool) -> Vec<(Sample, &'static str)> {
+    let mut v = Vec::new();
+    for i in 0..1000u32 {
+        let t = f64::from(i) / 100.0;
+        let mut s = conn(t, 10.0, 1.0, 0.2);
+        s.data_segments = [4, 100];
+        s.retransmissions = [0, server_loss_per_100];
+        let burst = (t as u32 == 3 || t as u32 == 7) && i % 2 == 0;
+        if let (true, Some(syn)) = (burst, s.syn.as_mut()) {
+            if ack_ignored {
+                syn.ack_ignored = Some((3, 9, 1000.0));
+            } else {
+                syn.syn_count = 2;
+                s.phases[PhaseId::Connect.index()] = Some((1010.0, Some(101.0)));
+            }
+        }
+        v.push((s, SERVER));
+    }
+    v
+}
+
+#[test]
+fn syns_lost_in_bursts_beside_prompt_ones_are_a_full_backlog() {
+    for ack in [false, true] {
+        let r = run(&backlog(0, ack));
+        assert!(ids(&r).contains(&"accept-queue-overflow"), "{r:#?}");
+        let f = r
+            .population_findings
+            .iter()
+            .find(|f| f.id == "accept-queue-overflow")
+            .expect("finding");
+        assert_eq!(f.cost.connections, 100);
+        assert!((f.cost.ms - 100.0 * 1000.0).abs() < 1.0, "{:?}", f.cost);
+        let ot = r.over_time.as_ref().expect("over time");
+        let marked: Vec<f64> = ot
+            .intervals
+            .iter()
+            .filter(|i| i.findings.contains(&"accept-queue-overflow"))
+            .map(|i| i.start_s)
+            .collect();
+        assert!(marked.contains(&3.0) && marked.contains(&7.0), "{marked:?}");
+    }
+}
+
+#[test]
+fn syns_lost_as_often_as_the_servers_data_are_path_loss() {
+    // 10 % of the server's data segments retransmitted: SYN losses of the
+    // same order are the path's
+    for ack in [false, true] {
+        let r = run(&backlog(10, ack));
+        assert!(!ids(&r).contains(&"accept-queue-overflow"), "{:?}", ids(&r));
+    }
+}
+
+fn with_shape(mut s: Sample, granted: bool) -> Sample {
+    if let Some(syn) = s.syn.as_mut() {
+        syn.shape = Some(SynAckShape {
+            offered_without_ts: true,
+            granted,
+        });
+    }
+    s
+}
+
+#[test]
+fn syn_acks_that_drop_what_the_same_server_grants_are_cookies() {
+    let mut v = Vec::new();
+    for i in 0..100u32 {
+        let t = f64::from(i) / 10.0;
+        // seconds 4–5 answered from cookies
+        v.push((
+            with_shape(conn(t, 10.0, 1.0, 0.2), !(4.0..5.0).contains(&t)),
+            SERVER,
+        ));
+        // another server never grants them: not its backlog
+        v.push((with_shape(conn(t, 10.0, 1.0, 0.2), false), "10.0.0.3:443"));
+    }
+    let r = run(&v);
+    assert_eq!(ids(&r), ["syn-flood-cookies"], "{r:#?}");
+    let f = &r.population_findings[0];
+    assert!(
+        f.title.contains(SERVER) && !f.title.contains("10.0.0.3"),
+        "{}",
+        f.title
+    );
+    assert_eq!(f.cost.connections, 110);
+    // only the server that never grants them: nothing
+    let v: Vec<_> = v.into_iter().filter(|(_, s)| *s != SERVER).collect();
+    assert!(ids(&run(&v)).is_empty());
+}
+
+#[test]
+fn a_tail_made_of_the_clients_own_delay_is_a_client_stall() {
+    let mut v = Vec::new();
+    for i in 0..1000u32 {
+        let t = f64::from(i) / 100.0;
+        let client = if i % 10 == 0 { 80.0 } else { 0.3 };
+        v.push((conn(t, 10.0, 1.0, client), SERVER));
+    }
+    let r = run(&v);
+    assert_eq!(ids(&r), ["client-side-stall"], "{r:#?}");
+    assert_eq!(r.population_findings[0].cost.connections, 100);
+}
+
+#[test]
+fn an_rtt_that_rises_for_every_connection_at_once_is_the_path() {
+    let mut v = Vec::new();
+    for i in 0..1000u32 {
+        let t = f64::from(i) / 100.0;
+        let rtt = if (6.0..8.0).contains(&t) { 40.0 } else { 10.0 };
+        v.push((conn(t, rtt, 1.0, 0.2), SERVER));
+    }
+    let r = run(&v);
+    assert_eq!(ids(&r), ["path-degradation"], "{r:#?}");
+    let f = &r.population_findings[0];
+    assert_eq!(f.cost.connections, 200);
+    // each waited 3 RTTs at 40 ms against 10: 90 ms more
+    assert!(
+        (f.cost.per_connection_ms - 90.0).abs() < 1.0,
+        "{:?}",
+        f.cost
+    );
+    // a steady path: nothing
+    let v: Vec<_> = (0..1000u32)
+        .map(|i| (conn(f64::from(i) / 100.0, 10.0, 1.0, 0.2), SERVER))
+        .collect();
+    assert!(ids(&run(&v)).is_empty());
+}
+
+#[test]
+fn a_small_crowd_says_nothing() {
+    let v: Vec<_> = (0..10u32)
+        .map(|i| {
+            (
+                conn(f64::from(i), 10.0, 1.0 + f64::from(i) * 10.0, 0.2),
+                SERVER,
+            )
+        })
+        .collect();
+    let r = run(&v);
+    assert!(r.population_findings.is_empty());
+    assert_eq!(r.phases.len(), 5, "{:?}", r.phases);
+}

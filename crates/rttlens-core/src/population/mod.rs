@@ -1,0 +1,763 @@
+//! The population view (docs/design.md §4 "Populations"): what the crowd
+//! of connections in a capture shows that no single connection does. Phase
+//! distributions for the capture, per server endpoint and per SNI (HDR
+//! histograms), the same over time, the tail set against the typical
+//! connection, and the findings only a population proves:
+//! [`server_handshake_contention`], [`accept_queue_overflow`],
+//! [`syn_flood_cookies`], [`client_side_stall`], [`path_degradation`].
+//!
+//! Streaming: each connection's [`Sample`] is folded in as it ends and
+//! dropped; memory is a fixed number of histograms (at most
+//! [`MAX_GROUPS`] groups of each kind, at most 100 intervals while reading)
+//! whatever the number of connections.
+
+pub(crate) mod accept_queue_overflow;
+pub(crate) mod client_side_stall;
+pub(crate) mod hist;
+pub(crate) mod over_time;
+pub(crate) mod path_degradation;
+pub mod sample;
+pub(crate) mod server_handshake_contention;
+pub(crate) mod syn_flood_cookies;
+pub mod tail;
+
+use std::collections::HashMap;
+
+use crate::detect::finding::Confidence;
+use crate::model::ConnReport;
+use hist::Dist;
+pub use hist::Stats;
+use over_time::{Cell, Cells, CELL_PHASES};
+use sample::N_PHASES;
+pub use sample::{PhaseId, Sample};
+pub use tail::Tail;
+
+/// Server endpoints and SNIs with their own distributions; connections to
+/// others are counted in [`Groups::others`].
+pub const MAX_GROUPS: usize = 16;
+/// Server endpoints whose SYN-ACK options are tallied.
+const MAX_SERVERS_SHAPED: usize = 64;
+/// Per-connection findings a missing window scale makes worse.
+const WINDOW_IDS: [&str; 3] = ["receive-window-limit", "window-limit", "sender-window-cap"];
+/// Connections kept as evidence per sign.
+const EVIDENCE_KEPT: usize = 5;
+
+/// Each phase's distribution in ms and in round trips.
+#[derive(Debug, Clone)]
+struct PhaseDists {
+    ms: [Dist; N_PHASES],
+    rtts: [Dist; N_PHASES],
+    connections: u64,
+}
+
+impl PhaseDists {
+    fn new(sigfig: u8) -> PhaseDists {
+        PhaseDists {
+            ms: std::array::from_fn(|_| Dist::new(sigfig)),
+            rtts: std::array::from_fn(|_| Dist::new(sigfig)),
+            connections: 0,
+        }
+    }
+
+    fn add(&mut self, s: &Sample) {
+        self.connections += 1;
+        for (i, v) in s.phases.iter().enumerate() {
+            if let Some((ms, rtts)) = v {
+                self.ms[i].record(*ms);
+                if let Some(r) = rtts {
+                    self.rtts[i].record(*r);
+                }
+            }
+        }
+    }
+
+    fn report(&self) -> Vec<PhaseStats> {
+        PhaseId::ALL
+            .iter()
+            .filter_map(|&p| {
+                let i = p.index();
+                Some(PhaseStats {
+                    phase: p,
+                    ms: self.ms[i].stats()?,
+                    rtts: self.rtts[i].stats(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// Distributions per key (server endpoint, SNI), for the first
+/// [`MAX_GROUPS`] keys seen.
+#[derive(Debug, Clone, Default)]
+struct Groups {
+    by_key: HashMap<String, PhaseDists>,
+    order: Vec<String>,
+    others: u64,
+}
+
+impl Groups {
+    fn add(&mut self, key: &str, s: &Sample) {
+        if let Some(g) = self.by_key.get_mut(key) {
+            g.add(s);
+        } else if self.by_key.len() < MAX_GROUPS {
+            let mut g = PhaseDists::new(2);
+            g.add(s);
+            self.by_key.insert(key.to_string(), g);
+            self.order.push(key.to_string());
+        } else {
+            self.others += 1;
+        }
+    }
+
+    /// Most connections first; nothing when there is one group only (the
+    /// capture's own figures say it all).
+    fn report(&self) -> Vec<Group> {
+        if self.by_key.len() < 2 {
+            return Vec::new();
+        }
+        let mut v: Vec<Group> = self
+            .order
+            .iter()
+            .map(|k| {
+                let g = &self.by_key[k];
+                Group {
+                    key: k.clone(),
+                    connections: g.connections,
+                    phases: g.report(),
+                }
+            })
+            .collect();
+        v.sort_by_key(|g| std::cmp::Reverse(g.connections));
+        v
+    }
+}
+
+/// The `k` connections with the largest value of a sign, as evidence.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TopK {
+    items: Vec<(f64, PopEvidence)>,
+}
+
+impl TopK {
+    /// Offer a connection with value `v`; `make` builds its evidence only
+    /// when it is kept. Ties keep the earlier connection.
+    pub(crate) fn offer(&mut self, v: f64, make: impl FnOnce() -> PopEvidence) {
+        if self.items.len() >= EVIDENCE_KEPT
+            && self.items.last().is_some_and(|(least, _)| v <= *least)
+        {
+            return;
+        }
+        let at = self.items.partition_point(|(x, _)| *x >= v);
+        self.items.insert(at, (v, make()));
+        self.items.truncate(EVIDENCE_KEPT);
+    }
+
+    /// The evidence, largest value first.
+    pub(crate) fn evidence(&self) -> Vec<PopEvidence> {
+        self.items.iter().map(|(_, e)| e.clone()).collect()
+    }
+}
+
+/// Evidence kept for the population findings: the connections that show
+/// each sign most.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Signs {
+    /// Longest server handshake processing.
+    pub(crate) server_handshake: TopK,
+    /// Longest connect among connections whose SYN was sent again.
+    pub(crate) syn_retransmitted: TopK,
+    /// SYN-ACKs resent after the client's ACK.
+    pub(crate) ack_ignored: TopK,
+    /// SYN-ACKs that dropped the window scale and SACK their SYN offered.
+    pub(crate) options_dropped: TopK,
+    /// Per server endpoint (the first [`MAX_SERVERS_SHAPED`]): SYN-ACKs
+    /// to SYNs offering window scale or SACK without timestamps that
+    /// granted them, and that dropped them.
+    pub(crate) shape_by_server: HashMap<String, (u64, u64)>,
+    /// SYN-ACKs that dropped them, and what the window findings of those
+    /// connections cost (ms).
+    pub(crate) options_dropped_count: u64,
+    pub(crate) options_dropped_window_ms: f64,
+    /// Σ over connections whose SYN was sent again of their connect time
+    /// beyond one RTT (ms).
+    pub(crate) syn_wait_ms: f64,
+    /// SYN-ACKs resent after the client's ACK, and Σ of the ACK → resent
+    /// SYN-ACK times (ms).
+    pub(crate) ack_ignored_count: u64,
+    pub(crate) ack_ignored_ms: f64,
+    /// Longest client delay.
+    pub(crate) client_delay: TopK,
+    /// Connections with a SYN in the capture, and whose SYN was sent again.
+    pub(crate) syns: u64,
+    pub(crate) syns_retransmitted: u64,
+    /// Data segments and retransmissions over the capture, per side
+    /// (client, server).
+    pub(crate) data_segments: [u64; 2],
+    pub(crate) retransmissions: [u64; 2],
+    /// Connections with a TLS handshake, and resumed ones.
+    pub(crate) tls: u64,
+    pub(crate) resumed: u64,
+}
+
+/// What the population keeps of a connection beside its [`Sample`].
+pub(crate) struct Conn<'a> {
+    pub(crate) index: u64,
+    pub(crate) client: &'a str,
+    pub(crate) server: &'a str,
+    pub(crate) sni: Option<&'a str>,
+    pub(crate) tls: bool,
+    /// What its window findings cost (ms): a SYN-ACK without window scale
+    /// makes them worse.
+    pub(crate) window_ms: f64,
+}
+
+/// The population accumulator: fold in each connection's report with
+/// [`Population::add`], then [`Population::finish`].
+#[derive(Debug, Clone)]
+pub struct Population {
+    all: PhaseDists,
+    first_byte: Dist,
+    rtt: Dist,
+    servers: Groups,
+    snis: Groups,
+    cells: Cells,
+    bands: tail::Bands,
+    signs: Signs,
+}
+
+impl Population {
+    /// An empty population; `interval_ms` the over-time view's interval
+    /// (`None`: automatic, at most 30 intervals).
+    pub fn new(interval_ms: Option<u64>) -> Population {
+        Population {
+            all: PhaseDists::new(3),
+            first_byte: Dist::new(3),
+            rtt: Dist::new(3),
+            servers: Groups::default(),
+            snis: Groups::default(),
+            cells: Cells::new(interval_ms),
+            bands: tail::Bands::new(),
+            signs: Signs::default(),
+        }
+    }
+
+    /// Fold in one finished connection.
+    pub fn add(&mut self, c: &ConnReport) {
+        let conn = Conn {
+            index: c.index,
+            client: &c.client,
+            server: &c.server,
+            sni: c.tls.as_ref().and_then(|t| t.info.sni.as_deref()),
+            tls: c.tls.is_some(),
+            window_ms: c
+                .findings
+                .iter()
+                .filter(|f| WINDOW_IDS.contains(&f.id))
+                .map(|f| f.cost.ms)
+                .sum(),
+        };
+        self.fold(&conn, &c.sample);
+    }
+
+    /// Fold in connection `c` whose sample is `s`.
+    pub(crate) fn fold(&mut self, c: &Conn<'_>, s: &Sample) {
+        self.all.add(s);
+        if let Some(fb) = s.first_byte_ms {
+            self.first_byte.record(fb);
+        }
+        if let Some(r) = s.rtt_ms {
+            self.rtt.record(r);
+        }
+        self.servers.add(c.server, s);
+        if let Some(sni) = c.sni {
+            self.snis.add(sni, s);
+        }
+        self.cells.add(s);
+        self.bands.add(s);
+        self.collect_signs(c, s);
+    }
+
+    fn collect_signs(&mut self, c: &Conn<'_>, s: &Sample) {
+        let g = &mut self.signs;
+        let who = || format!("connection {} ({} → {})", c.index, c.client, c.server);
+        for i in 0..2 {
+            g.data_segments[i] += s.data_segments[i];
+            g.retransmissions[i] += s.retransmissions[i];
+        }
+        if c.tls {
+            g.tls += 1;
+            g.resumed += u64::from(s.resumed);
+        }
+        if let (Some(ms), Some((ch, sh))) = (s.ms(PhaseId::ServerHandshake), s.hello_frames) {
+            g.server_handshake.offer(ms, || PopEvidence {
+                connection: Some(c.index),
+                frames: vec![ch, sh],
+                interval: None,
+                what: format!(
+                    "{}: ClientHello (frame {ch}) → ServerHello (frame {sh}): {ms:.1} ms at \
+                     the server, after the RTT",
+                    who()
+                ),
+            });
+        }
+        if let (Some(ms), Some((from, to))) = (s.ms(PhaseId::ClientDelay), s.client_wait_frames) {
+            g.client_delay.offer(ms, || PopEvidence {
+                connection: Some(c.index),
+                frames: vec![from, to],
+                interval: None,
+                what: format!(
+                    "{}: the client took {ms:.1} ms of its own, longest between frame {from} \
+                     and its answer in frame {to}",
+                    who()
+                ),
+            });
+        }
+        let Some(syn) = &s.syn else { return };
+        g.syns += 1;
+        if syn.syn_count > 1 {
+            g.syns_retransmitted += 1;
+            let connect = s.ms(PhaseId::Connect).unwrap_or(0.0);
+            g.syn_wait_ms += (connect - s.rtt_ms.unwrap_or(0.0)).max(0.0);
+            g.syn_retransmitted.offer(connect, || {
+                let answer = match syn.syn_ack_frame {
+                    Some(f) => format!("SYN-ACK in frame {f}, {connect:.0} ms after"),
+                    None => "no SYN-ACK".to_string(),
+                };
+                PopEvidence {
+                    connection: Some(c.index),
+                    frames: std::iter::once(syn.syn_frame)
+                        .chain(syn.syn_ack_frame)
+                        .collect(),
+                    interval: None,
+                    what: format!(
+                        "{}: SYN (frame {}) sent {} times; {answer}",
+                        who(),
+                        syn.syn_frame,
+                        syn.syn_count
+                    ),
+                }
+            });
+        }
+        if let Some((ack, again, wait)) = syn.ack_ignored {
+            g.ack_ignored_ms += wait;
+            g.ack_ignored_count += 1;
+            let n = g.ack_ignored.items.len() as f64;
+            // keep the first ones seen: every one says the same
+            g.ack_ignored.offer(-n - 1.0, || PopEvidence {
+                connection: Some(c.index),
+                frames: vec![ack, again],
+                interval: None,
+                what: format!(
+                    "{}: the client's ACK (frame {ack}) completed the handshake, yet the \
+                     server sent its SYN-ACK again (frame {again}): it had not taken the ACK",
+                    who()
+                ),
+            });
+        }
+        if let Some(shape) = syn.shape.filter(|sh| sh.offered_without_ts) {
+            let key = c.server;
+            if g.shape_by_server.len() < MAX_SERVERS_SHAPED || g.shape_by_server.contains_key(key) {
+                let e = g.shape_by_server.entry(key.to_string()).or_default();
+                if shape.granted {
+                    e.0 += 1;
+                } else {
+                    e.1 += 1;
+                }
+            }
+            if !shape.granted {
+                g.options_dropped_count += 1;
+                g.options_dropped_window_ms += c.window_ms;
+            }
+            if let (false, Some(sa)) = (shape.granted, syn.syn_ack_frame) {
+                let n = g.options_dropped.items.len() as f64;
+                g.options_dropped.offer(-n - 1.0, || PopEvidence {
+                    connection: Some(c.index),
+                    frames: vec![syn.syn_frame, sa],
+                    interval: None,
+                    what: format!(
+                        "{}: the SYN (frame {}) offered window scaling or SACK without \
+                         timestamps; the SYN-ACK (frame {sa}) carries neither",
+                        who(),
+                        syn.syn_frame
+                    ),
+                });
+            }
+        }
+    }
+
+    /// The population's report, its findings judged.
+    pub fn finish(self) -> PopulationReport {
+        let widened = self.cells.widened;
+        let (interval_ms, cells) = self.cells.finish();
+        let tail = match (self.first_byte.quantile(0.5), self.first_byte.quantile(0.9)) {
+            (Some(p50), Some(p90)) => self.bands.finish(p50, p90),
+            _ => None,
+        };
+        let view = View {
+            all: &self.all,
+            rtt: &self.rtt,
+            interval_ms,
+            cells: &cells,
+            tail: tail.as_ref(),
+            signs: &self.signs,
+        };
+        let mut findings: Vec<PopFinding> = [
+            server_handshake_contention::detect,
+            accept_queue_overflow::detect,
+            syn_flood_cookies::detect,
+            client_side_stall::detect,
+            path_degradation::detect,
+        ]
+        .iter()
+        .filter_map(|d| d(&view))
+        .collect();
+        findings.sort_by(|a, b| b.cost.ms.total_cmp(&a.cost.ms));
+        let mut intervals = intervals_of(interval_ms, &cells);
+        for f in &findings {
+            for e in &f.evidence {
+                let Some([a, _]) = e.interval else { continue };
+                let i = (a * 1000.0 / interval_ms as f64).round() as usize;
+                if let Some(iv) = intervals.get_mut(i) {
+                    if !iv.findings.contains(&f.id) {
+                        iv.findings.push(f.id);
+                    }
+                }
+            }
+        }
+        PopulationReport {
+            connections: self.all.connections,
+            phases: self.all.report(),
+            phases_by_server: self.servers.report(),
+            phases_by_sni: self.snis.report(),
+            first_byte: self.first_byte.stats(),
+            tail,
+            over_time: (!intervals.is_empty()).then_some(OverTime {
+                interval_ms,
+                widened,
+                intervals,
+            }),
+            population_findings: findings,
+        }
+    }
+}
+
+/// What the population detectors read.
+pub(crate) struct View<'a> {
+    /// The capture's phase distributions.
+    all: &'a PhaseDists,
+    /// Connections' baseline RTTs (ms).
+    pub(crate) rtt: &'a Dist,
+    /// Interval width (ms) and the intervals.
+    pub(crate) interval_ms: u64,
+    pub(crate) cells: &'a [Cell],
+    pub(crate) tail: Option<&'a Tail>,
+    pub(crate) signs: &'a Signs,
+}
+
+impl View<'_> {
+    /// The capture's distribution of a phase (ms).
+    pub(crate) fn phase(&self, p: PhaseId) -> &Dist {
+        &self.all.ms[p.index()]
+    }
+
+    /// Interval `i`'s time span (s).
+    pub(crate) fn span(&self, i: usize) -> [f64; 2] {
+        let w = self.interval_ms as f64 / 1000.0;
+        [i as f64 * w, (i + 1) as f64 * w]
+    }
+
+    /// Mean handshakes in progress in interval `i`.
+    pub(crate) fn in_progress(&self, i: usize) -> f64 {
+        self.cells[i].handshake_ms / self.interval_ms as f64
+    }
+
+    /// Evidence naming interval `i`.
+    pub(crate) fn interval_evidence(&self, i: usize, what: String) -> PopEvidence {
+        let [a, b] = self.span(i);
+        PopEvidence {
+            connection: None,
+            frames: Vec::new(),
+            interval: Some([a, b]),
+            what: format!("{a:.3}–{b:.3} s: {what}"),
+        }
+    }
+}
+
+fn intervals_of(width_ms: u64, cells: &[Cell]) -> Vec<Interval> {
+    let w = width_ms as f64;
+    let r = crate::base::cost::round3;
+    cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Interval {
+            start_s: r(i as f64 * w / 1000.0),
+            new_connections: c.new_connections,
+            new_per_s: r(c.new_connections as f64 * 1000.0 / w),
+            handshakes_in_progress: r(c.handshake_ms / w),
+            phases: CELL_PHASES
+                .iter()
+                .zip(&c.phases)
+                .filter_map(|(&p, d)| {
+                    Some(IntervalPhase {
+                        phase: p,
+                        count: d.count(),
+                        p50_ms: r(d.quantile(0.5)?),
+                        p99_ms: r(d.quantile(0.99)?),
+                    })
+                })
+                .collect(),
+            rtt_p50_ms: c.rtt.quantile(0.5).map(r),
+            retransmission_rate: r(c.retx_rate()),
+            syn_retransmitted: c.syn_retransmitted,
+            ack_ignored: c.ack_ignored,
+            options_dropped: c.options_dropped,
+            findings: Vec::new(),
+        })
+        .collect()
+}
+
+/// What the crowd of connections shows (JSON: fields of `capture`).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct PopulationReport {
+    /// Connections folded in.
+    #[serde(skip)]
+    pub connections: u64,
+    /// Each phase's distribution over the capture's connections.
+    pub phases: Vec<PhaseStats>,
+    /// The same per server endpoint (most connections first; absent with
+    /// one server).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phases_by_server: Vec<Group>,
+    /// The same per TLS server name (absent with one name or none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phases_by_sni: Vec<Group>,
+    /// First SYN → first response byte, in the client's clock (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_byte: Option<Stats>,
+    /// The slowest tenth against the faster half.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tail: Option<Tail>,
+    /// The capture cut into intervals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over_time: Option<OverTime>,
+    /// What only the population proves, costliest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub population_findings: Vec<PopFinding>,
+}
+
+/// One phase's distribution.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PhaseStats {
+    /// Which phase.
+    pub phase: PhaseId,
+    /// In ms.
+    pub ms: Stats,
+    /// In round trips of each connection's own RTT (absent when no
+    /// connection's RTT is known).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtts: Option<Stats>,
+}
+
+/// The distributions of one server endpoint or server name.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Group {
+    /// `addr:port`, or the server name.
+    pub key: String,
+    /// Connections.
+    pub connections: u64,
+    /// Each phase.
+    pub phases: Vec<PhaseStats>,
+}
+
+/// The capture over time.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct OverTime {
+    /// Interval width (ms).
+    pub interval_ms: u64,
+    /// `--interval` asked for more than 2,000 intervals: the width was
+    /// doubled until it fit.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub widened: bool,
+    /// From the capture's first packet on.
+    pub intervals: Vec<Interval>,
+}
+
+/// One interval: the connections that began in it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Interval {
+    /// Start, seconds after the capture's first packet.
+    pub start_s: f64,
+    /// Connections whose first packet is in the interval.
+    pub new_connections: u64,
+    /// The same per second.
+    pub new_per_s: f64,
+    /// Handshakes (first SYN → handshake done at the client) in progress,
+    /// on average over the interval.
+    pub handshakes_in_progress: f64,
+    /// p50 and p99 of connect, TLS, server handshake processing and TTFB
+    /// for the connections that began in the interval.
+    pub phases: Vec<IntervalPhase>,
+    /// Median of their baseline RTTs (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_p50_ms: Option<f64>,
+    /// Retransmitted data segments over data segments sent.
+    pub retransmission_rate: f64,
+    /// Connections whose SYN was sent more than once.
+    pub syn_retransmitted: u64,
+    /// SYN-ACKs resent after the client's ACK.
+    pub ack_ignored: u64,
+    /// SYN-ACKs that dropped the window scale and SACK their SYN offered.
+    pub options_dropped: u64,
+    /// Population findings whose evidence names the interval.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<&'static str>,
+}
+
+/// A phase's median and 99th percentile in one interval.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct IntervalPhase {
+    /// Which phase.
+    pub phase: PhaseId,
+    /// Samples.
+    pub count: u64,
+    /// Median (ms).
+    pub p50_ms: f64,
+    /// 99th percentile (ms).
+    pub p99_ms: f64,
+}
+
+/// A cause only the population proves (docs/design.md §5, for a crowd).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PopFinding {
+    /// Stable kebab-case id.
+    pub id: &'static str,
+    /// One line a person reads.
+    pub title: String,
+    /// What it cost.
+    pub cost: PopCost,
+    /// The connections and intervals that prove it.
+    pub evidence: Vec<PopEvidence>,
+    /// How sure.
+    pub confidence: Confidence,
+    /// Concrete fixes.
+    pub fix: String,
+    /// Sources.
+    pub references: Vec<&'static str>,
+}
+
+/// A population finding's cost: time the affected connections waited
+/// beyond the typical one, summed.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct PopCost {
+    /// Total extra time (ms), over all affected connections.
+    pub ms: f64,
+    /// Connections affected.
+    pub connections: u64,
+    /// Mean extra time per affected connection (ms).
+    pub per_connection_ms: f64,
+}
+
+impl PopCost {
+    pub(crate) fn of(ms: f64, connections: u64) -> PopCost {
+        let r = crate::base::cost::round3;
+        PopCost {
+            ms: r(ms),
+            connections,
+            per_connection_ms: if connections > 0 {
+                r(ms / connections as f64)
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+/// One proof of a population finding: a connection (with its frames) or
+/// an interval.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PopEvidence {
+    /// Connection index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connection: Option<u64>,
+    /// Wireshark frame numbers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<u64>,
+    /// Interval (s after the capture's first packet, start and end).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<[f64; 2]>,
+    /// What it shows.
+    pub what: String,
+}
+
+/// Spearman's rank correlation of `xs` and `ys` (ties get their mean
+/// rank); `None` with fewer than 3 pairs or a constant series.
+pub(crate) fn spearman(xs: &[f64], ys: &[f64]) -> Option<f64> {
+    fn ranks(v: &[f64]) -> Vec<f64> {
+        let mut idx: Vec<usize> = (0..v.len()).collect();
+        idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+        let mut r = vec![0.0; v.len()];
+        let mut i = 0;
+        while i < idx.len() {
+            let mut j = i;
+            while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
+                j += 1;
+            }
+            let mean = (i + j) as f64 / 2.0;
+            for &k in &idx[i..=j] {
+                r[k] = mean;
+            }
+            i = j + 1;
+        }
+        r
+    }
+    if xs.len() != ys.len() || xs.len() < 3 {
+        return None;
+    }
+    let (rx, ry) = (ranks(xs), ranks(ys));
+    let n = rx.len() as f64;
+    let (mx, my) = (rx.iter().sum::<f64>() / n, ry.iter().sum::<f64>() / n);
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in rx.iter().zip(&ry) {
+        sxy += (a - mx) * (b - my);
+        sxx += (a - mx) * (a - mx);
+        syy += (b - my) * (b - my);
+    }
+    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spearman_of_monotone_and_reversed_series() {
+        let x = [1.0, 2.0, 3.0, 4.0, 5.0];
+        let y = [10.0, 20.0, 25.0, 100.0, 101.0];
+        assert!((spearman(&x, &y).expect("rho") - 1.0).abs() < 1e-9);
+        let z: Vec<f64> = y.iter().rev().copied().collect();
+        assert!((spearman(&x, &z).expect("rho") + 1.0).abs() < 1e-9);
+        assert!(spearman(&x, &[1.0; 5]).is_none());
+        assert!(spearman(&x[..2], &y[..2]).is_none());
+    }
+
+    #[test]
+    fn top_k_keeps_the_largest_and_the_earliest_of_ties() {
+        let mut t = TopK::default();
+        for (i, v) in [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0, 5.0]
+            .iter()
+            .enumerate()
+        {
+            t.offer(*v, || PopEvidence {
+                connection: Some(i as u64),
+                frames: Vec::new(),
+                interval: None,
+                what: String::new(),
+            });
+        }
+        let kept: Vec<u64> = t.evidence().iter().filter_map(|e| e.connection).collect();
+        assert_eq!(kept, vec![5, 7, 4, 8, 2]);
+    }
+}
+
+#[cfg(test)]
+mod detector_tests;

@@ -1,0 +1,123 @@
+//! `path-degradation`: in some intervals the RTT of the connections as a
+//! crowd rose (their median baseline RTT), or most of them lost packets,
+//! together: the path changed, not a server or a connection. The cost is
+//! what the higher RTT added to their time to first byte.
+
+use super::{PopCost, PopFinding, View};
+use crate::detect::finding::{conf, Level};
+
+pub(crate) const ID: &str = "path-degradation";
+
+/// Connections with an RTT an interval needs to be judged.
+const MIN_PER_INTERVAL: u64 = 5;
+/// Intervals so judged the finding needs.
+const MIN_INTERVALS: usize = 4;
+
+pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
+    let idx: Vec<usize> = (0..v.cells.len())
+        .filter(|&i| v.cells[i].rtt.count() >= MIN_PER_INTERVAL)
+        .collect();
+    if idx.len() < MIN_INTERVALS {
+        return None;
+    }
+    let mut medians: Vec<f64> = idx
+        .iter()
+        .filter_map(|&i| v.cells[i].rtt.quantile(0.5))
+        .collect();
+    medians.sort_by(f64::total_cmp);
+    // the path's usual RTT: the first quartile of the intervals' medians
+    let base = medians[medians.len() / 4];
+    // loss from the server's data: the client's retransmissions may be a
+    // full backlog at the server dropping them (`accept-queue-overflow`)
+    let rates: Vec<f64> = idx.iter().map(|&i| v.cells[i].server_retx_rate()).collect();
+    let mut sorted_rates = rates.clone();
+    sorted_rates.sort_by(f64::total_cmp);
+    let usual_rate = sorted_rates[sorted_rates.len() / 2];
+    let degraded: Vec<(usize, bool, bool)> = idx
+        .iter()
+        .zip(&rates)
+        .filter_map(|(&i, &rate)| {
+            let c = &v.cells[i];
+            let r = c.rtt.quantile(0.5)?;
+            let slow = r >= 1.5 * base && r - base >= 5.0;
+            let lossy = rate >= 0.05
+                && rate >= 5.0 * usual_rate
+                && c.server_conns_with_retx >= 3
+                && 2 * c.server_conns_with_retx >= c.new_connections;
+            (slow || lossy).then_some((i, slow, lossy))
+        })
+        .collect();
+    // the path changed: some intervals, not all
+    if degraded.is_empty() || degraded.len() == idx.len() {
+        return None;
+    }
+    let mut cost = 0.0;
+    let mut conns = 0;
+    for &(i, slow, _) in &degraded {
+        let c = &v.cells[i];
+        conns += c.new_connections;
+        if slow {
+            cost += (c.first_byte_ms - base * c.first_byte_per_rtt).max(0.0);
+        }
+    }
+    let worst = degraded.iter().copied().max_by(|a, b| {
+        let r = |i: usize| v.cells[i].rtt.quantile(0.5).unwrap_or(0.0);
+        r(a.0).total_cmp(&r(b.0)).then(b.0.cmp(&a.0))
+    })?;
+    let worst_rtt = v.cells[worst.0].rtt.quantile(0.5).unwrap_or(base);
+    let lossy = degraded.iter().filter(|d| d.2).count();
+    let title = format!(
+        "The path degraded for every connection at once in {} of {} intervals: their median \
+         RTT rose to as much as {worst_rtt:.1} ms from the usual {base:.1} ms{}",
+        degraded.len(),
+        idx.len(),
+        if lossy > 0 {
+            format!(", and in {lossy} of them the server retransmitted in most connections")
+        } else {
+            String::new()
+        }
+    );
+    let evidence = degraded
+        .iter()
+        .take(8)
+        .map(|&(i, _, _)| {
+            let c = &v.cells[i];
+            v.interval_evidence(
+                i,
+                format!(
+                    "{} connections: RTT p50 {:.1} ms (usual {base:.1} ms), {:.1} % of the \
+                     server's data segments retransmitted, in {} connections",
+                    c.new_connections,
+                    c.rtt.quantile(0.5).unwrap_or(0.0),
+                    100.0 * c.server_retx_rate(),
+                    c.server_conns_with_retx
+                ),
+            )
+        })
+        .collect();
+    Some(PopFinding {
+        id: ID,
+        title,
+        cost: PopCost::of(cost, conns),
+        evidence,
+        confidence: conf(
+            if idx.len() >= 8 {
+                Level::High
+            } else {
+                Level::Medium
+            },
+            format!(
+                "the median of every connection's own baseline RTT, per interval, over {} \
+                 intervals",
+                idx.len()
+            ),
+        ),
+        fix: "The path, not the server: look at the network at those times (the link's \
+              utilisation and queue, mtr to the server, a congested peering or a radio hop); \
+              a queue that grows under load wants AQM (fq_codel, cake) where it builds, and \
+              senders on a lossy path do better with BBR than with loss-based congestion \
+              control."
+            .to_string(),
+        references: vec!["RFC 7567 (active queue management)", "RFC 8289 (CoDel)"],
+    })
+}

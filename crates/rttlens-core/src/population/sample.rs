@@ -1,0 +1,290 @@
+//! What one connection gives the population view: its phases, where its
+//! handshake sat in time, and the signs of its SYN exchange. Taken from the
+//! analysis before the report is built, kept beside the report (not in its
+//! JSON) and folded into the [`Population`](super::Population) as the
+//! connection ends.
+
+use crate::analysis::tls::TlsKind;
+use crate::analysis::Analysis;
+use crate::base::side::FrameRef;
+use crate::base::time::{Duration, Timestamp};
+
+/// The population's phases, in report order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PhaseId {
+    /// SYN → SYN-ACK (the ladder's `connect`).
+    Connect,
+    /// SYN-ACK → handshake done at the client (the ladder's `tls`).
+    Tls,
+    /// ClientHello in → ServerHello out at the server (the capture's
+    /// interval less the RTT from the capture point to the server, h_s):
+    /// the server's handshake processing.
+    ServerHandshake,
+    /// First request byte sent → first response byte received (the
+    /// ladder's `request`).
+    Ttfb,
+    /// The server's share of the TTFB beyond the network (the ladder's
+    /// `server-think` part).
+    ServerThink,
+    /// The response transfer (the ladder's `transfer`).
+    Transfer,
+    /// Time the client itself took within its handshake and before its
+    /// first request: SYN-ACK in → ClientHello out, its key exchange in a
+    /// full TLS 1.2 handshake, handshake done → request out.
+    ClientDelay,
+}
+
+/// Number of [`PhaseId`]s.
+pub(crate) const N_PHASES: usize = 7;
+
+impl PhaseId {
+    /// All of them, in report order.
+    pub const ALL: [PhaseId; N_PHASES] = [
+        PhaseId::Connect,
+        PhaseId::Tls,
+        PhaseId::ServerHandshake,
+        PhaseId::Ttfb,
+        PhaseId::ServerThink,
+        PhaseId::Transfer,
+        PhaseId::ClientDelay,
+    ];
+
+    /// Stable name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PhaseId::Connect => "connect",
+            PhaseId::Tls => "tls",
+            PhaseId::ServerHandshake => "server-handshake",
+            PhaseId::Ttfb => "ttfb",
+            PhaseId::ServerThink => "server-think",
+            PhaseId::Transfer => "transfer",
+            PhaseId::ClientDelay => "client-delay",
+        }
+    }
+
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Signs of a SYN cookie (Linux `cookie_v4_init_sequence`) on a SYN-ACK:
+/// a server that answers from a cookie keeps no state for the SYN, so it
+/// can only send back the options it can encode. Without timestamps there
+/// is nowhere to put window scale and SACK-permitted and the SYN-ACK
+/// carries the MSS alone (`tcp_conn_request`: `tcp_clear_options` when the
+/// client sent no timestamp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SynAckShape {
+    /// The client's SYN offered window scaling or SACK, without timestamps
+    /// (the case where a cookie SYN-ACK drops them).
+    pub(crate) offered_without_ts: bool,
+    /// The SYN-ACK carried window scale or SACK-permitted.
+    pub(crate) granted: bool,
+}
+
+/// One connection, as the population view sees it.
+#[derive(Debug, Clone, Default)]
+pub struct Sample {
+    /// First packet, seconds after the capture's first.
+    pub(crate) start_s: f64,
+    /// Handshake done at the client (TLS done, or the SYN-ACK for plain
+    /// TCP), or the last packet when it never finished; seconds after the
+    /// capture's first.
+    pub(crate) handshake_end_s: f64,
+    /// Each phase in ms and in round trips (`None` when unknown).
+    pub(crate) phases: [Option<(f64, Option<f64>)>; N_PHASES],
+    /// The connection's baseline RTT (ms).
+    pub(crate) rtt_ms: Option<f64>,
+    /// Data segments each side sent (client, server), and how many were
+    /// retransmissions.
+    pub(crate) data_segments: [u64; 2],
+    pub(crate) retransmissions: [u64; 2],
+    /// The SYN exchange, when the capture holds the SYN.
+    pub(crate) syn: Option<SynSample>,
+    /// ClientHello and ServerHello frames (evidence of the server's
+    /// handshake processing).
+    pub(crate) hello_frames: Option<(u64, u64)>,
+    /// Frames that bound the client's delay: (the packet it answered, its
+    /// answer), the longest of its waits.
+    pub(crate) client_wait_frames: Option<(u64, u64)>,
+    /// The TLS handshake resumed a session (PSK or abbreviated).
+    pub(crate) resumed: bool,
+    /// First SYN sent → first response byte received, in the client's
+    /// clock (ms): what a user waited for the first byte.
+    pub(crate) first_byte_ms: Option<f64>,
+}
+
+/// The SYN exchange of one connection.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SynSample {
+    /// First SYN frame.
+    pub(crate) syn_frame: u64,
+    /// SYN transmissions (1: none lost).
+    pub(crate) syn_count: u32,
+    /// First SYN-ACK frame, when one came.
+    pub(crate) syn_ack_frame: Option<u64>,
+    /// The server sent its SYN-ACK again after the client's ACK of it:
+    /// the server did not take the ACK (Linux drops the handshake's final
+    /// ACK when the accept queue is full: `tcp_check_req` → `listen_overflow`).
+    /// With the ACK's and the resent SYN-ACK's frames, and the time from
+    /// the one to the other (ms).
+    pub(crate) ack_ignored: Option<(u64, u64, f64)>,
+    /// The SYN-ACK's options against what the SYN offered.
+    pub(crate) shape: Option<SynAckShape>,
+}
+
+impl Sample {
+    /// The phase's ms.
+    pub(crate) fn ms(&self, p: PhaseId) -> Option<f64> {
+        self.phases[p.index()].map(|v| v.0)
+    }
+
+    /// The population's view of an analysed connection (before its report
+    /// takes the ladder away).
+    pub(crate) fn of(a: &Analysis, capture_start: Timestamp) -> Sample {
+        let c = &a.conn;
+        let rel = |t: Timestamp| (t - capture_start).as_secs_f64();
+        let mut s = Sample {
+            start_s: rel(c.first.ts),
+            rtt_ms: (a.rtt_min > Duration::ZERO).then(|| a.rtt_min.as_millis_f64()),
+            data_segments: [c.half[0].data_segments, c.half[1].data_segments],
+            retransmissions: a.tcp.retransmissions,
+            ..Sample::default()
+        };
+        let mut put = |id: PhaseId, ms: f64, rtts: f64| {
+            let rtts = (a.rtt_min > Duration::ZERO).then_some(rtts);
+            s.phases[id.index()] = Some((ms, rtts));
+        };
+        for p in &a.ladder {
+            let id = match p.name {
+                "connect" => PhaseId::Connect,
+                "tls" => PhaseId::Tls,
+                "request" => PhaseId::Ttfb,
+                "transfer" => PhaseId::Transfer,
+                _ => continue,
+            };
+            put(id, p.ms, p.rtts);
+            for part in &p.parts {
+                let id = match part.name {
+                    "server-processing" => PhaseId::ServerHandshake,
+                    "server-think" => PhaseId::ServerThink,
+                    _ => continue,
+                };
+                put(id, part.ms, part.rtts);
+            }
+        }
+        let client = client_delay(a);
+        if let Some((d, frames)) = client {
+            let clock = a.clock();
+            let part = clock.part("client-delay", d);
+            put(PhaseId::ClientDelay, part.ms, part.rtts);
+            s.client_wait_frames = frames;
+        }
+        let end = a
+            .tls
+            .as_ref()
+            .and_then(|t| t.done)
+            .or(c.syn_ack.map(|sa| sa.first))
+            .unwrap_or(c.last);
+        s.handshake_end_s = rel(end.ts).max(s.start_s);
+        if let Some(t) = &a.tls {
+            s.hello_frames = t.server_hello.map(|sh| (t.client_hello.frame, sh.frame));
+            s.resumed = matches!(
+                t.kind,
+                TlsKind::Tls12Abbreviated | TlsKind::Tls13Psk | TlsKind::Tls13ZeroRtt
+            );
+        }
+        if let (Some(syn), Some(r)) = (c.syn, a.app.response_first) {
+            if r.ts >= syn.first.ts {
+                s.first_byte_ms = Some(((r.ts - syn.first.ts) + a.h_c()).as_millis_f64());
+            }
+        }
+        if let Some(syn) = c.syn {
+            let ack_ignored = match (c.syn_ack, c.handshake_ack) {
+                (Some(sa), Some(ack)) if sa.count > 1 && sa.last.ts > ack.ts => Some((
+                    ack.frame,
+                    sa.last.frame,
+                    (sa.last.ts - ack.ts).as_millis_f64(),
+                )),
+                _ => None,
+            };
+            let shape = c.syn_ack.map(|sa| {
+                let o = &syn.options;
+                SynAckShape {
+                    offered_without_ts: o.timestamps.is_none()
+                        && (o.window_scale.is_some() || o.sack_permitted),
+                    granted: sa.options.window_scale.is_some() || sa.options.sack_permitted,
+                }
+            });
+            s.syn = Some(SynSample {
+                syn_frame: syn.first.frame,
+                syn_count: syn.count,
+                syn_ack_frame: c.syn_ack.map(|sa| sa.first.frame),
+                ack_ignored,
+                shape,
+            });
+        }
+        s
+    }
+}
+
+/// The client's own time within its handshake and before its first request,
+/// and the frames of its longest wait: SYN-ACK in → ClientHello out (less
+/// h_c), the client's key exchange after the server's first flight in a
+/// full TLS 1.2 handshake, and handshake done → first request out. `None`
+/// when none of these can be told.
+fn client_delay(a: &Analysis) -> Option<(Duration, Option<(u64, u64)>)> {
+    let c = &a.conn;
+    let h_c = a.h_c();
+    let mut total = Duration::ZERO;
+    let mut longest: Option<(Duration, (u64, u64))> = None;
+    let mut seen = false;
+    let mut add = |from: FrameRef, from_received: bool, to: FrameRef| {
+        if to.ts < from.ts {
+            return;
+        }
+        let mut d = to.ts - from.ts;
+        if from_received {
+            d = d - h_c;
+        }
+        let d = d.max(Duration::ZERO);
+        seen = true;
+        total = total + d;
+        if longest.is_none_or(|(l, _)| d > l) {
+            longest = Some((d, (from.frame, to.frame)));
+        }
+    };
+    let sa = c.syn_ack?;
+    match &a.tls {
+        Some(t) => {
+            // the SYN-ACK the ClientHello answered: its last transmission
+            // before the ClientHello
+            let answered = if sa.last.ts <= t.client_hello.ts {
+                sa.last
+            } else {
+                sa.first
+            };
+            add(answered, true, t.client_hello);
+            if let (TlsKind::Tls12Full, Some(end), Some(fin)) =
+                (t.kind, t.server_flight_end, t.client_finished)
+            {
+                add(end, true, fin);
+            }
+            if let (Some(done), Some(q)) = (t.done, a.app.request_first) {
+                add(done, !t.done_sent_by_client, q);
+            }
+        }
+        None => {
+            if let Some(q) = a.app.request_first {
+                let answered = if sa.last.ts <= q.ts {
+                    sa.last
+                } else {
+                    sa.first
+                };
+                add(answered, true, q);
+            }
+        }
+    }
+    seen.then(|| (total, longest.map(|l| l.1)))
+}

@@ -1,0 +1,163 @@
+//! `server-handshake-contention`: the server's handshake processing
+//! (ClientHello in → ServerHello out, less the RTT to the server) grows with
+//! the number of handshakes in progress while the network's RTT does not:
+//! handshakes wait for the server's CPU (the certificate's signature, key
+//! exchange) or its locks and scheduler, not for the path. The founding
+//! case: a Go service whose handshake p99 went from ~15 ms to ~217 ms
+//! under a handshake storm while p50 barely moved.
+
+use super::hist::Dist;
+use super::sample::PhaseId;
+use super::{spearman, PopCost, PopFinding, View};
+use crate::detect::finding::{conf, Level};
+
+pub(crate) const ID: &str = "server-handshake-contention";
+
+/// Connections with a measured server handshake the finding needs.
+const MIN_SAMPLES: u64 = 30;
+/// Intervals with at least [`MIN_PER_INTERVAL`] samples it needs.
+const MIN_INTERVALS: usize = 5;
+const MIN_PER_INTERVAL: u64 = 3;
+/// Rank correlation of handshakes in progress and server handshake time
+/// that counts as "grows with".
+const MIN_RHO: f64 = 0.5;
+
+pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
+    let hs = v.phase(PhaseId::ServerHandshake);
+    if hs.count() < MIN_SAMPLES {
+        return None;
+    }
+    let (p1, p50, p99) = (hs.quantile(0.01)?, hs.quantile(0.5)?, hs.quantile(0.99)?);
+    let rtt = v.rtt.quantile(0.5).unwrap_or(0.0);
+    // a spread worth naming (under a steady storm most handshakes may be
+    // slow, so not only p99 over p50): a quarter of an RTT, at least 3 ms
+    let material = (0.25 * rtt).max(3.0);
+    if p99 - p1 < material {
+        return None;
+    }
+    let idx: Vec<usize> = (0..v.cells.len())
+        .filter(|&i| v.cells[i].phases[2].count() >= MIN_PER_INTERVAL)
+        .collect();
+    if idx.len() < MIN_INTERVALS {
+        return None;
+    }
+    let load: Vec<f64> = idx.iter().map(|&i| v.in_progress(i)).collect();
+    let mean: Vec<f64> = idx
+        .iter()
+        .map(|&i| v.cells[i].phases[2].mean().unwrap_or(0.0))
+        .collect();
+    let rho = spearman(&load, &mean)?;
+    if rho < MIN_RHO {
+        return None;
+    }
+    // the less loaded half of the intervals against the more loaded half
+    let mut by_load = idx.clone();
+    by_load.sort_by(|&a, &b| v.in_progress(a).total_cmp(&v.in_progress(b)));
+    let half = by_load.len() / 2;
+    let pool = |ids: &[usize], f: &dyn Fn(usize) -> Dist| {
+        let mut d = Dist::new(2);
+        for &i in ids {
+            d.merge(&f(i));
+        }
+        d
+    };
+    let (low, high) = (&by_load[..half], &by_load[half..]);
+    let hs_of = |i: usize| v.cells[i].phases[2].clone();
+    let rtt_of = |i: usize| v.cells[i].rtt.clone();
+    let (hs_low, hs_high) = (pool(low, &hs_of), pool(high, &hs_of));
+    let (rtt_low, rtt_high) = (pool(low, &rtt_of), pool(high, &rtt_of));
+    let grew = hs_high.quantile(0.9)? - hs_low.quantile(0.9)?;
+    if grew < material {
+        return None;
+    }
+    // the network did not move with it
+    let (r_low, r_high) = (
+        rtt_low.quantile(0.5).unwrap_or(0.0),
+        rtt_high.quantile(0.5).unwrap_or(0.0),
+    );
+    let rtt_grew = r_high - r_low;
+    if rtt_grew > (0.1 * r_low).max(1.0) && rtt_grew > 0.1 * grew {
+        return None;
+    }
+    // the tail's extra time over the typical handshake; when most were
+    // slow, over the quickest's
+    let (extra, n) = if p99 - p50 >= material {
+        hs.excess_above(0.9, p50)
+    } else {
+        hs.excess_over(p1 + material, p1)
+    };
+    let load_of =
+        |ids: &[usize]| ids.iter().map(|&i| v.in_progress(i)).sum::<f64>() / ids.len() as f64;
+    let title = format!(
+        "Server handshake processing grows with the handshakes in progress: ClientHello → \
+         ServerHello at the server p50 {p50:.1} ms, p99 {p99:.1} ms; {:.1} ms (p90) with \
+         {:.1} handshakes in progress against {:.1} ms with {:.1}, while the RTT stayed at \
+         {r_low:.1}–{r_high:.1} ms (rank correlation {rho:.2} over {} intervals)",
+        hs_high.quantile(0.9)?,
+        load_of(high),
+        hs_low.quantile(0.9)?,
+        load_of(low),
+        idx.len()
+    );
+    let mut evidence = Vec::new();
+    let describe = |i: usize| {
+        let c = &v.cells[i];
+        format!(
+            "{:.1} handshakes in progress, {} new: server handshake p50 {:.1} ms, p99 {:.1} ms; \
+             RTT p50 {:.1} ms",
+            v.in_progress(i),
+            c.new_connections,
+            c.phases[2].quantile(0.5).unwrap_or(0.0),
+            c.phases[2].quantile(0.99).unwrap_or(0.0),
+            c.rtt.quantile(0.5).unwrap_or(0.0)
+        )
+    };
+    for &i in by_load.iter().rev().take(3) {
+        evidence.push(v.interval_evidence(i, describe(i)));
+    }
+    for &i in by_load.iter().take(2) {
+        evidence.push(v.interval_evidence(i, describe(i)));
+    }
+    evidence.extend(v.signs.server_handshake.evidence());
+    let level = if rho >= 0.7 && idx.len() >= 8 {
+        Level::High
+    } else {
+        Level::Medium
+    };
+    let resumed = if v.signs.tls > 0 {
+        format!(
+            " {} of {} TLS connections resumed a session: a resumed handshake skips the \
+             certificate and its signature.",
+            v.signs.resumed, v.signs.tls
+        )
+    } else {
+        String::new()
+    };
+    Some(PopFinding {
+        id: ID,
+        title,
+        cost: PopCost::of(extra, n),
+        evidence,
+        confidence: conf(
+            level,
+            format!(
+                "rank correlation {rho:.2} of handshakes in progress and server handshake time \
+                 over {} intervals; the RTT's median moved {rtt_grew:.1} ms",
+                idx.len()
+            ),
+        ),
+        fix: format!(
+            "Give each handshake less CPU and the server more: Go — one shared tls.Config for \
+             every connection with session tickets on (resumption), an ECDSA P-256 \
+             certificate instead of RSA, GOMAXPROCS = the cores the server really has; nginx — \
+             worker_processes auto, ssl_session_cache shared:SSL:10m and ssl_session_tickets on, \
+             an ECDSA certificate; OpenSSL servers — one SSL_CTX shared by every connection \
+             (never one per connection), session caching on.{resumed}"
+        ),
+        references: vec![
+            "RFC 8446 §2.2 (resumption and PSK: no certificate, no signature)",
+            "Go crypto/tls Config (SessionTicketsDisabled, GetConfigForClient)",
+            "nginx ngx_http_ssl_module (ssl_session_cache, ssl_session_tickets)",
+        ],
+    })
+}
