@@ -28,10 +28,10 @@
 //!    ladder of phases.
 //! 7. [`detect`]: one detector per named cause, each producing
 //!    [`detect::Finding`]s with cost, evidence frames, confidence and fix.
-//! 8. [`model`]: the owned, serializable report of a connection and of the
-//!    capture, which the `rttlens-report` crate renders.
-//! 9. [`population`]: what the crowd of connections shows (phase
+//! 8. [`population`]: what the crowd of connections shows (phase
 //!    distributions, over time, the tail, findings only a population proves).
+//! 9. [`model`]: the owned, serializable report of a connection and of the
+//!    capture, which the `rttlens-report` crate renders.
 //! 10. [`pipeline`]: [`pipeline::run`] glues the layers together for a
 //!     whole capture, on one thread or sharded by connection.
 #![forbid(unsafe_code)]
@@ -54,8 +54,8 @@ pub mod analysis;
 
 pub mod detect;
 
-pub mod model;
-
 pub mod population;
+
+pub mod model;
 
 pub mod pipeline;

@@ -246,6 +246,24 @@ impl ConnReport {
         }
     }
 
+    /// What the population view keeps of this connection beside its
+    /// [`sample`](Self::sample).
+    pub fn population_conn(&self) -> crate::population::Conn<'_> {
+        crate::population::Conn {
+            index: self.index,
+            client: &self.client,
+            server: &self.server,
+            sni: self.tls.as_ref().and_then(|t| t.info.sni.as_deref()),
+            tls: self.tls.is_some(),
+            window_ms: self
+                .findings
+                .iter()
+                .filter(|f| crate::population::WINDOW_IDS.contains(&f.id))
+                .map(|f| f.cost.ms)
+                .sum(),
+        }
+    }
+
     /// Total cost of the findings (ms), for "slowest first" ordering.
     pub fn findings_ms(&self) -> f64 {
         self.findings.iter().map(|f| f.cost.ms).sum()

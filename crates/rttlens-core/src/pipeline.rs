@@ -249,7 +249,7 @@ pub fn run_with(
     let mut population = crate::population::Population::new(options.interval_ms);
     let mut on_conn = |c: ConnReport| {
         tls.add(&c);
-        population.add(&c);
+        population.add(&c.population_conn(), &c.sample);
         on_conn(c);
     };
     let mut sum = run_counted(reader, options, &mut on_conn, progress)?;

@@ -19,6 +19,7 @@ const LAYERS: &[&[&str]] = &[
     &["proto"],
     &["analysis"],
     &["detect"],
+    &["population"],
     &["model"],
     &["pipeline"],
 ];

@@ -51,7 +51,7 @@ fn run(samples: &[(Sample, &str)]) -> PopulationReport {
             tls: true,
             window_ms: 0.0,
         };
-        p.fold(&c, s);
+        p.add(&c, s);
     }
     p.finish()
 }

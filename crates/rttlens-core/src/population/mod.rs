@@ -24,7 +24,6 @@ pub mod tail;
 use std::collections::HashMap;
 
 use crate::detect::finding::Confidence;
-use crate::model::ConnReport;
 use hist::Dist;
 pub use hist::Stats;
 use over_time::{Cell, Cells, CELL_PHASES};
@@ -38,7 +37,7 @@ pub const MAX_GROUPS: usize = 16;
 /// Server endpoints whose SYN-ACK options are tallied.
 const MAX_SERVERS_SHAPED: usize = 64;
 /// Per-connection findings a missing window scale makes worse.
-const WINDOW_IDS: [&str; 3] = ["receive-window-limit", "window-limit", "sender-window-cap"];
+pub const WINDOW_IDS: [&str; 3] = ["receive-window-limit", "window-limit", "sender-window-cap"];
 /// Connections kept as evidence per sign.
 const EVIDENCE_KEPT: usize = 5;
 
@@ -200,15 +199,21 @@ pub(crate) struct Signs {
 }
 
 /// What the population keeps of a connection beside its [`Sample`].
-pub(crate) struct Conn<'a> {
-    pub(crate) index: u64,
-    pub(crate) client: &'a str,
-    pub(crate) server: &'a str,
-    pub(crate) sni: Option<&'a str>,
-    pub(crate) tls: bool,
-    /// What its window findings cost (ms): a SYN-ACK without window scale
-    /// makes them worse.
-    pub(crate) window_ms: f64,
+#[derive(Debug, Clone, Copy)]
+pub struct Conn<'a> {
+    /// Index.
+    pub index: u64,
+    /// Client and server `addr:port`.
+    pub client: &'a str,
+    /// Server `addr:port`.
+    pub server: &'a str,
+    /// TLS server name.
+    pub sni: Option<&'a str>,
+    /// A TLS connection.
+    pub tls: bool,
+    /// What its window findings ([`WINDOW_IDS`]) cost (ms): a SYN-ACK
+    /// without window scale makes them worse.
+    pub window_ms: f64,
 }
 
 /// The population accumulator: fold in each connection's report with
@@ -241,26 +246,9 @@ impl Population {
         }
     }
 
-    /// Fold in one finished connection.
-    pub fn add(&mut self, c: &ConnReport) {
-        let conn = Conn {
-            index: c.index,
-            client: &c.client,
-            server: &c.server,
-            sni: c.tls.as_ref().and_then(|t| t.info.sni.as_deref()),
-            tls: c.tls.is_some(),
-            window_ms: c
-                .findings
-                .iter()
-                .filter(|f| WINDOW_IDS.contains(&f.id))
-                .map(|f| f.cost.ms)
-                .sum(),
-        };
-        self.fold(&conn, &c.sample);
-    }
-
-    /// Fold in connection `c` whose sample is `s`.
-    pub(crate) fn fold(&mut self, c: &Conn<'_>, s: &Sample) {
+    /// Fold in one finished connection: `c` names it, `s` is its sample
+    /// (a connection report's `population_conn()` and `sample` give both).
+    pub fn add(&mut self, c: &Conn<'_>, s: &Sample) {
         self.all.add(s);
         if let Some(fb) = s.first_byte_ms {
             self.first_byte.record(fb);
