@@ -442,3 +442,108 @@ fn lab_report_in_one_page() {
     assert!(part.contains("data-finding=\"server-think-time\""));
     assert!(part.contains("class=\"pin\""));
 }
+
+/// The population view: a storm of 40 connections the test captures at
+/// the lab link (`rttlens bench --lab builtin --capture`; no shared capture
+/// holds the 20 connections the view needs). The page has the population
+/// section, its phase table gives the JSON's connect p50, and the capture
+/// over time is drawn. Needs root and the lab's programs (fails saying so).
+#[cfg(all(feature = "lab", feature = "bench"))]
+#[test]
+fn population_section_of_a_captured_storm() {
+    let _heavy = heavy();
+    if let Err(e) = rttlens_net::check_prerequisites() {
+        panic!("the population HTML test needs root, /dev/net/tun and iproute2: {e}");
+    }
+    let cap = scratch("population.pcapng");
+    let run = bin()
+        .args([
+            "bench",
+            "--lab",
+            "builtin",
+            "--rtt",
+            "5ms",
+            "--rate",
+            "200",
+            "-n",
+            "40",
+            "--warmup",
+            "2",
+            "--capture",
+        ])
+        .arg(&cap)
+        .output()
+        .expect("run rttlens bench");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let analyze = |format: &str| {
+        let out = bin()
+            .args(["analyze", "--no-progress", "--format", format])
+            .arg(&cap)
+            .output()
+            .expect("run rttlens analyze");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let doc: serde_json::Value = serde_json::from_str(&analyze("json")).expect("JSON");
+    let connect = doc["capture"]["phases"]
+        .as_array()
+        .expect("capture.phases")
+        .iter()
+        .find(|p| p["phase"] == "connect")
+        .expect("a connect phase")
+        .clone();
+    let p50 = connect["ms"]["p50"].as_f64().expect("p50");
+    let count = connect["ms"]["count"].as_u64().expect("count");
+    assert!(count >= 40, "{connect}");
+    let html = analyze("html");
+    let at = html
+        .find("id=\"population\"")
+        .expect("the population section");
+    let section = &html[at..];
+    assert!(section.contains("<h3>Population</h3>"));
+    // the phase table's connect row: its count, and its p50 as the JSON has it
+    let row = section
+        .split("<tr data-phase=\"connect\">")
+        .nth(1)
+        .and_then(|r| r.split("</tr>").next())
+        .expect("the phase table's connect row");
+    let cells: Vec<&str> = row
+        .split("</td>")
+        .map(|c| c.rsplit('>').next().unwrap_or(""))
+        .collect();
+    assert_eq!(cells[0], "connect", "{row}");
+    assert_eq!(cells[1], count.to_string(), "{row}");
+    let shown: f64 = cells[2].parse().expect("p50 in the table");
+    assert!(
+        (shown - p50).abs() <= 0.005 + 1e-9,
+        "table p50 {shown} against JSON {p50}: {row}"
+    );
+    let v = row
+        .split("data-v=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .expect("the p50's value");
+    assert_eq!(v, p50, "{row}");
+    // the capture over time, drawn
+    let fig = section
+        .split("data-graph=\"over-time\"")
+        .nth(1)
+        .and_then(|f| f.split("</figure>").next())
+        .expect("the over-time graph");
+    assert!(fig.contains("<svg") && fig.contains("</svg>"), "an SVG");
+    assert!(fig.contains("log scale") && fig.contains("<figcaption>"));
+    assert!(
+        html.find("id=\"population\"") < html.find("<h3>Connections</h3>"),
+        "the population view comes before the connections table"
+    );
+    let _ = std::fs::remove_file(&cap);
+}

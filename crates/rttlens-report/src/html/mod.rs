@@ -2,8 +2,10 @@
 //! script; no network, no external fonts) with the pictures people read.
 //!
 //! Per capture: an overview (the capture's summary, a count per finding id,
-//! a sortable table of every connection linking to its section); per
-//! connection shown in full (the `top` costliest, as in the text output):
+//! for 20 connections or more the population view of [`population`] with
+//! the capture over time, a sortable table of every connection linking to
+//! its section); per connection shown in full (the `top` costliest, as in
+//! the text output):
 //! the ladder of phases, the findings with their evidence and fix, and five
 //! graphs with the findings pinned to their frames: a ladder diagram, the
 //! time-sequence graph, bytes in flight per round, an IO graph and the RTT
@@ -16,6 +18,7 @@
 pub mod charts;
 pub mod ladder;
 pub mod plot;
+pub mod population;
 
 use std::cmp::Ordering;
 use std::io::{self, Write};
@@ -55,6 +58,7 @@ impl Figure {
             "flight" => "Bytes in flight per round",
             "io" => "IO graph",
             "rtt" => "RTT samples",
+            "over-time" => "The capture over time",
             _ => "Graph",
         }
     }
@@ -264,6 +268,14 @@ impl HtmlRenderer {
         }
         summary_list(w, &self.source, summary)?;
         finding_counts(w, &self.rows)?;
+        if crate::population::shown(summary) {
+            let over_time = population::over_time(summary);
+            if let (Some(dir), Some(Ok(svg))) = (&self.svg_dir, over_time.as_ref().map(|f| &f.svg))
+            {
+                std::fs::write(dir.join(format!("{p}population-over-time.svg")), svg)?;
+            }
+            population::section(w, p, summary, &shown, over_time.as_ref())?;
+        }
         writeln!(
             w,
             "<h3>Connections</h3>\n<p class=\"note\">{} connection{}; click a heading to sort. {} shown in full below{}.</p>",
@@ -529,25 +541,30 @@ fn connection(w: &mut dyn Write, p: &str, c: &ConnReport, figs: &[Figure]) -> io
         )?;
     }
     for f in figs {
-        match &f.svg {
-            Ok(svg) => writeln!(
-                w,
-                "<figure class=\"graph\" data-graph=\"{}\">\n{}<figcaption><b>{}.</b> {}</figcaption>\n</figure>",
-                f.name,
-                svg,
-                f.title(),
-                esc(&f.caption)
-            )?,
-            Err(why) => writeln!(
-                w,
-                "<p class=\"nograph\" data-graph=\"{}\"><b>{}:</b> not drawn, {}.</p>",
-                f.name,
-                f.title(),
-                esc(why)
-            )?,
-        }
+        figure(w, f)?;
     }
     writeln!(w, "</section>")
+}
+
+/// A graph with its caption, or why it was not drawn.
+fn figure(w: &mut dyn Write, f: &Figure) -> io::Result<()> {
+    match &f.svg {
+        Ok(svg) => writeln!(
+            w,
+            "<figure class=\"graph\" data-graph=\"{}\">\n{}<figcaption><b>{}.</b> {}</figcaption>\n</figure>",
+            f.name,
+            svg,
+            f.title(),
+            esc(&f.caption)
+        ),
+        Err(why) => writeln!(
+            w,
+            "<p class=\"nograph\" data-graph=\"{}\"><b>{}:</b> not drawn, {}.</p>",
+            f.name,
+            f.title(),
+            esc(why)
+        ),
+    }
 }
 
 /// Every HTTP request or HTTP/2 stream as a row, with a bar for its wait
@@ -643,6 +660,10 @@ td.n, .conns td[data-v], .finding-counts td[data-v] { text-align: right; font-va
 table.sortable th { cursor: pointer; user-select: none; background: #f4f6f9; }
 table.sortable th.asc::after { content: " ▲"; } table.sortable th.desc::after { content: " ▼"; }
 .phases td.bar { width: 160px; } .phases td.bar span { display: block; height: 10px; background: #457b9d; min-width: 1px; }
+.pop-tail td.bar { width: 160px; } .pop-tail td.bar span { display: block; height: 10px; background: #457b9d; min-width: 1px; }
+.population h4 { margin: 18px 0 4px; } .population h4 .count { font-weight: normal; font-size: 13px; color: #666; }
+.pop-groups th.ph { text-align: center; border-bottom: none; } th.n { text-align: right; } .population p.tail { font-size: 14px; } .pop-phases th, .pop-groups th, .pop-tail th { background: #f4f6f9; }
+.finding.population { border-left-color: #1d3557; background: #f5f7fb; }
 .requests td.bar { width: 120px; } .requests td.bar span { display: block; height: 10px; background: #e6550d; min-width: 1px; }
 .meta { font-size: 13px; color: #444; } .note { font-size: 13px; color: #666; }
 .finding { border-left: 4px solid #e6550d; padding: 2px 12px; margin: 12px 0; background: #fff8f3; }

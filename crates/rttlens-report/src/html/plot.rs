@@ -187,10 +187,16 @@ pub type Panel<'t, 'f> = (
 /// A whole SVG of `panels` stacked top to bottom, each `(axes, pins,
 /// body)`. Returns the SVG text, or the drawing error as text.
 pub fn canvas(panels: &mut [Panel<'_, '_>]) -> Result<String, String> {
+    canvas_sized(panels, HEIGHT)
+}
+
+/// [`canvas`] with panels `panel_height` px tall (a graph of several
+/// panels stays on one screen).
+pub fn canvas_sized(panels: &mut [Panel<'_, '_>], panel_height: u32) -> Result<String, String> {
     let mut svg = String::new();
     let mut placed = Vec::new();
     {
-        let h = HEIGHT * panels.len().max(1) as u32;
+        let h = panel_height * panels.len().max(1) as u32;
         let root = SVGBackend::with_string(&mut svg, (WIDTH, h)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let areas = root.split_evenly((panels.len().max(1), 1));
