@@ -8,7 +8,7 @@
 //!
 //! Streaming: each connection's [`Sample`] is folded in as it ends and
 //! dropped; memory is a fixed number of histograms (at most
-//! [`MAX_GROUPS`] groups of each kind, at most 100 intervals while reading)
+//! [`MAX_GROUPS`] groups of each kind, at most 64 intervals while reading)
 //! whatever the number of connections.
 
 pub(crate) mod accept_queue_overflow;

@@ -10,7 +10,7 @@ use super::hist::Dist;
 use super::sample::{PhaseId, Sample};
 
 /// Cells kept while reading (automatic width).
-const MAX_CELLS: usize = 100;
+const MAX_CELLS: usize = 64;
 /// Intervals reported with the automatic width: at most this many.
 pub(crate) const AUTO_INTERVALS: usize = 30;
 /// Intervals kept with a width the user chose (`--interval`): past this
