@@ -230,7 +230,7 @@ pub struct Options {
     /// Only TCP segments passing this filter are tracked (the others are
     /// counted in `CaptureSummary::filtered_out`).
     pub filter: Option<Filter>,
-    /// The population view's interval (ms); `None`: automatic (at most 30
+    /// The population view's interval (ms); `None`: automatic (at most 60
     /// intervals over the capture).
     pub interval_ms: Option<u64>,
 }

@@ -129,6 +129,23 @@ pub struct BenchArgs {
     /// rsa2048 (a full handshake costs the server an RSA signature).
     #[arg(long, default_value = "p256", value_name = "KEY", requires = "lab")]
     pub lab_cert: rttlens_bench::lab::LabCert,
+    /// The lab server's listen backlog (with --lab; default 4096). nginx:
+    /// `listen … backlog=N`; builtin: listen(2); Go: the server
+    /// namespace's net.core.somaxconn (Go's net.Listen backlog).
+    #[arg(long, value_name = "N", requires = "lab",
+          value_parser = clap::value_parser!(u32).range(1..=65_535))]
+    pub lab_backlog: Option<u32>,
+    /// The server namespace's net.ipv4.tcp_syncookies (with --lab): 0
+    /// never, 1 when the SYN queue overflows (the kernel's default), 2
+    /// always.
+    #[arg(long, value_name = "0|1|2", requires = "lab",
+          value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub lab_syncookies: Option<u8>,
+    /// TCP timestamps in the client namespace (with --lab):
+    /// net.ipv4.tcp_timestamps on or off (default: the kernel's, on).
+    #[arg(long, value_name = "on|off", requires = "lab",
+          value_parser = parse_on_off)]
+    pub lab_client_timestamps: Option<bool>,
     /// Keep the lab server's files and logs in DIR (with --lab).
     #[arg(long, value_name = "DIR", requires = "lab")]
     pub keep: Option<PathBuf>,
@@ -318,6 +335,16 @@ fn parse_tls(s: &str) -> Result<rttlens_probe::TlsVersion, String> {
         .map_err(|_| format!("--tls '{s}': expected 1.2 or 1.3"))
 }
 
+/// `on` or `off`.
+#[cfg(feature = "bench")]
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("'{s}': on or off")),
+    }
+}
+
 fn parse_filter(s: &str) -> Result<Filter, String> {
     Filter::parse(s).map_err(|e| format!("column {}: {}", e.column, e.message))
 }
@@ -418,7 +445,7 @@ pub struct AnalyzeArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
     /// The population view's interval over time (`100ms`, `1s`, `60s`; at
-    /// least 1ms); default: automatic, at most 30 intervals over the
+    /// least 1ms); default: automatic, at most 60 intervals over the
     /// capture.
     #[arg(long, value_name = "DURATION", value_parser = parse_population_interval)]
     pub interval: Option<u64>,

@@ -127,6 +127,7 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
               CPU (handshakes), more workers (nginx worker_processes auto) and resumption \
               drain it faster."
             .to_string(),
+        intervals: burst.clone(),
         references: vec![
             "Linux tcp_conn_request(): sk_acceptq_is_full → drop (LINUX_MIB_LISTENOVERFLOWS)",
             "Linux tcp_check_req() → listen_overflow (tcp_abort_on_overflow = 0: the final ACK is dropped)",

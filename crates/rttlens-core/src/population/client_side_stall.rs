@@ -64,6 +64,7 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
               (`rttlens bench` reports it); a connection pool that opens connections on demand \
               under load pays the handshake in the request path."
             .to_string(),
+        intervals: Vec::new(),
         references: vec!["Gil Tene, \"How NOT to measure latency\" (2015): coordinated omission"],
     })
 }

@@ -232,7 +232,7 @@ pub struct Population {
 
 impl Population {
     /// An empty population; `interval_ms` the over-time view's interval
-    /// (`None`: automatic, at most 30 intervals).
+    /// (`None`: automatic, at most 60 intervals).
     pub fn new(interval_ms: Option<u64>) -> Population {
         Population {
             all: PhaseDists::new(3),
@@ -402,9 +402,12 @@ impl Population {
         findings.sort_by(|a, b| b.cost.ms.total_cmp(&a.cost.ms));
         let mut intervals = intervals_of(interval_ms, &cells);
         for f in &findings {
-            for e in &f.evidence {
-                let Some([a, _]) = e.interval else { continue };
-                let i = (a * 1000.0 / interval_ms as f64).round() as usize;
+            let named = f
+                .evidence
+                .iter()
+                .filter_map(|e| e.interval)
+                .map(|[a, _]| (a * 1000.0 / interval_ms as f64).round() as usize);
+            for i in named.chain(f.intervals.iter().copied()) {
                 if let Some(iv) = intervals.get_mut(i) {
                     if !iv.findings.contains(&f.id) {
                         iv.findings.push(f.id);
@@ -631,6 +634,10 @@ pub struct PopFinding {
     pub fix: String,
     /// Sources.
     pub references: Vec<&'static str>,
+    /// Every interval that shows the cause (indexes into the intervals),
+    /// beyond those its evidence names: the over-time view marks them.
+    #[serde(skip)]
+    pub intervals: Vec<usize>,
 }
 
 /// A population finding's cost: time the affected connections waited

@@ -12,7 +12,7 @@ use super::sample::{PhaseId, Sample};
 /// Cells kept while reading (automatic width).
 const MAX_CELLS: usize = 64;
 /// Intervals reported with the automatic width: at most this many.
-pub(crate) const AUTO_INTERVALS: usize = 30;
+pub(crate) const AUTO_INTERVALS: usize = 60;
 /// Intervals kept with a width the user chose (`--interval`): past this
 /// the width is doubled, and the report says so.
 pub(crate) const MAX_FIXED: usize = 2000;
@@ -286,14 +286,14 @@ mod tests {
         }
         assert!(c.cells.len() <= MAX_CELLS);
         let (w, cells) = c.finish();
-        // 10 s in at most 30 intervals: 1 s (10 of them)
-        assert_eq!(w, 1000);
-        assert_eq!(cells.len(), 10);
+        // 10 s in at most 60 intervals: 200 ms (50 of them)
+        assert_eq!(w, 200);
+        assert_eq!(cells.len(), 50);
         assert_eq!(cells.iter().map(|c| c.new_connections).sum::<u64>(), 1000);
-        // 100 handshakes of 5 ms in each 1 s: 0.5 in progress on average
+        // 20 handshakes of 5 ms in each 200 ms: 0.5 in progress on average
         for c in &cells {
             assert!((c.handshake_ms / w as f64 - 0.5).abs() < 1e-6);
-            assert_eq!(c.phases[0].count(), 100);
+            assert_eq!(c.phases[0].count(), 20);
         }
     }
 

@@ -118,6 +118,7 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
               senders on a lossy path do better with BBR than with loss-based congestion \
               control."
             .to_string(),
+        intervals: degraded.iter().map(|d| d.0).collect(),
         references: vec!["RFC 7567 (active queue management)", "RFC 8289 (CoDel)"],
     })
 }

@@ -21,6 +21,9 @@ const MIN_PER_INTERVAL: u64 = 3;
 /// Rank correlation of handshakes in progress and server handshake time
 /// that counts as "grows with".
 const MIN_RHO: f64 = 0.5;
+/// Handshakes in progress in the more loaded half of the intervals over
+/// the less loaded half's.
+const MIN_LOAD_RATIO: f64 = 1.5;
 
 pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
     let hs = v.phase(PhaseId::ServerHandshake);
@@ -70,6 +73,15 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
     if grew < material {
         return None;
     }
+    // the load itself moved: slow handshakes alone keep more in progress
+    // (a server slow for another reason shows a weak correlation of that
+    // kind), so the loaded half must carry half as many again
+    let load_of =
+        |ids: &[usize]| ids.iter().map(|&i| v.in_progress(i)).sum::<f64>() / ids.len() as f64;
+    let (load_low, load_high) = (load_of(low), load_of(high));
+    if load_high < MIN_LOAD_RATIO * load_low || load_high - load_low < 1.0 {
+        return None;
+    }
     // the network did not move with it
     let (r_low, r_high) = (
         rtt_low.quantile(0.5).unwrap_or(0.0),
@@ -86,19 +98,25 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
     } else {
         hs.excess_over(p1 + material, p1)
     };
-    let load_of =
-        |ids: &[usize]| ids.iter().map(|&i| v.in_progress(i)).sum::<f64>() / ids.len() as f64;
     let title = format!(
         "Server handshake processing grows with the handshakes in progress: ClientHello → \
          ServerHello at the server p50 {p50:.1} ms, p99 {p99:.1} ms; {:.1} ms (p90) with \
          {:.1} handshakes in progress against {:.1} ms with {:.1}, while the RTT stayed at \
          {r_low:.1}–{r_high:.1} ms (rank correlation {rho:.2} over {} intervals)",
         hs_high.quantile(0.9)?,
-        load_of(high),
+        load_high,
         hs_low.quantile(0.9)?,
-        load_of(low),
+        load_low,
         idx.len()
     );
+    // the loaded intervals whose handshakes were slow
+    let cut = hs_low.quantile(0.9)? + material;
+    let mut marks: Vec<usize> = high
+        .iter()
+        .copied()
+        .filter(|&i| v.cells[i].phases[2].quantile(0.9).is_some_and(|q| q >= cut))
+        .collect();
+    marks.sort_unstable();
     let mut evidence = Vec::new();
     let describe = |i: usize| {
         let c = &v.cells[i];
@@ -154,6 +172,7 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
              an ECDSA certificate; OpenSSL servers — one SSL_CTX shared by every connection \
              (never one per connection), session caching on.{resumed}"
         ),
+        intervals: marks,
         references: vec![
             "RFC 8446 §2.2 (resumption and PSK: no certificate, no signature)",
             "Go crypto/tls Config (SessionTicketsDisabled, GetConfigForClient)",

@@ -83,6 +83,7 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
               always). The server's kernel log says \"Possible SYN flooding on port …\"; \
               clients that send TCP timestamps keep their options under cookies."
             .to_string(),
+        intervals,
         references: vec![
             "Linux tcp_conn_request(): want_cookie && !saw_tstamp → tcp_clear_options",
             "Linux net/ipv4/syncookies.c (cookie_v4_init_sequence, cookie_init_timestamp)",
