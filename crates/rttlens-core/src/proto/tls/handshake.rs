@@ -180,8 +180,12 @@ pub struct EarlyData {
 ///   records first seen after the client Finished completed, each of
 ///   [`NST_LEN_MIN`]..=[`NST_LEN_MAX`] bytes, at most [`NST_MAX_COUNT`].
 ///   Tickets usually run ~100–300 B; OpenSSL 3.0's stateful tickets (used
-///   with 0-RTT) are 82 B, hence the wider range. A small first response record
-///   right after the client Finished would be taken for a ticket.
+///   with 0-RTT) are 82 B, hence the wider range. The tickets of one run
+///   come from one code path with nonces of one size, so a record more than
+///   [`NST_RUN_SPREAD`] bytes longer or shorter than the run's first ends
+///   the run (a small response after OpenSSL's two 290 B tickets). A small
+///   first response record right after the client Finished, before any
+///   ticket, would still be taken for a ticket.
 /// - **TLS 1.3 application data**: the first type-23 record after the
 ///   client Finished (client) and the first after the server flight that is
 ///   not a ticket (server). A record of `2 + 1 + tag` bytes is taken to be an
@@ -237,6 +241,9 @@ pub const NST_LEN_MIN: u16 = 40;
 pub const NST_LEN_MAX: u16 = 640;
 /// Most TLS 1.3 NewSessionTicket records looked for after the client Finished.
 pub const NST_MAX_COUNT: usize = 8;
+/// Bytes the tickets of one run may differ by (a ticket's nonce and
+/// lifetime fields are of fixed size; its opaque ticket rarely varies).
+pub const NST_RUN_SPREAD: u32 = 16;
 
 /// `true` for TLS 1.3 and its drafts (`0x7fxx`).
 pub(super) fn is_tls13(version: u16) -> bool {
@@ -490,7 +497,11 @@ fn tls13(s: &TlsSummary, ch: &ClientHelloInfo, sh: &ServerHelloInfo, h: &mut Han
     let half_rtt = flight.iter().filter(|r| r.index > finished_index);
     let early_answer = h.early_data.accepted == Some(true);
     let is_ticket = |r: &TlsRecord, tickets: &[Step]| {
-        tickets.len() < NST_MAX_COUNT && (NST_LEN_MIN..=NST_LEN_MAX).contains(&r.length)
+        tickets.len() < NST_MAX_COUNT
+            && (NST_LEN_MIN..=NST_LEN_MAX).contains(&r.length)
+            && tickets
+                .first()
+                .is_none_or(|t| t.length.abs_diff(u32::from(r.length)) <= NST_RUN_SPREAD)
     };
     let mut first_app: Option<&TlsRecord> = None;
     for &r in half_rtt {
