@@ -408,7 +408,7 @@ fn parse_interval(s: &str) -> Result<f64, String> {
 /// least 1.
 fn parse_population_interval(s: &str) -> Result<u64, String> {
     let ms = duration_ms(s, "ms")?;
-    if ms >= 1.0 && ms <= 86_400_000.0 {
+    if (1.0..=86_400_000.0).contains(&ms) {
         Ok(ms.round() as u64)
     } else {
         Err(format!("'{s}': the interval must be from 1ms to 24h"))

@@ -968,6 +968,7 @@ mod tests {
                 },
                 fix: "raise the backlog".to_string(),
                 references: vec!["RFC 9293"],
+                intervals: Vec::new(),
             }],
             ..PopulationReport::default()
         }
