@@ -255,3 +255,36 @@ fn a_small_crowd_says_nothing() {
     assert!(r.population_findings.is_empty());
     assert_eq!(r.phases.len(), 5, "{:?}", r.phases);
 }
+
+#[test]
+fn groups_split_off_the_capture_when_a_second_server_comes() {
+    let mut v = Vec::new();
+    for i in 0..10u32 {
+        v.push((conn(f64::from(i), 10.0, 1.0, 0.2), SERVER));
+    }
+    for i in 0..5u32 {
+        v.push((conn(f64::from(i), 20.0, 1.0, 0.2), "10.0.0.3:443"));
+    }
+    for i in 0..5u32 {
+        v.push((conn(f64::from(i), 10.0, 1.0, 0.2), SERVER));
+    }
+    let r = run(&v);
+    let g: Vec<(&str, u64)> = r
+        .phases_by_server
+        .iter()
+        .map(|g| (g.key.as_str(), g.connections))
+        .collect();
+    assert_eq!(g, [(SERVER, 15), ("10.0.0.3:443", 5)]);
+    let connect = |k: usize| {
+        r.phases_by_server[k]
+            .phases
+            .iter()
+            .find(|p| p.phase == PhaseId::Connect)
+            .map(|p| (p.ms.count, p.ms.p50))
+    };
+    assert_eq!(connect(0).map(|c| c.0), Some(15));
+    assert!(connect(0).is_some_and(|c| (c.1 - 10.0).abs() < 0.1));
+    assert!(connect(1).is_some_and(|c| c.0 == 5 && (c.1 - 20.0).abs() < 0.2));
+    // one server: no groups (the capture's figures are its own)
+    assert!(run(&v[..10]).phases_by_server.is_empty());
+}

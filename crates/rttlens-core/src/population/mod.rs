@@ -86,16 +86,38 @@ impl PhaseDists {
 }
 
 /// Distributions per key (server endpoint, SNI), for the first
-/// [`MAX_GROUPS`] keys seen.
+/// [`MAX_GROUPS`] keys seen. While every connection so far had the same
+/// key, that key's distributions are the capture's own: they are copied
+/// from them only when a second key (or a connection without one) comes,
+/// so a capture of one server records each value once.
 #[derive(Debug, Clone, Default)]
 struct Groups {
     by_key: HashMap<String, PhaseDists>,
     order: Vec<String>,
     others: u64,
+    /// The one key of every connection so far, its distributions not yet
+    /// apart from the capture's.
+    shadow: Option<String>,
 }
 
 impl Groups {
-    fn add(&mut self, key: &str, s: &Sample) {
+    /// Fold in a connection with `key`; `all` is the capture's
+    /// distributions *before* it.
+    fn add(&mut self, key: Option<&str>, s: &Sample, all: &PhaseDists) {
+        match (&self.shadow, key) {
+            (Some(k), Some(key)) if k == key => return,
+            (Some(_), _) => {
+                let k = self.shadow.take().unwrap_or_default();
+                self.by_key.insert(k.clone(), all.clone());
+                self.order.push(k);
+            }
+            (None, Some(key)) if all.connections == 0 => {
+                self.shadow = Some(key.to_string());
+                return;
+            }
+            (None, _) => {}
+        }
+        let Some(key) = key else { return };
         if let Some(g) = self.by_key.get_mut(key) {
             g.add(s);
         } else if self.by_key.len() < MAX_GROUPS {
@@ -249,16 +271,14 @@ impl Population {
     /// Fold in one finished connection: `c` names it, `s` is its sample
     /// (a connection report's `population_conn()` and `sample` give both).
     pub fn add(&mut self, c: &Conn<'_>, s: &Sample) {
+        self.servers.add(Some(c.server), s, &self.all);
+        self.snis.add(c.sni, s, &self.all);
         self.all.add(s);
         if let Some(fb) = s.first_byte_ms {
             self.first_byte.record(fb);
         }
         if let Some(r) = s.rtt_ms {
             self.rtt.record(r);
-        }
-        self.servers.add(c.server, s);
-        if let Some(sni) = c.sni {
-            self.snis.add(sni, s);
         }
         self.cells.add(s);
         self.bands.add(s);
