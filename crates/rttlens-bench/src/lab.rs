@@ -10,13 +10,20 @@
 //! - `go`: `go/tls-server.go` on `crypto/tls` + `net/http`, `GOMAXPROCS=1`
 //!   (Go's server does not implement 0-RTT: early data is rejected);
 //! - `builtin`: rttlens' rustls server, 0-RTT up to 16 KiB.
+//!
+//! Each listens with a backlog of 4096 unless told otherwise
+//! ([`LabTarget::backlog`]; Go's `net.Listen` takes the server namespace's
+//! `net.core.somaxconn` as its backlog, so that is what is set for Go), and
+//! the server namespace's `net.ipv4.tcp_syncookies` can be set
+//! ([`LabTarget::syncookies`]): the accept-queue overflow and SYN-cookie
+//! storms.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{run, BenchConfig, BenchError, BenchProgress, BenchReport, LabInfo};
+use crate::{run, BenchConfig, BenchError, BenchProgress, BenchReport, LabInfo, ListenCounters};
 use rttlens_lab::go_server::GoOptions;
 use rttlens_lab::scenario::ScenarioCtx;
 use rttlens_lab_server::builtin::ServerConfig;
@@ -29,6 +36,14 @@ const LATE_MS: f64 = 1.0;
 
 /// The port every lab target listens on.
 pub const PORT: u16 = 443;
+
+/// The servers' listen backlog unless [`LabTarget::backlog`] says
+/// otherwise (also a fresh namespace's `net.core.somaxconn` since Linux
+/// 5.4, Go's backlog).
+pub const DEFAULT_BACKLOG: u32 = 4096;
+
+/// The largest backlog (`--lab-backlog`): Go caps somaxconn there.
+pub const MAX_BACKLOG: u32 = 65_535;
 
 /// A lab target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +128,44 @@ pub struct LabTarget {
     /// Write every packet to this pcapng, as the client end of the link
     /// sees them (a client vantage, as `tcpdump` on the client would).
     pub capture: Option<PathBuf>,
+    /// The server's listen backlog (1..=[`MAX_BACKLOG`]; default
+    /// [`DEFAULT_BACKLOG`]). nginx: `listen … backlog=N`; builtin: its
+    /// `listen(2)`; both with the server namespace's `net.core.somaxconn`
+    /// raised to N if below (it caps the backlog). Go: somaxconn set to N
+    /// (Go's `net.Listen` uses it as its backlog).
+    pub backlog: Option<u32>,
+    /// The server namespace's `net.ipv4.tcp_syncookies` (0 never, 1 when
+    /// a listener's SYN queue overflows, 2 always); default: the kernel's.
+    pub syncookies: Option<u8>,
+    /// The client namespace's `net.ipv4.tcp_timestamps` on or off
+    /// (default: the kernel's, on). Off, the client's SYNs offer no
+    /// timestamps, so a SYN-cookie SYN-ACK cannot carry the client's
+    /// window scale and SACK in its TSval and carries the MSS alone.
+    pub client_timestamps: Option<bool>,
+}
+
+impl LabTarget {
+    /// Check the knobs' ranges.
+    ///
+    /// # Errors
+    /// [`BenchError::Usage`] naming the option.
+    pub fn validate(&self) -> Result<(), BenchError> {
+        if let Some(n) = self.backlog {
+            if !(1..=MAX_BACKLOG).contains(&n) {
+                return Err(BenchError::Usage(format!(
+                    "--lab-backlog {n}: 1 to {MAX_BACKLOG}"
+                )));
+            }
+        }
+        if let Some(c) = self.syncookies {
+            if c > 2 {
+                return Err(BenchError::Usage(format!(
+                    "--lab-syncookies {c}: 0, 1 or 2"
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// An RSA-2048 self-signed pair made by `openssl req` in `dir`.
@@ -143,6 +196,51 @@ fn rsa2048(dir: &std::path::Path) -> Result<rttlens_lab_server::cert::SelfSigned
         .map_err(|e| BenchError::Lab(e.to_string()))
 }
 
+/// Set the server namespace's `net.core.somaxconn` and
+/// `net.ipv4.tcp_syncookies` for `target` (before its server listens);
+/// returns the backlog the server will listen with.
+fn server_sysctls(lab: &Lab, target: &LabTarget) -> Result<u32, BenchError> {
+    let ns = lab.netns(Host::Server);
+    const SOMAXCONN: &str = "net/core/somaxconn";
+    if let Some(c) = target.syncookies {
+        ns.set_sysctl("net/ipv4/tcp_syncookies", &c.to_string())
+            .map_err(lab_err)?;
+    }
+    let somaxconn = || -> Result<u32, BenchError> {
+        let v = ns.sysctl(SOMAXCONN).map_err(lab_err)?;
+        v.parse()
+            .map_err(|_| BenchError::Lab(format!("{SOMAXCONN} reads '{v}'")))
+    };
+    match (target.server, target.backlog) {
+        // Go listens with somaxconn (capped at 65535)
+        (LabServer::Go, Some(n)) => {
+            ns.set_sysctl(SOMAXCONN, &n.to_string()).map_err(lab_err)?;
+            Ok(n)
+        }
+        (LabServer::Go, None) => Ok(somaxconn()?.min(MAX_BACKLOG)),
+        (_, n) => {
+            let n = n.unwrap_or(DEFAULT_BACKLOG);
+            // somaxconn caps listen(2)'s backlog
+            if somaxconn()? < n {
+                ns.set_sysctl(SOMAXCONN, &n.to_string()).map_err(lab_err)?;
+            }
+            Ok(n)
+        }
+    }
+}
+
+/// The server namespace's listen-queue counters (read from a thread in
+/// it: `/proc/net` follows the process's first thread, `thread-self` the
+/// reader's namespace).
+fn server_counters(lab: &Lab) -> Option<ListenCounters> {
+    let text = lab
+        .netns(Host::Server)
+        .run(|| std::fs::read_to_string("/proc/thread-self/net/netstat"))
+        .ok()?
+        .ok()?;
+    ListenCounters::parse(&text)
+}
+
 fn lab_err(e: LabError) -> BenchError {
     BenchError::Lab(e.to_string())
 }
@@ -153,6 +251,7 @@ fn lab_err(e: LabError) -> BenchError {
 /// `keep` directory, if given, keeps the servers' files and logs.
 ///
 /// # Errors
+/// [`BenchError::Usage`] for a backlog or syncookies value out of range,
 /// [`BenchError::Lab`] when the lab or the server cannot start (not root,
 /// nginx or Go missing), then as [`run`].
 pub fn run_in_lab(
@@ -161,6 +260,7 @@ pub fn run_in_lab(
     cancel: Arc<AtomicBool>,
     mut progress: Box<dyn FnMut(&BenchProgress) + Send>,
 ) -> Result<BenchReport, BenchError> {
+    target.validate()?;
     let (server, rtt) = (target.server, target.rtt);
     let lab = Lab::new(LinkConfig {
         rtt,
@@ -181,6 +281,12 @@ pub fn run_in_lab(
     client
         .set_sysctl("net/ipv4/tcp_tw_reuse", "1")
         .map_err(lab_err)?;
+    if let Some(on) = target.client_timestamps {
+        client
+            .set_sysctl("net/ipv4/tcp_timestamps", if on { "1" } else { "0" })
+            .map_err(lab_err)?;
+    }
+    let backlog = server_sysctls(&lab, target)?;
     let scratch = target.keep.is_none();
     let dir = target.keep.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("rttlens-bench-lab-{}", std::process::id()))
@@ -211,7 +317,7 @@ pub fn run_in_lab(
                     n.ssl_early_data = true;
                     n.access_log = false;
                     n.worker_connections = 16_384;
-                    n.backlog = Some(4096);
+                    n.backlog = Some(backlog);
                 })
                 .map_err(lab_err)?;
                 PORT
@@ -228,7 +334,7 @@ pub fn run_in_lab(
             LabServer::Builtin => ctx
                 .builtin(ServerConfig {
                     early_data: 16_384,
-                    backlog: 4096,
+                    backlog: i32::try_from(backlog).unwrap_or(i32::MAX),
                     certificate: certificate.clone(),
                     ..ServerConfig::default()
                 })
@@ -240,6 +346,18 @@ pub fn run_in_lab(
             server: server.name().into(),
             rtt_ms: rtt.as_secs_f64() * 1000.0,
             cert: target.cert.name().into(),
+            backlog: Some(backlog),
+            server_tcp: None,
+            client_timestamps: lab
+                .netns(Host::Client)
+                .sysctl("net/ipv4/tcp_timestamps")
+                .ok()
+                .map(|v| v != "0"),
+            syncookies: lab
+                .netns(Host::Server)
+                .sysctl("net/ipv4/tcp_syncookies")
+                .ok()
+                .and_then(|v| v.parse().ok()),
         });
         cfg.server_pids = ctx.server_pids();
         cfg.link_threads = lab
@@ -255,6 +373,9 @@ pub fn run_in_lab(
                 context: "entering the lab's client namespace".into(),
                 source,
             })??;
+        if let Some(l) = report.lab.as_mut() {
+            l.server_tcp = server_counters(&lab);
+        }
         let stats = lab.link_stats();
         if let Some(l) = report.link.as_mut() {
             l.late_p50_ms = Some(stats.error_quantile_us(0.5) as f64 / 1000.0);

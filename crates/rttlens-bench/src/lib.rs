@@ -54,7 +54,7 @@ pub use cpu::process_seconds;
 pub use mix::{Kind, Mix};
 pub use results::{
     write_compare, BenchReport, Counts, Cpu, ErrorCount, KindReport, LabInfo, LatencySummary,
-    LinkReport, LoadInfo, LoadMode, PhaseLatencies, Rates, Tickets, SCHEMA,
+    LinkReport, ListenCounters, LoadInfo, LoadMode, PhaseLatencies, Rates, Tickets, SCHEMA,
 };
 pub use schedule::BenchProgress;
 

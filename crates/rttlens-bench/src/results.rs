@@ -68,6 +68,78 @@ pub struct LabInfo {
     pub rtt_ms: f64,
     /// The server's certificate key: `p256` (ECDSA) or `rsa2048`.
     pub cert: String,
+    /// The server's listen backlog (`--lab-backlog`; Go's is the server
+    /// namespace's `net.core.somaxconn`). `None` in results written
+    /// before it was reported.
+    #[serde(default)]
+    pub backlog: Option<u32>,
+    /// The server namespace's `net.ipv4.tcp_syncookies` during the run
+    /// (`--lab-syncookies`, else the kernel's default).
+    #[serde(default)]
+    pub syncookies: Option<u8>,
+    /// Whether the client namespace's TCP offered timestamps
+    /// (`net.ipv4.tcp_timestamps`, `--lab-client-timestamps`).
+    #[serde(default)]
+    pub client_timestamps: Option<bool>,
+    /// The server namespace's listen-queue counters after the run
+    /// (warm-up included); `None` when they could not be read.
+    #[serde(default)]
+    pub server_tcp: Option<ListenCounters>,
+}
+
+/// What the server namespace's kernel counted at its listeners
+/// (`/proc/net/netstat`, `TcpExt`), over the whole lab run: the ground
+/// truth for accept-queue overflows and SYN cookies in its capture.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ListenCounters {
+    /// `ListenOverflows`: a SYN or a handshake's last ACK dropped because
+    /// the accept queue was full.
+    pub listen_overflows: u64,
+    /// `ListenDrops`: every segment a listener dropped (overflows
+    /// included).
+    pub listen_drops: u64,
+    /// `TCPReqQFullDrop`: SYNs dropped because the SYN queue was full and
+    /// SYN cookies were off.
+    pub syn_queue_full_drops: u64,
+    /// `TCPReqQFullDoCookies`: SYN cookies sent because the SYN queue was
+    /// full.
+    pub syn_queue_full_cookies: u64,
+    /// `SyncookiesSent`: SYN-ACKs carrying a cookie.
+    pub syncookies_sent: u64,
+    /// `SyncookiesRecv`: ACKs with a valid cookie.
+    pub syncookies_recv: u64,
+    /// `SyncookiesFailed`: ACKs whose cookie did not check.
+    pub syncookies_failed: u64,
+    /// `TCPSynRetrans`: SYN-ACKs the server retransmitted.
+    pub synack_retransmits: u64,
+}
+
+impl ListenCounters {
+    /// Parse `/proc/net/netstat` (pairs of lines, names then values).
+    pub fn parse(netstat: &str) -> Option<ListenCounters> {
+        let lines: Vec<&str> = netstat.lines().collect();
+        let (names, values) = lines.chunks(2).find_map(|p| match p {
+            [n, v] if n.starts_with("TcpExt:") && v.starts_with("TcpExt:") => Some((*n, *v)),
+            _ => None,
+        })?;
+        let map: std::collections::HashMap<&str, u64> = names
+            .split_whitespace()
+            .zip(values.split_whitespace())
+            .skip(1)
+            .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
+            .collect();
+        let get = |k: &str| map.get(k).copied().unwrap_or(0);
+        Some(ListenCounters {
+            listen_overflows: get("ListenOverflows"),
+            listen_drops: get("ListenDrops"),
+            syn_queue_full_drops: get("TCPReqQFullDrop"),
+            syn_queue_full_cookies: get("TCPReqQFullDoCookies"),
+            syncookies_sent: get("SyncookiesSent"),
+            syncookies_recv: get("SyncookiesRecv"),
+            syncookies_failed: get("SyncookiesFailed"),
+            synack_retransmits: get("TCPSynRetrans"),
+        })
+    }
 }
 
 /// Open or closed loop.
@@ -298,8 +370,21 @@ impl BenchReport {
         if let Some(l) = &self.lab {
             writeln!(
                 out,
-                "lab       {} in the lab's server namespace ({} certificate), RTT {} ms",
-                l.server, l.cert, l.rtt_ms
+                "lab       {} in the lab's server namespace ({} certificate), RTT {} ms{}{}{}",
+                l.server,
+                l.cert,
+                l.rtt_ms,
+                l.backlog
+                    .map(|b| format!(", backlog {b}"))
+                    .unwrap_or_default(),
+                l.syncookies
+                    .map(|c| format!(", tcp_syncookies {c}"))
+                    .unwrap_or_default(),
+                if l.client_timestamps == Some(false) {
+                    ", client without TCP timestamps"
+                } else {
+                    ""
+                }
             )?;
         }
         writeln!(
@@ -436,6 +521,21 @@ impl BenchReport {
                 l.late_max_ms.map_or("-".into(), |v| format!("{v:.1}")),
             )?;
         }
+        if let Some(k) = self.lab.as_ref().and_then(|l| l.server_tcp.as_ref()) {
+            writeln!(
+                out,
+                "listen    server namespace: {} accept-queue overflows ({} listener drops), {} SYN-queue drops; \
+                 {} SYN cookies sent ({} SYN queue full), {} received, {} failed; {} SYN-ACK retransmissions",
+                k.listen_overflows,
+                k.listen_drops,
+                k.syn_queue_full_drops,
+                k.syncookies_sent,
+                k.syn_queue_full_cookies,
+                k.syncookies_recv,
+                k.syncookies_failed,
+                k.synack_retransmits
+            )?;
+        }
         let t = &self.tickets;
         if t.received > 0 || t.used > 0 {
             writeln!(
@@ -552,4 +652,32 @@ pub fn write_compare(a: &BenchReport, b: &BenchReport, out: &mut dyn Write) -> i
         b.server_cpu.as_ref().and_then(|c| c.per_handshake_us),
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ListenCounters;
+
+    #[test]
+    fn listen_counters_come_from_the_tcpext_lines() {
+        let netstat = "TcpExt: SyncookiesSent SyncookiesRecv SyncookiesFailed ListenOverflows ListenDrops TCPSynRetrans TCPReqQFullDoCookies TCPReqQFullDrop\n\
+                       TcpExt: 217 256 1 86 90 3 220 4\n\
+                       IpExt: InNoRoutes ListenOverflows\n\
+                       IpExt: 9 9\n";
+        let k = ListenCounters::parse(netstat).expect("TcpExt");
+        assert_eq!(
+            k,
+            ListenCounters {
+                listen_overflows: 86,
+                listen_drops: 90,
+                syn_queue_full_drops: 4,
+                syn_queue_full_cookies: 220,
+                syncookies_sent: 217,
+                syncookies_recv: 256,
+                syncookies_failed: 1,
+                synack_retransmits: 3,
+            }
+        );
+        assert_eq!(ListenCounters::parse("IpExt: A\nIpExt: 1\n"), None);
+    }
 }

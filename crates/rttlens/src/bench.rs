@@ -81,6 +81,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 cert: args.lab_cert,
                 keep: args.keep.clone(),
                 capture: args.capture.clone(),
+                backlog: args.lab_backlog,
+                syncookies: args.lab_syncookies,
+                client_timestamps: args.lab_client_timestamps,
             };
             bench::lab::run_in_lab(&target, cfg, cancel, progress)
         }

@@ -284,6 +284,35 @@ fn usage_errors_exit_2_and_a_dead_target_exits_1() {
             vec!["https://127.0.0.1:1/", "--duration", "2h"],
             "--duration",
         ),
+        // the lab's knobs need --lab, and their ranges are checked first
+        (
+            vec!["https://127.0.0.1:1/", "--lab-backlog", "8"],
+            "--lab <SERVER>",
+        ),
+        (
+            vec!["https://127.0.0.1:1/", "--lab-syncookies", "1"],
+            "--lab <SERVER>",
+        ),
+        (
+            vec!["--lab", "nginx", "--lab-backlog", "0"],
+            "--lab-backlog",
+        ),
+        (
+            vec!["--lab", "nginx", "--lab-backlog", "65536"],
+            "--lab-backlog",
+        ),
+        (
+            vec!["--lab", "go", "--lab-syncookies", "3"],
+            "--lab-syncookies",
+        ),
+        (
+            vec!["https://127.0.0.1:1/", "--lab-client-timestamps", "off"],
+            "--lab <SERVER>",
+        ),
+        (
+            vec!["--lab", "nginx", "--lab-client-timestamps", "no"],
+            "--lab-client-timestamps",
+        ),
     ] {
         let out = bench(&args);
         let err = String::from_utf8_lossy(&out.stderr);

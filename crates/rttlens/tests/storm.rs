@@ -1,0 +1,243 @@
+//! Storms on real servers in the lab (root), captured at the client end of
+//! the link (`rttlens bench --lab … --capture`): `rttlens analyze` names
+//! each storm's cause from the capture alone, the paced control names
+//! none, and the capture's phase percentiles agree with bench's own HDR
+//! percentiles for the same connections. The server's kernel counters
+//! (`lab.server_tcp` in bench's JSON: ListenOverflows, SyncookiesSent)
+//! say what really happened, so a storm that did not reproduce its cause
+//! on a slow machine fails with that said, not with a wrong finding.
+
+mod common;
+
+use std::process::Command;
+
+use common::{bin, scratch};
+use serde_json::Value;
+
+/// Fail with a clear message when the lab cannot run here.
+fn require_lab() {
+    if let Err(e) = rttlens_net::check_prerequisites() {
+        panic!("storm tests need root, /dev/net/tun and iproute2: {e}");
+    }
+    for (cmd, pkg) in [("nginx", "nginx-light"), ("openssl", "openssl")] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {cmd}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(found, "storm tests need {cmd} (apt-get install {pkg})");
+    }
+    if let Err(e) = rttlens_lab::go_server::find_go() {
+        panic!("storm tests need Go for the crypto/tls server: {e}");
+    }
+}
+
+/// One storm: bench's JSON and `analyze --format json` of its capture.
+fn storm(name: &str, args: &[&str]) -> (Value, Value) {
+    let cap = scratch(&format!("storm-{name}.pcapng"));
+    let out = bin()
+        .arg("bench")
+        .args(args)
+        .args(["--rtt", "10ms", "--mix", "full=1", "--request"])
+        .args(["--timeout", "10s", "--no-progress", "--format", "json"])
+        .arg("--capture")
+        .arg(&cap)
+        .output()
+        .expect("running rttlens bench");
+    assert!(
+        out.status.success(),
+        "{name}: rttlens bench {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bench: Value = serde_json::from_slice(&out.stdout).expect("bench JSON");
+    let out = bin()
+        .args(["analyze", "--no-progress", "--format", "json"])
+        .arg(&cap)
+        .output()
+        .expect("running rttlens analyze");
+    assert!(
+        out.status.success(),
+        "{name}: analyze: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_file(&cap);
+    (
+        bench,
+        serde_json::from_slice(&out.stdout).expect("analyze JSON"),
+    )
+}
+
+fn ids(doc: &Value) -> Vec<String> {
+    doc["capture"]["population_findings"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f["id"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn counter(bench: &Value, name: &str) -> u64 {
+    bench["lab"]["server_tcp"][name].as_u64().unwrap_or(0)
+}
+
+/// Nearest-rank percentile of `v` (sorted).
+fn pct(v: &[f64], q: f64) -> f64 {
+    let i = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
+    v[i]
+}
+
+/// The capture's `phase` (ladder name) in ms for the last `n` connections
+/// to begin: bench's measured ones (the connections before them are its
+/// first check and warm-up, which its percentiles leave out).
+fn ladder_ms(doc: &Value, phase: &str, n: usize) -> Vec<f64> {
+    let mut conns: Vec<&Value> = doc["connections"]
+        .as_array()
+        .expect("connections")
+        .iter()
+        .collect();
+    conns.sort_by_key(|c| c["index"].as_u64());
+    let from = conns.len().saturating_sub(n);
+    let mut v: Vec<f64> = conns[from..]
+        .iter()
+        .filter_map(|c| {
+            c["ladder"]
+                .as_array()?
+                .iter()
+                .find(|p| p["name"] == phase)?["ms"]
+                .as_f64()
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// bench's connect, tls and ttfb p50/p90 against the capture's for the
+/// same connections: bench times from its own calls (connect(2) →
+/// established, established → handshake complete, request written → first
+/// byte read), so it may only add the client's own processing and wake-ups
+/// to what the wire shows: within 1.5 ms (or 10 %) on a paced run. In a
+/// storm the generator shares two cores with the server and the link and
+/// wakes up late (a connect p90 of 19 ms at the client for 10 ms on the
+/// wire was seen), so there the wire is only held to be no slower than
+/// bench. Returns the note that shows both.
+fn agree(name: &str, bench: &Value, doc: &Value, paced: bool) -> String {
+    let slack = if paced { 1.5 } else { f64::INFINITY };
+    let n = bench["connections"]["succeeded"]
+        .as_u64()
+        .expect("succeeded") as usize;
+    let mut note = format!("{name}: {n} connections; bench / capture (ms):");
+    for (b, ladder) in [("connect", "connect"), ("tls", "tls"), ("ttfb", "request")] {
+        let v = ladder_ms(doc, ladder, n);
+        assert!(
+            v.len() as f64 >= 0.95 * n as f64,
+            "{name}: {ladder} measured for {} of {n} connections",
+            v.len()
+        );
+        for (q, key) in [(0.5, "p50_ms"), (0.9, "p90_ms")] {
+            let want = bench["phases"][b][key].as_f64().expect("bench percentile");
+            let got = pct(&v, q);
+            note.push_str(&format!(" {b} {key} {want:.2} / {got:.2};"));
+            // the wire cannot be slower than the client's own account (HDR
+            // rounds to 0.1 %); the client adds at most its processing
+            assert!(
+                got <= want * 1.002 + 0.1 && want - got <= (0.1 * want).max(slack),
+                "{name}: {b} {key}: bench {want:.3} ms, capture {got:.3} ms\n{note}"
+            );
+        }
+    }
+    note
+}
+
+#[test]
+fn storms_name_their_cause_and_agree_with_bench() {
+    require_lab();
+    let mut notes = Vec::new();
+    // a paced control: nothing to name
+    let (bench, doc) = storm(
+        "control",
+        &["--lab", "nginx", "--rate", "200", "--duration", "3s"],
+    );
+    assert!(ids(&doc).is_empty(), "control: {:?}", ids(&doc));
+    notes.push(agree("control", &bench, &doc, true));
+
+    // Go's crypto/tls on one core, RSA-2048, beyond its capacity
+    let (bench, doc) = storm(
+        "go",
+        &[
+            "--lab",
+            "go",
+            "--lab-cert",
+            "rsa2048",
+            "--rate",
+            "500",
+            "--duration",
+            "3s",
+        ],
+    );
+    assert_eq!(ids(&doc), ["server-handshake-contention"], "go storm");
+    notes.push(agree("go", &bench, &doc, false));
+
+    // nginx with a listen backlog of 8 and no SYN cookies
+    let (bench, doc) = storm(
+        "backlog",
+        &[
+            "--lab",
+            "nginx",
+            "--lab-cert",
+            "rsa2048",
+            "--lab-backlog",
+            "8",
+            "--lab-syncookies",
+            "0",
+            "--rate",
+            "400",
+            "--duration",
+            "3s",
+        ],
+    );
+    assert!(
+        counter(&bench, "listen_overflows") > 0,
+        "the backlog storm did not overflow nginx's accept queue here: {}",
+        bench["lab"]["server_tcp"]
+    );
+    assert!(
+        ids(&doc).contains(&"accept-queue-overflow".to_string()),
+        "backlog storm: {:?}",
+        ids(&doc)
+    );
+    notes.push(agree("backlog", &bench, &doc, false));
+
+    // the same with SYN cookies, to clients without TCP timestamps
+    let (bench, doc) = storm(
+        "cookies",
+        &[
+            "--lab",
+            "nginx",
+            "--lab-backlog",
+            "4",
+            "--lab-syncookies",
+            "1",
+            "--lab-client-timestamps",
+            "off",
+            "--rate",
+            "400",
+            "--duration",
+            "3s",
+        ],
+    );
+    assert!(
+        counter(&bench, "syncookies_sent") > 0,
+        "the cookie storm sent no SYN cookies here: {}",
+        bench["lab"]["server_tcp"]
+    );
+    assert!(
+        ids(&doc).contains(&"syn-flood-cookies".to_string()),
+        "cookie storm: {:?}",
+        ids(&doc)
+    );
+    notes.push(agree("cookies", &bench, &doc, false));
+    for n in &notes {
+        eprintln!("{n}");
+    }
+}
