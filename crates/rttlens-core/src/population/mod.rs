@@ -3,8 +3,9 @@
 //! distributions for the capture, per server endpoint and per SNI (HDR
 //! histograms), the same over time, the tail set against the typical
 //! connection, and the findings only a population proves:
-//! [`server_handshake_contention`], [`accept_queue_overflow`],
-//! [`syn_flood_cookies`], [`client_side_stall`], [`path_degradation`].
+//! `server_handshake_contention`, `accept_queue_overflow`,
+//! `syn_flood_cookies`, `client_side_stall`, `path_degradation` (one file
+//! each, named after the finding).
 //!
 //! Streaming: each connection's [`Sample`] is folded in as it ends and
 //! dropped; memory is a fixed number of histograms (at most
@@ -32,7 +33,7 @@ pub use sample::{PhaseId, Sample};
 pub use tail::Tail;
 
 /// Server endpoints and SNIs with their own distributions; connections to
-/// others are counted in [`Groups::others`].
+/// others are counted apart.
 pub const MAX_GROUPS: usize = 16;
 /// Server endpoints whose SYN-ACK options are tallied.
 const MAX_SERVERS_SHAPED: usize = 64;

@@ -182,7 +182,7 @@ pub struct EarlyData {
 ///   Tickets usually run ~100–300 B; OpenSSL 3.0's stateful tickets (used
 ///   with 0-RTT) are 82 B, hence the wider range. The tickets of one run
 ///   come from one code path with nonces of one size, so a record more than
-///   [`NST_RUN_SPREAD`] bytes longer or shorter than the run's first ends
+///   `NST_RUN_SPREAD` (16) bytes longer or shorter than the run's first ends
 ///   the run (a small response after OpenSSL's two 290 B tickets). A small
 ///   first response record right after the client Finished, before any
 ///   ticket, would still be taken for a ticket.
