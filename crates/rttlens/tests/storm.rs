@@ -113,16 +113,17 @@ fn ladder_ms(doc: &Value, phase: &str, n: usize) -> Vec<f64> {
 }
 
 /// bench's connect, tls and ttfb p50/p90 against the capture's for the
-/// same connections: bench times from its own calls (connect(2) →
+/// same connections. bench times from its own calls (connect(2) →
 /// established, established → handshake complete, request written → first
-/// byte read), so it may only add the client's own processing and wake-ups
-/// to what the wire shows: within 1.5 ms (or 10 %) on a paced run. In a
-/// storm the generator shares two cores with the server and the link and
-/// wakes up late (a connect p90 of 19 ms at the client for 10 ms on the
-/// wire was seen), so there the wire is only held to be no slower than
-/// bench. Returns the note that shows both.
+/// byte read), so on a paced run it may only add the client's own
+/// processing and wake-ups to what the wire shows: within 1.5 ms (or 10 %),
+/// never less. In a storm the generator shares two cores with the server
+/// and the link and wakes up late (a connect p90 of 19 ms at the client for
+/// 10 ms on the wire was seen), which also moves where bench's `tls` begins:
+/// there the two agree within 25 ms or 10 %. Returns the note that shows
+/// both.
 fn agree(name: &str, bench: &Value, doc: &Value, paced: bool) -> String {
-    let slack = if paced { 1.5 } else { f64::INFINITY };
+    let slack = if paced { 1.5 } else { 25.0 };
     let n = bench["connections"]["succeeded"]
         .as_u64()
         .expect("succeeded") as usize;
@@ -138,10 +139,11 @@ fn agree(name: &str, bench: &Value, doc: &Value, paced: bool) -> String {
             let want = bench["phases"][b][key].as_f64().expect("bench percentile");
             let got = pct(&v, q);
             note.push_str(&format!(" {b} {key} {want:.2} / {got:.2};"));
-            // the wire cannot be slower than the client's own account (HDR
-            // rounds to 0.1 %); the client adds at most its processing
+            // paced, the wire cannot be slower than the client's own
+            // account (HDR rounds to 0.1 %)
+            let bound = !paced || got <= want * 1.002 + 0.1;
             assert!(
-                got <= want * 1.002 + 0.1 && want - got <= (0.1 * want).max(slack),
+                bound && (want - got).abs() <= (0.1 * want).max(slack),
                 "{name}: {b} {key}: bench {want:.3} ms, capture {got:.3} ms\n{note}"
             );
         }

@@ -35,6 +35,9 @@ pub use tail::Tail;
 /// Server endpoints and SNIs with their own distributions; connections to
 /// others are counted apart.
 pub const MAX_GROUPS: usize = 16;
+/// Connections a capture needs for its over-time view (fewer say more
+/// one by one).
+pub const MIN_CONNECTIONS: u64 = 20;
 /// Server endpoints whose SYN-ACK options are tallied.
 const MAX_SERVERS_SHAPED: usize = 64;
 /// Per-connection findings a missing window scale makes worse.
@@ -443,11 +446,12 @@ impl Population {
             phases_by_sni: self.snis.report(),
             first_byte: self.first_byte.stats(),
             tail,
-            over_time: (!intervals.is_empty()).then_some(OverTime {
-                interval_ms,
-                widened,
-                intervals,
-            }),
+            over_time: (self.all.connections >= MIN_CONNECTIONS && !intervals.is_empty())
+                .then_some(OverTime {
+                    interval_ms,
+                    widened,
+                    intervals,
+                }),
             population_findings: findings,
         }
     }
@@ -549,7 +553,8 @@ pub struct PopulationReport {
     /// The slowest tenth against the faster half.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tail: Option<Tail>,
-    /// The capture cut into intervals.
+    /// The capture cut into intervals (absent with fewer than
+    /// [`MIN_CONNECTIONS`] connections).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub over_time: Option<OverTime>,
     /// What only the population proves, costliest first.
