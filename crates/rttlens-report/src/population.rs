@@ -214,9 +214,13 @@ fn write_findings(w: &mut dyn Write, p: &PopulationReport) -> io::Result<()> {
             x.confidence.level.as_str(),
             x.confidence.why
         )?;
+        let rtts = x
+            .cost
+            .per_connection_rtts
+            .map_or_else(String::new, |r| format!(", {r:.2} RTT"));
         writeln!(
             w,
-            "    cost: {} ms over {} connections ({} ms each)",
+            "    cost: {} ms over {} connections ({} ms each{rtts})",
             f(x.cost.ms),
             x.cost.connections,
             f(x.cost.per_connection_ms)

@@ -37,9 +37,7 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
         return None;
     }
     // intervals where SYNs waited while others were answered at once
-    let mut burst: Vec<usize> = (0..v.cells.len())
-        .filter(|&i| v.cells[i].syn_retransmitted + v.cells[i].ack_ignored > 0)
-        .collect();
+    let burst = v.intervals_by(|c| c.syn_retransmitted + c.ack_ignored);
     let prompt_beside = burst
         .iter()
         .filter(|&&i| v.cells[i].syns > v.cells[i].syn_retransmitted + v.cells[i].ack_ignored)
@@ -49,10 +47,6 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
         // path was down, not its backlog full
         return None;
     }
-    burst.sort_by(|&a, &b| {
-        let n = |i: usize| v.cells[i].syn_retransmitted + v.cells[i].ack_ignored;
-        n(b).cmp(&n(a)).then(a.cmp(&b))
-    });
     let mut evidence: Vec<_> = burst
         .iter()
         .take(3)
@@ -110,12 +104,15 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
                 "SYN-ACKs resent after the handshake's final ACK: the server dropped that ACK"
                     .to_string()
             } else {
+                let ratio = if data_loss > 0.0 {
+                    format!("{:.0}× as often as", syn_loss / data_loss)
+                } else {
+                    "while none of".to_string()
+                };
                 format!(
-                    "SYNs lost {:.0}× as often as the server's data segments, in bursts beside \
-                     prompt SYN-ACKs",
-                    syn_loss / data_loss.max(1e-9)
+                    "SYNs lost {ratio} the server's data segments, in bursts beside prompt \
+                     SYN-ACKs"
                 )
-                .replace("inf×", "far more")
             },
         ),
         fix: "Let the server's accept queue hold the bursts and drain it faster: raise \

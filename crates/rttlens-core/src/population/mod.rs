@@ -424,6 +424,12 @@ impl Population {
         .filter_map(|d| d(&view))
         .collect();
         findings.sort_by(|a, b| b.cost.ms.total_cmp(&a.cost.ms));
+        if let Some(rtt) = self.rtt.quantile(0.5).filter(|r| *r > 0.0) {
+            for f in &mut findings {
+                f.cost.per_connection_rtts =
+                    Some(crate::base::cost::round3(f.cost.per_connection_ms / rtt));
+            }
+        }
         let mut intervals = intervals_of(interval_ms, &cells);
         for f in &findings {
             let named = f
@@ -480,6 +486,20 @@ impl View<'_> {
     pub(crate) fn span(&self, i: usize) -> [f64; 2] {
         let w = self.interval_ms as f64 / 1000.0;
         [i as f64 * w, (i + 1) as f64 * w]
+    }
+
+    /// The intervals where `count` is above 0, largest count first (ties
+    /// in time order).
+    pub(crate) fn intervals_by(&self, count: impl Fn(&Cell) -> u64) -> Vec<usize> {
+        let mut v: Vec<usize> = (0..self.cells.len())
+            .filter(|&i| count(&self.cells[i]) > 0)
+            .collect();
+        v.sort_by(|&a, &b| {
+            count(&self.cells[b])
+                .cmp(&count(&self.cells[a]))
+                .then(a.cmp(&b))
+        });
+        v
     }
 
     /// Mean handshakes in progress in interval `i`.
@@ -676,6 +696,9 @@ pub struct PopCost {
     pub connections: u64,
     /// Mean extra time per affected connection (ms).
     pub per_connection_ms: f64,
+    /// The same in round trips of the capture's median baseline RTT
+    /// (absent when no connection's RTT is known).
+    pub per_connection_rtts: Option<f64>,
 }
 
 impl PopCost {
@@ -689,6 +712,7 @@ impl PopCost {
             } else {
                 0.0
             },
+            per_connection_rtts: None,
         }
     }
 }

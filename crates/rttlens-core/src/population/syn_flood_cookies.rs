@@ -35,15 +35,7 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
         .take(3)
         .map(|(s, (gr, d))| format!("{s}: {d} without, {gr} with"))
         .collect();
-    let mut intervals: Vec<usize> = (0..v.cells.len())
-        .filter(|&i| v.cells[i].options_dropped > 0)
-        .collect();
-    intervals.sort_by(|&a, &b| {
-        v.cells[b]
-            .options_dropped
-            .cmp(&v.cells[a].options_dropped)
-            .then(a.cmp(&b))
-    });
+    let intervals = v.intervals_by(|c| c.options_dropped);
     let mut evidence: Vec<_> = intervals
         .iter()
         .take(3)

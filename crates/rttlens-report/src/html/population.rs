@@ -947,6 +947,7 @@ mod tests {
                     ms: 1000.0,
                     connections: 40,
                     per_connection_ms: 25.0,
+                    per_connection_rtts: Some(2.5),
                 },
                 evidence: vec![
                     PopEvidence {
