@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# analyze-speed.sh - time `rttlens analyze` on two shapes of capture beside
+# analyze-speed.sh - time `rttlens analyze` on three shapes of capture beside
 # its peers and the read limit, and check that memory stays flat on a
 # capture of 10 GB (see bench/README.md).
 set -euo pipefail
@@ -13,36 +13,66 @@ PROG=${0##*/}
 DATA="$SCRIPT_DIR/data"
 BULK="$DATA/bench.pcap"
 CONNS="$DATA/conns.pcap"
+STORM="$DATA/storm.pcap"
 BIG="$DATA/big.pcap"
 RUNS=${RUNS:-3}
 BUILD=1
 BIG_GB=0
 PEERS=1
 ONLY=""
+BIN=${RTTLENS_BIN:-}
+COMPARE=""
+
+# the connection-heavy capture: TLS 1.3 full and resumed handshakes with a
+# request each, the server keeping up with most of them
+CONNS_ARGS=(--lab nginx --rtt 2ms --rate 1300 --duration 70s --mix "full=2,resumed=1" --request)
+# the storm: nginx with a listen backlog of 8 and no SYN cookies, offered
+# five to ten times what it accepts; the full accept queue drops SYNs (resent
+# 1, 2, 3, 4, 5 and 7 s after the first: linear timeouts, then backing off)
+# and handshakes' last ACKs (the ClientHello is resent on the RTO, backing
+# off); connections give up after 11 s, those that get in make 10 requests
+STORM_ARGS=(--lab nginx --rtt 10ms --lab-backlog 8 --lab-syncookies 0 --rate 1400 --duration 60s
+    --mix "full=2,resumed=1" --requests 10 --timeout 11s --max-in-flight 20000)
 
 usage() {
     cat <<EOF
-Usage: $PROG [--runs N] [--no-build] [--no-peers] [--only bulk|conns] [--big GB]
+Usage: $PROG [--runs N] [--no-build] [--bin PATH] [--compare PATH] [--no-peers]
+       [--only bulk|conns|storm] [--big GB]
 
-Builds rttlens (release), makes the two captures when missing (root: network
+Builds rttlens (release), makes the three captures when missing (root: network
 namespaces), then prints, per capture, in one run: cat (the read limit),
-rttlens on 1 thread and on all threads in text, json and jsonl, tcptrace -ln
+tcptrace -ln, rttlens on 1 thread and on all threads in text, json and jsonl,
 and tshark without TCP reassembly: wall time (best of N for cat and rttlens,
-one run for the peers), packets/s, MB/s, peak RSS and the ratio to cat.
+one run for the peers), packets/s, MB/s, peak RSS, the ratio to cat and how
+many times faster than tcptrace each row is (tcptrace is timed first).
 
 Captures (bench/data/, git-ignored):
-  bulk   $BULK (make-capture.sh: bulk downloads and short HTTPS)
-  conns  $CONNS (rttlens bench --lab nginx --capture: ~90 k short HTTPS
-         connections with a request each, ~1.8 M packets)
+  bulk   $BULK
+         make-capture.sh: bulk downloads and short HTTPS, ~450 k packets
+  conns  $CONNS
+         rttlens bench ${CONNS_ARGS[*]} --capture
+         ~90 k short HTTPS connections with a request each, ~1.8 M packets
+  storm  $STORM
+         rttlens bench ${STORM_ARGS[*]} --capture
+         ~88 k connections, most of them SYNs resent until they give up,
+         ~1.1 M packets; about 80-90 s to make
 
 Options:
-  --runs N     timed runs of cat and rttlens, the best is shown (default $RUNS)
-  --no-build   do not run cargo build
-  --no-peers   skip tcptrace and tshark
-  --only C     time only capture C (bulk or conns)
-  --big GB     also make $BIG of at least GB GB (time-shifted copies of the
-               bulk capture, editcap + mergecap) and print rttlens' RSS after
-               1, 5, 10, … GB read (disk: GB plus the bulk capture)
+  --runs N        timed runs of cat and rttlens, the best is shown (default $RUNS)
+  --no-build      do not run cargo build
+  --bin PATH      time this rttlens binary and build nothing (env RTTLENS_BIN);
+                  it also makes missing lab captures
+  --compare PATH  also time this second rttlens binary, its runs alternating
+                  with the first's (A, B, A, B, ...), in rows labelled with
+                  its file name
+  --no-peers      skip tcptrace and tshark (no "× tcptrace" column figures)
+  --only C        time only capture C (bulk, conns or storm)
+  --big GB        also make $BIG of at least GB GB (time-shifted copies of the
+                  bulk capture, editcap + mergecap) and print rttlens' RSS after
+                  1, 5, 10, … GB read (disk: GB plus the bulk capture)
+
+Needs GNU time and python3; tcptrace (apt-get install -y tcptrace) unless
+--no-peers; tshark optional (apt-get install -y tshark).
 EOF
 }
 
@@ -53,6 +83,8 @@ while (($#)); do
     case $1 in
         --runs)     [[ $# -ge 2 ]] || die "$1 needs a value"; RUNS=$2; shift 2 ;;
         --no-build) BUILD=0; shift ;;
+        --bin)      [[ $# -ge 2 ]] || die "$1 needs a value"; BIN=$2; shift 2 ;;
+        --compare)  [[ $# -ge 2 ]] || die "$1 needs a value"; COMPARE=$2; shift 2 ;;
         --no-peers) PEERS=0; shift ;;
         --only)     [[ $# -ge 2 ]] || die "$1 needs a value"; ONLY=$2; shift 2 ;;
         --big)      [[ $# -ge 2 ]] || die "$1 needs a value"; BIG_GB=$2; shift 2 ;;
@@ -60,42 +92,73 @@ while (($#)); do
         *)          usage >&2; die "unknown argument: $1" ;;
     esac
 done
-[[ $RUNS =~ ^[0-9]+$ ]] && ((RUNS >= 1 && RUNS <= 50)) || die "--runs must be in 1..50"
-[[ $BIG_GB =~ ^[0-9]+$ ]] && ((BIG_GB <= 200)) || die "--big must be a number of GB up to 200"
-case $ONLY in ""|bulk|conns) ;; *) die "--only takes bulk or conns" ;; esac
+if ! [[ $RUNS =~ ^[0-9]+$ ]] || ((RUNS < 1 || RUNS > 50)); then die "--runs must be in 1..50"; fi
+if ! [[ $BIG_GB =~ ^[0-9]+$ ]] || ((BIG_GB > 200)); then die "--big must be a number of GB up to 200"; fi
+case $ONLY in ""|bulk|conns|storm) ;; *) die "--only takes bulk, conns or storm" ;; esac
 
 [[ -x /usr/bin/time ]] || die "GNU time is missing: apt-get install -y time"
 command -v python3 >/dev/null || die "python3 is missing: apt-get install -y python3"
+if ((PEERS)) && ! command -v tcptrace >/dev/null; then
+    die "tcptrace is missing (every run times it: the \"× tcptrace\" column): apt-get install -y tcptrace (or --no-peers)"
+fi
 
-BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/rttlens"
+if [[ -n $BIN ]]; then
+    [[ $BIN == */* ]] || BIN=./$BIN
+    BUILD=0
+else
+    BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/rttlens"
+fi
 if ((BUILD)); then
     note "building: cargo build --release -p rttlens"
     (cd -- "$ROOT" && cargo build --release -q -p rttlens) || die "cargo build failed"
 fi
-[[ -x $BIN ]] || die "$BIN not found (build it, or drop --no-build)"
+[[ -x $BIN && -f $BIN ]] || die "$BIN not found or not executable (build it, drop --no-build, or give --bin)"
+LABEL="rttlens"
+LABEL_B=""
+if [[ -n $COMPARE ]]; then
+    [[ $COMPARE == */* ]] || COMPARE=./$COMPARE
+    [[ -x $COMPARE && -f $COMPARE ]] || die "--compare: $COMPARE not found or not executable"
+    LABEL_B=${COMPARE##*/}
+    if [[ $LABEL_B == "$LABEL" ]]; then # both "rttlens": name its directory too
+        dir=${COMPARE%/*}
+        LABEL_B="${dir##*/}/$LABEL_B"
+    fi
+fi
 CORES=$(nproc)
 mkdir -p "$DATA"
 
 # ---- captures -----------------------------------------------------------------
 need_root() { [[ $EUID -eq 0 ]] || die "making $1 needs root (network namespaces): sudo $0"; }
+wanted() { [[ -z $ONLY || $ONLY == "$1" ]]; }
 
-make_conns() {
-    need_root "$CONNS"
+# lab_capture FILE ABOUT BENCH-ARGS... : rttlens bench --lab ... --capture, its
+# pcapng converted to FILE (pcap); the bench report beside it as NAME-bench.txt
+lab_capture() {
+    local out=$1 about=$2 log
+    shift 2
+    log="${out%.pcap}-bench.txt"
+    need_root "$out"
     command -v editcap >/dev/null || die "editcap is missing: apt-get install -y wireshark-common"
-    note "making $CONNS: rttlens bench --lab nginx --rate 1300 --duration 70s --request --capture (about 90 s)"
-    "$BIN" bench --lab nginx --rtt 2ms --rate 1300 --duration 70s --mix full=2,resumed=1 \
-        --request --capture "$CONNS.pcapng" --no-progress -k >"$DATA/conns-bench.txt" \
-        || die "rttlens bench failed: see $DATA/conns-bench.txt"
-    editcap -F pcap "$CONNS.pcapng" "$CONNS" && rm -f -- "$CONNS.pcapng"
+    "$ROOT/scripts/deps" lab || die "the lab's packages are missing (scripts/deps lab)"
+    note "making ${out#"$ROOT"/}: rttlens bench $* --capture ($about)"
+    "$BIN" bench "$@" --capture "$out.pcapng" --no-progress -k >"$log" \
+        || die "rttlens bench failed: see $log"
+    grep -E '^(result|listen) ' "$log" >&2 || true
+    editcap -F pcap "$out.pcapng" "$out.partial.pcap" || die "editcap failed on $out.pcapng"
+    mv -- "$out.partial.pcap" "$out"
+    rm -f -- "$out.pcapng"
 }
 
-if [[ $ONLY != conns && ! -f $BULK ]]; then
+if wanted bulk && [[ ! -f $BULK ]]; then
     need_root "$BULK"
     note "making $BULK with make-capture.sh"
     "$SCRIPT_DIR/make-capture.sh" "$BULK" --no-tshark || die "make-capture.sh failed"
 fi
-if [[ $ONLY != bulk && ! -f $CONNS ]]; then
-    make_conns
+if wanted conns && [[ ! -f $CONNS ]]; then
+    lab_capture "$CONNS" "about 90 s" "${CONNS_ARGS[@]}"
+fi
+if wanted storm && [[ ! -f $STORM ]]; then
+    lab_capture "$STORM" "about 80-90 s" "${STORM_ARGS[@]}"
 fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rttlens-speed.XXXXXX")
@@ -112,28 +175,62 @@ measure() {
     M_RSS=$(tail -n 1 "$WORK/time")
 }
 
+# less A B : A < B (B empty: true)
+less() { [[ -z $2 ]] || awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
+
 # best N CMD... : best wall of N runs (M_WALL), largest RSS (M_RSS).
 best() {
     local n=$1 i w="" r=0
     shift
     for ((i = 0; i < n; i++)); do
         measure "$@" || return 1
-        if [[ -z $w ]] || awk -v a="$M_WALL" -v b="$w" 'BEGIN { exit !(a < b) }'; then w=$M_WALL; fi
-        ((M_RSS > r)) && r=$M_RSS
+        if less "$M_WALL" "$w"; then w=$M_WALL; fi
+        if ((M_RSS > r)); then r=$M_RSS; fi
     done
     M_WALL=$w M_RSS=$r
 }
 
+# best_pair N BIN_A BIN_B ARGS... : BIN_A ARGS and BIN_B ARGS, alternately, N
+# runs each; A_WALL/A_RSS and B_WALL/B_RSS as best() (empty wall: it failed)
+best_pair() {
+    local n=$1 a=$2 b=$3 i wa="" ra=0 wb="" rb=0 fa=0 fb=0
+    shift 3
+    for ((i = 0; i < n; i++)); do
+        if ((!fa)); then
+            if measure "$a" "$@"; then
+                if less "$M_WALL" "$wa"; then wa=$M_WALL; fi
+                if ((M_RSS > ra)); then ra=$M_RSS; fi
+            else
+                fa=1
+            fi
+        fi
+        if ((!fb)); then
+            if measure "$b" "$@"; then
+                if less "$M_WALL" "$wb"; then wb=$M_WALL; fi
+                if ((M_RSS > rb)); then rb=$M_RSS; fi
+            else
+                fb=1
+            fi
+        fi
+    done
+    if ((fa)); then wa=""; fi
+    if ((fb)); then wb=""; fi
+    A_WALL=$wa A_RSS=$ra B_WALL=$wb B_RSS=$rb
+}
+
+W=30 # the tool column's width
+if [[ -n $LABEL_B ]] && ((${#LABEL_B} + 20 > W)); then W=$((${#LABEL_B} + 20)); fi
+
 row() { # LABEL WALL RSS_KIB
-    awk -v l="$1" -v w="$2" -v r="$3" -v p="$PACKETS" -v mb="$MB" -v c="$CAT" 'BEGIN {
+    awk -v l="$1" -v w="$2" -v r="$3" -v p="$PACKETS" -v mb="$MB" -v c="$CAT" -v t="$TCPTRACE" -v W="$W" 'BEGIN {
         if (w <= 0) w = 0.001
-        printf "| %-30s | %7.3f | %7.2f | %7.0f | %6s | %6.1f |\n", l, w, p / w / 1e6, mb / w,
-            (r > 0 ? sprintf("%.0f", r / 1024) : "-"), w / c
+        printf "| %-*s | %7.3f | %7.2f | %7.0f | %6s | %6.1f | %10s |\n", W, l, w, p / w / 1e6, mb / w,
+            (r > 0 ? sprintf("%.0f", r / 1024) : "-"), w / c, (t != "" ? sprintf("%.1f", t / w) : "-")
     }'
 }
 
 time_capture() { # NAME FILE
-    local name=$1 f=$2 fmt
+    local name=$1 f=$2 fmt threads label dashes tt_rss=0
     [[ -r $f ]] || die "cannot read $f"
     MB=$(awk -v s="$(stat -c %s -- "$f")" 'BEGIN { printf "%.1f", s / 1048576 }')
     # the same page cache every run: the file is dropped from it and read
@@ -142,31 +239,53 @@ time_capture() { # NAME FILE
     # 0.015 s instead of 0.061 s as the small pages tcpdump's writes left)
     dd if="$f" iflag=nocache count=0 status=none 2>/dev/null || note "could not drop $f from the page cache"
     cat -- "$f" >/dev/null
-    # the packet count, from rttlens' own summary
+    # the packet and connection counts, from rttlens' own summary
     "$BIN" analyze "$f" --format jsonl --no-progress >"$WORK/out.jsonl"
-    PACKETS=$(tail -n 1 "$WORK/out.jsonl" | python3 -c 'import json, sys; print(json.load(sys.stdin)["capture"]["frames"])')
-    local conns
-    conns=$(tail -n 1 "$WORK/out.jsonl" | python3 -c 'import json, sys; print(json.load(sys.stdin)["capture"]["connections"])')
+    local summary
+    summary=$(tail -n 1 "$WORK/out.jsonl" | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["capture"]
+f = c.get("findings_by_id", {})
+print(c["frames"], c["connections"], c.get("peak_open_connections", "?"),
+      f.get("syn-retransmission", 0), f.get("rto", 0))')
+    local conns peak synretx rto
+    read -r PACKETS conns peak synretx rto <<<"$summary"
     best "$RUNS" cat -- "$f"
     CAT=$M_WALL
+    local cat_rss=$M_RSS
+    # tcptrace first, one run: every rttlens row says how many times faster it was
+    TCPTRACE=""
+    if ((PEERS)); then
+        if measure tcptrace -ln "$f"; then
+            TCPTRACE=$M_WALL tt_rss=$M_RSS
+        else
+            note "tcptrace failed on $f: no \"× tcptrace\" figures"
+        fi
+    fi
+    printf -v dashes '%*s' "$W" ''
     echo
-    echo "### $name: ${f#"$ROOT"/}, $MB MB, $PACKETS packets, $conns connections ($CORES cores)"
+    echo "### $name: ${f#"$ROOT"/}, $MB MB, $PACKETS packets, $conns connections (peak $peak open; $synretx with SYN retransmissions, $rto with RTOs) ($CORES cores)"
     echo
-    echo "| tool                           |  wall s | M pkt/s |    MB/s | RSS MB |  × cat |"
-    echo "|--------------------------------|--------:|--------:|--------:|-------:|-------:|"
-    row "cat (the read limit)" "$CAT" "$M_RSS"
+    printf '| %-*s |  wall s | M pkt/s |    MB/s | RSS MB |  × cat | × tcptrace |\n' "$W" "tool"
+    printf '|-%s-|--------:|--------:|--------:|-------:|-------:|-----------:|\n' "${dashes// /-}"
+    row "cat (the read limit)" "$CAT" "$cat_rss"
     for threads in 1 "$CORES"; do
         for fmt in text json jsonl; do
-            best "$RUNS" "$BIN" analyze "$f" --no-progress --threads "$threads" --format "$fmt" || continue
-            row "rttlens $fmt, $threads thread$([[ $threads == 1 ]] || echo s)" "$M_WALL" "$M_RSS"
+            label="$fmt, $threads thread$([[ $threads == 1 ]] || echo s)"
+            if [[ -z $COMPARE ]]; then
+                best "$RUNS" "$BIN" analyze "$f" --no-progress --threads "$threads" --format "$fmt" || continue
+                row "$LABEL $label" "$M_WALL" "$M_RSS"
+            else
+                best_pair "$RUNS" "$BIN" "$COMPARE" analyze "$f" --no-progress --threads "$threads" --format "$fmt"
+                if [[ -n $A_WALL ]]; then row "$LABEL $label" "$A_WALL" "$A_RSS"; fi
+                if [[ -n $B_WALL ]]; then row "$LABEL_B $label" "$B_WALL" "$B_RSS"; fi
+            fi
         done
     done
+    if [[ -n $TCPTRACE ]]; then
+        row "tcptrace -ln" "$TCPTRACE" "$tt_rss"
+    fi
     if ((PEERS)); then
-        if command -v tcptrace >/dev/null; then
-            measure tcptrace -ln "$f" && row "tcptrace -ln" "$M_WALL" "$M_RSS"
-        else
-            note "tcptrace is missing (apt-get install -y tcptrace): row skipped"
-        fi
         if command -v tshark >/dev/null; then
             measure tshark -r "$f" -o tcp.desegment_tcp_streams:FALSE -q -z conv,tcp \
                 && row "tshark -z conv,tcp (no reasm.)" "$M_WALL" "$M_RSS"
@@ -176,16 +295,28 @@ time_capture() { # NAME FILE
     fi
 }
 
-[[ $ONLY == bulk ]] || time_capture "connection-heavy" "$CONNS"
-[[ $ONLY == conns ]] || time_capture "bulk" "$BULK"
+if [[ -n $COMPARE ]]; then
+    note "rttlens: $BIN; compared with $COMPARE (rows $LABEL_B …), runs alternating"
+    ALT=" (the two binaries' runs alternating)"
+else
+    note "rttlens: $BIN"
+    ALT=""
+fi
+echo "machine: $CORES cores, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || echo "unknown CPU"), load average $(cut -d ' ' -f 1-3 /proc/loadavg) at the start, $(date -u '+%Y-%m-%d %H:%M UTC')"
+wanted conns && time_capture "connection-heavy" "$CONNS"
+wanted storm && time_capture "storm" "$STORM"
+wanted bulk && time_capture "bulk" "$BULK"
 echo
-echo "wall: best of $RUNS for cat and rttlens, one run for tcptrace and tshark; MB = MiB; page cache warm (dropped, then read once with cat)"
+if ((PEERS)); then PEERS_NOTE="one run for tcptrace and tshark"; else PEERS_NOTE="tcptrace and tshark skipped (--no-peers)"; fi
+echo "wall: best of $RUNS for cat and rttlens$ALT, $PEERS_NOTE; MB = MiB; page cache warm (dropped, then read once with cat)"
+echo "× cat = wall / cat's wall (times slower than reading the file); × tcptrace = tcptrace's wall / wall (times faster than tcptrace -ln)"
 
 # ---- 10 GB: memory stays flat ---------------------------------------------------
 ((BIG_GB > 0)) || exit 0
-command -v editcap >/dev/null && command -v mergecap >/dev/null \
-    || die "editcap/mergecap are missing: apt-get install -y wireshark-common"
-[[ -f $BULK ]] || die "$BULK is missing (run without --only conns first)"
+if ! command -v editcap >/dev/null || ! command -v mergecap >/dev/null; then
+    die "editcap/mergecap are missing: apt-get install -y wireshark-common"
+fi
+[[ -f $BULK ]] || die "$BULK is missing (run without --only, or with --only bulk, first)"
 want=$((BIG_GB * 1000 * 1000 * 1000))
 if [[ ! -f $BIG ]] || (($(stat -c %s -- "$BIG") < want)); then
     size=$(stat -c %s -- "$BULK")
