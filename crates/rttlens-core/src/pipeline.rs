@@ -354,9 +354,14 @@ struct Intake<'f> {
     filter: Option<&'f Filter>,
     first: Option<Timestamp>,
     last: Timestamp,
-    /// Latest timestamp of a tracked segment ([`FlowTable::sweep`]'s now).
+    /// Latest timestamp of a TCP segment tracked or filtered out
+    /// ([`FlowTable::sweep`]'s now).
     now: Timestamp,
     tracked: u64,
+    /// TCP segments tracked or filtered out: the clock of the sweeps, so
+    /// that a filter that drops most segments does not leave connections
+    /// that are over waiting in memory (without a filter: `tracked`).
+    clock: u64,
     /// Decode without the TCP options, whose notes the flow threads count
     /// (the parallel pipeline's reader).
     light: bool,
@@ -380,6 +385,7 @@ impl<'f> Intake<'f> {
             last: Timestamp::default(),
             now: Timestamp::default(),
             tracked: 0,
+            clock: 0,
             light: false,
             swept: (0, Timestamp::default()),
             copies: Duplicates::default(),
@@ -402,6 +408,8 @@ impl<'f> Intake<'f> {
                 self.sum.tcp_segments += 1;
                 if self.filter.is_some_and(|f| !f.matches(&seg)) {
                     self.sum.filtered_out += 1;
+                    self.clock += 1;
+                    self.now = self.now.max(frame.ts);
                     return None;
                 }
                 if self.copies.is_copy(&seg, frame.ts) {
@@ -418,6 +426,7 @@ impl<'f> Intake<'f> {
                     self.sum.quality.malformed_tcp_options += 1;
                 }
                 self.tracked += 1;
+                self.clock += 1;
                 self.now = self.now.max(frame.ts);
                 let at = FrameRef {
                     frame: frame.number,
@@ -441,14 +450,15 @@ impl<'f> Intake<'f> {
         }
     }
 
-    /// Whether the flow tables are swept after the segment just tracked
-    /// ([`SWEEP_EVERY`], [`SWEEP_MIN`]).
+    /// Whether the flow tables are swept after the frame just taken
+    /// ([`SWEEP_EVERY`], [`SWEEP_MIN`] TCP segments, tracked or filtered
+    /// out).
     fn sweep_due(&mut self) -> bool {
-        let since = self.tracked - self.swept.0;
+        let since = self.clock - self.swept.0;
         let due =
             since >= SWEEP_EVERY || since >= SWEEP_MIN && self.now - self.swept.1 >= SWEEP_INTERVAL;
         if due {
-            self.swept = (self.tracked, self.now);
+            self.swept = (self.clock, self.now);
         }
         due
     }
@@ -553,12 +563,13 @@ fn scan(
         finish(conn, start);
     };
     while let Some(frame) = intake.next(reader)? {
-        if let Some((seg, at)) = intake.take(&frame) {
-            let start = intake.start();
+        let taken = intake.take(&frame);
+        let start = intake.start();
+        if let Some((seg, at)) = taken {
             table.push(&seg, at, &mut |c| finish(c, start));
-            if intake.sweep_due() {
-                table.sweep(intake.now, &mut |c| finish(c, start));
-            }
+        }
+        if intake.sweep_due() {
+            table.sweep(intake.now, &mut |c| finish(c, start));
         }
         if intake.sum.frames % 8192 == 0 {
             progress(Progress {

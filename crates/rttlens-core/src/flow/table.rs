@@ -3,6 +3,8 @@
 //! are over, in index order, so memory grows with the connections open at
 //! once, not with the file.
 
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::net::IpAddr;
 
 use rustc_hash::FxHashMap;
@@ -35,7 +37,7 @@ pub const SWEEP_MIN: u64 = 1_024;
 /// See [`SWEEP_MIN`].
 pub const SWEEP_INTERVAL: Duration = Duration::from_millis(100);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct FlowKey {
     a: IpAddr,
     b: IpAddr,
@@ -77,8 +79,17 @@ struct Slot<P> {
     last: Timestamp,
     /// [`Conn::is_closed`] after its last segment.
     closed: bool,
+    /// A closed connection: the deadline of its latest entry in
+    /// [`FlowTable::closing`], never later than `last` + [`CLOSED_LINGER`]
+    /// ([`LEAVING`] once a sweep chose it; [`NOT_QUEUED`] while open).
+    due: Timestamp,
     conn: Box<Conn<P>>,
 }
+
+/// [`Slot::due`] of an open connection: not in [`FlowTable::closing`].
+const NOT_QUEUED: Timestamp = Timestamp::from_nanos(i64::MAX);
+/// [`Slot::due`] of a connection a sweep is handing on.
+const LEAVING: Timestamp = Timestamp::from_nanos(i64::MIN);
 
 /// The connection table.
 #[derive(Debug)]
@@ -91,6 +102,19 @@ pub struct FlowTable<P: Trackers> {
     next_index: u64,
     /// The keys a sweep hands on (kept for the next sweep).
     over: Vec<(u64, FlowKey)>,
+    /// Closed connections by the time a sweep may hand them on (`last` +
+    /// [`CLOSED_LINGER`]), earliest first: a sweep pops what is due instead
+    /// of visiting every open connection. An entry whose connection has
+    /// gone or moved on is dropped or queued again when it comes up.
+    closing: BinaryHeap<Reverse<(Timestamp, u64, FlowKey)>>,
+    /// No open connection is idle for [`IDLE_TIMEOUT`] before this: a sweep
+    /// visits every connection only once it has passed (a lower bound,
+    /// lowered by every segment, raised by the visit).
+    idle_from: Timestamp,
+    /// The tombstones of [`closed`](Self::closed) in the order they were
+    /// laid (sweeps' `now`, which never goes back), to forget the old ones
+    /// without visiting the rest.
+    tombstones: VecDeque<(Timestamp, FlowKey)>,
     /// Most connections open at once.
     pub(crate) peak_open: usize,
     /// Keep per-frame marks in every connection's halves.
@@ -109,6 +133,9 @@ impl<P: Trackers> Default for FlowTable<P> {
             late_segments: 0,
             next_index: 0,
             over: Vec::new(),
+            closing: BinaryHeap::new(),
+            idle_from: NOT_QUEUED,
+            tombstones: VecDeque::new(),
             peak_open: 0,
             marks: false,
             trace: false,
@@ -198,6 +225,7 @@ impl<P: Trackers> FlowTable<P> {
                     index: c.index,
                     last: at.ts,
                     closed: false,
+                    due: NOT_QUEUED,
                     conn: c,
                 })
             }
@@ -205,6 +233,17 @@ impl<P: Trackers> FlowTable<P> {
         slot.conn.push(seg, at);
         slot.last = slot.conn.last.ts;
         slot.closed = slot.conn.is_closed();
+        if slot.closed {
+            // `last` may go back (timestamps out of order): queue again
+            // whenever the deadline moved earlier than the queued one
+            let due = slot.last + CLOSED_LINGER;
+            if due < slot.due {
+                slot.due = due;
+                self.closing.push(Reverse((due, slot.index, key)));
+            }
+        } else {
+            self.idle_from = self.idle_from.min(slot.last + IDLE_TIMEOUT);
+        }
         self.peak_open = self.peak_open.max(self.conns.len());
         opened
     }
@@ -223,15 +262,50 @@ impl<P: Trackers> FlowTable<P> {
         // each time cost page faults
         let mut over = std::mem::take(&mut self.over);
         over.clear();
-        over.extend(
-            self.conns
-                .iter()
-                .filter(|(_, c)| {
-                    let quiet = now - c.last;
-                    (c.closed && quiet > CLOSED_LINGER) || quiet > IDLE_TIMEOUT
-                })
-                .map(|(k, c)| (c.index, *k)),
-        );
+        if now - self.idle_from > Duration::ZERO {
+            // an open connection may be idle: visit them all, and learn
+            // when the next one may be
+            let mut idle_from = NOT_QUEUED;
+            for (k, c) in &mut self.conns {
+                let quiet = now - c.last;
+                if (c.closed && quiet > CLOSED_LINGER) || quiet > IDLE_TIMEOUT {
+                    c.due = LEAVING;
+                    over.push((c.index, *k));
+                } else if !c.closed {
+                    idle_from = idle_from.min(c.last + IDLE_TIMEOUT);
+                }
+            }
+            self.idle_from = idle_from;
+        }
+        while let Some(&Reverse((due, index, key))) = self.closing.peek() {
+            if now - due <= Duration::ZERO {
+                break;
+            }
+            self.closing.pop();
+            let Some(c) = self.conns.get_mut(&key) else {
+                continue;
+            };
+            if c.index != index || c.due == LEAVING {
+                continue;
+            }
+            if !c.closed {
+                // not closed after all (never, as `Conn::is_closed` stands):
+                // an open connection again
+                c.due = NOT_QUEUED;
+                self.idle_from = self.idle_from.min(c.last + IDLE_TIMEOUT);
+                continue;
+            }
+            let quiet = now - c.last;
+            if quiet > CLOSED_LINGER {
+                c.due = LEAVING;
+                over.push((index, key));
+            } else if c.due == due {
+                // its latest entry, and it has had segments since: queue
+                // it for its deadline now
+                c.due = c.last + CLOSED_LINGER;
+                self.closing.push(Reverse((c.due, index, key)));
+            }
+        }
         // index order, not the hash map's: the same whether one table holds
         // every connection or each thread's table a share of them
         over.sort_unstable_by_key(|&(i, _)| i);
@@ -239,12 +313,22 @@ impl<P: Trackers> FlowTable<P> {
             if let Some(c) = self.conns.remove(&k) {
                 if c.closed {
                     self.closed.insert(k, now);
+                    self.tombstones.push_back((now, k));
                 }
                 done(c.conn);
             }
         }
         self.over = over;
-        self.closed.retain(|_, t| now - *t < TOMBSTONE);
+        while let Some(&(t, k)) = self.tombstones.front() {
+            if now - t < TOMBSTONE {
+                break;
+            }
+            self.tombstones.pop_front();
+            // laid again by a later sweep: that one stays
+            if self.closed.get(&k) == Some(&t) {
+                self.closed.remove(&k);
+            }
+        }
     }
 
     /// End of capture: hand on every connection still open, in index order.

@@ -58,7 +58,7 @@ use crate::wire::{self, Decoded};
 
 /// A batch is sent once it holds this many frames over all shards…
 const BATCH_FRAMES: usize = 4096;
-/// …or this many bytes of packet data.
+/// …or once this many bytes of packets were read (taken or not).
 const BATCH_BYTES: usize = 1 << 20;
 /// Batches waiting per shard before the reader processes some itself.
 const QUEUE: usize = 2;
@@ -255,6 +255,10 @@ fn read_frames(
             Ok(None) => break Ok(()),
             Err(e) => break Err(e),
         };
+        // every frame's bytes count, taken or not: the batches hold the
+        // reader's buffers, which a filter that takes few frames would
+        // otherwise keep alive by the hundred
+        bytes += frame.data.len();
         if let Some((seg, at)) = intake.take(&frame) {
             let shard = shard_of(&seg, n);
             let (link, orig_len, len) = (frame.link_type, frame.orig_len, frame.data.len());
@@ -284,14 +288,14 @@ fn read_frames(
                 bytes: loc,
             });
             frames += 1;
-            bytes += len;
-            if intake.sweep_due() {
-                for b in &mut batches {
-                    b.items.push(Item::Sweep {
-                        now: intake.now,
-                        frame: at.frame,
-                    });
-                }
+        }
+        // after a segment tracked or filtered out (the sweeps' clock)
+        if intake.sweep_due() {
+            for b in &mut batches {
+                b.items.push(Item::Sweep {
+                    now: intake.now,
+                    frame: frame.number,
+                });
             }
         }
         if frames >= BATCH_FRAMES || bytes >= BATCH_BYTES {

@@ -21,6 +21,12 @@ use crate::proto::tls::{TlsSummary, TlsTracker};
 /// The protocol trackers of one connection.
 #[derive(Debug)]
 pub struct Protocols {
+    /// No byte seen yet: the TLS and HTTP trackers are made by the first
+    /// bytes or gap (`start`), so a connection that never carries data (a
+    /// storm's SYNs sent again and again) holds none. `Some` with the keys
+    /// the connection's TLS tracker gets, when the key store had any as the
+    /// connection began.
+    pending: Option<Option<KeyStore>>,
     tls: Option<Box<TlsTracker>>,
     http: Option<Box<HttpTracker>>,
     /// HTTP/2 in clear.
@@ -45,10 +51,12 @@ struct Upgrade {
 }
 
 impl Default for Protocols {
+    /// Trackers for a connection without keys, made by its first bytes.
     fn default() -> Self {
         Protocols {
-            tls: Some(Box::default()),
-            http: Some(Box::default()),
+            pending: Some(None),
+            tls: None,
+            http: None,
             h2: None,
             h2_from: [0; 2],
             upgrade: None,
@@ -109,6 +117,17 @@ pub(crate) enum Found {
 }
 
 impl Protocols {
+    /// The first bytes (or gap): TLS and HTTP/1.x are both candidates.
+    fn start(&mut self) {
+        if let Some(keys) = self.pending.take() {
+            self.tls = Some(Box::new(match keys {
+                Some(keys) => TlsTracker::with_keys(keys),
+                None => TlsTracker::default(),
+            }));
+            self.http = Some(Box::default());
+        }
+    }
+
     fn settle(&mut self) {
         match self.tls.as_ref().and_then(|t| t.is_tls()) {
             Some(false) => self.tls = None,
@@ -245,20 +264,22 @@ impl Trackers for Protocols {
     type Ctx = KeyStore;
 
     fn new(keys: &KeyStore) -> Self {
-        if keys.is_empty() {
-            return Protocols::default();
-        }
         Protocols {
-            tls: Some(Box::new(TlsTracker::with_keys(keys.clone()))),
+            pending: Some((!keys.is_empty()).then(|| keys.clone())),
             ..Protocols::default()
         }
     }
 
     fn wants_bytes(&self) -> bool {
-        self.tls.is_some() || self.http.is_some() || self.h2.is_some() || self.upgrade.is_some()
+        self.pending.is_some()
+            || self.tls.is_some()
+            || self.http.is_some()
+            || self.h2.is_some()
+            || self.upgrade.is_some()
     }
 
     fn data(&mut self, side: Side, offset: u64, data: &[u8], at: FrameRef) {
+        self.start();
         if offset == 0 && self.h2.is_none() && self.http.is_some() && Self::opens_h2(side, data) {
             // HTTP/2 in clear by prior knowledge: neither TLS nor HTTP/1.x
             self.h2 = Some(Box::default());
@@ -299,6 +320,7 @@ impl Trackers for Protocols {
     }
 
     fn gap(&mut self, side: Side, offset: u64, len: u64) {
+        self.start();
         if let Some(h) = self.h2.as_mut() {
             let from = self.h2_from[side.index()];
             let end = offset.saturating_add(len);
