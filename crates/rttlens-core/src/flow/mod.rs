@@ -99,6 +99,11 @@ pub struct Conn<P> {
 
 impl<P: Trackers> Conn<P> {
     fn new(index: u64, seg: &TcpSegment<'_>, at: FrameRef, ctx: &P::Ctx) -> Conn<P> {
+        Self::with_protocols(index, seg, at, P::new(ctx))
+    }
+
+    /// [`Conn::new`] with its trackers made already.
+    fn with_protocols(index: u64, seg: &TcpSegment<'_>, at: FrameRef, protocols: P) -> Conn<P> {
         let (client, server, from_syn) = roles::roles(seg);
         Conn {
             index,
@@ -117,7 +122,7 @@ impl<P: Trackers> Conn<P> {
             handshake_ack: None,
             rst: None,
             rtt: RttSamples::default(),
-            protocols: P::new(ctx),
+            protocols,
             turns: Turns::default(),
             client_opening: None,
             trace: None,

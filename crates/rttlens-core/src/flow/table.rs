@@ -79,11 +79,92 @@ struct Slot<P> {
     last: Timestamp,
     /// [`Conn::is_closed`] after its last segment.
     closed: bool,
-    /// A closed connection: the deadline of its latest entry in
+    /// The connection is closed: the deadline of its latest entry in
     /// [`FlowTable::closing`], never later than `last` + [`CLOSED_LINGER`]
     /// ([`LEAVING`] once a sweep chose it; [`NOT_QUEUED`] while open).
     due: Timestamp,
-    conn: Box<Conn<P>>,
+    conn: State<P>,
+}
+
+/// A connection in the table: whole, or its SYNs only.
+#[derive(Debug)]
+enum State<P> {
+    /// Client SYNs only so far (no payload, one direction, one ISN: a
+    /// storm's SYNs sent again and again, a scan): the SYNs are kept as
+    /// they came and replayed into a [`Conn`] by the first other segment or
+    /// when the connection is handed on, so such a connection costs its
+    /// SYNs (144 bytes each), not a connection's state (over 3 KB). The
+    /// replay is the same sequence of pushes, so the result is the same.
+    Syns(Box<Syns<P>>),
+    /// Everything else.
+    Conn(Box<Conn<P>>),
+}
+
+/// See [`State::Syns`].
+#[derive(Debug)]
+struct Syns<P> {
+    index: u64,
+    /// The trackers, made as the first SYN came (the key store then).
+    protocols: P,
+    /// The SYNs, without payload, in capture order.
+    syns: Vec<(TcpSegment<'static>, FrameRef)>,
+}
+
+impl<P: Trackers> State<P> {
+    /// Whether a SYN with `isn` belongs to this connection (not a new one
+    /// on the same 4-tuple): the client's SYN had it.
+    fn same_syn(&self, isn: crate::base::seq::SeqNumber) -> bool {
+        match self {
+            State::Syns(s) => s.syns[0].0.seq == isn,
+            State::Conn(c) => c.syn.is_some_and(|s| s.isn == isn),
+        }
+    }
+
+    /// The whole connection, the SYNs replayed when that is all it had.
+    fn into_conn(self) -> Box<Conn<P>> {
+        match self {
+            State::Conn(c) => c,
+            State::Syns(s) => {
+                let Syns {
+                    index,
+                    protocols,
+                    syns,
+                } = *s;
+                let (first, at) = &syns[0];
+                let mut c = Box::new(Conn::with_protocols(index, first, *at, protocols));
+                for (seg, at) in &syns {
+                    c.push(seg, *at);
+                }
+                c
+            }
+        }
+    }
+}
+
+/// `seg` as a SYN a [`State::Syns`] keeps: a client's SYN (no ACK) without
+/// payload, from the same end as the first.
+fn bare_syn(seg: &TcpSegment<'_>, first: Option<&TcpSegment<'_>>) -> Option<TcpSegment<'static>> {
+    let f = seg.flags;
+    let syn_only = f.contains(TcpFlags::SYN)
+        && !f.contains(TcpFlags::ACK)
+        && !f.contains(TcpFlags::RST)
+        && !f.contains(TcpFlags::FIN);
+    let same_end =
+        first.is_none_or(|f| (f.src, f.src_port, f.seq) == (seg.src, seg.src_port, seg.seq));
+    (syn_only && seg.payload_len == 0 && seg.payload.is_empty() && same_end).then_some(TcpSegment {
+        src: seg.src,
+        dst: seg.dst,
+        src_port: seg.src_port,
+        dst_port: seg.dst_port,
+        seq: seg.seq,
+        ack: seg.ack,
+        flags: seg.flags,
+        window: seg.window,
+        options: seg.options,
+        payload: &[],
+        payload_len: 0,
+        ip_id: seg.ip_id,
+    })
 }
 
 /// [`Slot::due`] of an open connection: not in [`FlowTable::closing`].
@@ -193,10 +274,9 @@ impl<P: Trackers> FlowTable<P> {
         let syn_only = seg.flags.contains(TcpFlags::SYN) && !seg.flags.contains(TcpFlags::ACK);
         if syn_only {
             if let Some(slot) = self.conns.get(&key) {
-                let same = slot.conn.syn.is_some_and(|s| s.isn == seg.seq);
-                if !same {
+                if !slot.conn.same_syn(seg.seq) {
                     if let Some(old) = self.conns.remove(&key) {
-                        done(old.conn);
+                        done(old.conn.into_conn());
                     }
                 }
             }
@@ -209,30 +289,73 @@ impl<P: Trackers> FlowTable<P> {
                 return false;
             }
             None => {
-                let mut c = Box::new(Conn::new(self.next_index, seg, at, &self.ctx));
-                if self.marks {
-                    for h in &mut c.half {
-                        h.marks = Some(Vec::new());
-                    }
-                }
-                if self.trace {
-                    c.trace = Some(Box::default());
-                    c.rtt.all = Some(Vec::new());
-                }
+                let index = self.next_index;
                 self.next_index += 1;
                 opened = true;
+                // tables that keep marks or traces keep whole connections
+                let syn = if self.marks || self.trace {
+                    None
+                } else {
+                    bare_syn(seg, None)
+                };
+                let conn = if syn.is_some() {
+                    State::Syns(Box::new(Syns {
+                        index,
+                        protocols: P::new(&self.ctx),
+                        syns: Vec::with_capacity(2),
+                    }))
+                } else {
+                    let mut c = Box::new(Conn::new(index, seg, at, &self.ctx));
+                    if self.marks {
+                        for h in &mut c.half {
+                            h.marks = Some(Vec::new());
+                        }
+                    }
+                    if self.trace {
+                        c.trace = Some(Box::default());
+                        c.rtt.all = Some(Vec::new());
+                    }
+                    State::Conn(c)
+                };
                 self.conns.entry(key).or_insert(Slot {
-                    index: c.index,
+                    index,
                     last: at.ts,
                     closed: false,
                     due: NOT_QUEUED,
-                    conn: c,
+                    conn,
                 })
             }
         };
-        slot.conn.push(seg, at);
-        slot.last = slot.conn.last.ts;
-        slot.closed = slot.conn.is_closed();
+        let conn = match &mut slot.conn {
+            State::Syns(s) => match bare_syn(seg, s.syns.first().map(|(f, _)| f)) {
+                Some(syn) => {
+                    s.syns.push((syn, at));
+                    slot.last = at.ts;
+                    self.idle_from = self.idle_from.min(slot.last + IDLE_TIMEOUT);
+                    self.peak_open = self.peak_open.max(self.conns.len());
+                    return opened;
+                }
+                None => {
+                    let whole = std::mem::replace(
+                        &mut slot.conn,
+                        State::Syns(Box::new(Syns {
+                            index: slot.index,
+                            protocols: P::default(),
+                            syns: Vec::new(),
+                        })),
+                    );
+                    slot.conn = State::Conn(whole.into_conn());
+                    let State::Conn(c) = &mut slot.conn else {
+                        unreachable!("just made whole")
+                    };
+                    c
+                }
+            },
+            State::Conn(c) => c,
+        };
+        conn.push(seg, at);
+        slot.last = conn.last.ts;
+        slot.closed = conn.is_closed();
         if slot.closed {
             // `last` may go back (timestamps out of order): queue again
             // whenever the deadline moved earlier than the queued one
@@ -315,7 +438,7 @@ impl<P: Trackers> FlowTable<P> {
                     self.closed.insert(k, now);
                     self.tombstones.push_back((now, k));
                 }
-                done(c.conn);
+                done(c.conn.into_conn());
             }
         }
         self.over = over;
@@ -333,10 +456,12 @@ impl<P: Trackers> FlowTable<P> {
 
     /// End of capture: hand on every connection still open, in index order.
     pub fn finish(self, done: &mut dyn FnMut(Box<Conn<P>>)) {
-        let mut rest: Vec<Box<Conn<P>>> = self.conns.into_values().map(|s| s.conn).collect();
-        rest.sort_by_key(|c| c.index);
-        for c in rest {
-            done(c);
+        let mut rest: Vec<Slot<P>> = self.conns.into_values().collect();
+        rest.sort_by_key(|s| s.index);
+        // made whole one at a time: a storm's thousands of SYN-only
+        // connections left at the end are not all whole at once
+        for s in rest {
+            done(s.conn.into_conn());
         }
     }
 }

@@ -344,3 +344,51 @@ fn a_segment_answering_the_peers_fin_is_not_nagle() {
     assert!(h.nagle.is_empty(), "{:?}", h.nagle);
     assert!(h.ack_stalls.is_empty(), "{:?}", h.ack_stalls);
 }
+
+/// A connection of SYNs only is kept as its SYNs and replayed into a whole
+/// connection when another segment comes or it is handed on: the result is
+/// the connection a table of whole connections (one keeping marks) makes.
+#[test]
+fn syns_only_replay_into_the_same_connection() {
+    let play = |n: &mut Net| {
+        // SYNs sent again, then answered, data and close
+        n.seg(true, 0.0, SYN, 100, 0, 0, wscale(7));
+        n.seg(true, 1000.0, SYN, 100, 0, 0, wscale(7));
+        n.seg(true, 3000.0, SYN, 100, 0, 0, wscale(7));
+        n.seg(false, 3010.0, SYNACK, 500, 101, 0, wscale(7));
+        n.seg(true, 3020.0, ACK, 101, 501, 0, TcpOptions::default());
+        n.seg(true, 3020.1, ACK, 101, 501, 300, TcpOptions::default());
+        n.seg(false, 3030.0, ACK, 501, 401, 1000, TcpOptions::default());
+        n.seg(true, 3040.0, FINACK, 401, 1501, 0, TcpOptions::default());
+        n.seg(false, 3050.0, FINACK, 1501, 402, 0, TcpOptions::default());
+        // a new ISN on the same 4-tuple: SYNs never answered, then another
+        n.seg(true, 9000.0, SYN, 7000, 0, 0, wscale(7));
+        n.seg(true, 10000.0, SYN, 7000, 0, 0, wscale(7));
+        n.seg(true, 20000.0, SYN, 9000, 0, 0, wscale(7));
+    };
+    let shown = |conns: Vec<Conn>| -> Vec<String> {
+        conns
+            .into_iter()
+            .map(|mut c| {
+                for h in &mut c.half {
+                    h.marks = None;
+                }
+                format!("{c:?}")
+            })
+            .collect()
+    };
+    let mut syns = Net::new();
+    play(&mut syns);
+    let mut whole = Net {
+        table: FlowTable::with_marks(),
+        ..Net::new()
+    };
+    play(&mut whole);
+    let (syns, whole) = (syns.finish(), whole.finish());
+    assert_eq!(syns.len(), 3);
+    assert_eq!(syns[0].syn.map(|s| s.count), Some(3));
+    assert!(syns[0].is_closed());
+    assert_eq!(syns[1].syn.map(|s| s.count), Some(2));
+    assert_eq!(syns[1].frames, 2);
+    assert_eq!(shown(syns), shown(whole));
+}
