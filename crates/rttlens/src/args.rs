@@ -37,6 +37,28 @@ pub enum Command {
     /// full, resumed and 0-RTT handshakes, percentiles per phase.
     #[cfg(feature = "bench")]
     Bench(BenchArgs),
+    /// A Prometheus exporter of probes (blackbox_exporter's multi-target
+    /// pattern): `GET /probe?target=URL&module=NAME` runs one probe with
+    /// the module's options and answers its metrics (docs/serve.md).
+    #[cfg(feature = "serve")]
+    Serve(ServeArgs),
+}
+
+/// `rttlens serve` arguments.
+#[cfg(feature = "serve")]
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on (`127.0.0.1:9115`; port 0 picks a free one,
+    /// printed on stderr).
+    #[arg(long, default_value = "127.0.0.1:9115", value_name = "ADDR")]
+    pub listen: std::net::SocketAddr,
+    /// The modules (YAML, docs/serve.md).
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// At most N probes at once; more get 503.
+    #[arg(long, default_value_t = 8, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_concurrent: u32,
 }
 
 /// `rttlens bench` arguments.

@@ -5,7 +5,7 @@
 //! and maps errors to exit codes (0 ok, 1 target failure, 2 usage or
 //! unreadable input). The products are features, all on by default:
 //! `probe` (`rttlens-probe`), `lab` (`rttlens-lab`), `bench`
-//! (`rttlens-bench`); without them (`--no-default-features`) the binary is
+//! (`rttlens-bench`), `serve` (`rttlens-serve`); without them (`--no-default-features`) the binary is
 //! `rttlens analyze` alone, and the other subcommands do not exist.
 #![forbid(unsafe_code)]
 
@@ -17,6 +17,8 @@ mod lab;
 mod output;
 #[cfg(feature = "probe")]
 mod probe;
+#[cfg(feature = "serve")]
+mod serve;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
@@ -71,6 +73,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Probe(a) => probe::run(a),
         #[cfg(feature = "bench")]
         Command::Bench(a) => bench::run(a),
+        #[cfg(feature = "serve")]
+        Command::Serve(a) => serve::run(a),
     }
 }
 

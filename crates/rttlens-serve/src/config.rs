@@ -1,0 +1,442 @@
+//! The configuration file: named modules, each a set of probe options
+//! (docs/serve.md "Configuration").
+//!
+//! ```yaml
+//! modules:
+//!   https:
+//!     timeout: 10s
+//!   https_resumed:
+//!     tls_version: "1.3"
+//!     resumption: true
+//!     zero_rtt: true
+//!     fail_if_not_verified: true
+//! ```
+//!
+//! Each module maps onto the probe's own options
+//! ([`rttlens_probe::ProbeConfig`], [`rttlens_probe::TlsOptions`],
+//! [`rttlens_probe::ResolveOverride`]); [`Config::load`] checks every
+//! module (versions, durations, `resolve` entries, the CA file, cipher
+//! names) so a bad file is one error at start, never a failed scrape.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rttlens_probe::{Family, ProbeConfig, ResolveOverride, TlsOptions, TlsVersion};
+
+/// The default timeout of a module (its probe's `--max-time`).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why the configuration file cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not YAML of the expected shape (the message names the
+    /// line and column).
+    #[error("{path}: {message}")]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// What the YAML parser said.
+        message: String,
+    },
+    /// A module's option has a value the probe cannot use.
+    #[error("{path}: module '{module}': {message}")]
+    Module {
+        /// The file.
+        path: PathBuf,
+        /// The module.
+        module: String,
+        /// What is wrong, naming the option.
+        message: String,
+    },
+    /// The file names no module.
+    #[error("{path}: no modules (expected `modules:` with at least one module)")]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Modules by name (the `module=` of `/probe`).
+    #[serde(default)]
+    pub modules: BTreeMap<String, Module>,
+}
+
+/// The HTTP version a module speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+pub enum HttpVersion {
+    /// HTTP/1.1 (ALPN `http/1.1`; the default).
+    #[default]
+    #[serde(rename = "1.1")]
+    Http11,
+    /// HTTP/2 when the server agrees (ALPN `h2, http/1.1`, as curl's
+    /// `--http2`); https only.
+    #[serde(rename = "2")]
+    Http2,
+}
+
+/// The address family (the probe's `-4` / `-6`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IpFamily {
+    /// Whatever the resolver gives first (the default).
+    #[default]
+    Any,
+    /// IPv4 only.
+    Ip4,
+    /// IPv6 only.
+    Ip6,
+}
+
+/// One module: how to probe a target. Every field is optional.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Module {
+    /// blackbox_exporter's `prober`; only `http` (the default) is known.
+    #[serde(default)]
+    pub prober: Option<String>,
+    /// The whole probe's time limit (`10s`, `500ms`; a bare number is
+    /// seconds). Default 10 s; lowered to Prometheus' scrape timeout less
+    /// 0.5 s when the scrape says it (`X-Prometheus-Scrape-Timeout-Seconds`).
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// `"1.1"` (default) or `"2"`.
+    #[serde(default)]
+    pub http_version: HttpVersion,
+    /// `"1.2"` or `"1.3"`; absent: both (the probe's `--tls`).
+    #[serde(default)]
+    pub tls_version: Option<String>,
+    /// Resume the session of a first, full handshake on a second
+    /// connection, and verify it (rustls' `handshake_kind()`).
+    #[serde(default)]
+    pub resumption: bool,
+    /// Send the request as TLS 1.3 early data on a resumed connection, and
+    /// verify the server accepted it.
+    #[serde(default)]
+    pub zero_rtt: bool,
+    /// TCP Fast Open: ask for a cookie, then send the request in the SYN,
+    /// and verify the SYN's data was acknowledged.
+    #[serde(default)]
+    pub tfo: bool,
+    /// With `resumption`, `zero_rtt` or `tfo`: `probe_success` is 0 unless
+    /// each one asked for was verified. Default `false` (the verdicts are
+    /// still exported).
+    #[serde(default)]
+    pub fail_if_not_verified: bool,
+    /// Request method (default `GET`, or `POST` with a `body`).
+    #[serde(default)]
+    pub method: Option<String>,
+    /// Extra request headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Request body.
+    #[serde(default)]
+    pub body: Option<String>,
+    /// `host:port:address` entries (curl's `--resolve`).
+    #[serde(default)]
+    pub resolve: Vec<String>,
+    /// `any` (default), `ip4` or `ip6`.
+    #[serde(default)]
+    pub ip_family: IpFamily,
+    /// Skip certificate verification (the handshake signature still is).
+    #[serde(default)]
+    pub insecure: bool,
+    /// PEM file of the CA certificates to trust instead of the system's.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// Cipher suites to offer, in order (IANA names).
+    #[serde(default)]
+    pub ciphers: Vec<String>,
+    /// Follow redirects (at most [`rttlens_probe::MAX_REDIRECTS`]).
+    /// Default `false`.
+    #[serde(default)]
+    pub follow_redirects: bool,
+    /// Status codes that count as success; empty (default): any 2xx.
+    #[serde(default)]
+    pub valid_status_codes: Vec<u16>,
+    /// Capture the probe's own packets to explain them (findings, the
+    /// wire's RTT and handshake kind); needs CAP_NET_RAW. Default `true`.
+    #[serde(default = "yes")]
+    pub capture: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Config {
+    /// Read and check `path`.
+    ///
+    /// # Errors
+    /// The file cannot be read, is not YAML of this shape (unknown keys
+    /// included), names no module, or a module has a value the probe
+    /// cannot use (the message names the module and the option).
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Config::parse(&text, path)
+    }
+
+    /// Parse and check `text` (`path` only names it in errors).
+    ///
+    /// # Errors
+    /// As [`Config::load`].
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let cfg: Config = serde_norway::from_str(text).map_err(|e| ConfigError::Syntax {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        if cfg.modules.is_empty() {
+            return Err(ConfigError::Empty {
+                path: path.to_path_buf(),
+            });
+        }
+        for (name, m) in &cfg.modules {
+            m.check().map_err(|message| ConfigError::Module {
+                path: path.to_path_buf(),
+                module: name.clone(),
+                message,
+            })?;
+        }
+        Ok(cfg)
+    }
+}
+
+impl Module {
+    /// The module's time limit.
+    ///
+    /// # Errors
+    /// `timeout` is not a duration above 0 and at most an hour.
+    pub fn timeout(&self) -> Result<Duration, String> {
+        match &self.timeout {
+            None => Ok(DEFAULT_TIMEOUT),
+            Some(s) => duration(s).map_err(|e| format!("timeout '{s}': {e}")),
+        }
+    }
+
+    /// Every option checked, as at start: the probe's TLS configuration is
+    /// built once (CA file, ciphers, version).
+    fn check(&self) -> Result<(), String> {
+        if let Some(p) = self.prober.as_deref().filter(|p| *p != "http") {
+            return Err(format!("prober '{p}': only http is known"));
+        }
+        self.timeout()?;
+        let cfg = self.probe_config("https://module.check/", None)?;
+        if self.http_version == HttpVersion::Http2 && self.sequence() {
+            return Err(
+                "http_version \"2\" with resumption, zero_rtt or tfo: the probe's \
+                 sequence speaks HTTP/1.1 (its 0-RTT step cannot wait for ALPN)"
+                    .into(),
+            );
+        }
+        rttlens_probe::tls::TlsClient::new(&cfg.tls, None).map_err(|e| e.message)?;
+        Ok(())
+    }
+
+    /// The module asks for the probe's sequence (full → resumed → 0-RTT
+    /// handshakes, TFO cookie → TFO data).
+    pub fn sequence(&self) -> bool {
+        self.resumption || self.zero_rtt || self.tfo
+    }
+
+    /// The probe's configuration for `target` under this module, with
+    /// `limit` (when given) in place of the module's timeout.
+    ///
+    /// Options map one to one onto the probe's (`rttlens probe` flags in
+    /// brackets): `timeout` (`--max-time`), `http_version` (`--http1.1`,
+    /// `--http2`), `tls_version` (`--tls`), `resumption` / `zero_rtt` /
+    /// `tfo` (`--sequence`, with `--tfo` for `tfo`: a first connection
+    /// with a full handshake, asking for a TFO cookie, then a resumed one
+    /// and a 0-RTT one, each verified), `method` (`-X`), `headers` (`-H`),
+    /// `body` (`-d`), `resolve` (`--resolve`), `ip_family` (`-4`/`-6`),
+    /// `insecure` (`-k`), `ca_file` (`--cacert`), `ciphers`,
+    /// `follow_redirects` (`-L`), `capture` (`--no-capture` when false).
+    ///
+    /// # Errors
+    /// An option the probe cannot use, named.
+    pub fn probe_config(
+        &self,
+        target: &str,
+        limit: Option<Duration>,
+    ) -> Result<ProbeConfig, String> {
+        let mut c = ProbeConfig::new(target);
+        c.max_time = Some(match limit {
+            Some(l) => l,
+            None => self.timeout()?,
+        });
+        c.tls = TlsOptions {
+            version: self
+                .tls_version
+                .as_deref()
+                .map(|v| {
+                    v.parse::<TlsVersion>()
+                        .map_err(|_| format!("tls_version '{v}': expected \"1.2\" or \"1.3\""))
+                })
+                .transpose()?,
+            alpn: match self.http_version {
+                HttpVersion::Http11 => vec!["http/1.1".into()],
+                HttpVersion::Http2 => vec!["h2".into(), "http/1.1".into()],
+            },
+            cacert: self.ca_file.clone(),
+            insecure: self.insecure,
+            // never the environment's SSLKEYLOGFILE: an exporter keeps no
+            // secrets on disk
+            keylog: None,
+            ciphers: self.ciphers.clone(),
+        };
+        c.sequence = self.sequence();
+        c.tfo = self.tfo;
+        c.resolve = self
+            .resolve
+            .iter()
+            .map(|r| {
+                r.parse::<ResolveOverride>()
+                    .map_err(|_| format!("resolve '{r}': expected host:port:address"))
+            })
+            .collect::<Result<_, _>>()?;
+        c.family = match self.ip_family {
+            IpFamily::Any => Family::Any,
+            IpFamily::Ip4 => Family::V4,
+            IpFamily::Ip6 => Family::V6,
+        };
+        c.request.method = self.method.clone();
+        c.request.headers = self
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        c.request.body = self.body.as_ref().map(|b| b.as_bytes().to_vec());
+        c.follow = self.follow_redirects;
+        c.capture = self.capture;
+        Ok(c)
+    }
+
+    /// `status` counts as success under this module.
+    pub fn status_ok(&self, status: u16) -> bool {
+        if self.valid_status_codes.is_empty() {
+            (200..300).contains(&status)
+        } else {
+            self.valid_status_codes.contains(&status)
+        }
+    }
+}
+
+/// `10s`, `500ms`, `1m`, `2.5` (seconds): above 0, at most an hour.
+///
+/// # Errors
+/// Not such a duration.
+pub fn duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| "expected a duration such as 10s or 500ms".to_string())?;
+    let secs = v * scale;
+    if !(secs > 0.0 && secs <= 3600.0) {
+        return Err("must be above 0 and at most an hour".into());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("test.yml"))
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(duration("1m").unwrap(), Duration::from_secs(60));
+        assert_eq!(duration("2.5").unwrap(), Duration::from_millis(2500));
+        for bad in ["0", "-1s", "2h", "x", "", "61m"] {
+            assert!(duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn modules_map_onto_the_probe() {
+        let c = parse(
+            "modules:\n  r:\n    timeout: 3s\n    tls_version: \"1.3\"\n    resumption: true\n    \
+             headers: {X-A: b}\n    resolve: [\"a.test:443:127.0.0.1\"]\n    ip_family: ip4\n    \
+             insecure: true\n  h2:\n    http_version: \"2\"\n    capture: false\n",
+        )
+        .expect("valid");
+        let r = &c.modules["r"];
+        let p = r.probe_config("https://a.test/", None).unwrap();
+        assert_eq!(p.max_time, Some(Duration::from_secs(3)));
+        assert_eq!(p.tls.version, Some(TlsVersion::Tls13));
+        assert!(p.sequence && !p.tfo && p.capture && p.tls.insecure);
+        assert_eq!(p.request.headers, [("X-A".to_string(), "b".to_string())]);
+        assert_eq!(p.resolve.len(), 1);
+        assert_eq!(p.family, Family::V4);
+        let h2 = c.modules["h2"]
+            .probe_config("https://a.test/", None)
+            .unwrap();
+        assert_eq!(h2.tls.alpn, ["h2", "http/1.1"]);
+        assert!(!h2.capture && !h2.sequence);
+        assert_eq!(h2.max_time, Some(DEFAULT_TIMEOUT));
+        assert!(r.status_ok(204) && !r.status_ok(301));
+    }
+
+    #[test]
+    fn bad_files_name_what_is_wrong() {
+        for (text, want) in [
+            (
+                "modules:\n  a:\n    timeout: never\n",
+                "module 'a': timeout 'never'",
+            ),
+            (
+                "modules:\n  a:\n    tls_version: \"1.4\"\n",
+                "tls_version '1.4'",
+            ),
+            ("modules:\n  a:\n    resolve: [\"x\"]\n", "resolve 'x'"),
+            (
+                "modules:\n  a:\n    colour: red\n",
+                "unknown field `colour`",
+            ),
+            ("modules:\n  a:\n    http_version: \"3\"\n", "http_version"),
+            ("modules:\n  a:\n    prober: icmp\n", "prober 'icmp'"),
+            ("modules: {}\n", "no modules"),
+            ("modules: [\n", "test.yml"),
+            (
+                "modules:\n  a:\n    ca_file: /nonexistent/ca.pem\n",
+                "/nonexistent/ca.pem",
+            ),
+            (
+                "modules:\n  a:\n    http_version: \"2\"\n    resumption: true\n",
+                "HTTP/1.1",
+            ),
+        ] {
+            let e = parse(text).expect_err(text).to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+}

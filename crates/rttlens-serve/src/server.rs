@@ -1,0 +1,472 @@
+//! The HTTP server: hyper 1's HTTP/1.1 connection server on tokio.
+//!
+//! - `GET /probe?target=URL&module=NAME[&debug=true]`: one probe
+//!   ([`rttlens_probe::run`], on a blocking thread of its own: the probe
+//!   runs its own current-thread runtime so its timestamps are not
+//!   disturbed) answered as [`crate::exposition`]; `debug=true` answers
+//!   the probe's text report and the metrics instead. A missing or bad
+//!   target, or an unknown module: 400 naming it. More than
+//!   `max_concurrent` probes at once: 503.
+//! - `GET /metrics`: [`crate::exporter`].
+//! - `GET /`: a short index (the modules, links).
+//!
+//! Time limits: a probe gets its module's `timeout`, lowered to
+//! Prometheus' scrape timeout (`X-Prometheus-Scrape-Timeout-Seconds`) less
+//! [`SCRAPE_TIMEOUT_OFFSET`], as blackbox_exporter does; the probe keeps
+//! to it itself (its `--max-time`), and the server waits
+//! [`GRACE`] longer before it answers a failure without it (the probe's
+//! thread then ends on its own, still holding its place in the limit).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rttlens_probe::{ErrorKind, ProbeError, ProbePhase, Target};
+use tokio::sync::Semaphore;
+
+use crate::config::Config;
+use crate::exporter::{ExporterMetrics, Outcome};
+use crate::exposition;
+
+/// What Prometheus' scrape timeout is lowered by to give the probe's
+/// limit (blackbox_exporter's default `--timeout-offset`).
+pub const SCRAPE_TIMEOUT_OFFSET: Duration = Duration::from_millis(500);
+
+/// How long past its limit a probe may run (stopping its capture and
+/// analysing it) before the server answers a failure without it.
+pub const GRACE: Duration = Duration::from_secs(5);
+
+/// The default of `--max-concurrent`.
+pub const DEFAULT_MAX_CONCURRENT: usize = 8;
+
+/// What `rttlens serve` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// `--listen ADDR`.
+    pub listen: SocketAddr,
+    /// The modules (`--config FILE`, already loaded and checked).
+    pub config: Config,
+    /// `--max-concurrent N` (at least 1).
+    pub max_concurrent: usize,
+}
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// `--listen` could not be bound.
+    #[error("--listen {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Another I/O error (the runtime, accepting).
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Shared by every request.
+#[derive(Debug)]
+struct State {
+    config: Config,
+    permits: Arc<Semaphore>,
+    max_concurrent: usize,
+    metrics: ExporterMetrics,
+}
+
+/// A bound server, not yet serving.
+#[derive(Debug)]
+pub struct Server {
+    listener: std::net::TcpListener,
+    state: Arc<State>,
+}
+
+impl Server {
+    /// Bind `opts.listen` (port 0: any free port, see
+    /// [`Server::local_addr`]). Needs no runtime.
+    ///
+    /// # Errors
+    /// [`ServeError::Bind`].
+    pub fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
+        let bind_err = |source| ServeError::Bind {
+            addr: opts.listen,
+            source,
+        };
+        let listener = std::net::TcpListener::bind(opts.listen).map_err(bind_err)?;
+        listener.set_nonblocking(true).map_err(bind_err)?;
+        let max = opts.max_concurrent.max(1);
+        Ok(Server {
+            listener,
+            state: Arc::new(State {
+                config: opts.config,
+                permits: Arc::new(Semaphore::new(max)),
+                max_concurrent: max,
+                metrics: ExporterMetrics::new(max),
+            }),
+        })
+    }
+
+    /// The address bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        // a bound listener has an address
+        self.listener
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
+    }
+
+    /// Serve until `shutdown` completes (inside a tokio runtime).
+    ///
+    /// # Errors
+    /// The listener cannot join the runtime.
+    pub async fn run_until<F: Future<Output = ()>>(self, shutdown: F) -> Result<(), ServeError> {
+        let listener = tokio::net::TcpListener::from_std(self.listener)?;
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, _) = tokio::select! {
+                () = &mut shutdown => return Ok(()),
+                r = listener.accept() => match r {
+                    Ok(s) => s,
+                    // a connection that failed before accept (reset,
+                    // out of descriptors for a moment): go on
+                    Err(e) => {
+                        eprintln!("rttlens serve: accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let state = Arc::clone(&self.state);
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req| {
+                    let state = Arc::clone(&state);
+                    async move { Ok::<_, Infallible>(handle(state, req).await) }
+                });
+                // a client that goes away mid-request is not an error here
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    }
+}
+
+/// Run the server until Ctrl-C / SIGTERM, on a runtime of its own;
+/// `listening` is told the address once bound.
+///
+/// # Errors
+/// The address cannot be bound, or the runtime cannot start.
+pub fn serve(opts: ServeOptions, listening: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let server = Server::bind(opts)?;
+        listening(server.local_addr());
+        server
+            .run_until(async {
+                let mut term =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = async {
+                        match term.as_mut() {
+                            Some(t) => { t.recv().await; }
+                            None => std::future::pending::<()>().await,
+                        }
+                    } => {}
+                }
+            })
+            .await
+    })
+}
+
+type Answer = Response<Full<Bytes>>;
+
+fn answer(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Answer {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+fn text(status: StatusCode, body: impl Into<String>) -> Answer {
+    let mut b: String = body.into();
+    if !b.ends_with('\n') {
+        b.push('\n');
+    }
+    answer(status, "text/plain; charset=utf-8", b)
+}
+
+async fn handle(state: Arc<State>, req: Request<Incoming>) -> Answer {
+    if req.method() != Method::GET {
+        return text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("{} {}: only GET", req.method(), req.uri().path()),
+        );
+    }
+    match req.uri().path() {
+        "/" => answer(StatusCode::OK, "text/html; charset=utf-8", index(&state)),
+        "/metrics" => answer(
+            StatusCode::OK,
+            exposition::CONTENT_TYPE,
+            state.metrics.encode(),
+        ),
+        "/probe" => probe(&state, &req).await,
+        other => text(
+            StatusCode::NOT_FOUND,
+            format!("{other}: not found (try /probe?target=URL&module=NAME, /metrics or /)"),
+        ),
+    }
+}
+
+/// The parameters of `/probe` (the last of each name wins).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Params {
+    target: Option<String>,
+    module: Option<String>,
+    debug: bool,
+}
+
+fn params(query: Option<&str>) -> Result<Params, String> {
+    let mut p = Params::default();
+    for pair in query.unwrap_or("").split('&').filter(|s| !s.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let v = percent_decode(v).ok_or_else(|| format!("parameter '{k}': bad %-encoding"))?;
+        match k {
+            "target" => p.target = Some(v),
+            "module" => p.module = Some(v),
+            "debug" => p.debug = v == "true" || v == "1",
+            _ => {}
+        }
+    }
+    Ok(p)
+}
+
+/// `application/x-www-form-urlencoded` value decoding (`+` is a space);
+/// `None` for a bad escape or bytes that are not UTF-8.
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hex = b.get(i + 1..i + 3)?;
+                let hex = std::str::from_utf8(hex).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The probe's limit: the module's timeout, lowered to the scrape's.
+fn limit(module_timeout: Duration, req: &Request<Incoming>) -> Duration {
+    let scrape = req
+        .headers()
+        .get("x-prometheus-scrape-timeout-seconds")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(|s| Duration::from_secs_f64(s).saturating_sub(SCRAPE_TIMEOUT_OFFSET));
+    match scrape {
+        Some(s) if s < module_timeout => s.max(Duration::from_millis(100)),
+        _ => module_timeout,
+    }
+}
+
+async fn probe(state: &Arc<State>, req: &Request<Incoming>) -> Answer {
+    let bad = |module: &str, msg: String| {
+        state.metrics.request(module, Outcome::BadRequest);
+        text(StatusCode::BAD_REQUEST, msg)
+    };
+    let p = match params(req.uri().query()) {
+        Ok(p) => p,
+        Err(e) => return bad("", e),
+    };
+    let Some(target) = p.target.filter(|t| !t.is_empty()) else {
+        return bad(
+            "",
+            "target parameter is missing (/probe?target=URL&module=NAME)".into(),
+        );
+    };
+    let Some(name) = p.module.filter(|m| !m.is_empty()) else {
+        return bad(
+            "",
+            "module parameter is missing (/probe?target=URL&module=NAME)".into(),
+        );
+    };
+    let Some(module) = state.config.modules.get(&name) else {
+        let known: Vec<&str> = state.config.modules.keys().map(String::as_str).collect();
+        return bad(
+            "",
+            format!("unknown module '{name}' (known: {})", known.join(", ")),
+        );
+    };
+    if let Err(e) = Target::parse(&target) {
+        return bad(&name, format!("target: {}", e.message));
+    }
+    let timeout = match module.timeout() {
+        Ok(t) => limit(t, req),
+        Err(e) => return bad(&name, e),
+    };
+    let cfg = match module.probe_config(&target, Some(timeout)) {
+        Ok(c) => c,
+        Err(e) => return bad(&name, format!("module '{name}': {e}")),
+    };
+    let Ok(permit) = Arc::clone(&state.permits).try_acquire_owned() else {
+        state.metrics.request(&name, Outcome::Overloaded);
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "{} probes are running already (--max-concurrent {}): try again later",
+                state.max_concurrent, state.max_concurrent
+            ),
+        );
+    };
+    state.metrics.in_flight(1);
+    let started = Instant::now();
+    let st = Arc::clone(state);
+    let job = tokio::task::spawn_blocking(move || {
+        let r = rttlens_probe::run(&cfg);
+        st.metrics.in_flight(-1);
+        drop(permit);
+        r
+    });
+    let result = match tokio::time::timeout(timeout + GRACE, job).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => Err(ProbeError::new(
+            ProbePhase::Setup,
+            ErrorKind::Io,
+            format!("the probe's thread ended abnormally: {e}"),
+        )),
+        Err(_) => Err(ProbeError::new(
+            ProbePhase::Setup,
+            ErrorKind::Timeout,
+            format!(
+                "the probe did not end within its limit of {:.1} s and {} s more",
+                timeout.as_secs_f64(),
+                GRACE.as_secs()
+            ),
+        )),
+    };
+    let took = started.elapsed();
+    let metrics = exposition::render(module, &result, took);
+    let ok = matches!(&result, Ok(r) if exposition::success(module, r));
+    state.metrics.request(
+        &name,
+        if ok {
+            Outcome::Success
+        } else {
+            Outcome::Failure
+        },
+    );
+    state.metrics.observe(&name, took.as_secs_f64());
+    if let Err(e) = &result {
+        // the message as a log line, never a label (unbounded values)
+        eprintln!("rttlens serve: module={name} target={target}: {e}");
+    }
+    if p.debug {
+        return text(
+            StatusCode::OK,
+            debug_text(&name, &target, &result, &metrics),
+        );
+    }
+    answer(StatusCode::OK, exposition::CONTENT_TYPE, metrics)
+}
+
+/// `?debug=true`: the probe's text report (or its error), then the
+/// metrics the scrape would have got.
+fn debug_text(
+    module: &str,
+    target: &str,
+    result: &Result<rttlens_probe::ProbeReport, ProbeError>,
+    metrics: &str,
+) -> String {
+    let mut out = format!("rttlens serve: module {module}, target {target}\n\n");
+    match result {
+        Ok(r) => {
+            let mut buf = Vec::new();
+            match r.write_text(&mut buf) {
+                Ok(()) => out.push_str(&String::from_utf8_lossy(&buf)),
+                Err(e) => out.push_str(&format!("(the report could not be written: {e})\n")),
+            }
+        }
+        Err(e) => out.push_str(&format!("probe failed: {e}\n")),
+    }
+    out.push_str("\nMetrics that would have been returned:\n");
+    out.push_str(metrics);
+    out
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn index(state: &State) -> String {
+    let mut modules = String::new();
+    for name in state.config.modules.keys() {
+        modules.push_str(&format!("<li><code>{}</code></li>\n", html_escape(name)));
+    }
+    format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>rttlens serve</title></head>\n\
+         <body>\n<h1>rttlens serve</h1>\n\
+         <p>A Prometheus exporter of rttlens probes: where a connection's time went, in round trips.</p>\n\
+         <p>Probe: <code>/probe?target=https://example.com/&amp;module=NAME</code> \
+         (add <code>&amp;debug=true</code> for the probe's report). \
+         The exporter's own metrics: <a href=\"/metrics\">/metrics</a>.</p>\n\
+         <p>Modules:</p>\n<ul>\n{modules}</ul>\n\
+         <p>At most {} probes at once.</p>\n</body></html>\n",
+        state.max_concurrent
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_parameters() {
+        let p = params(Some(
+            "target=https%3A%2F%2Fa.test%2Fx%3Fy%3D1&module=m&debug=true",
+        ))
+        .unwrap();
+        assert_eq!(p.target.as_deref(), Some("https://a.test/x?y=1"));
+        assert_eq!(p.module.as_deref(), Some("m"));
+        assert!(p.debug);
+        assert_eq!(params(None).unwrap(), Params::default());
+        assert!(params(Some("target=%zz")).is_err());
+        assert_eq!(percent_decode("a+b%20c").as_deref(), Some("a b c"));
+        assert_eq!(percent_decode("%"), None);
+        assert_eq!(percent_decode("%ff"), None);
+    }
+
+    #[test]
+    fn escapes() {
+        assert_eq!(html_escape("<a&\">"), "&lt;a&amp;&quot;&gt;");
+    }
+}

@@ -1,0 +1,426 @@
+//! The exporter as Prometheus uses it, against real peers: the built-in
+//! rustls server of the lab (`rttlens-lab-server`, with tickets and 0-RTT)
+//! on a loopback port, probed through `/probe` by the real probe (no mock);
+//! a closed port; bad requests; the concurrency limit; `/metrics`.
+//! Every wait is bounded.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::Duration;
+
+use rttlens_lab_server::builtin::{Server as Builtin, ServerConfig};
+use rttlens_serve::{Config, ServeOptions, Server};
+
+/// A server run on a thread of its own, stopped on drop.
+struct Running {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn run_on_thread<F, Fut>(start: F) -> Running
+where
+    F: FnOnce(tokio::sync::oneshot::Receiver<()>, std::sync::mpsc::Sender<SocketAddr>) -> Fut
+        + Send
+        + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let (atx, arx) = std::sync::mpsc::channel();
+    let (stx, srx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(start(srx, atx));
+    });
+    let addr = arx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("server started within 10 s");
+    Running {
+        addr,
+        stop: Some(stx),
+        thread: Some(thread),
+    }
+}
+
+/// The built-in TLS server: tickets, 0-RTT up to 16 KiB, optionally a
+/// think time before each response.
+fn target(think: Duration) -> Running {
+    run_on_thread(move |stop, addr| async move {
+        let cfg = ServerConfig {
+            early_data: 16_384,
+            think,
+            ..ServerConfig::default()
+        };
+        let server = Builtin::bind("127.0.0.1:0".parse().expect("addr"), cfg).expect("bind");
+        addr.send(server.local_addr()).expect("send addr");
+        server
+            .run_until(async {
+                let _ = stop.await;
+            })
+            .await
+            .expect("built-in server");
+    })
+}
+
+const CONFIG: &str = "\
+modules:
+  https:
+    insecure: true
+    timeout: 10s
+  resumed:
+    insecure: true
+    tls_version: \"1.3\"
+    resumption: true
+    zero_rtt: true
+    fail_if_not_verified: true
+  quick:
+    insecure: true
+    timeout: 1s
+";
+
+fn exporter(max_concurrent: usize) -> Running {
+    let config = Config::parse(CONFIG, Path::new("test.yml")).expect("config");
+    run_on_thread(move |stop, addr| async move {
+        let server = Server::bind(ServeOptions {
+            listen: "127.0.0.1:0".parse().expect("addr"),
+            config,
+            max_concurrent,
+        })
+        .expect("bind");
+        addr.send(server.local_addr()).expect("send addr");
+        server
+            .run_until(async {
+                let _ = stop.await;
+            })
+            .await
+            .expect("serve");
+    })
+}
+
+/// `GET path` over a fresh connection: (status, body). Bounded by a 60 s
+/// read timeout.
+fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("request");
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).expect("response");
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("a response head");
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("status code");
+    // hyper answers small bodies with Content-Length; decode chunked in
+    // case it does not
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    (status, body)
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((len, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(len.trim(), 16).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = &rest[n + 2..];
+    }
+    out
+}
+
+/// The samples of an exposition: `name{labels}` → value.
+fn samples(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| {
+            let (k, v) = l.rsplit_once(' ')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+fn value(s: &BTreeMap<String, f64>, key: &str) -> f64 {
+    *s.get(key)
+        .unwrap_or_else(|| panic!("{key} is missing from {s:#?}"))
+}
+
+fn probe_path(target: &str, module: &str) -> String {
+    format!(
+        "/probe?target={}&module={module}",
+        target.replace(':', "%3A").replace('/', "%2F")
+    )
+}
+
+#[test]
+fn a_probe_of_a_real_tls_server() {
+    let t = target(Duration::ZERO);
+    let e = exporter(4);
+    let url = format!("https://{}/size/3000", t.addr);
+    let (status, body) = get(e.addr, &probe_path(&url, "https"));
+    assert_eq!(status, 200, "{body}");
+    let s = samples(&body);
+    assert_eq!(value(&s, "probe_success"), 1.0, "{body}");
+    assert!(value(&s, "probe_duration_seconds") > 0.0);
+    for phase in ["resolve", "connect", "tls", "processing", "transfer"] {
+        let v = value(
+            &s,
+            &format!("probe_http_duration_seconds{{phase=\"{phase}\"}}"),
+        );
+        assert!((0.0..10.0).contains(&v), "{phase}: {v}");
+    }
+    assert_eq!(value(&s, "probe_http_status_code"), 200.0);
+    assert_eq!(value(&s, "probe_http_version"), 1.1);
+    assert_eq!(
+        value(&s, "probe_http_uncompressed_body_length_bytes"),
+        3000.0
+    );
+    assert!(
+        s.keys()
+            .any(|k| k.starts_with("probe_tls_version_info{version=\"TLS 1.")),
+        "{body}"
+    );
+    for phase in ["namelookup", "connect", "tls", "request", "transfer"] {
+        let key = format!(
+            "rttlens_phase_duration_seconds{{attempt=\"0\",step=\"single\",phase=\"{phase}\"}}"
+        );
+        value(&s, &key);
+    }
+    assert!(
+        s.keys()
+            .any(|k| k.starts_with("rttlens_rtt_seconds{attempt=\"0\"")),
+        "the RTT: {body}"
+    );
+    assert!(
+        s.keys()
+            .any(|k| k
+                .starts_with("rttlens_phase_rtts{attempt=\"0\",step=\"single\",phase=\"tls\"}")),
+        "RTTs per phase: {body}"
+    );
+    assert!(
+        s.keys()
+            .any(|k| k.starts_with("rttlens_tls_handshake_info{")
+                && k.contains("kind=\"tls13-full\"")),
+        "{body}"
+    );
+    assert_eq!(value(&s, "rttlens_attempted{feature=\"resumption\"}"), 0.0);
+    value(&s, "rttlens_findings");
+    assert!(body.ends_with("# EOF\n"), "OpenMetrics ends with # EOF");
+
+    // the module asks for resumption and 0-RTT: the probe's sequence, each
+    // verified
+    let (status, body) = get(e.addr, &probe_path(&url, "resumed"));
+    assert_eq!(status, 200, "{body}");
+    let s = samples(&body);
+    assert_eq!(value(&s, "probe_success"), 1.0, "{body}");
+    for f in ["resumption", "0rtt"] {
+        assert_eq!(
+            value(&s, &format!("rttlens_attempted{{feature=\"{f}\"}}")),
+            1.0
+        );
+        assert_eq!(
+            value(&s, &format!("rttlens_verified{{feature=\"{f}\"}}")),
+            1.0,
+            "{body}"
+        );
+    }
+    assert_eq!(value(&s, "rttlens_verified{feature=\"tfo\"}"), 0.0);
+    assert_eq!(
+        value(
+            &s,
+            "rttlens_check_ok{attempt=\"1\",step=\"resumed\",check=\"resumed\"}"
+        ),
+        1.0
+    );
+    assert!(
+        s.keys().any(|k| k
+            .starts_with("rttlens_tls_handshake_info{attempt=\"1\",step=\"resumed\"")
+            && k.contains("kind=\"tls13-psk\"")),
+        "{body}"
+    );
+    assert!(
+        s.keys().any(
+            |k| k.starts_with("rttlens_tls_handshake_info{attempt=\"2\",step=\"0-rtt\"")
+                && k.contains("early_data=\"accepted\"")
+        ),
+        "{body}"
+    );
+
+    // ?debug=true: the probe's report
+    let (status, body) = get(e.addr, &format!("{}&debug=true", probe_path(&url, "https")));
+    assert_eq!(status, 200);
+    assert!(body.contains(&format!("probe {url}")), "{body}");
+    assert!(
+        body.contains("Metrics that would have been returned:"),
+        "{body}"
+    );
+
+    // the exporter counted them
+    let (status, body) = get(e.addr, "/metrics");
+    assert_eq!(status, 200);
+    let s = samples(&body);
+    assert_eq!(
+        value(
+            &s,
+            "rttlens_serve_probe_requests_total{module=\"https\",outcome=\"success\"}"
+        ),
+        2.0,
+        "{body}"
+    );
+    assert_eq!(
+        value(
+            &s,
+            "rttlens_serve_probe_duration_seconds_count{module=\"resumed\"}"
+        ),
+        1.0
+    );
+    assert_eq!(value(&s, "rttlens_serve_probes_in_flight"), 0.0);
+    assert_eq!(value(&s, "rttlens_serve_max_concurrent"), 4.0);
+
+    let (status, body) = get(e.addr, "/");
+    assert_eq!(status, 200);
+    assert!(
+        body.contains("resumed") && body.contains("/metrics"),
+        "{body}"
+    );
+}
+
+#[test]
+fn a_closed_port_fails_in_connect() {
+    // a port that was free a moment ago: bind, note it, close
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let e = exporter(4);
+    let (status, body) = get(
+        e.addr,
+        &probe_path(&format!("https://127.0.0.1:{port}/"), "https"),
+    );
+    assert_eq!(status, 200, "a failed probe is still a scrape: {body}");
+    let s = samples(&body);
+    assert_eq!(value(&s, "probe_success"), 0.0, "{body}");
+    assert_eq!(
+        value(
+            &s,
+            "rttlens_probe_failed_phase_info{phase=\"connect\",kind=\"refused\"}"
+        ),
+        1.0,
+        "{body}"
+    );
+    let (_, m) = get(e.addr, "/metrics");
+    assert_eq!(
+        value(
+            &samples(&m),
+            "rttlens_serve_probe_requests_total{module=\"https\",outcome=\"failure\"}"
+        ),
+        1.0
+    );
+}
+
+#[test]
+fn bad_requests_are_400_with_a_reason() {
+    let e = exporter(4);
+    for (path, want) in [
+        (
+            "/probe?target=https%3A%2F%2F127.0.0.1%2F&module=nope",
+            "unknown module 'nope'",
+        ),
+        ("/probe?module=https", "target parameter is missing"),
+        (
+            "/probe?target=https%3A%2F%2F127.0.0.1%2F",
+            "module parameter is missing",
+        ),
+        (
+            "/probe?target=ftp%3A%2F%2Fx%2F&module=https",
+            "scheme 'ftp'",
+        ),
+        ("/probe?target=%zz&module=https", "bad %-encoding"),
+        ("/probe?target=https%3A%2F%2F%2F&module=https", "target"),
+    ] {
+        let (status, body) = get(e.addr, path);
+        assert_eq!(status, 400, "{path}: {body}");
+        assert!(body.contains(want), "{path}: {body}");
+    }
+    let (status, _) = get(e.addr, "/nowhere");
+    assert_eq!(status, 404);
+    let (_, m) = get(e.addr, "/metrics");
+    assert_eq!(
+        value(
+            &samples(&m),
+            "rttlens_serve_probe_requests_total{module=\"\",outcome=\"bad_request\"}"
+        ),
+        4.0,
+        "{m}"
+    );
+}
+
+#[test]
+fn over_the_limit_is_503_and_a_slow_target_times_out() {
+    // the server thinks 3 s before each response; the module's limit is 1 s
+    let t = target(Duration::from_secs(3));
+    let e = exporter(1);
+    let url = format!("https://{}/size/10", t.addr);
+    let addr = e.addr;
+    let path = probe_path(&url, "quick");
+    let slow = std::thread::spawn(move || get(addr, &path));
+    // wait (bounded) until the first probe holds the only place
+    let mut busy = false;
+    for _ in 0..100 {
+        let (_, m) = get(e.addr, "/metrics");
+        if value(&samples(&m), "rttlens_serve_probes_in_flight") >= 1.0 {
+            busy = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(busy, "the first probe never started");
+    let (status, body) = get(e.addr, &probe_path(&url, "https"));
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("--max-concurrent 1"), "{body}");
+
+    let (status, body) = slow.join().expect("first probe");
+    assert_eq!(status, 200);
+    let s = samples(&body);
+    assert_eq!(value(&s, "probe_success"), 0.0, "{body}");
+    assert!(
+        s.keys()
+            .any(|k| k
+                .starts_with("rttlens_probe_failed_phase_info{phase=\"http\",kind=\"timeout\"")),
+        "{body}"
+    );
+    assert!(
+        value(&s, "probe_duration_seconds") < 3.0,
+        "the 1 s limit held: {body}"
+    );
+}
