@@ -62,6 +62,11 @@ const BATCH_FRAMES: usize = 4096;
 const BATCH_BYTES: usize = 1 << 20;
 /// Batches waiting per shard before the reader processes some itself.
 const QUEUE: usize = 2;
+/// At the end of the capture, a shard sends the reports of the connections
+/// still open in answers of this many, which the merger interleaves as
+/// they come: a storm's tens of thousands of half-open connections are not
+/// all reports in memory at once.
+const LEFT_CHUNK: usize = 512;
 
 /// What a shard's batch holds: frames of its connections, and sweeps.
 enum Item {
@@ -131,6 +136,11 @@ struct Event {
 struct Answer {
     seq: u64,
     shard: usize,
+    /// 0, then 1, 2, … for the answers that carry more of the last batch's
+    /// connections left open ([`LEFT_CHUNK`]).
+    part: u32,
+    /// More parts of this answer follow.
+    more: bool,
     events: Vec<Event>,
     /// Counts of the shard's connections ended in this batch.
     oversized: u64,
@@ -331,11 +341,13 @@ struct Shard {
 
 /// Runs one batch of `shard`'s frames through flow tracking, analysis and
 /// detectors: the answer for the merger, and the emptied batch.
-fn process(shard: &mut Shard, batch: Batch) -> (Answer, Batch) {
+fn process(shard: &mut Shard, batch: Batch, send: &mut dyn FnMut(Answer)) -> (Answer, Batch) {
     let table = &mut shard.table;
     let mut a = Answer {
         seq: batch.seq,
         shard: shard.index,
+        part: 0,
+        more: false,
         events: Vec::new(),
         oversized: 0,
         findings_by_id: BTreeMap::new(),
@@ -397,7 +409,27 @@ fn process(shard: &mut Shard, batch: Batch) -> (Answer, Batch) {
     }
     if batch.last {
         a.late_segments = table.late_segments;
-        std::mem::take(table).finish(&mut |c| end(c, u64::MAX, EventKind::Left, &mut a));
+        let mut left = 0usize;
+        std::mem::take(table).finish(&mut |c| {
+            end(c, u64::MAX, EventKind::Left, &mut a);
+            left += 1;
+            if left % LEFT_CHUNK == 0 {
+                let next = Answer {
+                    seq: a.seq,
+                    shard: a.shard,
+                    part: a.part + 1,
+                    more: false,
+                    events: Vec::new(),
+                    oversized: 0,
+                    findings_by_id: BTreeMap::new(),
+                    late_segments: 0,
+                    malformed_options: 0,
+                };
+                let mut part = std::mem::replace(&mut a, next);
+                part.more = true;
+                send(part);
+            }
+        });
     }
     let mut batch = batch;
     batch.items.clear();
@@ -582,7 +614,10 @@ impl Pool {
                 return false;
             };
             let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
-            process(&mut slot, batch)
+            // a part that cannot be sent: the final answer's send fails too
+            process(&mut slot, batch, &mut |part| {
+                let _ = out.answers.send(part);
+            })
         };
         // the reader may be gone (the end): the batch is then dropped
         let _ = out.recycle.send(batch);
@@ -688,7 +723,25 @@ fn merge(
     let mut open = 0usize;
     let mut events: Vec<(usize, Event)> = Vec::new();
     let mut ended: Vec<(u64, EventKind, u64, Box<ConnReport>)> = Vec::new();
+    // the connections left open at the end, per shard, in serial order
+    // (each shard hands them on in its open order), and whether more of
+    // a shard's are to come: they go out merged by serial index
+    let mut left = Left {
+        queues: (0..n).map(|_| VecDeque::new()).collect(),
+        more: vec![false; n],
+    };
+    // later parts that came before their batch was complete
+    let mut early: Vec<Answer> = Vec::new();
     while let Ok(a) = answers.recv() {
+        if a.part > 0 {
+            if a.seq < next {
+                left.take(a, &mut m, &mut index, &mut open);
+                left.drain(&mut m, on_conn);
+            } else {
+                early.push(a);
+            }
+            continue;
+        }
         pending.entry(a.seq).or_default().push(a);
         while pending.get(&next).is_some_and(|v| v.len() == n) {
             let Some(batch) = pending.remove(&next) else {
@@ -696,6 +749,9 @@ fn merge(
             };
             next += 1;
             for a in batch {
+                if let Some(more) = left.more.get_mut(a.shard) {
+                    *more = a.more;
+                }
                 m.oversized += a.oversized;
                 m.late_segments += a.late_segments;
                 m.malformed_options += a.malformed_options;
@@ -718,8 +774,10 @@ fn merge(
                 }
                 open = open.saturating_sub(1);
                 let serial = map.remove(&e.local).unwrap_or(u64::MAX);
-                if let Some(r) = e.report {
-                    ended.push((e.frame, e.phase, serial, r));
+                match (e.phase, e.report) {
+                    (EventKind::Left, Some(r)) => left.queues[shard].push_back((serial, r)),
+                    (_, Some(r)) => ended.push((e.frame, e.phase, serial, r)),
+                    (_, None) => {}
                 }
             }
             // connections ended at the same frame and phase (a sweep, the
@@ -730,10 +788,88 @@ fn merge(
                 m.connections += 1;
                 on_conn(*r);
             }
+            let (now, later): (Vec<Answer>, Vec<Answer>) =
+                early.drain(..).partition(|a| a.seq < next);
+            early = later;
+            for a in now {
+                left.take(a, &mut m, &mut index, &mut open);
+            }
+            left.drain(&mut m, on_conn);
             progress();
         }
     }
+    // every shard has answered (or stopped): what is left goes out
+    left.more.iter_mut().for_each(|x| *x = false);
+    left.drain(&mut m, on_conn);
     m
+}
+
+/// The reports of the connections still open at the end, as the shards'
+/// parts bring them ([`LEFT_CHUNK`]).
+struct Left {
+    /// Per shard: (serial index, report), in serial order.
+    queues: Vec<VecDeque<(u64, Box<ConnReport>)>>,
+    /// Per shard: more parts to come.
+    more: Vec<bool>,
+}
+
+impl Left {
+    /// A later part of a shard's last answer.
+    fn take(
+        &mut self,
+        a: Answer,
+        m: &mut Merged,
+        index: &mut [FxHashMap<u64, u64>],
+        open: &mut usize,
+    ) {
+        m.oversized += a.oversized;
+        for (k, v) in a.findings_by_id {
+            *m.findings_by_id.entry(k).or_default() += v;
+        }
+        if let Some(more) = self.more.get_mut(a.shard) {
+            *more = a.more;
+        }
+        let (Some(map), Some(queue)) = (index.get_mut(a.shard), self.queues.get_mut(a.shard))
+        else {
+            return;
+        };
+        for e in a.events {
+            *open = open.saturating_sub(1);
+            let serial = map.remove(&e.local).unwrap_or(u64::MAX);
+            if let Some(r) = e.report {
+                queue.push_back((serial, r));
+            }
+        }
+    }
+
+    /// Hands on, lowest serial index first, every report no part still to
+    /// come can precede.
+    fn drain(&mut self, m: &mut Merged, on_conn: &mut dyn FnMut(ConnReport)) {
+        loop {
+            let waiting = self
+                .queues
+                .iter()
+                .zip(&self.more)
+                .any(|(q, more)| *more && q.is_empty());
+            if waiting {
+                return;
+            }
+            let Some(q) = self
+                .queues
+                .iter_mut()
+                .filter(|q| !q.is_empty())
+                .min_by_key(|q| q.front().map_or(u64::MAX, |(serial, _)| *serial))
+            else {
+                return;
+            };
+            let Some((serial, mut r)) = q.pop_front() else {
+                return;
+            };
+            r.renumber(serial);
+            m.connections += 1;
+            on_conn(*r);
+        }
+    }
 }
 
 #[cfg(test)]
