@@ -93,8 +93,9 @@ enum State<P> {
     /// storm's SYNs sent again and again, a scan): the SYNs are kept as
     /// they came and replayed into a [`Conn`] by the first other segment or
     /// when the connection is handed on, so such a connection costs its
-    /// SYNs (144 bytes each), not a connection's state (over 3 KB). The
-    /// replay is the same sequence of pushes, so the result is the same.
+    /// SYNs (32 bytes for each sent again), not a connection's state (over
+    /// 3 KB). The replay is the same sequence of pushes, so the result is
+    /// the same.
     Syns(Box<Syns<P>>),
     /// Everything else.
     Conn(Box<Conn<P>>),
@@ -106,8 +107,65 @@ struct Syns<P> {
     index: u64,
     /// The trackers, made as the first SYN came (the key store then).
     protocols: P,
-    /// The SYNs, without payload, in capture order.
-    syns: Vec<(TcpSegment<'static>, FrameRef)>,
+    /// The distinct SYNs, without payload, first seen first: most often
+    /// one, as a SYN sent again differs in its IP ID and TSval only.
+    kinds: Vec<TcpSegment<'static>>,
+    /// Every SYN in capture order: which of `kinds`, and what differs.
+    sent: Vec<Sent>,
+}
+
+/// One SYN of a [`Syns`]: `kinds[kind]` with its own IP ID and timestamps.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    at: FrameRef,
+    timestamps: Option<(u32, u32)>,
+    ip_id: u16,
+    kind: u8,
+}
+
+impl<P> Syns<P> {
+    /// At most this many distinct SYNs are kept; the next makes the
+    /// connection whole.
+    const MAX_KINDS: usize = 16;
+
+    /// The first SYN, to compare the next ones with.
+    fn first(&self) -> Option<&TcpSegment<'static>> {
+        self.kinds.first()
+    }
+
+    /// Keeps `syn` (a [`bare_syn`]); `false` when it would be one kind too
+    /// many.
+    fn keep(&mut self, syn: TcpSegment<'static>, at: FrameRef) -> bool {
+        let plain = |s: &TcpSegment<'static>| {
+            let mut s = *s;
+            s.ip_id = 0;
+            s.options.timestamps = None;
+            s
+        };
+        let kind = match self.kinds.iter().position(|k| plain(k) == plain(&syn)) {
+            Some(k) => k,
+            None if self.kinds.len() < Self::MAX_KINDS => {
+                self.kinds.push(syn);
+                self.kinds.len() - 1
+            }
+            None => return false,
+        };
+        self.sent.push(Sent {
+            at,
+            timestamps: syn.options.timestamps,
+            ip_id: syn.ip_id,
+            kind: u8::try_from(kind).unwrap_or(u8::MAX),
+        });
+        true
+    }
+
+    /// The `i`-th SYN as it was captured.
+    fn segment(&self, s: &Sent) -> Option<TcpSegment<'static>> {
+        let mut seg = *self.kinds.get(usize::from(s.kind))?;
+        seg.ip_id = s.ip_id;
+        seg.options.timestamps = s.timestamps;
+        Some(seg)
+    }
 }
 
 impl<P: Trackers> State<P> {
@@ -115,7 +173,7 @@ impl<P: Trackers> State<P> {
     /// on the same 4-tuple): the client's SYN had it.
     fn same_syn(&self, isn: crate::base::seq::SeqNumber) -> bool {
         match self {
-            State::Syns(s) => s.syns[0].0.seq == isn,
+            State::Syns(s) => s.first().is_some_and(|f| f.seq == isn),
             State::Conn(c) => c.syn.is_some_and(|s| s.isn == isn),
         }
     }
@@ -125,15 +183,21 @@ impl<P: Trackers> State<P> {
         match self {
             State::Conn(c) => c,
             State::Syns(s) => {
+                let segs: Vec<_> = s
+                    .sent
+                    .iter()
+                    .filter_map(|x| Some((s.segment(x)?, x.at)))
+                    .collect();
                 let Syns {
-                    index,
-                    protocols,
-                    syns,
+                    index, protocols, ..
                 } = *s;
-                let (first, at) = &syns[0];
-                let mut c = Box::new(Conn::with_protocols(index, first, *at, protocols));
-                for (seg, at) in &syns {
-                    c.push(seg, *at);
+                let mut segs = segs.into_iter();
+                // never empty: made with its first SYN
+                let (first, at) = segs.next().expect("a connection of SYNs has one");
+                let mut c = Box::new(Conn::with_protocols(index, &first, at, protocols));
+                c.push(&first, at);
+                for (seg, at) in segs {
+                    c.push(&seg, at);
                 }
                 c
             }
@@ -302,7 +366,8 @@ impl<P: Trackers> FlowTable<P> {
                     State::Syns(Box::new(Syns {
                         index,
                         protocols: P::new(&self.ctx),
-                        syns: Vec::with_capacity(2),
+                        kinds: Vec::with_capacity(1),
+                        sent: Vec::with_capacity(2),
                     }))
                 } else {
                     let mut c = Box::new(Conn::new(index, seg, at, &self.ctx));
@@ -327,9 +392,8 @@ impl<P: Trackers> FlowTable<P> {
             }
         };
         let conn = match &mut slot.conn {
-            State::Syns(s) => match bare_syn(seg, s.syns.first().map(|(f, _)| f)) {
-                Some(syn) => {
-                    s.syns.push((syn, at));
+            State::Syns(s) => match bare_syn(seg, s.first()).filter(|&syn| s.keep(syn, at)) {
+                Some(_) => {
                     slot.last = at.ts;
                     self.idle_from = self.idle_from.min(slot.last + IDLE_TIMEOUT);
                     self.peak_open = self.peak_open.max(self.conns.len());
@@ -341,7 +405,8 @@ impl<P: Trackers> FlowTable<P> {
                         State::Syns(Box::new(Syns {
                             index: slot.index,
                             protocols: P::default(),
-                            syns: Vec::new(),
+                            kinds: Vec::new(),
+                            sent: Vec::new(),
                         })),
                     );
                     slot.conn = State::Conn(whole.into_conn());
