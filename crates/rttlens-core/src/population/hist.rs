@@ -31,12 +31,7 @@ impl Dist {
         if !(v.is_finite() && v >= 0.0) {
             return;
         }
-        let sigfig = self.sigfig;
-        let h = self.h.get_or_insert_with(|| {
-            let mut h = Histogram::new(sigfig).expect("1..=5 significant digits");
-            h.auto(true);
-            h
-        });
+        let h = self.h.get_or_insert_with(|| Self::empty(self.sigfig));
         // the unit's thousandths; values are recorded at least 1 (HDR's
         // lowest discernible value) so a zero still counts as a sample
         let units = (v * PER_MS).round().max(1.0) as u64;
@@ -56,8 +51,23 @@ impl Dist {
             Some(h) => {
                 let _ = h.add(o);
             }
-            None => self.h = Some(o.clone()),
+            None if other.sigfig == self.sigfig => self.h = Some(o.clone()),
+            // at this one's precision: each of `other`'s buckets lies in
+            // one of this one's (HDR buckets nest), so the result is what
+            // recording the values here would have made
+            None => {
+                let mut h = Self::empty(self.sigfig);
+                let _ = h.add(o);
+                self.h = Some(h);
+            }
         }
+    }
+
+    /// An empty histogram that grows with the values.
+    fn empty(sigfig: u8) -> Histogram<u32> {
+        let mut h = Histogram::new(sigfig).expect("1..=5 significant digits");
+        h.auto(true);
+        h
     }
 
     /// The value at quantile `q` (0..=1), in the unit; `None` when empty.
@@ -179,6 +189,22 @@ mod tests {
         assert!(d.stats().is_none());
         d.record(0.0);
         assert_eq!(d.count(), 1);
+    }
+
+    #[test]
+    fn merge_into_a_coarser_dist_is_as_if_recorded_there() {
+        // a capture-wide (3 digits) distribution copied into a group's
+        // (2 digits) gives the group's figures, not finer ones
+        let values = [0.012, 0.9, 8.35, 8.38, 8.41, 44.06, 57.85, 1173.5, 2193.9];
+        let (mut fine, mut coarse) = (Dist::new(3), Dist::new(2));
+        for v in values {
+            fine.record(v);
+            coarse.record(v);
+        }
+        let mut copied = Dist::new(2);
+        copied.merge(&fine);
+        assert_eq!(copied.stats(), coarse.stats());
+        assert_ne!(fine.stats(), coarse.stats(), "the precisions differ here");
     }
 
     #[test]

@@ -74,6 +74,17 @@ impl PhaseDists {
         }
     }
 
+    /// Adds `other`'s connections and samples.
+    fn merge(&mut self, other: &PhaseDists) {
+        self.connections += other.connections;
+        for (a, b) in self.ms.iter_mut().zip(&other.ms) {
+            a.merge(b);
+        }
+        for (a, b) in self.rtts.iter_mut().zip(&other.rtts) {
+            a.merge(b);
+        }
+    }
+
     fn report(&self) -> Vec<PhaseStats> {
         PhaseId::ALL
             .iter()
@@ -88,6 +99,9 @@ impl PhaseDists {
             .collect()
     }
 }
+
+/// Significant digits of the distributions per server and per SNI.
+const GROUP_SIGFIG: u8 = 2;
 
 /// Distributions per key (server endpoint, SNI), for the first
 /// [`MAX_GROUPS`] keys seen. While every connection so far had the same
@@ -112,7 +126,11 @@ impl Groups {
             (Some(k), Some(key)) if k == key => return,
             (Some(_), _) => {
                 let k = self.shadow.take().unwrap_or_default();
-                self.by_key.insert(k.clone(), all.clone());
+                // at the groups' precision, as if recorded apart from the
+                // start: a group's figures do not depend on which came first
+                let mut g = PhaseDists::new(GROUP_SIGFIG);
+                g.merge(all);
+                self.by_key.insert(k.clone(), g);
                 self.order.push(k);
             }
             (None, Some(key)) if all.connections == 0 => {
@@ -125,7 +143,7 @@ impl Groups {
         if let Some(g) = self.by_key.get_mut(key) {
             g.add(s);
         } else if self.by_key.len() < MAX_GROUPS {
-            let mut g = PhaseDists::new(2);
+            let mut g = PhaseDists::new(GROUP_SIGFIG);
             g.add(s);
             self.by_key.insert(key.to_string(), g);
             self.order.push(key.to_string());
