@@ -21,6 +21,8 @@ BIG_GB=0
 PEERS=1
 ONLY=""
 BIN=${RTTLENS_BIN:-}
+# the filter of the filtered rows (the servers' port: most segments kept)
+FILTER=${RTTLENS_FILTER:-port 443}
 COMPARE=""
 
 # the connection-heavy capture: TLS 1.3 full and resumed handshakes with a
@@ -218,8 +220,9 @@ best_pair() {
     A_WALL=$wa A_RSS=$ra B_WALL=$wb B_RSS=$rb
 }
 
-W=30 # the tool column's width
-if [[ -n $LABEL_B ]] && ((${#LABEL_B} + 20 > W)); then W=$((${#LABEL_B} + 20)); fi
+W=30 # the tool column's width: the longest label, the filtered rows'
+name=${LABEL_B:-$LABEL}
+if ((${#name} + ${#FILTER} + 32 > W)); then W=$((${#name} + ${#FILTER} + 32)); fi
 
 row() { # LABEL WALL RSS_KIB
     awk -v l="$1" -v w="$2" -v r="$3" -v p="$PACKETS" -v mb="$MB" -v c="$CAT" -v t="$TCPTRACE" -v W="$W" 'BEGIN {
@@ -281,6 +284,19 @@ print(c["frames"], c["connections"], c.get("peak_open_connections", "?"),
                 if [[ -n $B_WALL ]]; then row "$LABEL_B $label" "$B_WALL" "$B_RSS"; fi
             fi
         done
+    done
+    # a filter never costs more time or memory than the whole capture
+    # (issue 27): the rows to hold against the unfiltered ones above
+    for threads in 1 "$CORES"; do
+        label="text, $threads thread$([[ $threads == 1 ]] || echo s), --filter '$FILTER'"
+        if [[ -z $COMPARE ]]; then
+            best "$RUNS" "$BIN" analyze "$f" --no-progress --threads "$threads" --filter "$FILTER" || continue
+            row "$LABEL $label" "$M_WALL" "$M_RSS"
+        else
+            best_pair "$RUNS" "$BIN" "$COMPARE" analyze "$f" --no-progress --threads "$threads" --filter "$FILTER"
+            if [[ -n $A_WALL ]]; then row "$LABEL $label" "$A_WALL" "$A_RSS"; fi
+            if [[ -n $B_WALL ]]; then row "$LABEL_B $label" "$B_WALL" "$B_RSS"; fi
+        fi
     done
     if [[ -n $TCPTRACE ]]; then
         row "tcptrace -ln" "$TCPTRACE" "$tt_rss"
