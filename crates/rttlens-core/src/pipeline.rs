@@ -43,6 +43,12 @@ pub struct Quality {
     /// (`wire::duplicates`). Absent from the JSON when 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub duplicate_frames: u64,
+    /// A live capture's packets the kernel dropped because its receive
+    /// buffer was full (`FrameSource::kernel_drops`): the analysis missed
+    /// them. Absent from the JSON for a file; present, 0 included, for a
+    /// live capture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_drops: Option<u64>,
 }
 
 impl Quality {
@@ -56,6 +62,7 @@ impl Quality {
             && self.late_segments == 0
             && self.oversized_segments == 0
             && self.duplicate_frames == 0
+            && self.kernel_drops.unwrap_or(0) == 0
     }
 
     /// Each note in a person's words (empty when clean), as the text and
@@ -94,6 +101,12 @@ impl Quality {
                 "{} exact duplicate frames (the same packet captured twice: two interfaces \
                  or a SPAN port) dropped before the analysis",
                 self.duplicate_frames
+            ));
+        }
+        if let Some(n) = self.kernel_drops.filter(|n| *n > 0) {
+            parts.push(format!(
+                "{n} packets dropped by the kernel (the capture's receive buffer ran full): \
+                 connections may be missing segments"
             ));
         }
         if let Some(t) = &self.truncated {
@@ -233,6 +246,11 @@ pub struct Options {
     /// The population view's interval (ms); `None`: automatic (at most 60
     /// intervals over the capture).
     pub interval_ms: Option<u64>,
+    /// Set after every frame to the connections open at that moment
+    /// (opened and not yet handed on), for a live capture's watchers (the
+    /// exporter's `rttlens_live_open_connections`). Kept by a one-thread
+    /// run only (`threads` ≤ 1); with more it is left alone.
+    pub open_connections: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// [`run`], keeping what `options` asks for.
@@ -371,6 +389,10 @@ struct Intake<'f> {
     copies: Duplicates,
     /// The frames dropped as copies, when [`frame_marks`] asks for them.
     copy_frames: Option<Vec<u64>>,
+    /// The source is a live capture ([`FrameSource::is_live`]): sweeps
+    /// run on time alone, so a connection is handed on about
+    /// `CLOSED_LINGER` after it closed however few segments follow.
+    live: bool,
 }
 
 impl<'f> Intake<'f> {
@@ -390,6 +412,7 @@ impl<'f> Intake<'f> {
             swept: (0, Timestamp::default()),
             copies: Duplicates::default(),
             copy_frames: None,
+            live: false,
         }
     }
 
@@ -455,8 +478,9 @@ impl<'f> Intake<'f> {
     /// out).
     fn sweep_due(&mut self) -> bool {
         let since = self.clock - self.swept.0;
-        let due =
-            since >= SWEEP_EVERY || since >= SWEEP_MIN && self.now - self.swept.1 >= SWEEP_INTERVAL;
+        let due = since >= SWEEP_EVERY
+            || (since >= SWEEP_MIN || self.live && since > 0)
+                && self.now - self.swept.1 >= SWEEP_INTERVAL;
         if due {
             self.swept = (self.clock, self.now);
         }
@@ -474,6 +498,7 @@ impl<'f> Intake<'f> {
         &mut self,
         reader: &'r mut dyn FrameSource,
     ) -> Result<Option<Frame<'r>>, CaptureError> {
+        self.live = reader.is_live();
         self.judge(reader.next_frame())
     }
 
@@ -483,6 +508,7 @@ impl<'f> Intake<'f> {
         &mut self,
         reader: &'r mut dyn FrameSource,
     ) -> Result<Option<(Frame<'r>, Option<SharedFrame<'r>>)>, CaptureError> {
+        self.live = reader.is_live();
         self.judge(reader.next_shared())
     }
 
@@ -514,6 +540,7 @@ impl<'f> Intake<'f> {
             sum.quality.truncated = Some(all.join("; "));
         }
         sum.format = reader.format_name();
+        sum.quality.kernel_drops = reader.kernel_drops();
         sum.bytes = reader.bytes_read();
         sum.first_ts = start.as_secs_f64();
         sum.duration_s = (self.last - start).as_secs_f64();
@@ -555,10 +582,10 @@ fn scan(
 ) -> Result<CaptureSummary, CaptureError> {
     let mut intake = Intake::new(options.filter.as_ref());
     intake.copy_frames = copies.as_ref().map(|_| Vec::new());
-    let mut connections = 0u64;
+    let connections = std::cell::Cell::new(0u64);
     let mut oversized = 0u64;
     let mut finish = |conn: Box<Conn<Protocols>>, start: Timestamp| {
-        connections += 1;
+        connections.set(connections.get() + 1);
         oversized += conn.half[0].oversized + conn.half[1].oversized;
         finish(conn, start);
     };
@@ -570,6 +597,10 @@ fn scan(
         }
         if intake.sweep_due() {
             table.sweep(intake.now, &mut |c| finish(c, start));
+        }
+        if let Some(open) = &options.open_connections {
+            let n = table.opened().saturating_sub(connections.get());
+            open.store(n, std::sync::atomic::Ordering::Relaxed);
         }
         if intake.sum.frames % 8192 == 0 {
             progress(Progress {
@@ -592,7 +623,10 @@ fn scan(
     let mut sum = intake.finish(reader);
     sum.peak_open_connections = peak_open;
     sum.quality.late_segments = late_segments;
-    sum.connections = connections;
+    sum.connections = connections.get();
     sum.quality.oversized_segments = oversized;
+    if let Some(open) = &options.open_connections {
+        open.store(0, std::sync::atomic::Ordering::Relaxed);
+    }
     Ok(sum)
 }

@@ -88,6 +88,11 @@ impl ExporterMetrics {
         }
     }
 
+    /// Show the live analysis' metrics on `/metrics` too.
+    pub fn register_live(&mut self, live: &crate::live::LiveMetrics) {
+        live.register(&mut self.registry);
+    }
+
     /// Count a request.
     pub fn request(&self, module: &str, outcome: Outcome) {
         self.requests

@@ -21,6 +21,12 @@
 //!    the failed phase) as Prometheus' text exposition;
 //! 4. [`exporter`]: the exporter's own metrics on `/metrics` (probes by
 //!    module and outcome, their durations, probes in flight).
+//!
+//! Beside the probes, `--interface IFACE` ([`live`]) analyses an
+//! interface's traffic live in the background (the pipeline of `rttlens
+//! analyze -i`) and adds what it found to `/metrics`: connections, finding
+//! counts and costs by id, phase histograms, kernel drops, open
+//! connections.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -28,6 +34,7 @@
 pub mod config;
 pub mod exporter;
 pub mod exposition;
+pub mod live;
 pub mod server;
 
 pub use config::{Config, ConfigError, Module};

@@ -35,6 +35,7 @@ use tokio::sync::Semaphore;
 use crate::config::Config;
 use crate::exporter::{ExporterMetrics, Outcome};
 use crate::exposition;
+use crate::live::LiveRun;
 
 /// What Prometheus' scrape timeout is lowered by to give the probe's
 /// limit (blackbox_exporter's default `--timeout-offset`).
@@ -56,6 +57,9 @@ pub struct ServeOptions {
     pub config: Config,
     /// `--max-concurrent N` (at least 1).
     pub max_concurrent: usize,
+    /// `--interface IFACE`: analyse this interface's traffic live in the
+    /// background and show it on `/metrics` ([`crate::live`]).
+    pub interface: Option<String>,
 }
 
 /// Why the server could not run.
@@ -73,6 +77,10 @@ pub enum ServeError {
     /// Another I/O error (the runtime, accepting).
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// `--interface`: the live capture could not start (no such
+    /// interface, no `CAP_NET_RAW`).
+    #[error("--interface: {0}")]
+    Live(#[from] rttlens_live::LiveError),
 }
 
 /// Shared by every request.
@@ -89,6 +97,7 @@ struct State {
 pub struct Server {
     listener: std::net::TcpListener,
     state: Arc<State>,
+    live: Option<LiveRun>,
 }
 
 impl Server {
@@ -105,14 +114,20 @@ impl Server {
         let listener = std::net::TcpListener::bind(opts.listen).map_err(bind_err)?;
         listener.set_nonblocking(true).map_err(bind_err)?;
         let max = opts.max_concurrent.max(1);
+        let live = opts.interface.as_deref().map(LiveRun::start).transpose()?;
+        let mut metrics = ExporterMetrics::new(max);
+        if let Some(l) = &live {
+            metrics.register_live(l.metrics());
+        }
         Ok(Server {
             listener,
             state: Arc::new(State {
                 config: opts.config,
                 permits: Arc::new(Semaphore::new(max)),
                 max_concurrent: max,
-                metrics: ExporterMetrics::new(max),
+                metrics,
             }),
+            live,
         })
     }
 
@@ -130,10 +145,17 @@ impl Server {
     /// The listener cannot join the runtime.
     pub async fn run_until<F: Future<Output = ()>>(self, shutdown: F) -> Result<(), ServeError> {
         let listener = tokio::net::TcpListener::from_std(self.listener)?;
+        let live = self.live;
         tokio::pin!(shutdown);
         loop {
             let (stream, _) = tokio::select! {
-                () = &mut shutdown => return Ok(()),
+                () = &mut shutdown => {
+                    if let Some(l) = live {
+                        // the analysis finishes the connections still open
+                        let _ = tokio::task::spawn_blocking(move || l.stop()).await;
+                    }
+                    return Ok(());
+                }
                 r = listener.accept() => match r {
                     Ok(s) => s,
                     // a connection that failed before accept (reset,

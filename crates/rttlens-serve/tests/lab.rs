@@ -96,6 +96,7 @@ fn a_probe_of_lab_nginx_through_serve_agrees_with_rttlens_probe() {
                 listen: "127.0.0.1:0".parse().expect("addr"),
                 config,
                 max_concurrent: 2,
+                interface: None,
             })
             .expect("bind");
             let addr = server.local_addr();

@@ -101,6 +101,7 @@ fn exporter(max_concurrent: usize) -> Running {
             listen: "127.0.0.1:0".parse().expect("addr"),
             config,
             max_concurrent,
+            interface: None,
         })
         .expect("bind");
         addr.send(server.local_addr()).expect("send addr");

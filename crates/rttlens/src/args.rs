@@ -52,9 +52,16 @@ pub struct ServeArgs {
     /// printed on stderr).
     #[arg(long, default_value = "127.0.0.1:9115", value_name = "ADDR")]
     pub listen: std::net::SocketAddr,
-    /// The modules (YAML, docs/serve.md).
-    #[arg(long, value_name = "FILE")]
-    pub config: PathBuf,
+    /// The modules (YAML, docs/serve.md); optional with --interface (then
+    /// `/probe` knows no module).
+    #[arg(long, value_name = "FILE", required_unless_present = "interface")]
+    pub config: Option<PathBuf>,
+    /// Also analyse this interface's traffic live in the background
+    /// (`rttlens analyze -i`) and show it on `/metrics`: connections,
+    /// finding counts and costs, phase histograms, kernel drops. Needs
+    /// CAP_NET_RAW.
+    #[arg(long, value_name = "IFACE")]
+    pub interface: Option<String>,
     /// At most N probes at once; more get 503.
     #[arg(long, default_value_t = 8, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -437,14 +444,57 @@ fn parse_population_interval(s: &str) -> Result<u64, String> {
     }
 }
 
+/// `--duration` (analyze -i): `30s`, `500ms`, `10m`, `2h`, a bare number
+/// is seconds; above 0, at most a year.
+#[cfg(feature = "live")]
+fn parse_live_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix('m') {
+        (n, 60_000.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3_600_000.0)
+    } else {
+        (t, 1.0)
+    };
+    let ms = if mult > 1.0 {
+        num.trim()
+            .parse::<f64>()
+            .map_err(|_| format!("'{s}' is not a duration (e.g. 30s, 500ms, 10m)"))?
+            * mult
+    } else {
+        duration_ms(num, "s")?
+    };
+    if ms > 0.0 && ms <= 365.0 * 86_400_000.0 {
+        Ok(std::time::Duration::from_secs_f64(ms / 1000.0))
+    } else {
+        Err(format!(
+            "'{s}': the duration must be above 0 and at most a year"
+        ))
+    }
+}
+
 /// `rttlens analyze` arguments.
 #[derive(Debug, clap::Args)]
 pub struct AnalyzeArgs {
     /// Capture files (pcap, pcapng, .gz of either); `-` for stdin. Several
     /// files (a rotated `tcpdump -C/-W/-G` set, captures of several
     /// interfaces) are merged in time order and numbered as one.
-    #[arg(required = true, num_args = 1..)]
+    #[cfg_attr(feature = "live", arg(required_unless_present = "interface", num_args = 1..))]
+    #[cfg_attr(not(feature = "live"), arg(required = true, num_args = 1..))]
     pub files: Vec<PathBuf>,
+    /// Read packets live from this interface instead of files (`eth0`;
+    /// `any`: every interface), until Ctrl-C, SIGTERM or `--duration`.
+    /// Needs CAP_NET_RAW (root). With `--format jsonl`, each connection's
+    /// line is written as it ends.
+    #[cfg(feature = "live")]
+    #[arg(short = 'i', long, value_name = "IFACE", conflicts_with = "files")]
+    pub interface: Option<String>,
+    /// With `-i`: stop after this long (`30s`, `500ms`, `10m`; a bare
+    /// number is seconds) and print the summary.
+    #[cfg(feature = "live")]
+    #[arg(long, value_name = "DURATION", requires = "interface",
+          value_parser = parse_live_duration)]
+    pub duration: Option<std::time::Duration>,
     /// Output format (jsonl: one line per connection as it ends, for jq,
     /// DuckDB, ClickHouse).
     #[arg(long, value_enum, default_value_t = AnalyzeFormat::Text)]
@@ -463,7 +513,9 @@ pub struct AnalyzeArgs {
     pub keylog: Vec<PathBuf>,
     /// Threads (default: the cores available): one reads the capture, and
     /// each has a share of the connections to analyse; 1 does everything on
-    /// one thread. The output is the same for any number.
+    /// one thread. The output is the same for any number. With `-i` the
+    /// default is 1: more threads hand frames on in batches, so at low
+    /// packet rates connections are reported late.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
     /// The population view's interval over time (`100ms`, `1s`, `60s`; at
@@ -534,5 +586,20 @@ mod tests {
         assert_eq!(super::duration_ms("5", "s"), Ok(5000.0));
         assert_eq!(super::duration_ms("40", "ms"), Ok(40.0));
         assert!(super::duration_ms("3h", "s").is_err());
+    }
+
+    #[cfg(feature = "live")]
+    #[test]
+    fn live_durations() {
+        use super::parse_live_duration as d;
+        use std::time::Duration;
+        assert_eq!(d("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(d("5"), Ok(Duration::from_secs(5)));
+        assert_eq!(d("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(d("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(d("2h"), Ok(Duration::from_secs(7200)));
+        assert!(d("0s").is_err());
+        assert!(d("-1").is_err());
+        assert!(d("soon").is_err());
     }
 }

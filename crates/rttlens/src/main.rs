@@ -5,8 +5,10 @@
 //! and maps errors to exit codes (0 ok, 1 target failure, 2 usage or
 //! unreadable input). The products are features, all on by default:
 //! `probe` (`rttlens-probe`), `lab` (`rttlens-lab`), `bench`
-//! (`rttlens-bench`), `serve` (`rttlens-serve`); without them (`--no-default-features`) the binary is
-//! `rttlens analyze` alone, and the other subcommands do not exist.
+//! (`rttlens-bench`), `serve` (`rttlens-serve`), `live` (`rttlens-live`:
+//! `analyze -i IFACE`); without them (`--no-default-features`) the binary
+//! is `rttlens analyze` of files alone, and the other subcommands do not
+//! exist.
 #![forbid(unsafe_code)]
 
 mod args;
@@ -14,6 +16,8 @@ mod args;
 mod bench;
 #[cfg(feature = "lab")]
 mod lab;
+#[cfg(feature = "live")]
+mod live;
 mod output;
 #[cfg(feature = "probe")]
 mod probe;
@@ -79,7 +83,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
-    let (mut reader, name) = open_captures(&args.files)?;
+    let (mut reader, name, live) = open_input(&args)?;
     let keys = reader.key_store();
     for path in &args.keylog {
         let text = std::fs::read(path)
@@ -96,7 +100,8 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         })
         .sum();
     let tty = io::stderr().is_terminal();
-    let show_progress = args.progress || (!args.no_progress && tty);
+    // live: no bar unless asked (there is no end to show)
+    let show_progress = args.progress || (!args.no_progress && tty && !live);
     let mut progress = output::ProgressDisplay::new(show_progress, tty, total);
     let pics = &args.pictures;
     let mut out = output::open(pics)?;
@@ -116,8 +121,13 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         (AnalyzeFormat::Html, _) | (_, None) => None,
         (_, dir) => Some(HtmlRenderer::new(html).with_svg_dir(dir)),
     };
+    // live: one thread unless asked; the threaded pipeline hands frames
+    // on in batches, so its connections would come out late at low rates
     let threads = args.threads.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        || match live {
+            true => 1,
+            false => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
         usize::from,
     );
     let options = pipeline::Options {
@@ -125,6 +135,7 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         threads,
         filter: args.filter.clone(),
         interval_ms: args.interval,
+        open_connections: None,
     };
     renderer.begin(&mut out, &Source { name: name.clone() })?;
     let mut io_err: Option<io::Error> = None;
@@ -146,6 +157,12 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             if let Err(e) = renderer.connection(&mut out, conn) {
                 io_err = Some(e);
             }
+            // live: each connection's output (a jsonl line) as it ends
+            if live {
+                if let Err(e) = out.flush() {
+                    io_err = Some(e);
+                }
+            }
         },
         &mut |p| progress.update(p),
     )
@@ -160,6 +177,17 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `analyze` reads, its name in the report, and whether it is live
+/// (`-i`).
+fn open_input(args: &AnalyzeArgs) -> anyhow::Result<(Box<dyn FrameSource>, String, bool)> {
+    #[cfg(feature = "live")]
+    if let Some(iface) = &args.interface {
+        return live::open(iface, args.duration).map(|(r, n)| (r, n, true));
+    }
+    let (reader, name) = open_captures(&args.files)?;
+    Ok((reader, name, false))
 }
 
 /// The captures to read, and their name in the report: one file as it is,

@@ -1,6 +1,7 @@
-//! `rttlens serve --listen ADDR --config FILE`: loads and checks the
-//! modules, then runs the exporter ([`rttlens_serve`]) until Ctrl-C.
-//! Exit codes: 0 stopped, 2 a bad configuration file or address.
+//! `rttlens serve --listen ADDR --config FILE [--interface IFACE]`: loads
+//! and checks the modules, starts the live analysis of IFACE, then runs the
+//! exporter ([`rttlens_serve`]) until Ctrl-C. Exit codes: 0 stopped, 2 a
+//! bad configuration file, address or interface (or no CAP_NET_RAW).
 
 use std::process::ExitCode;
 
@@ -13,8 +14,8 @@ const EXIT_USAGE: u8 = 2;
 
 /// Run `rttlens serve`.
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let config = match Config::load(&args.config) {
-        Ok(c) => c,
+    let config = match args.config.as_deref().map(Config::load).transpose() {
+        Ok(c) => c.unwrap_or_default(),
         Err(e) => {
             eprintln!("rttlens serve: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));
@@ -25,11 +26,17 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         listen: args.listen,
         config,
         max_concurrent: args.max_concurrent as usize,
+        interface: args.interface.clone(),
     };
+    let live = args
+        .interface
+        .as_ref()
+        .map(|i| format!("; analysing {i} live on /metrics"))
+        .unwrap_or_default();
     let served = rttlens_serve::server::serve(opts, |addr| {
         eprintln!(
-            "rttlens serve: listening on http://{addr}/ (modules: {}; at most {} probes at once)",
-            modules.join(", "),
+            "rttlens serve: listening on http://{addr}/ (modules: {}; at most {} probes at once{live})",
+            if modules.is_empty() { "none".to_string() } else { modules.join(", ") },
             args.max_concurrent
         );
     });

@@ -78,6 +78,20 @@ pub trait FrameSource: Send {
     fn breaks(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Packets the kernel dropped before the source could read them (a
+    /// live capture's receive buffer ran full: `tp_drops` of
+    /// `PACKET_STATISTICS`, packet(7)); `None` for a file, which cannot
+    /// say.
+    fn kernel_drops(&self) -> Option<u64> {
+        None
+    }
+    /// Whether the frames come live from an interface (they arrive as the
+    /// traffic does): the pipeline then hands connections on by time
+    /// rather than after many segments, so each is reported soon after it
+    /// ends.
+    fn is_live(&self) -> bool {
+        false
+    }
 }
 
 impl FrameSource for CaptureReader {

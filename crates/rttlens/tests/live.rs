@@ -1,0 +1,508 @@
+//! Live capture as users run it (issue 26 part 2): `rttlens analyze -i
+//! IFACE` on one end of a veth pair between two network namespaces while
+//! real TCP traffic runs, checked against `rttlens analyze` of a tcpdump
+//! file of the same traffic taken at the same time; `rttlens serve
+//! --interface` scraped on `/metrics`; a bad interface or a missing
+//! capability is one message and exit code 2.
+//!
+//! The namespace tests need root and iproute2 (and tcpdump for the
+//! comparison; scripts/packages): they FAIL naming what is missing. Every
+//! wait is bounded; each test makes a handful of connections.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{bin, scratch};
+use rttlens_net::netns::{ip, Netns};
+use rttlens_net::Tcpdump;
+use serde_json::Value;
+
+/// What the namespace tests need, or a panic naming it.
+fn require_root_and_ip() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "these tests build network namespaces and capture with AF_PACKET: run them as root"
+    );
+    if let Err(e) = rttlens_net::require_command("ip", "iproute2") {
+        panic!("{e}");
+    }
+}
+
+/// Two namespaces joined by a veth pair: `a` holds `A_IF` (10.78.0.1/24),
+/// `b` holds `B_IF` (10.78.0.2/24). Dropping the namespaces removes the
+/// pair.
+struct Pair {
+    a: Netns,
+    b: Netns,
+}
+
+const A_IF: &str = "lv-a";
+const B_IF: &str = "lv-b";
+const SERVER: &str = "10.78.0.2:8080";
+/// How long the server thinks before each answer: a `server-think-time`
+/// finding on a veth whose RTT is some microseconds.
+const THINK: Duration = Duration::from_millis(30);
+
+static PAIRS: AtomicU32 = AtomicU32::new(0);
+
+impl Pair {
+    fn new() -> Pair {
+        require_root_and_ip();
+        let n = PAIRS.fetch_add(1, Ordering::Relaxed);
+        let base = format!("rttl-live-{}-{n}", std::process::id());
+        let a = Netns::create(&format!("{base}-a")).unwrap_or_else(|e| panic!("{e}"));
+        let b = Netns::create(&format!("{base}-b")).unwrap_or_else(|e| panic!("{e}"));
+        let run = |args: &[&str]| {
+            ip(args).unwrap_or_else(|e| panic!("{e}"));
+        };
+        run(&[
+            "link",
+            "add",
+            A_IF,
+            "netns",
+            a.name(),
+            "type",
+            "veth",
+            "peer",
+            "name",
+            B_IF,
+            "netns",
+            b.name(),
+        ]);
+        run(&["-n", a.name(), "addr", "add", "10.78.0.1/24", "dev", A_IF]);
+        run(&["-n", b.name(), "addr", "add", "10.78.0.2/24", "dev", B_IF]);
+        run(&["-n", a.name(), "link", "set", A_IF, "up"]);
+        run(&["-n", b.name(), "link", "set", B_IF, "up"]);
+        Pair { a, b }
+    }
+
+    /// A server in `b` answering `conns` HTTP/1.1 requests, each after
+    /// [`THINK`], with 20 kB, then closing. Returns when it listens.
+    fn serve(&self, conns: usize) -> std::thread::JoinHandle<std::io::Result<()>> {
+        let (tx, rx) = mpsc::channel();
+        let h = self.b.spawn_thread(move || -> std::io::Result<()> {
+            let l = TcpListener::bind(SERVER)?;
+            let _ = tx.send(());
+            for _ in 0..conns {
+                let (mut s, _) = l.accept()?;
+                s.set_read_timeout(Some(Duration::from_secs(5)))?;
+                let mut req = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = s.read(&mut buf)?;
+                    if n == 0 {
+                        break;
+                    }
+                    req.extend_from_slice(&buf[..n]);
+                }
+                std::thread::sleep(THINK);
+                let body = vec![b'x'; 20_000];
+                write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                )?;
+                s.write_all(&body)?;
+            }
+            Ok(())
+        });
+        rx.recv_timeout(Duration::from_secs(5))
+            .expect("the test server did not start listening");
+        // flatten the thread's Result<Result<..>>
+        std::thread::spawn(move || h.join().expect("server thread").and_then(|r| r))
+    }
+
+    /// `n` requests from `a`, one connection each, one after another.
+    fn clients(&self, n: usize) {
+        self.a
+            .run(move || -> std::io::Result<()> {
+                for _ in 0..n {
+                    let addr: SocketAddr = SERVER.parse().expect("addr");
+                    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+                    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+                    s.write_all(b"GET / HTTP/1.1\r\nHost: lab\r\n\r\n")?;
+                    let mut out = Vec::new();
+                    s.read_to_end(&mut out)?;
+                    assert!(out.starts_with(b"HTTP/1.1 200"), "a response");
+                }
+                Ok(())
+            })
+            .expect("enter namespace a")
+            .expect("the requests");
+    }
+}
+
+/// Kills and reaps the child on drop (only the processes this test
+/// started).
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The first stderr line of `child` containing `want`, within 10 s; the
+/// other lines are kept in `seen`. The rest of stderr keeps draining to a
+/// channel returned, so the child never blocks on a full pipe.
+fn wait_for_line(child: &mut Child, want: &str) -> (String, mpsc::Receiver<String>) {
+    let err = child.stderr.take().expect("piped stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(l) if l.contains(want) => return (l, rx),
+            Ok(l) => seen.push(l),
+            Err(_) => panic!("no '{want}' on stderr within 10 s: {seen:?}"),
+        }
+    }
+}
+
+/// Wait at most `limit` for `child` to exit.
+fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            return st;
+        }
+        assert!(Instant::now() < deadline, "did not exit within {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `(client, server)` → the finding ids of each connection of a jsonl
+/// output, and the summary's capture object.
+fn connections(jsonl: &str) -> (Vec<(String, String, Vec<String>)>, Value) {
+    let mut conns = Vec::new();
+    let mut summary = Value::Null;
+    for line in jsonl.lines() {
+        let v: Value = serde_json::from_str(line).expect("a JSON line");
+        match v["type"].as_str() {
+            Some("connection") => {
+                let mut ids: Vec<String> = v["findings"]
+                    .as_array()
+                    .expect("findings")
+                    .iter()
+                    .map(|f| f["id"].as_str().expect("id").to_string())
+                    .collect();
+                ids.sort();
+                conns.push((
+                    v["client"].as_str().expect("client").to_string(),
+                    v["server"].as_str().expect("server").to_string(),
+                    ids,
+                ));
+            }
+            Some("summary") => summary = v["capture"].clone(),
+            _ => {}
+        }
+    }
+    conns.sort();
+    (conns, summary)
+}
+
+#[test]
+fn live_capture_names_the_connections_and_findings_of_a_tcpdump_file() {
+    let pair = Pair::new();
+    let file = scratch("live-veth.pcap");
+    let dump = Tcpdump::start(&pair.a, A_IF, &file).unwrap_or_else(|e| panic!("{e}"));
+    let mut cmd = bin();
+    cmd.args(["analyze", "-i", A_IF, "--format", "jsonl"]);
+    let mut live = Reaped(
+        pair.a
+            .command(&cmd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run rttlens analyze -i"),
+    );
+    let (_, _rest) = wait_for_line(&mut live.0, "capturing on");
+    let server = pair.serve(4);
+    pair.clients(4);
+    server.join().expect("server").expect("server ran");
+    // let the last FIN/ACKs reach both captures, then Ctrl-C
+    std::thread::sleep(Duration::from_millis(300));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(live.0.id()).expect("pid")),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("SIGINT");
+    let status = wait_exit(&mut live.0, Duration::from_secs(10));
+    assert!(status.success(), "Ctrl-C ends it cleanly: {status:?}");
+    let mut out = String::new();
+    live.0
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .expect("read stdout");
+    dump.stop();
+
+    let (live_conns, live_sum) = connections(&out);
+    let o = bin()
+        .args(["analyze", "--format", "jsonl"])
+        .arg(&file)
+        .output()
+        .expect("rttlens analyze FILE");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (file_conns, _) = connections(&String::from_utf8_lossy(&o.stdout));
+
+    assert_eq!(live_conns.len(), 4, "the four connections: {live_conns:?}");
+    assert_eq!(
+        live_conns, file_conns,
+        "live and tcpdump name the same connections and findings"
+    );
+    for (c, s, ids) in &live_conns {
+        assert_eq!(s, SERVER, "{c}");
+        assert!(
+            ids.iter().any(|i| i == "server-think-time"),
+            "{c}: the server's 30 ms think time is named: {ids:?}"
+        );
+    }
+    assert_eq!(
+        live_sum["quality"]["kernel_drops"],
+        Value::from(0u64),
+        "kernel drops reported (0): {live_sum}"
+    );
+    assert!(
+        live_sum["format"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("live AF_PACKET (kernel: ")),
+        "{live_sum}"
+    );
+}
+
+#[test]
+fn live_jsonl_streams_each_connection_as_it_ends() {
+    let pair = Pair::new();
+    let mut cmd = bin();
+    cmd.args([
+        "analyze",
+        "-i",
+        A_IF,
+        "--format",
+        "jsonl",
+        "--duration",
+        "20s",
+    ]);
+    let mut live = Reaped(
+        pair.a
+            .command(&cmd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run rttlens analyze -i"),
+    );
+    let (_, _rest) = wait_for_line(&mut live.0, "capturing on");
+    let (tx, lines) = mpsc::channel();
+    let stdout = live.0.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines() {
+            let Ok(l) = l else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let server = pair.serve(2);
+    pair.clients(1);
+    // a connection is handed on once closed and quiet for a second, seen
+    // on the time of later segments: the second connection brings it
+    std::thread::sleep(Duration::from_millis(1_200));
+    pair.clients(1);
+    server.join().expect("server").expect("server ran");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let first_conn = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let l = lines
+            .recv_timeout(left)
+            .expect("the first connection's line while the capture still runs");
+        if l.contains("\"type\":\"connection\"") {
+            break l;
+        }
+    };
+    assert!(
+        live.0.try_wait().expect("try_wait").is_none(),
+        "still capturing"
+    );
+    assert!(first_conn.contains("\"index\":0"), "{first_conn}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(live.0.id()).expect("pid")),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    let status = wait_exit(&mut live.0, Duration::from_secs(10));
+    assert!(status.success(), "SIGTERM ends it cleanly: {status:?}");
+    let rest: Vec<String> = lines.try_iter().collect();
+    assert!(
+        rest.iter().any(|l| l.contains("\"type\":\"connection\"")),
+        "the second connection at the end: {rest:?}"
+    );
+    assert!(
+        rest.last()
+            .is_some_and(|l| l.contains("\"type\":\"summary\"")),
+        "the summary last: {rest:?}"
+    );
+}
+
+/// `GET path` on `addr` from inside `ns`; the body.
+fn http_get(ns: &Netns, addr: SocketAddr, path: &str) -> String {
+    let path = path.to_string();
+    ns.run(move || -> std::io::Result<String> {
+        let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )?;
+        let mut out = String::new();
+        s.read_to_string(&mut out)?;
+        Ok(out)
+    })
+    .expect("enter namespace")
+    .expect("scrape")
+}
+
+/// The value of the sample `name` (with its labels, as exposed).
+fn sample(metrics: &str, name: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+#[test]
+fn serve_interface_exposes_the_live_analysis_on_metrics() {
+    let pair = Pair::new();
+    let mut cmd = bin();
+    cmd.args(["serve", "--listen", "10.78.0.1:0", "--interface", A_IF]);
+    let mut serve = Reaped(
+        pair.a
+            .command(&cmd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run rttlens serve --interface"),
+    );
+    let (line, _rest) = wait_for_line(&mut serve.0, "listening on http://");
+    let addr: SocketAddr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split('/').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("an address in: {line}"));
+    let server = pair.serve(4);
+    pair.clients(3);
+    // the fourth connection, 1.2 s later, hands the first three on
+    std::thread::sleep(Duration::from_millis(1_200));
+    pair.clients(1);
+    server.join().expect("server").expect("server ran");
+    std::thread::sleep(Duration::from_millis(200));
+    let m = http_get(&pair.a, addr, "/metrics");
+    assert!(m.starts_with("HTTP/1.1 200"), "{m}");
+    let get = |name: &str| sample(&m, name).unwrap_or_else(|| panic!("no {name} in:\n{m}"));
+    assert!(get("rttlens_live_connections_total") >= 3.0, "{m}");
+    assert!(
+        get("rttlens_live_findings_total{id=\"server-think-time\"}") >= 3.0,
+        "{m}"
+    );
+    let cost = get("rttlens_live_finding_cost_seconds_total{id=\"server-think-time\"}");
+    assert!(cost >= 3.0 * 0.025, "three 30 ms thinks: {cost}");
+    assert!(
+        get("rttlens_live_phase_duration_seconds_count{phase=\"connect\"}") >= 3.0,
+        "{m}"
+    );
+    assert!(
+        m.contains("rttlens_live_phase_duration_seconds_bucket{"),
+        "classic buckets: {m}"
+    );
+    assert_eq!(
+        get("rttlens_live_kernel_drops_total{interface=\"lv-a\"}"),
+        0.0
+    );
+    assert!(get("rttlens_live_kernel_packets_total{interface=\"lv-a\"}") > 0.0);
+    assert!(get("rttlens_live_frames_total{interface=\"lv-a\"}") > 0.0);
+    // the scrape's own connection and the fourth request are still open
+    assert!(get("rttlens_live_open_connections{interface=\"lv-a\"}") >= 1.0);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(serve.0.id()).expect("pid")),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    let status = wait_exit(&mut serve.0, Duration::from_secs(10));
+    assert!(status.success(), "SIGTERM ends serve: {status:?}");
+}
+
+#[test]
+fn a_bad_interface_is_one_message_and_exit_2() {
+    let runs: [&[&str]; 2] = [
+        &["analyze", "-i", "nosuch-if0"],
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--interface",
+            "nosuch-if0",
+        ],
+    ];
+    for args in runs {
+        let o = bin()
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run rttlens");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("no interface named 'nosuch-if0'"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "one message: {err}");
+    }
+}
+
+#[test]
+fn without_cap_net_raw_it_says_so_and_exits_2() {
+    require_root_and_ip();
+    // setpriv (util-linux, in every Debian) drops to nobody with no
+    // capabilities
+    let probe = Command::new("setpriv").arg("--version").output();
+    assert!(
+        probe.is_ok_and(|o| o.status.success()),
+        "`setpriv` not found: install the Debian package util-linux"
+    );
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(env!("CARGO_BIN_EXE_rttlens"))
+        .args(["analyze", "-i", "lo", "--duration", "1s"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run rttlens as nobody");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs CAP_NET_RAW"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one message: {err}");
+}
