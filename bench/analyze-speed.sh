@@ -232,8 +232,23 @@ row() { # LABEL WALL RSS_KIB
     }'
 }
 
+# time_rows LABEL ARGS... : rttlens ARGS timed (best of RUNS), one row; with
+# --compare, both binaries alternating, a row each.
+time_rows() {
+    local label=$1
+    shift
+    if [[ -z $COMPARE ]]; then
+        best "$RUNS" "$BIN" "$@" || return 0
+        row "$LABEL $label" "$M_WALL" "$M_RSS"
+    else
+        best_pair "$RUNS" "$BIN" "$COMPARE" "$@"
+        if [[ -n $A_WALL ]]; then row "$LABEL $label" "$A_WALL" "$A_RSS"; fi
+        if [[ -n $B_WALL ]]; then row "$LABEL_B $label" "$B_WALL" "$B_RSS"; fi
+    fi
+}
+
 time_capture() { # NAME FILE
-    local name=$1 f=$2 fmt threads label dashes tt_rss=0
+    local name=$1 f=$2 fmt threads dashes tt_rss=0
     [[ -r $f ]] || die "cannot read $f"
     MB=$(awk -v s="$(stat -c %s -- "$f")" 'BEGIN { printf "%.1f", s / 1048576 }')
     # the same page cache every run: the file is dropped from it and read
@@ -274,29 +289,15 @@ print(c["frames"], c["connections"], c.get("peak_open_connections", "?"),
     row "cat (the read limit)" "$CAT" "$cat_rss"
     for threads in 1 "$CORES"; do
         for fmt in text json jsonl; do
-            label="$fmt, $threads thread$([[ $threads == 1 ]] || echo s)"
-            if [[ -z $COMPARE ]]; then
-                best "$RUNS" "$BIN" analyze "$f" --no-progress --threads "$threads" --format "$fmt" || continue
-                row "$LABEL $label" "$M_WALL" "$M_RSS"
-            else
-                best_pair "$RUNS" "$BIN" "$COMPARE" analyze "$f" --no-progress --threads "$threads" --format "$fmt"
-                if [[ -n $A_WALL ]]; then row "$LABEL $label" "$A_WALL" "$A_RSS"; fi
-                if [[ -n $B_WALL ]]; then row "$LABEL_B $label" "$B_WALL" "$B_RSS"; fi
-            fi
+            time_rows "$fmt, $threads thread$([[ $threads == 1 ]] || echo s)" \
+                analyze "$f" --no-progress --threads "$threads" --format "$fmt"
         done
     done
     # a filter never costs more time or memory than the whole capture
     # (issue 27): the rows to hold against the unfiltered ones above
     for threads in 1 "$CORES"; do
-        label="text, $threads thread$([[ $threads == 1 ]] || echo s), --filter '$FILTER'"
-        if [[ -z $COMPARE ]]; then
-            best "$RUNS" "$BIN" analyze "$f" --no-progress --threads "$threads" --filter "$FILTER" || continue
-            row "$LABEL $label" "$M_WALL" "$M_RSS"
-        else
-            best_pair "$RUNS" "$BIN" "$COMPARE" analyze "$f" --no-progress --threads "$threads" --filter "$FILTER"
-            if [[ -n $A_WALL ]]; then row "$LABEL $label" "$A_WALL" "$A_RSS"; fi
-            if [[ -n $B_WALL ]]; then row "$LABEL_B $label" "$B_WALL" "$B_RSS"; fi
-        fi
+        time_rows "text, $threads thread$([[ $threads == 1 ]] || echo s), --filter '$FILTER'" \
+            analyze "$f" --no-progress --threads "$threads" --filter "$FILTER"
     done
     if [[ -n $TCPTRACE ]]; then
         row "tcptrace -ln" "$TCPTRACE" "$tt_rss"

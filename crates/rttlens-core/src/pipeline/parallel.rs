@@ -151,6 +151,23 @@ struct Answer {
     malformed_options: u64,
 }
 
+impl Answer {
+    /// Part `part` of `shard`'s answer to batch `seq`, empty.
+    fn new(seq: u64, shard: usize, part: u32) -> Answer {
+        Answer {
+            seq,
+            shard,
+            part,
+            more: false,
+            events: Vec::new(),
+            oversized: 0,
+            findings_by_id: BTreeMap::new(),
+            late_segments: 0,
+            malformed_options: 0,
+        }
+    }
+}
+
 /// The shard a segment's connection belongs to.
 fn shard_of(seg: &wire::TcpSegment<'_>, n: usize) -> usize {
     // the high bits of Fx's multiply are the mixed ones
@@ -343,17 +360,7 @@ struct Shard {
 /// detectors: the answer for the merger, and the emptied batch.
 fn process(shard: &mut Shard, batch: Batch, send: &mut dyn FnMut(Answer)) -> (Answer, Batch) {
     let table = &mut shard.table;
-    let mut a = Answer {
-        seq: batch.seq,
-        shard: shard.index,
-        part: 0,
-        more: false,
-        events: Vec::new(),
-        oversized: 0,
-        findings_by_id: BTreeMap::new(),
-        late_segments: 0,
-        malformed_options: 0,
-    };
+    let mut a = Answer::new(batch.seq, shard.index, 0);
     let start = batch.start;
     let end = |c: Box<Conn<Protocols>>, frame: u64, phase: EventKind, a: &mut Answer| {
         a.oversized += c.half[0].oversized + c.half[1].oversized;
@@ -414,17 +421,7 @@ fn process(shard: &mut Shard, batch: Batch, send: &mut dyn FnMut(Answer)) -> (An
             end(c, u64::MAX, EventKind::Left, &mut a);
             left += 1;
             if left % LEFT_CHUNK == 0 {
-                let next = Answer {
-                    seq: a.seq,
-                    shard: a.shard,
-                    part: a.part + 1,
-                    more: false,
-                    events: Vec::new(),
-                    oversized: 0,
-                    findings_by_id: BTreeMap::new(),
-                    late_segments: 0,
-                    malformed_options: 0,
-                };
+                let next = Answer::new(a.seq, a.shard, a.part + 1);
                 let mut part = std::mem::replace(&mut a, next);
                 part.more = true;
                 send(part);
