@@ -498,7 +498,6 @@ impl<'f> Intake<'f> {
         &mut self,
         reader: &'r mut dyn FrameSource,
     ) -> Result<Option<Frame<'r>>, CaptureError> {
-        self.live = reader.is_live();
         self.judge(reader.next_frame())
     }
 
@@ -508,7 +507,6 @@ impl<'f> Intake<'f> {
         &mut self,
         reader: &'r mut dyn FrameSource,
     ) -> Result<Option<(Frame<'r>, Option<SharedFrame<'r>>)>, CaptureError> {
-        self.live = reader.is_live();
         self.judge(reader.next_shared())
     }
 
@@ -581,6 +579,8 @@ fn scan(
     copies: Option<&mut Vec<u64>>,
 ) -> Result<CaptureSummary, CaptureError> {
     let mut intake = Intake::new(options.filter.as_ref());
+    // once: the source does not change (it was asked on every frame)
+    intake.live = reader.is_live();
     intake.copy_frames = copies.as_ref().map(|_| Vec::new());
     let connections = std::cell::Cell::new(0u64);
     let mut oversized = 0u64;

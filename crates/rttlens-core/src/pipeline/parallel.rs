@@ -246,6 +246,7 @@ fn read_frames(
     let _guard = StopOnPanic(pool);
     let n = pool.len();
     let mut intake = Intake::new(options.filter.as_ref());
+    intake.live = reader.is_live();
     // the flow threads decode their frames in full, and count the option notes
     intake.light = true;
     // its sequence number, start and `last` are set when it is sent
