@@ -29,7 +29,7 @@
 use std::fmt;
 use std::net::IpAddr;
 
-use crate::wire::TcpSegment;
+use crate::wire::{TcpSegment, UdpDatagram};
 
 /// A parsed filter, ready to match segments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,9 +61,11 @@ enum Qualifier {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Proto {
     Tcp,
+    /// UDP (QUIC's datagrams).
+    Udp,
     Ip,
     Ip6,
-    /// A protocol a TCP segment never is (udp, icmp, …).
+    /// A protocol rttlens never tracks (icmp, …).
     Never,
 }
 
@@ -121,7 +123,30 @@ impl Filter {
 
     /// Whether `seg` passes the filter.
     pub fn matches(&self, seg: &TcpSegment<'_>) -> bool {
-        eval(&self.expr, seg)
+        eval(
+            &self.expr,
+            &Ends {
+                tcp: true,
+                src: seg.src,
+                dst: seg.dst,
+                src_port: seg.src_port,
+                dst_port: seg.dst_port,
+            },
+        )
+    }
+
+    /// Whether the UDP datagram `d` (QUIC) passes the filter.
+    pub fn matches_udp(&self, d: &UdpDatagram<'_>) -> bool {
+        eval(
+            &self.expr,
+            &Ends {
+                tcp: false,
+                src: d.src,
+                dst: d.dst,
+                src_port: d.src_port,
+                dst_port: d.dst_port,
+            },
+        )
     }
 
     /// The expression as given.
@@ -136,9 +161,19 @@ impl fmt::Display for Filter {
     }
 }
 
-fn eval(e: &Expr, seg: &TcpSegment<'_>) -> bool {
+/// What a filter reads of a packet.
+struct Ends {
+    tcp: bool,
+    src: IpAddr,
+    dst: IpAddr,
+    src_port: u16,
+    dst_port: u16,
+}
+
+fn eval(e: &Expr, seg: &Ends) -> bool {
     match e {
-        Expr::Proto(Proto::Tcp) => true,
+        Expr::Proto(Proto::Tcp) => seg.tcp,
+        Expr::Proto(Proto::Udp) => !seg.tcp,
         Expr::Proto(Proto::Ip) => seg.src.is_ipv4(),
         Expr::Proto(Proto::Ip6) => seg.src.is_ipv6(),
         Expr::Proto(Proto::Never) => false,
@@ -300,7 +335,8 @@ impl Parser<'_> {
             "tcp" => Some(Proto::Tcp),
             "ip" => Some(Proto::Ip),
             "ip6" => Some(Proto::Ip6),
-            "udp" | "icmp" | "icmp6" | "arp" | "rarp" | "sctp" | "igmp" => Some(Proto::Never),
+            "udp" => Some(Proto::Udp),
+            "icmp" | "icmp6" | "arp" | "rarp" | "sctp" | "igmp" => Some(Proto::Never),
             _ => None,
         };
         if let Some(proto) = proto {

@@ -23,6 +23,9 @@
 //!    messages ([`proto::http`]) placed by stream offset;
 //!    [`proto::protocols::Protocols`] is the set of trackers a connection
 //!    feeds.
+//!    Beside them, [`quic`]: QUIC connections over UDP (RFC 9000), their
+//!    packets decrypted (Initial keys always, the others from a key log),
+//!    the TLS handshake in their CRYPTO frames and HTTP/3 on their streams.
 //! 6. [`analysis`]: estimation and classification of a finished connection:
 //!    vantage point and RTT, round limits, the application timeline, the
 //!    ladder of phases.
@@ -49,6 +52,8 @@ pub mod filter;
 pub mod flow;
 
 pub mod proto;
+
+pub mod quic;
 
 pub mod analysis;
 

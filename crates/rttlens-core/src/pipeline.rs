@@ -8,15 +8,23 @@ pub(crate) mod parallel;
 use crate::analysis;
 use crate::base::side::FrameRef;
 use crate::base::time::Timestamp;
+use crate::capture::keylog::KeyStore;
 use crate::capture::{CaptureError, Frame, FrameSource, SharedFrame};
 use crate::detect;
 use crate::filter::Filter;
 use crate::flow::half::FrameMark;
 use crate::flow::{Conn, FlowTable, SWEEP_EVERY, SWEEP_INTERVAL, SWEEP_MIN};
 use crate::model::ConnReport;
+use crate::model::QuicReport;
 use crate::proto::protocols::Protocols;
+use crate::quic::conn::QuicConn;
+use crate::quic::table::QuicTable;
 use crate::wire::duplicates::Duplicates;
-use crate::wire::{self, Decoded, TcpSegment};
+use crate::wire::{self, Decoded, TcpSegment, UdpDatagram};
+
+/// How often the QUIC connections are swept for idle ones (capture time).
+const QUIC_SWEEP_INTERVAL: crate::base::time::Duration =
+    crate::base::time::Duration::from_millis(1_000);
 
 /// Counted problems with the capture (docs/design.md §9): the analysis went
 /// on.
@@ -147,6 +155,13 @@ pub struct CaptureSummary {
     pub connections: u64,
     /// Most connections open at once.
     pub peak_open_connections: usize,
+    /// UDP datagrams that carried QUIC (absent without QUIC).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub quic_datagrams: u64,
+    /// QUIC connections, in order of first packet (absent without QUIC;
+    /// docs/json.md "QUIC connections").
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub quic: Vec<QuicReport>,
     /// Findings per id over all connections.
     pub findings_by_id: BTreeMap<&'static str, u64>,
     /// TLS connections, and what decryption did (absent without TLS).
@@ -271,6 +286,9 @@ pub fn run_with(
         on_conn(c);
     };
     let mut sum = run_counted(reader, options, &mut on_conn, progress)?;
+    for f in sum.quic.iter().flat_map(|q| &q.findings) {
+        *sum.findings_by_id.entry(f.id).or_default() += 1;
+    }
     tls.key_log = !reader.key_store().is_empty();
     sum.tls = tls;
     sum.population = population.finish();
@@ -393,6 +411,11 @@ struct Intake<'f> {
     /// run on time alone, so a connection is handed on about
     /// `CLOSED_LINGER` after it closed however few segments follow.
     live: bool,
+    /// QUIC connections (read on this thread: they are few, and the
+    /// parallel pipeline's reader sees every datagram).
+    quic: QuicTable,
+    /// When the QUIC table was last swept.
+    quic_swept: Timestamp,
 }
 
 impl<'f> Intake<'f> {
@@ -413,7 +436,40 @@ impl<'f> Intake<'f> {
             copies: Duplicates::default(),
             copy_frames: None,
             live: false,
+            quic: QuicTable::default(),
+            quic_swept: Timestamp::default(),
         }
+    }
+
+    /// Reads QUIC with the secrets of `keys`.
+    fn with_keys(mut self, keys: KeyStore) -> Self {
+        self.quic = QuicTable::new(keys);
+        self
+    }
+
+    /// A QUIC connection that ended: analysed, its report kept.
+    fn quic_done(sum: &mut CaptureSummary, start: Timestamp, c: QuicConn) {
+        let a = analysis::quic::analyze(c);
+        let findings = detect::quic::run(&a);
+        sum.quic.push(QuicReport::new(&a, findings, start));
+    }
+
+    /// Reads a UDP datagram; whether it was QUIC.
+    fn take_udp(&mut self, d: &UdpDatagram<'_>, at: FrameRef) -> bool {
+        if self.filter.is_some_and(|f| !f.matches_udp(d)) {
+            return false;
+        }
+        let start = self.start();
+        let sum = &mut self.sum;
+        let hit = self
+            .quic
+            .push(d, at, &mut |c| Intake::quic_done(sum, start, c));
+        if at.ts - self.quic_swept >= QUIC_SWEEP_INTERVAL {
+            self.quic_swept = at.ts;
+            self.quic
+                .sweep(at.ts, &mut |c| Intake::quic_done(sum, start, c));
+        }
+        hit
     }
 
     /// Counts `frame`; the TCP segment to track, if any.
@@ -456,6 +512,18 @@ impl<'f> Intake<'f> {
                     ts: frame.ts,
                 };
                 Some((seg, at))
+            }
+            Ok(Decoded::Udp(d)) => {
+                let at = FrameRef {
+                    frame: frame.number,
+                    ts: frame.ts,
+                };
+                if self.take_udp(&d, at) {
+                    self.sum.quic_datagrams += 1;
+                } else {
+                    self.sum.other_packets += 1;
+                }
+                None
             }
             Ok(_) => {
                 self.sum.other_packets += 1;
@@ -530,6 +598,10 @@ impl<'f> Intake<'f> {
     /// and `findings_by_id` are the caller's to fill).
     fn finish(mut self, reader: &dyn FrameSource) -> CaptureSummary {
         let start = self.start();
+        let quic = std::mem::take(&mut self.quic);
+        let sum = &mut self.sum;
+        quic.finish(&mut |c| Intake::quic_done(sum, start, c));
+        sum.quic.sort_by_key(|q| q.index);
         let sum = &mut self.sum;
         let breaks = reader.breaks();
         if !breaks.is_empty() {
@@ -578,7 +650,7 @@ fn scan(
     progress: &mut dyn FnMut(Progress),
     copies: Option<&mut Vec<u64>>,
 ) -> Result<CaptureSummary, CaptureError> {
-    let mut intake = Intake::new(options.filter.as_ref());
+    let mut intake = Intake::new(options.filter.as_ref()).with_keys(reader.key_store());
     // once: the source does not change (it was asked on every frame)
     intake.live = reader.is_live();
     intake.copy_frames = copies.as_ref().map(|_| Vec::new());

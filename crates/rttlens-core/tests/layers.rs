@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["filter"],
     &["flow"],
     &["proto"],
+    &["quic"],
     &["analysis"],
     &["detect"],
     &["population"],

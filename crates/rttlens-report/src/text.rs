@@ -5,8 +5,10 @@
 
 use std::io::{self, Write};
 
+use rttlens_core::analysis::ladder::Phase;
 use rttlens_core::analysis::requests::RequestRow;
-use rttlens_core::model::ConnReport;
+use rttlens_core::detect::Finding;
+use rttlens_core::model::{ConnReport, QuicReport};
 use rttlens_core::pipeline::{CaptureSummary, TlsTally};
 use rttlens_core::proto::tls::decrypt::{DecryptStatus, Decryption};
 
@@ -120,34 +122,7 @@ pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::
             writeln!(w, "  {}", decryption_line(d))?;
         }
     }
-    if !c.ladder.is_empty() {
-        writeln!(w)?;
-        writeln!(
-            w,
-            "  {:<22} {:>9} {:>7}  {:<14} what",
-            "phase", "ms", "RTTs", "frames"
-        )?;
-        for p in &c.ladder {
-            let mut detail = p.detail.clone();
-            if !p.parts.is_empty() {
-                let parts: Vec<String> = p
-                    .parts
-                    .iter()
-                    .map(|x| format!("{} {} ms ({:.2} RTT)", x.name, ms(x.ms), x.rtts))
-                    .collect();
-                detail.push_str(&format!("; {}", parts.join(", ")));
-            }
-            writeln!(
-                w,
-                "  {:<22} {:>9} {:>7.2}  {:<14} {}",
-                p.name,
-                ms(p.ms),
-                p.rtts,
-                format!("{}→{}", p.start_frame, p.end_frame),
-                detail
-            )?;
-        }
-    }
+    write_ladder(w, &c.ladder)?;
     if c.requests.len() > 1 || (c.tls.is_some() && !c.requests.is_empty()) {
         write_requests(w, &c.requests)?;
     }
@@ -220,12 +195,54 @@ pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::
             }
         }
     }
+    write_findings(w, &c.findings)?;
+    for n in &c.notes {
+        writeln!(w, "  note: {n}")?;
+    }
+    writeln!(w)
+}
+
+/// The ladder of phases, one row each.
+fn write_ladder(w: &mut dyn Write, ladder: &[Phase]) -> io::Result<()> {
+    if !ladder.is_empty() {
+        writeln!(w)?;
+        writeln!(
+            w,
+            "  {:<22} {:>9} {:>7}  {:<14} what",
+            "phase", "ms", "RTTs", "frames"
+        )?;
+        for p in ladder {
+            let mut detail = p.detail.clone();
+            if !p.parts.is_empty() {
+                let parts: Vec<String> = p
+                    .parts
+                    .iter()
+                    .map(|x| format!("{} {} ms ({:.2} RTT)", x.name, ms(x.ms), x.rtts))
+                    .collect();
+                detail.push_str(&format!("; {}", parts.join(", ")));
+            }
+            writeln!(
+                w,
+                "  {:<22} {:>9} {:>7.2}  {:<14} {}",
+                p.name,
+                ms(p.ms),
+                p.rtts,
+                format!("{}→{}", p.start_frame, p.end_frame),
+                detail
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The findings, highest cost first, each with its evidence, why and fix.
+fn write_findings(w: &mut dyn Write, findings: &[Finding]) -> io::Result<()> {
     writeln!(w)?;
-    if c.findings.is_empty() {
+    if findings.is_empty() {
         writeln!(w, "  findings: none")?;
     } else {
         writeln!(w, "  findings (highest cost first)")?;
-        for f in &c.findings {
+        for f in findings {
             writeln!(
                 w,
                 "  * {}  {} ms ({})  confidence {}",
@@ -253,8 +270,120 @@ pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::
             writeln!(w, "    {:<9} {}", "see", f.references.join("; "))?;
         }
     }
-    for n in &c.notes {
-        writeln!(w, "  note: {n}")?;
+    Ok(())
+}
+
+/// One QUIC connection in full: handshake, ladder, HTTP/3 streams,
+/// findings.
+pub fn write_quic_connection(w: &mut dyn Write, q: &QuicReport) -> io::Result<()> {
+    writeln!(
+        w,
+        "QUIC connection {}  {} → {}",
+        q.index, q.client, q.server
+    )?;
+    let mut line = format!(
+        "  QUIC v{} · {} datagrams ({}–{}) · {} ms",
+        q.version,
+        q.datagrams[0] + q.datagrams[1],
+        q.first_frame,
+        q.last_frame,
+        ms(q.duration_ms)
+    );
+    match &q.rtt {
+        Some(r) => line.push_str(&format!(
+            " · RTT {} ms min from {} ACK frames (client half {}, server half {})",
+            ms(r.min_ms),
+            r.samples,
+            r.client_half_ms
+                .map_or("?".to_string(), |x| format!("{} ms", ms(x))),
+            r.server_half_ms
+                .map_or("?".to_string(), |x| format!("{} ms", ms(x))),
+        )),
+        None => line.push_str(" · RTT unknown"),
+    }
+    if !q.roles_known {
+        line.push_str(" · client told by ports (no client Initial)");
+    }
+    writeln!(w, "{line}")?;
+    let h = &q.handshake;
+    let mut l = match (h.ms, h.rtts) {
+        (Some(m), Some(r)) => format!("  handshake {} ms, {r:.2} RTT (nominal 1)", ms(m)),
+        (Some(m), None) => format!("  handshake {} ms", ms(m)),
+        _ => "  handshake not complete in the capture".to_string(),
+    };
+    for (on, what) in [
+        (h.version_negotiation, "Version Negotiation"),
+        (h.retry, "Retry"),
+        (h.hello_retry_request, "HelloRetryRequest"),
+    ] {
+        if on {
+            l.push_str(&format!(" · {what}"));
+        }
+    }
+    if let Some(c) = &h.cipher {
+        l.push_str(&format!(" · {c}"));
+    }
+    if let Some(g) = &h.key_share_group {
+        l.push_str(&format!(" · {g}"));
+    }
+    if let Some(s) = &h.sni {
+        l.push_str(&format!(" · SNI {s}"));
+    }
+    if !h.alpn_offered.is_empty() {
+        l.push_str(&format!(" · ALPN offered {}", h.alpn_offered.join(",")));
+    }
+    if h.resumed == Some(true) {
+        l.push_str(" · resumed");
+    }
+    l.push_str(&format!(" · 0-RTT {}", h.zero_rtt));
+    if let Some(b) = h.certificate_bytes {
+        l.push_str(&format!(" · certificate {b} B"));
+    }
+    writeln!(w, "{l}")?;
+    let undecrypted: u64 = q.not_decrypted.values().sum();
+    let keys = if q.key_log {
+        format!("key log used; {undecrypted} packet(s) not decrypted")
+    } else if undecrypted > 0 {
+        format!("no key log for it: Initial packets only ({undecrypted} packets not decrypted; `--keylog FILE` opens them)")
+    } else {
+        "all packets decrypted".to_string()
+    };
+    writeln!(
+        w,
+        "  packets {} client, {} server · lost {} client, {} server · {keys}",
+        q.packets[0], q.packets[1], q.lost[0], q.lost[1]
+    )?;
+    write_ladder(w, &q.ladder)?;
+    if !q.streams.is_empty() {
+        writeln!(w)?;
+        writeln!(
+            w,
+            "  {:>6}  {:<7} {:<30} {:>6} {:>9} {:>10}  frames",
+            "stream", "method", "path", "status", "TTFB ms", "bytes"
+        )?;
+        for s in q.streams.iter().take(REQUEST_ROWS) {
+            writeln!(
+                w,
+                "  {:>6}  {:<7} {:<30} {:>6} {:>9} {:>10}  {}→{}",
+                s.id,
+                s.method.as_deref().unwrap_or("?"),
+                s.path.as_deref().unwrap_or("?"),
+                s.status.map_or("-".to_string(), |x| x.to_string()),
+                s.ttfb_ms.map_or("-".to_string(), ms),
+                s.response_bytes,
+                s.request_frame.map_or("?".to_string(), |f| f.to_string()),
+                s.end_frame
+                    .or(s.response_frame)
+                    .map_or("?".to_string(), |f| f.to_string()),
+            )?;
+        }
+        if q.streams.len() > REQUEST_ROWS {
+            writeln!(w, "  … {} more streams", q.streams.len() - REQUEST_ROWS)?;
+        }
+    }
+    write_findings(w, &q.findings)?;
+    for c in &q.closes {
+        writeln!(w, "  CONNECTION_CLOSE from {c}")?;
     }
     writeln!(w)
 }
@@ -429,6 +558,15 @@ impl Renderer for TextRenderer {
             if s.connections == 1 { "" } else { "s" },
             s.duration_s
         )?;
+        if !s.quic.is_empty() {
+            writeln!(
+                w,
+                "QUIC: {} connection{} in {} datagrams",
+                s.quic.len(),
+                if s.quic.len() == 1 { "" } else { "s" },
+                s.quic_datagrams
+            )?;
+        }
         if s.quality.is_clean() {
             writeln!(w, "quality: clean")?;
         } else {
@@ -461,6 +599,9 @@ impl Renderer for TextRenderer {
         let single = self.kept.len() == 1;
         for c in &self.kept {
             write_connection(w, c, self.rounds || single)?;
+        }
+        for q in &s.quic {
+            write_quic_connection(w, q)?;
         }
         Ok(())
     }

@@ -5,6 +5,7 @@ pub(crate) mod app;
 pub(crate) mod connection;
 pub mod h2;
 pub mod ladder;
+pub mod quic;
 pub mod requests;
 pub mod rounds;
 pub(crate) mod rtt;

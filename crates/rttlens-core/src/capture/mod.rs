@@ -136,7 +136,7 @@ impl LinkType {
     /// `LINKTYPE_ETHERNET` (1): Ethernet II / IEEE 802.3.
     pub const ETHERNET: LinkType = LinkType(1);
     /// `LINKTYPE_PPP` (9): PPP in HDLC-like framing.
-    pub(crate) const PPP: LinkType = LinkType(9);
+    pub const PPP: LinkType = LinkType(9);
     /// `LINKTYPE_RAW` (101): raw IPv4 or IPv6, the version nibble decides.
     pub const RAW: LinkType = LinkType(101);
     /// `LINKTYPE_IEEE802_11` (105): 802.11 wireless without radio header.

@@ -155,6 +155,25 @@ pub(crate) fn h2_flow_control_held(a: &Analysis, sender: crate::base::side::Side
     a.h2_stalls.0.iter().any(|s| s.sender == sender)
 }
 
+/// A cost of `d`, in round trips when the RTT is known.
+pub(crate) fn quic_cost(
+    a: &crate::analysis::quic::QuicAnalysis,
+    d: crate::base::time::Duration,
+) -> crate::base::cost::Cost {
+    match a.rtt_min() {
+        Some(rtt) => crate::base::cost::Cost::of(d, rtt),
+        None => crate::base::cost::Cost {
+            ms: crate::base::cost::round3(d.as_millis_f64().max(0.0)),
+            rtts: None,
+        },
+    }
+}
+
+/// `d` in ms, for titles and evidence.
+pub(crate) fn quic_ms(d: crate::base::time::Duration) -> String {
+    format!("{:.1} ms", d.as_millis_f64())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -245,7 +245,7 @@ fn read_frames(
 ) -> Result<CaptureSummary, CaptureError> {
     let _guard = StopOnPanic(pool);
     let n = pool.len();
-    let mut intake = Intake::new(options.filter.as_ref());
+    let mut intake = Intake::new(options.filter.as_ref()).with_keys(reader.key_store());
     intake.live = reader.is_live();
     // the flow threads decode their frames in full, and count the option notes
     intake.light = true;

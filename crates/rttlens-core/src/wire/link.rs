@@ -8,6 +8,7 @@
 //! | [`LinkType::RAW`], [`LinkType::IPV4`], [`LinkType::IPV6`] | none; the IP version nibble decides |
 //! | [`LinkType::NULL`] | 4-octet address family in the capturing host's byte order ([`NullHeader`]) |
 //! | [`LinkType::LOOP`] | 4-octet address family in network byte order |
+//! | [`LinkType::PPP`] | RFC 1662 HDLC-like framing: address `0xff` and control `0x03` (may be left out), then the PPP protocol (RFC 1661 §2): `0x0021` IPv4, `0x0057` IPv6 |
 //!
 //! Ethernet and VLAN headers are read with etherparse. The SLL, SLL2 and
 //! null headers are views written here: etherparse has no SLL2 or null, and
@@ -94,8 +95,29 @@ pub(crate) fn strip(link: LinkType, data: &[u8]) -> Result<Option<Network<'_>>, 
             let null = NullHeader::new_checked(data)?;
             Ok(by_family(null.family_be(), null.payload()))
         }
+        LinkType::PPP => ppp(data),
         other => Err(DecodeError::UnknownLinkType(other)),
     }
+}
+
+/// PPP (`LINKTYPE_PPP`): the optional address and control octets, then
+/// the protocol field, one octet when its low bit is set (protocol field
+/// compression, RFC 1661 §6.5), else two.
+fn ppp(data: &[u8]) -> Result<Option<Network<'_>>, DecodeError> {
+    let rest = match data {
+        [0xff, 0x03, rest @ ..] => rest,
+        rest => rest,
+    };
+    let (proto, rest) = match rest {
+        [p, rest @ ..] if p & 1 == 1 => (u16::from(*p), rest),
+        [hi, lo, rest @ ..] => (u16::from_be_bytes([*hi, *lo]), rest),
+        _ => return Err(DecodeError::Truncated { layer: "PPP" }),
+    };
+    Ok(match proto {
+        0x0021 => Some(Network::Ipv4(rest)),
+        0x0057 => Some(Network::Ipv6(rest)),
+        _ => None,
+    })
 }
 
 /// Follows EtherTypes through VLAN tags to IP. Each tag consumes 4 octets,

@@ -46,8 +46,30 @@ pub enum Decoded<'a> {
     /// it has no TCP header, and IP fragments are not reassembled. Worth a
     /// capture-quality note (TCP is rarely fragmented).
     TcpFragment,
-    /// Anything else: ARP, UDP, ICMP, other EtherTypes or address families.
+    /// A UDP datagram (RFC 768): what QUIC rides on. IP fragments after
+    /// the first are [`Decoded::Other`].
+    Udp(UdpDatagram<'a>),
+    /// Anything else: ARP, ICMP, other EtherTypes or address families.
     Other,
+}
+
+/// A decoded UDP datagram, borrowing its payload from the frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpDatagram<'a> {
+    /// IP source address.
+    pub src: IpAddr,
+    /// IP destination address.
+    pub dst: IpAddr,
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// Captured payload bytes (after the 8-byte UDP header, bounded by the
+    /// UDP length field); shorter than [`payload_len`](Self::payload_len)
+    /// when the snapshot length cut the frame.
+    pub payload: &'a [u8],
+    /// Payload length on the wire, in octets (the UDP length field less 8).
+    pub payload_len: u32,
 }
 
 /// A decoded TCP segment (RFC 9293 §3.1), borrowing its payload from the
@@ -128,6 +150,8 @@ pub enum DecodeError {
 
 /// The IP protocol number of TCP.
 const IPPROTO_TCP: u8 = 6;
+/// The IP protocol number of UDP.
+const IPPROTO_UDP: u8 = 17;
 
 /// Decodes a frame of link type `link` captured as `data`, whose length on
 /// the wire was `orig_len`.
@@ -177,6 +201,9 @@ fn decode_with(
         link::Network::Ipv4(bytes) => ip::parse_ipv4(bytes, wire_len)?,
         link::Network::Ipv6(bytes) => ip::parse_ipv6(bytes, wire_len)?,
     };
+    if datagram.protocol == IPPROTO_UDP && !datagram.non_first_fragment {
+        return udp(&datagram);
+    }
     if datagram.protocol != IPPROTO_TCP {
         return Ok(Decoded::Other);
     }
@@ -184,6 +211,34 @@ fn decode_with(
         return Ok(Decoded::TcpFragment);
     }
     tcp::parse_segment_with(&datagram, options).map(Decoded::Tcp)
+}
+
+/// The UDP header (RFC 768) of `d`; the payload bounded by the UDP length
+/// field when that is sane (a length of 0 is a jumbogram's, RFC 2675 §4:
+/// the IP length stands). A header that is cut or impossible makes the
+/// datagram [`Decoded::Other`]: rttlens reads UDP only for QUIC, and a
+/// broken UDP header is no note about the TCP it analyses.
+fn udp<'a>(d: &ip::Datagram<'a>) -> Result<Decoded<'a>, DecodeError> {
+    let Some(h) = d.payload.get(..8) else {
+        return Ok(Decoded::Other);
+    };
+    let len = usize::from(u16::from_be_bytes([h[4], h[5]]));
+    let wire = if (8..=d.payload_len).contains(&len) {
+        len
+    } else if len == 0 {
+        d.payload_len
+    } else {
+        return Ok(Decoded::Other);
+    };
+    let captured = d.payload.len().min(wire);
+    Ok(Decoded::Udp(UdpDatagram {
+        src: d.src,
+        dst: d.dst,
+        src_port: u16::from_be_bytes([h[0], h[1]]),
+        dst_port: u16::from_be_bytes([h[2], h[3]]),
+        payload: &d.payload[8..captured],
+        payload_len: u32::try_from(wire - 8).unwrap_or(u32::MAX),
+    }))
 }
 
 #[cfg(test)]

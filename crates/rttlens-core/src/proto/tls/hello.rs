@@ -204,6 +204,46 @@ fn for_each_extension(mut block: &[u8], mut f: impl FnMut(u16, &[u8])) -> bool {
     true
 }
 
+/// The IANA name of a TLS named group (RFC 8446 §4.2.7, RFC 7919, the
+/// hybrid post-quantum groups), or its number in hex.
+pub(crate) fn group_name(group: u16) -> String {
+    let name = match group {
+        0x0017 => "secp256r1",
+        0x0018 => "secp384r1",
+        0x0019 => "secp521r1",
+        0x001d => "x25519",
+        0x001e => "x448",
+        0x0100 => "ffdhe2048",
+        0x0101 => "ffdhe3072",
+        0x11ec => "X25519MLKEM768",
+        0x6399 => "X25519Kyber768Draft00",
+        _ => return format!("group {group:#06x}"),
+    };
+    name.to_string()
+}
+
+/// The data of the first extension of type `ty` in an extension block
+/// (RFC 8446 §4.2), without its 4-byte type and length.
+pub(crate) fn extension_in_block(block: &[u8], ty: u16) -> Option<&[u8]> {
+    let mut at = 0usize;
+    let mut found = None;
+    for_each_extension(block, |t, whole| {
+        if t == ty && found.is_none() {
+            found = Some((at + 4, whole.len() - 4));
+        }
+        at += whole.len();
+    });
+    found.and_then(|(from, len)| block.get(from..from + len))
+}
+
+/// The data of extension `ty` in a ClientHello body (the handshake message
+/// without its 4-byte header), for extensions the hello's summary does not
+/// keep (QUIC's transport parameters, RFC 9001 §8.2).
+pub(crate) fn client_hello_extension(body: &[u8], ty: u16) -> Option<&[u8]> {
+    let (_, ch) = parse_tls_handshake_client_hello(body).ok()?;
+    extension_in_block(ch.ext?, ty)
+}
+
 /// `KeyShareClientHello` (RFC 8446 §4.2.8): `u16` list length, then entries
 /// of `group u16 | key_exchange<1..2^16-1>`.
 fn client_key_share_groups(data: &[u8]) -> Vec<u16> {

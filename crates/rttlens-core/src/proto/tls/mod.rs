@@ -39,7 +39,7 @@
 
 pub mod decrypt;
 mod handshake;
-mod hello;
+pub(crate) mod hello;
 mod record;
 
 use crate::base::side::{FrameRef, Side};

@@ -28,21 +28,21 @@ pub(crate) enum Hash {
 }
 
 impl Hash {
-    fn len(self) -> usize {
+    pub(crate) fn len(self) -> usize {
         match self {
             Hash::Sha256 => 32,
             Hash::Sha384 => 48,
         }
     }
 
-    fn hkdf(self) -> hkdf::Algorithm {
+    pub(crate) fn hkdf(self) -> hkdf::Algorithm {
         match self {
             Hash::Sha256 => hkdf::HKDF_SHA256,
             Hash::Sha384 => hkdf::HKDF_SHA384,
         }
     }
 
-    fn hmac(self) -> hmac::Algorithm {
+    pub(crate) fn hmac(self) -> hmac::Algorithm {
         match self {
             Hash::Sha256 => hmac::HMAC_SHA256,
             Hash::Sha384 => hmac::HMAC_SHA384,
@@ -88,7 +88,7 @@ impl Mac {
 }
 
 impl Cipher {
-    fn key_len(self) -> usize {
+    pub(crate) fn key_len(self) -> usize {
         match self {
             Cipher::Aes128Gcm | Cipher::Aes128Cbc(_) => 16,
             Cipher::Aes256Gcm | Cipher::Chacha20Poly1305 | Cipher::Aes256Cbc(_) => 32,
@@ -165,7 +165,7 @@ impl hkdf::KeyType for Len {
 /// `HKDF-Expand-Label(secret, label, "", out.len())` (RFC 8446 §7.1): the
 /// `HkdfLabel` is the length (u16), `"tls13 " + label` (u8 length) and an
 /// empty context.
-fn expand_label(hash: Hash, secret: &[u8], label: &[u8], out: &mut [u8]) -> Option<()> {
+pub(crate) fn expand_label(hash: Hash, secret: &[u8], label: &[u8], out: &mut [u8]) -> Option<()> {
     let prk = hkdf::Prk::new_less_safe(hash.hkdf(), secret);
     let len = u16::try_from(out.len()).ok()?.to_be_bytes();
     let label_len = [u8::try_from(6 + label.len()).ok()?];

@@ -25,7 +25,7 @@
 //! [`Decryption`] with the first frame it happened at, and the protocol
 //! inside is told its bytes are missing.
 
-mod keys;
+pub(crate) mod keys;
 
 use crate::base::side::{FrameRef, Side};
 use crate::capture::keylog::{KeyStore, SecretLabel, Secrets};

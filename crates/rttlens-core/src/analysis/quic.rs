@@ -1,0 +1,254 @@
+//! A finished QUIC connection read for the ladder: its RTT from ACK frames,
+//! the handshake's steps and round trips, and the HTTP/3 requests.
+//!
+//! The RTT at the capture point is the sum of its two halves (docs/design.md
+//! §4 "Vantage and RTT"): an ACK sent by one side of a packet of the other measures
+//! the path between the capture point and the acker, there and back, plus
+//! the acker's delay (RFC 9002 §5: the reported ack delay is taken off in
+//! the application space; Initial and Handshake ACKs are sent at once).
+
+use crate::analysis::ladder::{ClientClock, ClientDir, Phase};
+use crate::base::side::{FrameRef, Side};
+use crate::base::time::Duration;
+use crate::proto::tls::hello::{ClientHelloInfo, ServerHelloInfo};
+use crate::quic::conn::{PacketRec, QuicConn};
+use crate::quic::h3::H3Summary;
+use crate::quic::packet::PacketType;
+
+/// The RTT of a QUIC connection at the capture point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuicRtt {
+    /// The smallest sample of each half: `[client, server]` (the path from
+    /// the capture point to that side and back).
+    pub half: [Option<Duration>; 2],
+    /// The two halves' sum; when one half has no sample, the other alone
+    /// (then a lower bound).
+    pub min: Duration,
+    /// Samples taken.
+    pub samples: usize,
+}
+
+/// The handshake's steps (capture clock).
+#[derive(Debug, Clone, Default)]
+pub struct QuicHandshake {
+    /// The client's first Initial.
+    pub client_initial: Option<FrameRef>,
+    /// The server's first packet (Initial, Retry or Version Negotiation).
+    pub server_first: Option<FrameRef>,
+    /// The client's ClientHello (the last one, after a HelloRetryRequest).
+    pub client_hello: Option<ClientHelloInfo>,
+    /// The first ClientHello, when there were two.
+    pub first_client_hello: Option<FrameRef>,
+    /// The ServerHello (not a HelloRetryRequest).
+    pub server_hello: Option<ServerHelloInfo>,
+    /// The HelloRetryRequest.
+    pub hello_retry: Option<ServerHelloInfo>,
+    /// The server's Certificate message length (bytes), when decrypted.
+    pub certificate_bytes: Option<u32>,
+    /// The client's handshake done: its Finished when decrypted, else its
+    /// first 1-RTT packet, else its last Handshake packet.
+    pub client_done: Option<FrameRef>,
+    /// Whether `client_done` is the Finished itself.
+    pub finished_seen: bool,
+    /// The server's HANDSHAKE_DONE.
+    pub handshake_done: Option<FrameRef>,
+    /// 0-RTT: the client offered early data (`early_data` in the
+    /// ClientHello).
+    pub early_data_offered: bool,
+    /// 0-RTT accepted (`early_data` in EncryptedExtensions); `None` when
+    /// the EncryptedExtensions was not decrypted.
+    pub early_data_accepted: Option<bool>,
+    /// The server accepted the PSK (resumption).
+    pub resumed: Option<bool>,
+}
+
+/// A finished QUIC connection and what the analysis made of it.
+#[derive(Debug)]
+pub struct QuicAnalysis {
+    /// The connection.
+    pub conn: QuicConn,
+    /// RTT, when an ACK gave a sample.
+    pub rtt: Option<QuicRtt>,
+    /// The handshake.
+    pub handshake: QuicHandshake,
+    /// HTTP/3 on the connection's streams (decrypted 1-RTT packets).
+    pub h3: H3Summary,
+}
+
+impl QuicAnalysis {
+    /// The packets in order, as recorded.
+    pub fn recs(&self) -> &[PacketRec] {
+        &self.conn.recs
+    }
+
+    /// The RTT to count in, when known.
+    pub fn rtt_min(&self) -> Option<Duration> {
+        self.rtt.map(|r| r.min).filter(|d| *d > Duration::ZERO)
+    }
+}
+
+/// Reads a finished connection.
+pub fn analyze(mut conn: QuicConn) -> QuicAnalysis {
+    let h3 = std::mem::take(&mut conn.h3).finish();
+    let rtt = rtt(&conn);
+    let handshake = handshake(&conn);
+    QuicAnalysis {
+        conn,
+        rtt,
+        handshake,
+        h3,
+    }
+}
+
+fn rtt(c: &QuicConn) -> Option<QuicRtt> {
+    let mut half = [None::<Duration>; 2];
+    for s in &c.samples {
+        let h = &mut half[s.acker.index()];
+        *h = Some(h.map_or(s.rtt, |x| x.min(s.rtt)));
+    }
+    let min = match half {
+        [Some(a), Some(b)] => a + b,
+        [Some(a), None] | [None, Some(a)] => a,
+        [None, None] => return None,
+    };
+    Some(QuicRtt {
+        half,
+        min,
+        samples: c.samples.len(),
+    })
+}
+
+fn handshake(c: &QuicConn) -> QuicHandshake {
+    let mut h = QuicHandshake {
+        client_initial: c
+            .recs
+            .iter()
+            .find(|r| r.side == Side::Client && r.ty == PacketType::Initial)
+            .map(|r| r.at),
+        server_first: c.recs.iter().find(|r| r.side == Side::Server).map(|r| r.at),
+        handshake_done: c.handshake_done,
+        ..QuicHandshake::default()
+    };
+    let hellos: Vec<_> = c.crypto_messages(Side::Client, 0, 1);
+    if hellos.len() > 1 {
+        h.first_client_hello = Some(hellos[0]);
+    }
+    if let Some((ch, _)) = c.client_hello_last() {
+        h.early_data_offered = ch.early_data;
+        h.client_hello = Some(ch);
+    }
+    for (sh, _) in c.server_hellos() {
+        if sh.hello_retry_request {
+            h.hello_retry.get_or_insert(sh);
+        } else if h.server_hello.is_none() {
+            h.resumed = Some(sh.pre_shared_key.is_some());
+            h.server_hello = Some(sh);
+        }
+    }
+    h.certificate_bytes = c
+        .message(Side::Server, 1, 11)
+        .or_else(|| c.message(Side::Server, 1, 25))
+        .map(|m| m.len + 4);
+    if let Some(ee) = c.message(Side::Server, 1, 8) {
+        h.early_data_accepted = ee.body.as_deref().map(|b| {
+            crate::proto::tls::hello::extension_in_block(b.get(2..).unwrap_or_default(), 42)
+                .is_some()
+        });
+    }
+    if let Some(fin) = c.message(Side::Client, 1, 20) {
+        h.client_done = Some(fin.done);
+        h.finished_seen = true;
+    } else {
+        let after = h.server_first.map_or(c.first.ts, |f| f.ts);
+        h.client_done = c
+            .recs
+            .iter()
+            .find(|r| r.side == Side::Client && r.ty == PacketType::OneRtt && r.at.ts >= after)
+            .or_else(|| {
+                c.recs
+                    .iter()
+                    .rev()
+                    .find(|r| r.side == Side::Client && r.ty == PacketType::Handshake)
+            })
+            .map(|r| r.at);
+    }
+    h
+}
+
+impl QuicAnalysis {
+    /// The ladder of phases in the client's clock: `quic-handshake` (the
+    /// client's first Initial to its handshake done: nominally 1 RTT, 0 of
+    /// them before the request with 0-RTT), then for the first HTTP/3
+    /// request `request` (its HEADERS to the response's HEADERS) and
+    /// `transfer` (the response's first DATA byte to its last).
+    pub fn ladder(&self) -> Vec<Phase> {
+        let clock = ClientClock {
+            h_c: self
+                .rtt
+                .and_then(|r| r.half[Side::Client.index()])
+                .unwrap_or(Duration::ZERO),
+            rtt: self.rtt_min().unwrap_or(Duration::ZERO),
+        };
+        let mut out = Vec::new();
+        let h = &self.handshake;
+        if let (Some(ci), Some(done)) = (h.client_initial, h.client_done) {
+            let mut extra = Vec::new();
+            if !self.conn.version_negotiation.is_empty() {
+                extra.push("Version Negotiation");
+            }
+            if !self.conn.retry.is_empty() {
+                extra.push("Retry");
+            }
+            if h.hello_retry.is_some() {
+                extra.push("HelloRetryRequest");
+            }
+            let how = if h.finished_seen {
+                "the client's Finished"
+            } else {
+                "the client's first 1-RTT packet (Finished not decrypted)"
+            };
+            let detail = if extra.is_empty() {
+                format!("client Initial to {how}")
+            } else {
+                format!("client Initial to {how}, with {}", extra.join(", "))
+            };
+            out.push(clock.phase(
+                "quic-handshake",
+                (ci, ClientDir::Sent),
+                (done, ClientDir::Sent),
+                detail,
+            ));
+        }
+        let first = self
+            .h3
+            .streams
+            .iter()
+            .find(|s| s.request_headers.is_some() && s.response_headers.is_some());
+        if let Some(s) = first {
+            let (Some(req), Some(resp)) = (s.request_headers, s.response_headers) else {
+                return out;
+            };
+            let what = format!(
+                "{} {} on stream {}",
+                s.method.as_deref().unwrap_or("request"),
+                s.path.as_deref().unwrap_or(""),
+                s.id
+            );
+            out.push(clock.phase(
+                "request",
+                (req, ClientDir::Sent),
+                (resp, ClientDir::Received),
+                format!("{what}: HEADERS to the response's HEADERS"),
+            ));
+            if let (Some(first), Some(end)) = (s.response_first_data, s.response_end) {
+                out.push(clock.phase(
+                    "transfer",
+                    (first, ClientDir::Received),
+                    (end, ClientDir::Received),
+                    format!("{} response bytes", s.data_bytes[Side::Server.index()]),
+                ));
+            }
+        }
+        out
+    }
+}

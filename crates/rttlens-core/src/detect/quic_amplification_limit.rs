@@ -1,0 +1,118 @@
+//! `quic-amplification-limit`: before the client's address is validated a
+//! server may send at most three times the bytes it received (RFC 9000
+//! §8.1). A first flight larger than that (a long certificate chain, an RSA
+//! key) stops at the limit and waits for the client's next datagram: one
+//! more round trip before the client has the server's Finished.
+//!
+//! Read from datagram sizes and times alone, so it works without keys: the
+//! server's bytes up to the longest pause in its Initial and Handshake
+//! packets are near three times the client's bytes before them, the client
+//! sent a datagram in the pause, and Handshake packets follow it. With a
+//! key log the certificate chain's size is named too.
+
+use super::finding::{conf, ev, Finding, Level};
+use super::util::{quic_cost as cost, quic_ms as ms};
+use crate::analysis::quic::QuicAnalysis;
+use crate::base::side::Side;
+use crate::base::time::Duration;
+use crate::quic::conn::PacketRec;
+use crate::quic::packet::PacketType;
+
+/// Finding id.
+pub(crate) const ID: &str = "quic-amplification-limit";
+
+/// The limit's factor (RFC 9000 §8.1).
+const FACTOR: u64 = 3;
+/// Share of the limit the server's bytes before the pause must reach.
+const NEAR_LIMIT: f64 = 0.8;
+
+fn long(r: &PacketRec) -> bool {
+    matches!(r.ty, PacketType::Initial | PacketType::Handshake)
+}
+
+/// See the module docs.
+pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
+    let c = &a.conn;
+    // a Retry's token validates the address; a missing client Initial
+    // leaves the budget unknown
+    if !c.retry.is_empty() || !c.roles_known || a.handshake.client_initial.is_none() {
+        return vec![];
+    }
+    let server: Vec<&PacketRec> = c
+        .recs
+        .iter()
+        .filter(|r| r.side == Side::Server && long(r) && r.datagram > 0)
+        .collect();
+    let Some(s0) = server.first() else {
+        return vec![];
+    };
+    let budget = FACTOR
+        * c.recs
+            .iter()
+            .filter(|r| r.side == Side::Client && r.at.ts < s0.at.ts)
+            .map(|r| u64::from(r.datagram))
+            .sum::<u64>();
+    // the longest pause between the server's handshake datagrams, before
+    // the handshake ends
+    let end = a.handshake.client_done.map(|f| f.ts);
+    let Some((i, gap)) = server
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| end.is_none_or(|e| w[1].at.ts <= e))
+        .map(|(i, w)| (i, w[1].at.ts - w[0].at.ts))
+        .max_by_key(|(_, g)| *g)
+    else {
+        return vec![];
+    };
+    let before = &server[..=i];
+    let after = server[i + 1];
+    let sent: u64 = before.iter().map(|r| u64::from(r.datagram)).sum();
+    let last = before[before.len() - 1];
+    let unlock = c.recs.iter().find(|r| {
+        r.side == Side::Client && r.datagram > 0 && r.at.ts > s0.at.ts && r.at.ts < after.at.ts
+    });
+    let pause_big = match a.rtt_min() {
+        Some(rtt) => gap >= rtt / 2,
+        None => gap >= Duration::from_millis(5),
+    };
+    let near =
+        budget > 0 && sent as f64 >= NEAR_LIMIT * budget as f64 && sent <= budget + budget / 20;
+    let resumes_handshake = after.ty == PacketType::Handshake && !after.crypto_again;
+    if !(pause_big && near && resumes_handshake) || unlock.is_none() {
+        return vec![];
+    }
+    let unlock = unlock.expect("checked");
+    let chain = match a.handshake.certificate_bytes {
+        Some(n) => format!("; the certificate chain is {n} bytes"),
+        None => String::new(),
+    };
+    let mut evidence = vec![
+        ev(
+            a.handshake.client_initial.expect("checked").frame,
+            format!("the client's first flight: {} bytes, so the server may send {budget} until the client's address is validated", budget / FACTOR),
+        ),
+        ev(last.at.frame, format!("the server stops after {sent} bytes ({:.0} % of the limit){chain}", 100.0 * sent as f64 / budget as f64)),
+        ev(unlock.at.frame, "the client's first datagram after the server's flight began: when it reaches the server, the budget grows"),
+        ev(after.at.frame, format!("the server's Handshake data resumes, {} after it stopped", ms(gap))),
+    ];
+    evidence.sort_by_key(|e| e.frame);
+    let (level, why) = if a.handshake.certificate_bytes.is_some() {
+        (
+            Level::High,
+            "the handshake was decrypted: the flight paused mid-way at the limit",
+        )
+    } else {
+        (Level::Medium, "from datagram sizes and times (Handshake packets not decrypted): the pause comes where the server's bytes reach three times the client's")
+    };
+    vec![Finding {
+        id: ID,
+        connection: c.index,
+        title: format!("Anti-amplification limit: the server's first flight stopped at 3× the client's {} bytes and waited {} for the client", budget / FACTOR, ms(gap)),
+        cost: cost(a, gap),
+        evidence,
+        confidence: conf(level, why),
+        fix: "Make the server's first flight fit in 3× the client's Initial: an ECDSA P-256 certificate instead of RSA, a shorter chain (no cross-signed or root certificate sent), certificate compression (RFC 8879: BoringSSL/quic-go and rustls `CertificateCompressor`, nginx with BoringSSL), or have the client pad its Initial larger (up to the path MTU, e.g. 1350-1472 bytes) so the budget grows.".to_string(),
+        references: vec!["RFC 9000 §8.1", "RFC 9001 §4.1.3", "RFC 8879"],
+        span: vec![],
+    }]
+}

@@ -1,0 +1,102 @@
+//! `quic-flow-control-stall`: a sender stopped at the limit its peer set
+//! (RFC 9000 §4.1: MAX_DATA for the connection, MAX_STREAM_DATA for a
+//! stream) and said so with DATA_BLOCKED or STREAM_DATA_BLOCKED (§19.12,
+//! §19.13); it waited until the peer raised the limit.
+//!
+//! Needs decrypted 1-RTT packets (a key log). Stacks that never send the
+//! BLOCKED frames are not caught here.
+
+use super::finding::{conf, ev, Finding, Level};
+use super::util::{quic_cost as cost, quic_ms as ms};
+use crate::analysis::quic::QuicAnalysis;
+use crate::base::time::{union_len, Timestamp};
+
+/// Finding id.
+pub(crate) const ID: &str = "quic-flow-control-stall";
+
+/// Most stalls named in the evidence.
+const EVIDENCE_CAP: usize = 4;
+
+/// See the module docs.
+pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
+    let c = &a.conn;
+    let mut spans: Vec<(Timestamp, Timestamp)> = Vec::new();
+    let mut evidence = Vec::new();
+    let mut limit_named = None;
+    for b in c.flow.iter().filter(|e| e.kind.ends_with("BLOCKED")) {
+        let raise = if b.kind == "DATA_BLOCKED" {
+            "MAX_DATA"
+        } else {
+            "MAX_STREAM_DATA"
+        };
+        let raised = c.flow.iter().find(|e| {
+            e.side != b.side
+                && e.kind == raise
+                && e.stream == b.stream
+                && e.value > b.value
+                && e.at.ts >= b.at.ts
+        });
+        let until = raised.map_or(c.last.ts, |r| r.at.ts);
+        if until <= b.at.ts {
+            continue;
+        }
+        spans.push((b.at.ts, until));
+        limit_named.get_or_insert((b.kind, b.value, b.side));
+        if evidence.len() < EVIDENCE_CAP * 2 {
+            let stream = b
+                .stream
+                .map(|s| format!(" on stream {s}"))
+                .unwrap_or_default();
+            evidence.push(ev(
+                b.at.frame,
+                format!(
+                    "{}: the {} is blocked at {} bytes{stream}",
+                    b.kind,
+                    b.side.as_str(),
+                    b.value
+                ),
+            ));
+            if let Some(r) = raised {
+                evidence.push(ev(
+                    r.at.frame,
+                    format!(
+                        "{} {} from the {}: {} later",
+                        r.kind,
+                        r.value,
+                        r.side.as_str(),
+                        ms(r.at.ts - b.at.ts)
+                    ),
+                ));
+            }
+        }
+    }
+    let Some((kind, value, side)) = limit_named else {
+        return vec![];
+    };
+    let d = union_len(spans);
+    evidence.sort_by_key(|e| e.frame);
+    let receiver = side.peer();
+    let tp = c.transport[receiver.index()].as_ref();
+    let initial = tp
+        .and_then(|t| {
+            if kind == "DATA_BLOCKED" {
+                t.initial_max_data
+            } else {
+                t.initial_max_stream_data_bidi_local
+                    .or(t.initial_max_stream_data_bidi_remote)
+            }
+        })
+        .map(|v| format!(" (its transport parameters allowed {v} bytes at first)"))
+        .unwrap_or_default();
+    vec![Finding {
+        id: ID,
+        connection: c.index,
+        title: format!("Flow control: the {} was blocked at {value} bytes by the {}'s limit{initial}, {} waiting", side.as_str(), receiver.as_str(), ms(d)),
+        cost: cost(a, d),
+        evidence,
+        confidence: conf(Level::High, "the sender said it was blocked (BLOCKED frame) and the limit was raised later"),
+        fix: format!("Raise the {}'s receive windows to at least the bandwidth-delay product: quic-go `Config.InitialConnectionReceiveWindow`/`InitialStreamReceiveWindow` (and the Max… bounds), quinn `TransportConfig::receive_window`/`stream_receive_window`, nginx `http3_stream_buffer_size`, lsquic `es_init_max_data`; a CDN edge serving large objects on mobile tuned `initial_max_data` from 1 MB to 4 MB.", receiver.as_str()),
+        references: vec!["RFC 9000 §4.1", "RFC 9000 §19.12", "RFC 9000 §19.13"],
+        span: vec![],
+    }]
+}
