@@ -401,13 +401,7 @@ where
 {
     let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
         // `?think=MS` adds a think time to this one request (at most 10 s)
-        let extra = req
-            .uri()
-            .query()
-            .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("think=")))
-            .and_then(|ms| ms.parse::<u64>().ok())
-            .map_or(Duration::ZERO, |ms| Duration::from_millis(ms.min(10_000)));
-        let think = cfg.think + extra;
+        let think = cfg.think + query_think(req.uri().query());
         async move {
             if !think.is_zero() {
                 tokio::time::sleep(think).await;
@@ -421,36 +415,50 @@ where
         .map_err(|e| Error::io("HTTP")(std::io::Error::other(e)))
 }
 
+/// The think time `?think=MS` in a request's query adds (at most 10 s;
+/// zero without it).
+pub(crate) fn query_think(query: Option<&str>) -> Duration {
+    query
+        .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("think=")))
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .map_or(Duration::ZERO, |ms| Duration::from_millis(ms.min(10_000)))
+}
+
 /// The response to a path: `/size/N`, `/`, or 404 (a query such as
 /// `?think=MS` is read by the service, not here).
 fn respond(path: &str) -> Response<Full<Bytes>> {
-    let reply = |status: StatusCode, ctype: &str, body: Bytes| {
-        let mut r = Response::new(Full::new(body));
-        *r.status_mut() = status;
-        if let Ok(v) = ctype.parse() {
-            r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
-        }
-        r
-    };
+    let (status, ctype, body) = route(path);
+    let mut r = Response::new(Full::new(body));
+    *r.status_mut() = status;
+    if let Ok(v) = ctype.parse() {
+        r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+    }
+    r
+}
+
+/// What a path is answered with — status, content type and body — shared
+/// by the TCP server and the QUIC one ([`crate::quic`]): `/size/N`, `/`,
+/// or 404.
+pub(crate) fn route(path: &str) -> (StatusCode, &'static str, Bytes) {
     if path == "/" {
-        return reply(
+        return (
             StatusCode::OK,
             "text/html",
             Bytes::from_static(b"<!doctype html><title>rttlens lab</title><p>rttlens lab server: GET /size/N for N bytes.\n"),
         );
     }
     match path.strip_prefix("/size/").map(str::parse::<usize>) {
-        Some(Ok(n)) if n <= MAX_BODY_BYTES => reply(
+        Some(Ok(n)) if n <= MAX_BODY_BYTES => (
             StatusCode::OK,
             "application/octet-stream",
             Bytes::from(vec![b'x'; n]),
         ),
-        Some(_) => reply(
+        Some(_) => (
             StatusCode::BAD_REQUEST,
             "text/plain",
             Bytes::from(format!("size must be an integer ≤ {MAX_BODY_BYTES}\n")),
         ),
-        None => reply(
+        None => (
             StatusCode::NOT_FOUND,
             "text/plain",
             Bytes::from_static(b"not found\n"),

@@ -9,15 +9,21 @@
 //!    `write(2)` calls, TLS record size, tickets, 0-RTT, TCP Fast Open,
 //!    SO_SNDBUF and an artificial think time. It answers `GET /size/N` with
 //!    N bytes and `GET /` with a small page.
-//! 2. [`nginx`]: a complete `nginx.conf` generated from a [`nginx::Config`]
+//! 2. [`quic`]: a QUIC/HTTP/3 server (quinn 0.11 + h3) with the knobs that
+//!    cost a QUIC handshake round trips: certificate chain size (the
+//!    anti-amplification limit), Retry, key-exchange groups (a
+//!    HelloRetryRequest), `initial_max_data` / `initial_max_stream_data_*`,
+//!    0-RTT and a think time; the same routes as [`builtin`], over UDP.
+//! 3. [`nginx`]: a complete `nginx.conf` generated from a [`nginx::Config`]
 //!    (self-signed certificate, docroot with files of chosen sizes, every
 //!    path inside one directory), and an [`nginx::Instance`] that runs it
 //!    and stops it on drop.
 //!
-//! Shared pieces: [`cert`] (the self-signed certificate, rcgen) and
+//! Shared pieces: [`cert`] (the self-signed certificate and the QUIC
+//! server's chain of chosen length, rcgen) and
 //! [`TlsVersion`] (the one type of the lab's servers, the probe and the
 //! bench, from `rttlens-net`). The binary `rttlens-lab-server` is a thin CLI over
-//! [`builtin::Server`].
+//! [`builtin::Server`] (and, with `--http3`, [`quic::QuicServer`]).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -26,6 +32,7 @@ pub mod cert;
 mod error;
 mod flight;
 pub mod nginx;
+pub mod quic;
 
 pub use error::{Error, Result};
 

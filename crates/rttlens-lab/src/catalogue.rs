@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use rttlens_lab_server::builtin::{HandshakeWrites, ServerConfig};
+use rttlens_lab_server::quic::{KxGroup, QuicConfig};
 use rttlens_lab_server::TlsVersion;
 
 use rttlens_net::link::{Direction, LinkConfig, Spike};
@@ -33,7 +34,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 36] = [
+static CATALOGUE: [Scenario; 43] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -455,6 +456,83 @@ static CATALOGUE: [Scenario; 36] = [
         run: deep_queue,
         variants: &[],
     },
+    Scenario {
+        name: "quic-clean",
+        about: "control: rttlens probe --http3 against the built-in QUIC server, a 20 KB download: a 1-RTT handshake, none of QUIC's causes",
+        expect: &[],
+        forbid: &["quic-*"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: |c| quic_probe(c, QuicConfig::default(), 1),
+        variants: &[],
+    },
+    Scenario {
+        name: "quic-amplification",
+        about: "the QUIC server's chain (6 intermediates, a padded leaf) is past 3x the client's Initial: its first flight stops at the anti-amplification limit for a round trip",
+        expect: &["quic-amplification-limit"],
+        forbid: &["quic-retry", "quic-hello-retry", "quic-initial-loss"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: |c| quic_probe(c, QuicConfig { intermediates: 6, cert_padding: 2000, ..QuicConfig::default() }, 1),
+        variants: &[],
+    },
+    Scenario {
+        name: "quic-retry",
+        about: "the QUIC server answers the first Initial with a Retry: one more round trip",
+        expect: &["quic-retry"],
+        forbid: &["quic-amplification-limit", "quic-hello-retry", "quic-initial-loss"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: |c| quic_probe(c, QuicConfig { retry: true, ..QuicConfig::default() }, 1),
+        variants: &[],
+    },
+    Scenario {
+        name: "quic-hello-retry",
+        about: "the QUIC server accepts only secp256r1, the client's key share is X25519: a HelloRetryRequest, one more round trip",
+        expect: &["quic-hello-retry"],
+        forbid: &["quic-amplification-limit", "quic-retry", "quic-initial-loss"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: |c| quic_probe(c, QuicConfig { kx_groups: vec![KxGroup::Secp256r1], ..QuicConfig::default() }, 1),
+        variants: &[],
+    },
+    Scenario {
+        name: "quic-initial-loss",
+        about: "the link drops the client's first UDP datagram (its Initial): the handshake waits for the client's PTO",
+        expect: &["quic-initial-loss"],
+        forbid: &["quic-amplification-limit", "quic-retry", "quic-hello-retry"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: |l| l.loss_c2s.udp_indices = vec![1],
+        run: |c| quic_probe(c, QuicConfig::default(), 1),
+        variants: &[],
+    },
+    Scenario {
+        name: "quic-zero-rtt",
+        about: "the QUIC server takes 0-RTT: the probe's second connection resumes and sends its request as 0-RTT, accepted",
+        expect: &[],
+        forbid: &["quic-zero-rtt-rejected", "quic-zero-rtt-unused", "quic-retry", "quic-hello-retry"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: |c| quic_probe(c, QuicConfig { early_data: true, ..QuicConfig::default() }, 2),
+        variants: &[],
+    },
+    Scenario {
+        name: "quic-flow-control",
+        about: "the QUIC server allows 16 KB per stream (initial_max_stream_data) under a 256 KB upload: the client stops at each limit (STREAM_DATA_BLOCKED) until MAX_STREAM_DATA",
+        expect: &["quic-flow-control-stall"],
+        forbid: &["quic-amplification-limit", "quic-retry", "quic-hello-retry"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: quic_upload,
+        variants: &[],
+    },
 ];
 
 /// The payload segment server→client from which the black-hole scenarios'
@@ -725,6 +803,42 @@ fn early_data_sequence(
         });
     }
     Ok(())
+}
+
+/// The built-in QUIC server with `cfg`, and `rttlens probe --http3 -n
+/// count` fetching 20 KB from it (`-n 2` shares one session store: the
+/// second connection resumes, with 0-RTT when the ticket allows). The
+/// probe's key log goes beside the capture, so the analysis decrypts every
+/// packet; the probe's own checks (resumed, 0-RTT accepted) must hold.
+fn quic_probe(c: &mut ScenarioCtx, cfg: QuicConfig, count: u32) -> Result<(), LabError> {
+    let port = c.quic_server(cfg)?;
+    let mut p = rttlens_probe::ProbeConfig::new(url(port, 20_000));
+    p.http3 = true;
+    p.count = count;
+    p.tls.insecure = true;
+    p.tls.keylog = Some(c.keylog());
+    p.max_time = Some(Duration::from_secs(20));
+    // the scenario's own tcpdump is the vantage analysed
+    p.capture = false;
+    c.probe(p).map(|_| ())
+}
+
+/// A 256 KB POST over HTTP/3 to a QUIC server whose per-stream window is
+/// 16 KB: quinn stops at each limit and says so (STREAM_DATA_BLOCKED),
+/// the server reads the body and raises it a round trip later.
+fn quic_upload(c: &mut ScenarioCtx) -> Result<(), LabError> {
+    let port = c.quic_server(QuicConfig {
+        stream_receive_window: Some(16 * 1024),
+        ..QuicConfig::default()
+    })?;
+    let mut p = rttlens_probe::ProbeConfig::new(url(port, 10));
+    p.http3 = true;
+    p.request.body = Some(vec![b'u'; 256 * 1024]);
+    p.tls.insecure = true;
+    p.tls.keylog = Some(c.keylog());
+    p.max_time = Some(Duration::from_secs(20));
+    p.capture = false;
+    c.probe(p).map(|_| ())
 }
 
 /// The project's probe as the client: `--sequence` makes a full

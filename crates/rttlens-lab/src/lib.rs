@@ -27,6 +27,6 @@ pub mod scenario;
 
 pub use catalogue::catalogue;
 pub use scenario::{
-    find, run_scenario, ExpectationResult, Scenario, ScenarioCtx, ScenarioOutcome, Variant,
-    VariantOutcome,
+    find, run_scenario, run_scenario_beside, Beside, BesideOutcome, ExpectationResult, Scenario,
+    ScenarioCtx, ScenarioOutcome, Variant, VariantOutcome,
 };

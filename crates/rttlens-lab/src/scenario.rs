@@ -2,7 +2,9 @@
 //! configuration, a client action and the findings the engine must report
 //! on a capture of what happened.
 //!
-//! [`catalogue()`] lists them; [`run_scenario`] (in `run.rs`) builds a
+//! [`catalogue()`] lists them; [`run_scenario`] (in `run.rs`; and
+//! [`run_scenario_beside`], with a program of the caller's running in a
+//! namespace throughout) builds a
 //! fresh [`rttlens_net::Lab`] for one, captures on the client's TUN device (tcpdump; the server's for
 //! scenarios whose [`Scenario::vantage`] says so) and at the link's
 //! middle, runs it, analyses the client capture with
@@ -19,9 +21,13 @@ mod ctx;
 mod run;
 
 pub use ctx::ScenarioCtx;
-pub use run::{run_scenario, ExpectationResult, ScenarioOutcome, VariantOutcome};
+pub use run::{
+    run_scenario, run_scenario_beside, Beside, BesideOutcome, ExpectationResult, ScenarioOutcome,
+    VariantOutcome, BESIDE_READY, BESIDE_STOP,
+};
 
-use rttlens_core::model::ConnReport;
+use rttlens_core::detect::finding::Finding;
+use rttlens_core::model::{ConnReport, QuicReport};
 use rttlens_net::link::LinkConfig;
 use rttlens_net::{Host, LabError};
 
@@ -45,11 +51,17 @@ pub struct Scenario {
     pub about: &'static str,
     /// Findings that must appear. Syntax `[N:]id[|id…]`: any of the `|`
     /// alternatives; with `N:` on the N-th connection (0-based, in capture
-    /// order), otherwise on any connection.
+    /// order), otherwise on any connection. An expectation whose ids are
+    /// all QUIC's (`quic-…`) is looked up on the capture's QUIC
+    /// connections ([`rttlens_core::model::QuicReport`], `N` counting
+    /// those), every other one on its TCP connections.
     pub expect: &'static [&'static str],
-    /// Findings that must not appear (same syntax; for controls).
+    /// Findings that must not appear (same syntax; for controls). `quic-*`
+    /// forbids every finding on a QUIC connection (a QUIC control).
     pub forbid: &'static [&'static str],
-    /// The ladder phase whose line is shown (`tls`, `request`, `transfer`).
+    /// The ladder phase whose line is shown (`tls`, `request`, `transfer`;
+    /// `quic-handshake` from a QUIC connection's ladder). A scenario whose
+    /// key is a QUIC phase fails when its capture holds no QUIC connection.
     pub key: &'static str,
     /// Where the analysed capture is taken: tcpdump on this side's TUN
     /// device. The client for most; the server for loss the link inflicts
@@ -160,20 +172,33 @@ pub(crate) fn parse_expect(e: &str) -> (Option<usize>, Vec<&str>) {
     (conn, ids.split('|').collect())
 }
 
-/// The first finding matching `e` on the connections it names.
+/// Whether an expectation is about QUIC connections: all its ids are
+/// QUIC's (`quic-…`).
+pub(crate) fn is_quic(e: &str) -> bool {
+    parse_expect(e).1.iter().all(|id| id.starts_with("quic-"))
+}
+
+/// The first finding matching `e` on the connections it names: the QUIC
+/// ones when [`is_quic`], the TCP ones otherwise.
 pub(crate) fn lookup<'c>(
     conns: &'c [ConnReport],
+    quic: &'c [QuicReport],
     e: &str,
-) -> Option<(usize, &'c rttlens_core::detect::finding::Finding)> {
+) -> Option<(usize, &'c Finding)> {
+    if is_quic(e) {
+        find_in(quic.iter().map(|q| &q.findings[..]), e)
+    } else {
+        find_in(conns.iter().map(|c| &c.findings[..]), e)
+    }
+}
+
+fn find_in<'c>(
+    lists: impl Iterator<Item = &'c [Finding]>,
+    e: &str,
+) -> Option<(usize, &'c Finding)> {
     let (conn, ids) = parse_expect(e);
-    conns
-        .iter()
+    lists
         .enumerate()
         .filter(|(i, _)| conn.is_none_or(|n| n == *i))
-        .find_map(|(i, c)| {
-            c.findings
-                .iter()
-                .find(|f| ids.contains(&f.id))
-                .map(|f| (i, f))
-        })
+        .find_map(|(i, fs)| fs.iter().find(|f| ids.contains(&f.id)).map(|f| (i, f)))
 }

@@ -10,7 +10,10 @@
 //! A background thread reads it and keeps the TCP packets between us and
 //! `remote` (address and port, either direction; optionally one local
 //! port), so the socket is open and queueing before
-//! [`SelfCapture::start`] returns and the SYN is never missed.
+//! [`SelfCapture::start`] returns and the SYN is never missed. A QUIC
+//! probe asks for UDP instead ([`SelfCapture::start_protocol`] with
+//! [`Protocol::Udp`]): the same filter on UDP datagrams, so its first
+//! Initial is never missed either.
 //!
 //! On a loopback interface the kernel hands every packet to the tap twice,
 //! once leaving (`PACKET_OUTGOING`) and once arriving (`PACKET_HOST`); the
@@ -130,11 +133,23 @@ const SO_RCVBUF: usize = 8 << 20;
 /// `PACKET_OUTGOING` (`include/uapi/linux/if_packet.h`).
 const PACKET_OUTGOING: u8 = 4;
 
-/// Which packets match: TCP to/from `remote`, optionally one local port.
+/// The transport a capture keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// TCP segments (the TCP probe; what [`SelfCapture::start`] keeps).
+    #[default]
+    Tcp,
+    /// UDP datagrams (a QUIC probe, `rttlens probe --http3`).
+    Udp,
+}
+
+/// Which packets match: TCP (or UDP) to/from `remote`, optionally one
+/// local port.
 #[derive(Debug, Clone, Copy)]
 struct Filter {
     remote: SocketAddr,
     local_port: Option<u16>,
+    protocol: Protocol,
 }
 
 impl Filter {
@@ -247,6 +262,25 @@ impl SelfCapture {
         local_port: Option<u16>,
         limits: CaptureLimits,
     ) -> Result<SelfCapture, SelfCaptureError> {
+        SelfCapture::start_protocol(remote, local_port, Protocol::Tcp, limits)
+    }
+
+    /// [`start_with`](Self::start_with) for the packets of `protocol`:
+    /// TCP segments, or UDP datagrams (QUIC) to/from `remote` (and
+    /// `local_port` if `Some`). UDP datagrams are kept whole, as their IP
+    /// packets, until [`CaptureLimits::max_stored_bytes`], then their IP
+    /// and UDP headers only. A datagram coalesced by UDP GRO or sent with
+    /// UDP GSO on an interface that does the segmenting in hardware is
+    /// seen as the one large packet the kernel handled.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub fn start_protocol(
+        remote: SocketAddr,
+        local_port: Option<u16>,
+        protocol: Protocol,
+        limits: CaptureLimits,
+    ) -> Result<SelfCapture, SelfCaptureError> {
         let remote = unmap(remote);
         // Protocol 0: no packets until `bind` names one. Opening with
         // ETH_P_ALL and then binding to an interface would hook every
@@ -286,7 +320,11 @@ impl SelfCapture {
         let loopbacks: HashSet<u32> = ifs.iter().filter(|i| i.loopback).map(|i| i.index).collect();
         let reader = Reader {
             fd,
-            filter: Filter { remote, local_port },
+            filter: Filter {
+                remote,
+                local_port,
+                protocol,
+            },
             ifindex,
             loopbacks,
             limits,
@@ -469,11 +507,20 @@ impl Reader {
             return;
         };
         let wire_len = u32::try_from(len).unwrap_or(u32::MAX);
-        let Ok(Decoded::Tcp(seg)) = decode(LinkType::RAW, data, wire_len) else {
-            return;
+        let (src, dst, payload_len) = match self.filter.protocol {
+            Protocol::Tcp => {
+                let Ok(Decoded::Tcp(seg)) = decode(LinkType::RAW, data, wire_len) else {
+                    return;
+                };
+                let src = SocketAddr::new(seg.src, seg.src_port);
+                let dst = SocketAddr::new(seg.dst, seg.dst_port);
+                (src, dst, seg.payload.len())
+            }
+            Protocol::Udp => match udp_ends(ip_datagram(data)) {
+                Some(ends) => ends,
+                None => return,
+            },
         };
-        let src = SocketAddr::new(seg.src, seg.src_port);
-        let dst = SocketAddr::new(seg.dst, seg.dst_port);
         if !self.filter.matches(src, dst) {
             return;
         }
@@ -486,7 +533,7 @@ impl Reader {
             data
         } else {
             // Headers only: the payload is the datagram's tail.
-            let headers = data.len().saturating_sub(seg.payload.len());
+            let headers = data.len().saturating_sub(payload_len);
             data.get(..headers).unwrap_or(data)
         };
         if keep.len() < orig_len as usize {
@@ -498,6 +545,32 @@ impl Reader {
             orig_len,
             data: keep.to_vec(),
         });
+    }
+}
+
+/// The source, destination and payload length of a UDP datagram in an IP
+/// packet (etherparse; IPv4 or IPv6 with its extension headers); `None`
+/// for anything else, a fragment after the first, or a datagram cut short.
+fn udp_ends(ip: &[u8]) -> Option<(SocketAddr, SocketAddr, usize)> {
+    let p = etherparse::SlicedPacket::from_ip(ip).ok()?;
+    let (src, dst): (IpAddr, IpAddr) = match p.net? {
+        etherparse::NetSlice::Ipv4(v4) => (
+            v4.header().source_addr().into(),
+            v4.header().destination_addr().into(),
+        ),
+        etherparse::NetSlice::Ipv6(v6) => (
+            v6.header().source_addr().into(),
+            v6.header().destination_addr().into(),
+        ),
+        etherparse::NetSlice::Arp(_) => return None,
+    };
+    match p.transport? {
+        etherparse::TransportSlice::Udp(u) => Some((
+            SocketAddr::new(src, u.source_port()),
+            SocketAddr::new(dst, u.destination_port()),
+            u.payload().len(),
+        )),
+        _ => None,
     }
 }
 
@@ -554,6 +627,7 @@ mod tests {
         let f = Filter {
             remote,
             local_port: None,
+            protocol: Protocol::Tcp,
         };
         assert!(f.matches(me, remote) && f.matches(remote, me));
         assert!(!f.matches(me, "10.0.0.2:444".parse().unwrap()));
@@ -561,6 +635,7 @@ mod tests {
         let f = Filter {
             remote,
             local_port: Some(5001),
+            protocol: Protocol::Tcp,
         };
         assert!(!f.matches(me, remote) && !f.matches(remote, me));
         assert!(f.matches(remote, "10.0.0.1:5001".parse().unwrap()));
@@ -568,8 +643,33 @@ mod tests {
         let f = Filter {
             remote: unmap("[::ffff:10.0.0.2]:443".parse().unwrap()),
             local_port: None,
+            protocol: Protocol::Tcp,
         };
         assert!(f.matches(me, remote));
+    }
+
+    #[test]
+    fn udp_ends_read_v4_and_v6_datagrams_and_nothing_else() {
+        let payload = [0xc0u8; 20];
+        let v4 = etherparse::PacketBuilder::ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64).udp(5000, 443);
+        let mut b = Vec::new();
+        v4.write(&mut b, &payload).unwrap();
+        let (s, d, n) = udp_ends(&b).unwrap();
+        assert_eq!(
+            (s.to_string(), d.to_string(), n),
+            ("10.0.0.1:5000".into(), "10.0.0.2:443".into(), 20)
+        );
+        let v6 = etherparse::PacketBuilder::ipv6([0xfd; 16], [0xfe; 16], 64).udp(443, 6000);
+        let mut b = Vec::new();
+        v6.write(&mut b, &payload).unwrap();
+        let (s, d, _) = udp_ends(&b).unwrap();
+        assert_eq!((s.port(), d.port()), (443, 6000));
+        let tcp = etherparse::PacketBuilder::ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            .tcp(5000, 443, 1, 1000);
+        let mut b = Vec::new();
+        tcp.write(&mut b, &payload).unwrap();
+        assert!(udp_ends(&b).is_none());
+        assert!(udp_ends(&b[..10]).is_none());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use rttlens_core::base::cost::round3;
 use rttlens_report::probe::{
     AppPhase, Attempt, CaptureStatus, Check, NegotiatedTls, ProbeReport, ResponseInfo, Saved,
-    TcpInfoSnapshots, Timings,
+    TcpInfoSnapshots, Timings, Transport,
 };
 
 use crate::sequence::{ProbeStep, TfoStep, TlsStep};
@@ -81,7 +81,8 @@ pub fn attempt(
                     how: "rustls is_early_data_accepted()".into(),
                 });
             }
-            Some(TlsStep::Any) | None => {}
+            // HTTP/3's `-n` attempts: checked by `crate::quic`
+            Some(TlsStep::Any | TlsStep::Reuse) | None => {}
         }
     }
     match step.tfo {
@@ -113,6 +114,7 @@ pub fn attempt(
     let attempt = Attempt {
         index: 0,
         step: step.name(),
+        transport: Transport::Tcp,
         local,
         remote: remote.to_string(),
         timings,
@@ -120,6 +122,7 @@ pub fn attempt(
         rtt_ms: None,
         rtt_source: None,
         tcp_info: TcpInfoSnapshots::default(),
+        quic: None,
         tls,
         response,
         request_bytes,
@@ -176,6 +179,11 @@ pub fn report(
         capture: if cfg.capture {
             // replaced once the capture is attached
             CaptureStatus::new("failed", Some("the capture was not attached".into()))
+        } else if cfg.http3 {
+            CaptureStatus::new(
+                "off",
+                Some("--no-capture: app-level timings and quinn's statistics only".into()),
+            )
         } else {
             CaptureStatus::new(
                 "off",
@@ -214,8 +222,13 @@ pub fn finish(r: &mut ProbeReport, states: &[AttemptState], sequence: bool) {
             .and_then(|i| r.connections.get(i))
             .and_then(|c| c.rtt.as_ref())
             .map(|r| r.min_ms);
+        // QUIC: quinn's own minimum RTT (the capture is not analysed for
+        // QUIC yet, and the handshake is no connect RTT)
+        let quic = a.quic.map(|q| q.min_rtt_ms).filter(|r| *r > 0.0);
         (a.rtt_ms, a.rtt_source) = match (wire, a.tcp_info.rtt_ms(), connect_rtt) {
             (Some(w), _, _) => (Some(w), Some("capture")),
+            _ if quic.is_some() => (quic, Some("quic")),
+            _ if a.transport == Transport::Quic => (None, None),
             (None, Some(k), _) => (Some(k), Some("tcp_info")),
             (None, None, Some(c)) => (Some(c), Some("connect")),
             (None, None, None) => (None, None),

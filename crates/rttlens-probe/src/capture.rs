@@ -15,7 +15,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use rttlens_net::selfcap::{Captured, SelfCapture, SelfCaptureError};
+use rttlens_net::selfcap::{CaptureLimits, Captured, Protocol, SelfCapture, SelfCaptureError};
 
 use crate::error::ProbeError;
 
@@ -31,6 +31,8 @@ pub struct Captures {
     problem: Option<(&'static str, String)>,
     /// Time spent starting captures (kept out of the timings).
     start_overhead: Duration,
+    /// TCP segments, or UDP datagrams for `--http3`.
+    protocol: Protocol,
 }
 
 /// How the run's capture ended.
@@ -62,7 +64,14 @@ impl Captures {
             running: Vec::new(),
             problem: None,
             start_overhead: Duration::ZERO,
+            protocol: Protocol::Tcp,
         }
+    }
+
+    /// The same, capturing `protocol` (UDP for `--http3`).
+    pub fn with_protocol(mut self, protocol: Protocol) -> Captures {
+        self.protocol = protocol;
+        self
     }
 
     /// Make sure packets to and from `remote` are being captured; returns
@@ -78,7 +87,7 @@ impl Captures {
             return Ok(Duration::ZERO);
         }
         let t0 = Instant::now();
-        let r = SelfCapture::start(remote, None);
+        let r = SelfCapture::start_protocol(remote, None, self.protocol, CaptureLimits::default());
         let took = t0.elapsed();
         self.start_overhead += took;
         match r {

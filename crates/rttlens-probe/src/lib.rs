@@ -27,6 +27,12 @@
 //! 7. [`assemble`]: the report, `rttlens_report::probe`'s plain types
 //!    filled in (rendered there as JSON and a text waterfall).
 //!
+//! With `--http3` ([`ProbeConfig::http3`]) steps 2–4 are [`quic`]'s
+//! instead: quinn's QUIC handshake over UDP and h3's request, the
+//! self-capture takes the UDP datagrams, and the capture is written
+//! (`--pcap`, with the key log) but not analysed: the engine does not read
+//! QUIC yet.
+//!
 //! Everything runs on one current-thread tokio runtime built here: the
 //! timestamps are not disturbed by other workers, and the runtime's
 //! threads (the resolver's blocking pool) are spawned from the calling
@@ -40,6 +46,7 @@ pub mod capture;
 pub mod connect;
 pub mod error;
 pub mod http;
+pub mod quic;
 pub mod reconcile;
 pub mod resolve;
 pub mod sequence;
@@ -60,7 +67,8 @@ use rustls::pki_types::ServerName;
 pub use error::{ErrorKind, ProbeError, ProbePhase};
 pub use resolve::{Family, ResolveOverride, Target};
 pub use rttlens_report::probe::{
-    Attempt, Check, NegotiatedTls, ProbeReport, ResponseInfo, TcpInfoSnapshots, Timings,
+    Attempt, Check, NegotiatedTls, ProbeReport, QuicInfo, ResponseInfo, TcpInfoSnapshots, Timings,
+    Transport,
 };
 pub use sequence::{ProbeStep, TfoStep, TlsStep};
 pub use tls::{TlsOptions, TlsVersion};
@@ -90,6 +98,11 @@ pub struct ProbeConfig {
     pub count: u32,
     /// `--sequence`.
     pub sequence: bool,
+    /// With `sequence`: also make the step that sends the request as TLS
+    /// 1.3 early data (default `true`); `false` ends the sequence at the
+    /// resumed connection, so nothing replayable is sent (rttlens serve's
+    /// `resumption` without `zero_rtt`).
+    pub sequence_zero_rtt: bool,
     /// `--max-time`: the whole run.
     pub max_time: Option<Duration>,
     /// `--connect-timeout`: name lookup + connect + TLS of each connection.
@@ -102,6 +115,11 @@ pub struct ProbeConfig {
     /// Keep every packet of the probe's connections in their reports
     /// ([`rttlens_core::model::ConnReport::trace`]) for the pictures.
     pub trace: bool,
+    /// `--http3`: HTTP/3 over QUIC (UDP) instead of TCP ([`quic`]);
+    /// `https://` only, TLS 1.3, ALPN `h3`, no TFO. `-n N` keeps one
+    /// session store across the attempts (the second resumes, and sends
+    /// 0-RTT when the ticket allows).
+    pub http3: bool,
 }
 
 impl ProbeConfig {
@@ -120,11 +138,13 @@ impl ProbeConfig {
             follow: false,
             count: 1,
             sequence: false,
+            sequence_zero_rtt: true,
             max_time: None,
             connect_timeout: None,
             capture: true,
             pcap: None,
             trace: false,
+            http3: false,
         }
     }
 }
@@ -178,13 +198,41 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
     let started = Instant::now();
     let deadline = cfg.max_time.map(|d| started + d);
     let mut target = Target::parse(&cfg.url)?;
-    check_alpn(cfg, &target)?;
-    let caps = RefCell::new(capture::Captures::new(cfg.capture, cfg.pcap.is_some()));
-    let steps =
-        sequence::plan(cfg.sequence, target.tls, cfg.tfo, cfg.count).map_err(ProbeError::usage)?;
+    let protocol = if cfg.http3 {
+        check_http3(cfg, &target)?;
+        rttlens_net::selfcap::Protocol::Udp
+    } else {
+        check_alpn(cfg, &target)?;
+        rttlens_net::selfcap::Protocol::Tcp
+    };
+    let caps = RefCell::new(
+        capture::Captures::new(cfg.capture, cfg.pcap.is_some()).with_protocol(protocol),
+    );
+    let steps = if cfg.http3 {
+        sequence::plan_http3(cfg.sequence, cfg.count)
+    } else {
+        sequence::plan(cfg.sequence, target.tls, cfg.tfo, cfg.count).map_err(ProbeError::usage)?
+    };
+    // `sequence_zero_rtt: false`: no step sends early data
+    let steps: Vec<_> = steps
+        .into_iter()
+        .filter(|s| cfg.sequence_zero_rtt || !s.early_data())
+        .collect();
     let keylog = tls::KeyLogSink::for_options(&cfg.tls)?;
-    let fresh = |https: bool| fresh_tls(&cfg.tls, https, keylog.clone());
+    let fresh = |https: bool| {
+        if cfg.http3 {
+            Ok(None)
+        } else {
+            fresh_tls(&cfg.tls, https, keylog.clone())
+        }
+    };
+    let fresh_quic = || {
+        cfg.http3
+            .then(|| quic::QuicClient::new(&cfg.tls, keylog.clone()))
+            .transpose()
+    };
     let mut tls = fresh(target.tls)?;
+    let mut quic_client = fresh_quic()?;
     let mut attempts: Vec<Attempt> = Vec::new();
     let mut states: Vec<AttemptState> = Vec::new();
     let mut redirects = 0;
@@ -194,10 +242,19 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
         if !step.resumes() && i > 0 {
             // a plain attempt or a full handshake: nothing to resume from
             tls = fresh(target.tls)?;
+            quic_client = fresh_quic()?;
         }
         let phase = Cell::new(ProbePhase::Namelookup);
-        let fut = attempt(cfg, &target, step, tls.as_ref(), &phase, &caps);
-        let (a, state) = within(fut, deadline, &phase, "--max-time", started).await?;
+        let (a, state) = match &quic_client {
+            Some(q) => {
+                let fut = quic::attempt(cfg, &target, step, q, &phase, &caps);
+                within(fut, deadline, &phase, "--max-time", started).await?
+            }
+            None => {
+                let fut = attempt(cfg, &target, step, tls.as_ref(), &phase, &caps);
+                within(fut, deadline, &phase, "--max-time", started).await?
+            }
+        };
         let location = a.response.location.clone();
         let status = a.response.status;
         attempts.push(a);
@@ -213,7 +270,11 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
                 }
                 redirects += 1;
                 target = Target::parse(&join_location(&target, &loc))?;
+                if cfg.http3 {
+                    check_http3(cfg, &target)?;
+                }
                 tls = fresh(target.tls)?;
+                quic_client = fresh_quic()?;
                 continue;
             }
         }
@@ -238,29 +299,43 @@ fn attach_capture(
         capture::CaptureOutcome::Off => {}
         capture::CaptureOutcome::Unavailable(status, why) => {
             report.capture.status = status;
-            report.capture.note = Some(format!(
-                "{why}: app-level timings and TCP_INFO only; no wire ladder, no findings, \
-                 no TFO check from the wire"
-            ));
+            report.capture.note = Some(if cfg.http3 {
+                format!("{why}: app-level timings and quinn's statistics only")
+            } else {
+                format!(
+                    "{why}: app-level timings and TCP_INFO only; no wire ladder, no findings, \
+                     no TFO check from the wire"
+                )
+            });
+        }
+        capture::CaptureOutcome::Captured {
+            captured,
+            start_overhead_ms,
+            stop_ms,
+        } if cfg.http3 => {
+            // written, not analysed: the engine does not read QUIC yet
+            write_capture(cfg, report, &captured)?;
+            report.capture.status = "captured";
+            report.capture.packets = captured.packets.len() as u64;
+            report.capture.interface = Some(captured.interface.clone());
+            report.capture.note = Some(
+                "QUIC: the analysis engine does not read QUIC yet: the datagrams are captured \
+                 (--pcap keeps them, with the key log) but not analysed; no wire ladder, no \
+                 findings"
+                    .into(),
+            );
+            report.capture.pcap = cfg.pcap.as_ref().map(|p| p.display().to_string());
+            report.capture.start_overhead_ms = Some(round3(start_overhead_ms));
+            report.capture.stop_ms = Some(round3(stop_ms));
+            report.capture.truncated = captured.truncated;
+            report.capture.kernel_drops = captured.kernel_drops;
         }
         capture::CaptureOutcome::Captured {
             captured,
             start_overhead_ms,
             stop_ms,
         } => {
-            let mut bytes = Vec::new();
-            captured
-                .write_pcapng(&mut bytes, report.keylog.as_deref())
-                .map_err(|e| ProbeError::io(ProbePhase::Setup, "writing the capture", &e))?;
-            if let Some(p) = &cfg.pcap {
-                std::fs::write(p, &bytes).map_err(|e| {
-                    ProbeError::new(
-                        ProbePhase::Setup,
-                        ErrorKind::Usage,
-                        format!("--pcap {}: {e}", p.display()),
-                    )
-                })?;
-            }
+            let bytes = write_capture(cfg, report, &captured)?;
             if let Err(e) =
                 reconcile::attach_bytes(report, states, &bytes, &captured.interface, cfg.trace)
             {
@@ -304,6 +379,44 @@ fn check_alpn(cfg: &ProbeConfig, target: &Target) -> Result<(), ProbeError> {
                 "--sequence speaks HTTP/1.1 (its 0-RTT step cannot wait for ALPN): drop --http2",
             ));
         }
+    }
+    Ok(())
+}
+
+/// The capture as pcapng (with the key log in a Decryption Secrets Block
+/// when there is one), written to `--pcap` when asked.
+fn write_capture(
+    cfg: &ProbeConfig,
+    report: &ProbeReport,
+    captured: &rttlens_net::Captured,
+) -> Result<Vec<u8>, ProbeError> {
+    let mut bytes = Vec::new();
+    captured
+        .write_pcapng(&mut bytes, report.keylog.as_deref())
+        .map_err(|e| ProbeError::io(ProbePhase::Setup, "writing the capture", &e))?;
+    if let Some(p) = &cfg.pcap {
+        std::fs::write(p, &bytes).map_err(|e| {
+            ProbeError::new(
+                ProbePhase::Setup,
+                ErrorKind::Usage,
+                format!("--pcap {}: {e}", p.display()),
+            )
+        })?;
+    }
+    Ok(bytes)
+}
+
+/// `--http3` needs `https://` and cannot take `--tfo` (no TCP).
+fn check_http3(cfg: &ProbeConfig, target: &Target) -> Result<(), ProbeError> {
+    if !target.tls {
+        return Err(ProbeError::usage(
+            "--http3 needs an https:// URL (HTTP/3 runs over QUIC, which is always encrypted)",
+        ));
+    }
+    if cfg.tfo {
+        return Err(ProbeError::usage(
+            "--tfo with --http3: TCP Fast Open is TCP's; QUIC has 0-RTT instead (--sequence)",
+        ));
     }
     Ok(())
 }

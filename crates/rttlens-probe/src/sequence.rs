@@ -24,6 +24,10 @@ pub enum TlsStep {
     Resumed,
     /// Resume and send the request as early data (0-RTT).
     ZeroRtt,
+    /// Keep the run's session store (`--http3 -n N` after the first
+    /// attempt): resume, and send the request as 0-RTT whenever the ticket
+    /// allows it, as a browser does. Verified, not assumed.
+    Reuse,
 }
 
 /// The TFO intent of a step.
@@ -43,7 +47,7 @@ impl ProbeStep {
     /// `tfo-cookie` / `tfo-data` (`full+tfo-cookie`).
     pub fn name(&self) -> String {
         let tls = match self.tls {
-            None | Some(TlsStep::Any) => None,
+            None | Some(TlsStep::Any | TlsStep::Reuse) => None,
             Some(TlsStep::Full) => Some("full"),
             Some(TlsStep::Resumed) => Some("resumed"),
             Some(TlsStep::ZeroRtt) => Some("0-rtt"),
@@ -67,8 +71,33 @@ impl ProbeStep {
 
     /// The step keeps the session store of the previous one.
     pub fn resumes(&self) -> bool {
-        matches!(self.tls, Some(TlsStep::Resumed | TlsStep::ZeroRtt))
+        matches!(
+            self.tls,
+            Some(TlsStep::Resumed | TlsStep::ZeroRtt | TlsStep::Reuse)
+        )
     }
+
+    /// Early data is to be offered when the ticket allows it (`0-rtt`, and
+    /// HTTP/3's `-n` attempts after the first).
+    pub fn tries_early_data(&self) -> bool {
+        matches!(self.tls, Some(TlsStep::ZeroRtt | TlsStep::Reuse))
+    }
+}
+
+/// The steps of an `--http3` run: `--sequence` as for `https` without TFO
+/// (`full`, `resumed`, `0-rtt`); otherwise `count` attempts sharing one
+/// session store, the first [`TlsStep::Any`], the others
+/// [`TlsStep::Reuse`].
+pub fn plan_http3(sequence: bool, count: u32) -> Vec<ProbeStep> {
+    if sequence {
+        return plan(true, true, false, 1).unwrap_or_default();
+    }
+    (0..count.max(1))
+        .map(|i| ProbeStep {
+            tls: Some(if i == 0 { TlsStep::Any } else { TlsStep::Reuse }),
+            tfo: None,
+        })
+        .collect()
 }
 
 /// The steps of a run: `--sequence` for `https` (`full`, `resumed`,
@@ -138,5 +167,9 @@ mod tests {
         assert!(plan(true, false, false, 1).is_err());
         assert_eq!(plan(false, true, false, 5).unwrap().len(), 5);
         assert_eq!(plan(false, true, false, 0).unwrap()[0].name(), "single");
+        let h3 = plan_http3(false, 3);
+        assert!(!h3[0].resumes() && h3[1].resumes() && h3[2].tries_early_data());
+        assert!(h3.iter().all(|s| s.name() == "single"));
+        assert_eq!(plan_http3(true, 1).len(), 3);
     }
 }

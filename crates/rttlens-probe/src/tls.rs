@@ -86,7 +86,23 @@ impl TlsClient {
 /// # Errors
 /// A usage error naming `--tls` or `--cacert`.
 pub fn base_config(o: &TlsOptions) -> Result<ClientConfig, ProbeError> {
-    let mut provider = rustls::crypto::ring::default_provider();
+    config_with(o, rustls::crypto::ring::default_provider(), None)
+}
+
+/// What [`config_with`] makes of the usual certificate verifier.
+pub(crate) type WrapVerifier = dyn Fn(Arc<dyn ServerCertVerifier>) -> Arc<dyn ServerCertVerifier>;
+
+/// [`base_config`] over `provider` (ring's, perhaps with its key-exchange
+/// groups wrapped), with the certificate verifier `wrap` makes of the
+/// usual one (`--cacert` or the system's roots, or `-k`'s) when given.
+///
+/// # Errors
+/// As [`base_config`].
+pub(crate) fn config_with(
+    o: &TlsOptions,
+    mut provider: CryptoProvider,
+    wrap: Option<&WrapVerifier>,
+) -> Result<ClientConfig, ProbeError> {
     if !o.ciphers.is_empty() {
         provider.cipher_suites = cipher_suites(&provider.cipher_suites, &o.ciphers)?;
     }
@@ -99,15 +115,27 @@ pub fn base_config(o: &TlsOptions) -> Result<ClientConfig, ProbeError> {
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&versions)
         .map_err(|e| ProbeError::usage(format!("--tls: {e}")))?;
-    let mut cfg = if o.insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
-            .with_no_client_auth()
-    } else {
-        builder
+    let mut cfg = match (o.insecure, wrap) {
+        (true, w) => {
+            let v: Arc<dyn ServerCertVerifier> = Arc::new(NoVerify(provider));
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(w.map_or(Arc::clone(&v), |w| w(v)))
+                .with_no_client_auth()
+        }
+        (false, Some(w)) => {
+            let roots = Arc::new(roots(o.cacert.as_deref())?);
+            let v = rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider)
+                .build()
+                .map_err(|e| ProbeError::usage(format!("--cacert: {e}")))?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(w(v))
+                .with_no_client_auth()
+        }
+        (false, None) => builder
             .with_root_certificates(roots(o.cacert.as_deref())?)
-            .with_no_client_auth()
+            .with_no_client_auth(),
     };
     cfg.alpn_protocols = o.alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
     Ok(cfg)

@@ -12,6 +12,21 @@
 //!     fail_if_not_verified: true
 //! ```
 //!
+//! blackbox_exporter's layout, with the HTTP options nested under the
+//! prober's name, is read too ([`BlackboxHttp`]):
+//!
+//! ```yaml
+//! modules:
+//!   http_2xx:
+//!     prober: http
+//!     timeout: 5s
+//!     http:
+//!       valid_status_codes: [200]
+//!       method: GET
+//!       tls_config:
+//!         insecure_skip_verify: true
+//! ```
+//!
 //! Each module maps onto the probe's own options
 //! ([`rttlens_probe::ProbeConfig`], [`rttlens_probe::TlsOptions`],
 //! [`rttlens_probe::ResolveOverride`]); [`Config::load`] checks every
@@ -120,11 +135,13 @@ pub struct Module {
     #[serde(default)]
     pub tls_version: Option<String>,
     /// Resume the session of a first, full handshake on a second
-    /// connection, and verify it (rustls' `handshake_kind()`).
+    /// connection, and verify it (rustls' `handshake_kind()`). Alone, it
+    /// sends no early data.
     #[serde(default)]
     pub resumption: bool,
-    /// Send the request as TLS 1.3 early data on a resumed connection, and
-    /// verify the server accepted it.
+    /// Send the request as TLS 1.3 early data on a third connection,
+    /// resumed, and verify the server accepted it (the first two are a
+    /// full and a resumed handshake, as with `resumption`).
     #[serde(default)]
     pub zero_rtt: bool,
     /// TCP Fast Open: ask for a cookie, then send the request in the SYN,
@@ -171,6 +188,84 @@ pub struct Module {
     /// wire's RTT and handshake kind); needs CAP_NET_RAW. Default `true`.
     #[serde(default = "yes")]
     pub capture: bool,
+    /// blackbox_exporter's nested `http:` block: its options under its
+    /// names, folded into the ones above when the file is loaded
+    /// ([`Config::parse`]); an option given both ways is an error.
+    #[serde(default)]
+    pub http: Option<BlackboxHttp>,
+}
+
+/// blackbox_exporter's `http:` block of a module (its `HTTPProbe`), for
+/// configurations written for blackbox: the options the probe can honour,
+/// under blackbox's names. Defaults stay rttlens' (no redirects followed,
+/// HTTP/1.1) where blackbox's differ; any other blackbox option is an
+/// error naming it (unknown field).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlackboxHttp {
+    /// `valid_status_codes`.
+    #[serde(default)]
+    pub valid_status_codes: Vec<u16>,
+    /// `method`.
+    #[serde(default)]
+    pub method: Option<String>,
+    /// `headers`.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// `body`.
+    #[serde(default)]
+    pub body: Option<String>,
+    /// `follow_redirects`.
+    #[serde(default)]
+    pub follow_redirects: Option<bool>,
+    /// `enable_http2`: `true` is `http_version: "2"`, `false` `"1.1"`.
+    #[serde(default)]
+    pub enable_http2: Option<bool>,
+    /// `preferred_ip_protocol` (`ip4`, `ip6`): with `ip_protocol_fallback:
+    /// false` it is `ip_family`; with the fallback (blackbox's default) the
+    /// probe takes whichever family the resolver gives first.
+    #[serde(default)]
+    pub preferred_ip_protocol: Option<IpFamily>,
+    /// `ip_protocol_fallback` (default `true`, as blackbox's).
+    #[serde(default)]
+    pub ip_protocol_fallback: Option<bool>,
+    /// `tls_config`.
+    #[serde(default)]
+    pub tls_config: Option<BlackboxTls>,
+}
+
+/// The `tls_config:` of a blackbox `http:` block (Prometheus' common
+/// `TLSConfig`), as far as the probe honours it.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlackboxTls {
+    /// `insecure_skip_verify`: `insecure`.
+    #[serde(default)]
+    pub insecure_skip_verify: bool,
+    /// `ca_file`.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// `min_version`: `TLS10` … `TLS13`; `TLS13` is `tls_version: "1.3"`
+    /// (the probe speaks TLS 1.2 and 1.3 only).
+    #[serde(default)]
+    pub min_version: Option<String>,
+    /// `max_version`: `TLS12` is `tls_version: "1.2"`; `TLS10` and
+    /// `TLS11` are refused.
+    #[serde(default)]
+    pub max_version: Option<String>,
+}
+
+/// `TLS10` … `TLS13` as the minor number of TLS 1.x (0 … 3).
+fn blackbox_tls_version(v: &str, option: &str) -> Result<u8, String> {
+    match v {
+        "TLS10" => Ok(0),
+        "TLS11" => Ok(1),
+        "TLS12" => Ok(2),
+        "TLS13" => Ok(3),
+        _ => Err(format!(
+            "http.tls_config.{option} '{v}': expected TLS10, TLS11, TLS12 or TLS13"
+        )),
+    }
 }
 
 fn yes() -> bool {
@@ -206,12 +301,15 @@ impl Config {
                 path: path.to_path_buf(),
             });
         }
-        for (name, m) in &cfg.modules {
-            m.check().map_err(|message| ConfigError::Module {
-                path: path.to_path_buf(),
-                module: name.clone(),
-                message,
-            })?;
+        let mut cfg = cfg;
+        for (name, m) in &mut cfg.modules {
+            m.fold_blackbox()
+                .and_then(|()| m.check())
+                .map_err(|message| ConfigError::Module {
+                    path: path.to_path_buf(),
+                    module: name.clone(),
+                    message,
+                })?;
         }
         Ok(cfg)
     }
@@ -227,6 +325,111 @@ impl Module {
             None => Ok(DEFAULT_TIMEOUT),
             Some(s) => duration(s).map_err(|e| format!("timeout '{s}': {e}")),
         }
+    }
+
+    /// Fold a blackbox `http:` block into the module's own options.
+    ///
+    /// # Errors
+    /// An option given both at the top and under `http:`, or a blackbox
+    /// value the probe cannot honour (TLS below 1.2).
+    fn fold_blackbox(&mut self) -> Result<(), String> {
+        let Some(h) = self.http.take() else {
+            return Ok(());
+        };
+        let twice = |o: &str| {
+            format!(
+                "{o} is given both at the top and under http: (blackbox's layout); give it once"
+            )
+        };
+        if !h.valid_status_codes.is_empty() {
+            if !self.valid_status_codes.is_empty() {
+                return Err(twice("valid_status_codes"));
+            }
+            self.valid_status_codes = h.valid_status_codes;
+        }
+        if let Some(m) = h.method {
+            if self.method.is_some() {
+                return Err(twice("method"));
+            }
+            self.method = Some(m);
+        }
+        if !h.headers.is_empty() {
+            if !self.headers.is_empty() {
+                return Err(twice("headers"));
+            }
+            self.headers = h.headers;
+        }
+        if let Some(b) = h.body {
+            if self.body.is_some() {
+                return Err(twice("body"));
+            }
+            self.body = Some(b);
+        }
+        if let Some(f) = h.follow_redirects {
+            if self.follow_redirects {
+                return Err(twice("follow_redirects"));
+            }
+            self.follow_redirects = f;
+        }
+        if let Some(h2) = h.enable_http2 {
+            if self.http_version != HttpVersion::default() {
+                return Err(twice("http_version (enable_http2)"));
+            }
+            self.http_version = if h2 {
+                HttpVersion::Http2
+            } else {
+                HttpVersion::Http11
+            };
+        }
+        if let Some(p) = h.preferred_ip_protocol {
+            if self.ip_family != IpFamily::Any {
+                return Err(twice("ip_family (preferred_ip_protocol)"));
+            }
+            if h.ip_protocol_fallback == Some(false) {
+                self.ip_family = p;
+            }
+        }
+        if let Some(t) = h.tls_config {
+            if t.insecure_skip_verify {
+                if self.insecure {
+                    return Err(twice("insecure (tls_config.insecure_skip_verify)"));
+                }
+                self.insecure = true;
+            }
+            if let Some(ca) = t.ca_file {
+                if self.ca_file.is_some() {
+                    return Err(twice("ca_file (tls_config.ca_file)"));
+                }
+                self.ca_file = Some(ca);
+            }
+            let min = t
+                .min_version
+                .as_deref()
+                .map(|v| blackbox_tls_version(v, "min_version"))
+                .transpose()?;
+            let max = t
+                .max_version
+                .as_deref()
+                .map(|v| blackbox_tls_version(v, "max_version"))
+                .transpose()?;
+            if max.is_some_and(|m| m < 2) {
+                return Err(
+                    "http.tls_config.max_version: the probe speaks TLS 1.2 and 1.3 only".into(),
+                );
+            }
+            let version = match (min, max) {
+                (Some(3), _) => Some("1.3"),
+                (_, Some(2)) => Some("1.2"),
+                _ => None,
+            };
+            if let Some(v) = version {
+                if self.tls_version.is_some() {
+                    return Err(twice("tls_version (tls_config.min_version/max_version)"));
+                }
+                self.tls_version = Some(v.to_string());
+            }
+        }
+        Ok(())
     }
 
     /// Every option checked, as at start: the probe's TLS configuration is
@@ -262,7 +465,8 @@ impl Module {
     /// `--http2`), `tls_version` (`--tls`), `resumption` / `zero_rtt` /
     /// `tfo` (`--sequence`, with `--tfo` for `tfo`: a first connection
     /// with a full handshake, asking for a TFO cookie, then a resumed one
-    /// and a 0-RTT one, each verified), `method` (`-X`), `headers` (`-H`),
+    /// and, with `zero_rtt` only, a 0-RTT one, each verified), `method`
+    /// (`-X`), `headers` (`-H`),
     /// `body` (`-d`), `resolve` (`--resolve`), `ip_family` (`-4`/`-6`),
     /// `insecure` (`-k`), `ca_file` (`--cacert`), `ciphers`,
     /// `follow_redirects` (`-L`), `capture` (`--no-capture` when false).
@@ -300,6 +504,8 @@ impl Module {
             ciphers: self.ciphers.clone(),
         };
         c.sequence = self.sequence();
+        // early data (replayable by whoever records it) only when asked for
+        c.sequence_zero_rtt = self.zero_rtt;
         c.tfo = self.tfo;
         c.resolve = self
             .resolve
@@ -394,6 +600,8 @@ mod tests {
         assert_eq!(p.max_time, Some(Duration::from_secs(3)));
         assert_eq!(p.tls.version, Some(TlsVersion::Tls13));
         assert!(p.sequence && !p.tfo && p.capture && p.tls.insecure);
+        // resumption alone: no 0-RTT step
+        assert!(!p.sequence_zero_rtt);
         assert_eq!(p.request.headers, [("X-A".to_string(), "b".to_string())]);
         assert_eq!(p.resolve.len(), 1);
         assert_eq!(p.family, Family::V4);
@@ -404,6 +612,35 @@ mod tests {
         assert!(!h2.capture && !h2.sequence);
         assert_eq!(h2.max_time, Some(DEFAULT_TIMEOUT));
         assert!(r.status_ok(204) && !r.status_ok(301));
+    }
+
+    #[test]
+    fn blackbox_layout_is_read() {
+        let c = parse(
+            "modules:\n  http_2xx:\n    prober: http\n    timeout: 5s\n    http:\n      \
+             valid_status_codes: [200, 204]\n      method: HEAD\n      headers: {X-A: b}\n      \
+             follow_redirects: true\n      preferred_ip_protocol: ip4\n      \
+             ip_protocol_fallback: false\n      tls_config:\n        insecure_skip_verify: true\n        \
+             min_version: TLS13\n  h2:\n    http:\n      enable_http2: true\n      \
+             preferred_ip_protocol: ip6\n",
+        )
+        .expect("blackbox's layout");
+        let m = &c.modules["http_2xx"];
+        assert!(m.http.is_none(), "folded");
+        let p = m.probe_config("https://a.test/", None).unwrap();
+        assert_eq!(p.max_time, Some(Duration::from_secs(5)));
+        assert_eq!(p.request.method.as_deref(), Some("HEAD"));
+        assert_eq!(p.request.headers, [("X-A".to_string(), "b".to_string())]);
+        assert!(p.follow && p.tls.insecure);
+        assert_eq!(p.family, Family::V4);
+        assert_eq!(p.tls.version, Some(TlsVersion::Tls13));
+        assert!(m.status_ok(204) && !m.status_ok(201));
+        let h2 = c.modules["h2"]
+            .probe_config("https://a.test/", None)
+            .unwrap();
+        assert_eq!(h2.tls.alpn, ["h2", "http/1.1"]);
+        // with blackbox's fallback, whichever family the resolver gives
+        assert_eq!(h2.family, Family::Any);
     }
 
     #[test]
@@ -433,6 +670,22 @@ mod tests {
             (
                 "modules:\n  a:\n    http_version: \"2\"\n    resumption: true\n",
                 "HTTP/1.1",
+            ),
+            (
+                "modules:\n  a:\n    method: GET\n    http:\n      method: POST\n",
+                "method is given both at the top and under http:",
+            ),
+            (
+                "modules:\n  a:\n    http:\n      proxy_url: http://p:3128\n",
+                "unknown field `proxy_url`",
+            ),
+            (
+                "modules:\n  a:\n    http:\n      tls_config:\n        max_version: TLS11\n",
+                "TLS 1.2 and 1.3 only",
+            ),
+            (
+                "modules:\n  a:\n    http:\n      tls_config:\n        min_version: SSL3\n",
+                "min_version 'SSL3'",
             ),
         ] {
             let e = parse(text).expect_err(text).to_string();

@@ -1,6 +1,10 @@
 //! The exporter's own metrics, on `/metrics`: probes by module and
-//! outcome, how long they took, how many run now and the limit.
+//! outcome, how long they took, how many run now and the limit (and,
+//! with `--interface`, the live analysis' metrics, registered here too).
+//! Encoded as OpenMetrics text, or, when the scrape asks for it, in
+//! Prometheus' protobuf format, the one that carries native histograms.
 
+use prometheus_client::encoding::prometheus_protobuf;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -9,6 +13,11 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
 
 type Labels = Vec<(String, String)>;
+
+/// The media type of Prometheus' protobuf exposition: length-delimited
+/// `io.prometheus.client.MetricFamily` messages.
+pub const PROTOBUF_CONTENT_TYPE: &str =
+    "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
 
 /// How a `/probe` request ended (the `outcome` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,11 +124,24 @@ impl ExporterMetrics {
         self.in_flight.inc_by(delta);
     }
 
-    /// The exposition (OpenMetrics text).
+    /// The exposition (OpenMetrics text): histograms with their classic
+    /// buckets only.
     pub fn encode(&self) -> String {
         let mut out = String::new();
         // writing to a String cannot fail
         let _ = encode(&mut out, &self.registry);
         out
+    }
+
+    /// The exposition in Prometheus' protobuf format
+    /// ([`PROTOBUF_CONTENT_TYPE`]): the live analysis' histograms with
+    /// both their native buckets (schema, spans, deltas) and their classic
+    /// ones.
+    ///
+    /// # Errors
+    /// A metric could not be encoded (none of ours fails; prometheus-client
+    /// says so for a native-only histogram in a text-only encoder).
+    pub fn encode_protobuf(&self) -> Result<Vec<u8>, prometheus_protobuf::EncodeError> {
+        prometheus_protobuf::encode_to_vec(&self.registry)
     }
 }

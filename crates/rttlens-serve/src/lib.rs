@@ -20,7 +20,9 @@
 //! 3. [`exposition`]: one probe's outcome (a report or the error naming
 //!    the failed phase) as Prometheus' text exposition;
 //! 4. [`exporter`]: the exporter's own metrics on `/metrics` (probes by
-//!    module and outcome, their durations, probes in flight).
+//!    module and outcome, their durations, probes in flight), as
+//!    OpenMetrics text or, when the scrape prefers it, Prometheus' protobuf
+//!    exposition (which carries native histograms).
 //!
 //! Beside the probes, `--interface IFACE` ([`live`]) analyses an
 //! interface's traffic live in the background (the pipeline of `rttlens

@@ -57,7 +57,8 @@ struct Gauges {
 }
 
 /// Phase durations: 100 µs … 105 s, doubling (21 buckets), and a native
-/// histogram beside them (bucket factor 1.1) for a protobuf scrape.
+/// histogram beside them (bucket factor 1.1: schema 3, 2^(1/8) ≈ 1.09)
+/// for a protobuf scrape ([`crate::exporter::PROTOBUF_CONTENT_TYPE`]).
 fn seconds_histogram() -> Histogram {
     Histogram::new_classic_and_native(
         exponential_buckets(0.000_1, 2.0, 21),

@@ -7,7 +7,9 @@
 //!   the probe's text report and the metrics instead. A missing or bad
 //!   target, or an unknown module: 400 naming it. More than
 //!   `max_concurrent` probes at once: 503.
-//! - `GET /metrics`: [`crate::exporter`].
+//! - `GET /metrics`: [`crate::exporter`], in Prometheus' protobuf format
+//!   when the scrape's `Accept` prefers it ([`wants_protobuf`]: Prometheus
+//!   with native histograms on), else OpenMetrics text.
 //! - `GET /`: a short index (the modules, links).
 //!
 //! Time limits: a probe gets its module's `timeout`, lowered to
@@ -26,14 +28,14 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use rttlens_probe::{ErrorKind, ProbeError, ProbePhase, Target};
 use tokio::sync::Semaphore;
 
 use crate::config::Config;
-use crate::exporter::{ExporterMetrics, Outcome};
+use crate::exporter::{ExporterMetrics, Outcome, PROTOBUF_CONTENT_TYPE};
 use crate::exposition;
 use crate::live::LiveRun;
 
@@ -240,17 +242,75 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Answer {
     }
     match req.uri().path() {
         "/" => answer(StatusCode::OK, "text/html; charset=utf-8", index(&state)),
-        "/metrics" => answer(
-            StatusCode::OK,
-            exposition::CONTENT_TYPE,
-            state.metrics.encode(),
-        ),
+        "/metrics" => metrics(&state, &req),
         "/probe" => probe(&state, &req).await,
         other => text(
             StatusCode::NOT_FOUND,
             format!("{other}: not found (try /probe?target=URL&module=NAME, /metrics or /)"),
         ),
     }
+}
+
+/// `/metrics`: protobuf when the scrape prefers it, else OpenMetrics text.
+fn metrics(state: &State, req: &Request<Incoming>) -> Answer {
+    let accept = req
+        .headers()
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(",");
+    if wants_protobuf(&accept) {
+        match state.metrics.encode_protobuf() {
+            Ok(body) => return answer(StatusCode::OK, PROTOBUF_CONTENT_TYPE, body),
+            Err(e) => eprintln!("rttlens serve: /metrics in protobuf: {e}; answering text"),
+        }
+    }
+    answer(
+        StatusCode::OK,
+        exposition::CONTENT_TYPE,
+        state.metrics.encode(),
+    )
+}
+
+/// Whether an `Accept` header (RFC 9110 §12.5.1) prefers Prometheus'
+/// protobuf exposition: it names `application/vnd.google.protobuf` with
+/// `proto=io.prometheus.client.MetricFamily` and `encoding=delimited` at a
+/// weight (`q`, default 1) above 0 and at least that of any other range it
+/// names. Prometheus asks so (`q=0.7` before the text formats' 0.5 and
+/// lower) when its native histograms are on; otherwise it, curl and a
+/// browser get text.
+pub fn wants_protobuf(accept: &str) -> bool {
+    let mut proto_q: Option<f64> = None;
+    let mut other_q = 0.0f64;
+    for range in accept.split(',') {
+        let mut parts = range.split(';').map(str::trim);
+        let media = parts.next().unwrap_or("").to_ascii_lowercase();
+        if media.is_empty() {
+            continue;
+        }
+        let (mut q, mut proto, mut delimited) = (1.0f64, false, false);
+        for p in parts {
+            let Some((k, v)) = p.split_once('=') else {
+                continue;
+            };
+            let v = v.trim().trim_matches('"');
+            match k.trim().to_ascii_lowercase().as_str() {
+                "q" => q = v.parse().unwrap_or(0.0),
+                "proto" => proto = v == "io.prometheus.client.MetricFamily",
+                "encoding" => delimited = v == "delimited",
+                _ => {}
+            }
+        }
+        if media == "application/vnd.google.protobuf" {
+            if proto && delimited {
+                proto_q = Some(proto_q.unwrap_or(0.0).max(q));
+            }
+        } else {
+            other_q = other_q.max(q);
+        }
+    }
+    proto_q.is_some_and(|q| q > 0.0 && q >= other_q)
 }
 
 /// The parameters of `/probe` (the last of each name wins).
@@ -485,6 +545,33 @@ mod tests {
         assert_eq!(percent_decode("a+b%20c").as_deref(), Some("a b c"));
         assert_eq!(percent_decode("%"), None);
         assert_eq!(percent_decode("%ff"), None);
+    }
+
+    #[test]
+    fn accept_negotiation() {
+        // Prometheus 2.42 with --enable-feature=native-histograms
+        assert!(wants_protobuf(
+            "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;\
+             encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+        ));
+        // and without it; curl; a browser; nothing
+        for text in [
+            "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
+             version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+            "*/*",
+            "text/html,application/xhtml+xml,*/*;q=0.8",
+            "",
+            // protobuf, but not the delimited MetricFamily stream
+            "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily",
+            // asked for, but below text
+            "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;\
+             encoding=delimited;q=0.2,text/plain;q=0.5",
+            // refused
+            "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;\
+             encoding=delimited;q=0",
+        ] {
+            assert!(!wants_protobuf(text), "{text}");
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The exporter as Prometheus uses it, against real peers: the built-in
 //! rustls server of the lab (`rttlens-lab-server`, with tickets and 0-RTT)
 //! on a loopback port, probed through `/probe` by the real probe (no mock);
-//! a closed port; bad requests; the concurrency limit; `/metrics`.
+//! a closed port; bad requests; the concurrency limit; `/metrics` (text,
+//! and protobuf when the scrape prefers it).
 //! Every wait is bounded.
 
 use std::collections::BTreeMap;
@@ -424,4 +425,82 @@ fn over_the_limit_is_503_and_a_slow_target_times_out() {
         value(&s, "probe_duration_seconds") < 3.0,
         "the 1 s limit held: {body}"
     );
+}
+
+/// `GET /metrics` with `accept`: (Content-Type, body bytes).
+fn get_metrics(addr: SocketAddr, accept: &str) -> (String, Vec<u8>) {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("request");
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).expect("response");
+    let at = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a response head");
+    let head = String::from_utf8_lossy(&raw[..at]).to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(!head.contains("transfer-encoding: chunked"), "{head}");
+    let ct = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-type:"))
+        .expect("a Content-Type")
+        .trim()
+        .to_string();
+    (ct, raw[at + 4..].to_vec())
+}
+
+/// `/metrics` answers Prometheus' protobuf exposition when the scrape's
+/// `Accept` prefers it (as Prometheus does with native histograms on), and
+/// text otherwise; the protobuf decodes into the same families.
+#[test]
+fn metrics_in_protobuf_when_the_scrape_prefers_it() {
+    use prometheus_client::encoding::prometheus_protobuf::prometheus_data_model::{
+        MetricFamily, MetricType,
+    };
+    use prost::Message;
+    let e = exporter(3);
+    // one bad request, counted
+    assert_eq!(get(e.addr, "/probe?target=https://a.test/").0, 400);
+    let (ct, body) = get_metrics(
+        e.addr,
+        "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;\
+         encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3,*/*;q=0.2",
+    );
+    // (the head was lowercased)
+    assert_eq!(
+        ct,
+        rttlens_serve::exporter::PROTOBUF_CONTENT_TYPE.to_ascii_lowercase()
+    );
+    let mut buf = &body[..];
+    let mut families = Vec::new();
+    while !buf.is_empty() {
+        families.push(MetricFamily::decode_length_delimited(&mut buf).expect("a MetricFamily"));
+    }
+    let family = |name: &str| {
+        families
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap_or_else(|| panic!("no family {name} in {families:#?}"))
+    };
+    let limit = family("rttlens_serve_max_concurrent");
+    assert_eq!(limit.r#type, MetricType::Gauge as i32);
+    assert_eq!(limit.metric[0].gauge.as_ref().map(|g| g.value), Some(3.0));
+    let requests = family("rttlens_serve_probe_requests_total");
+    assert_eq!(requests.r#type, MetricType::Counter as i32);
+    assert_eq!(
+        requests.metric[0].counter.as_ref().map(|c| c.value),
+        Some(1.0),
+        "{requests:?}"
+    );
+    // without the protobuf type first: text, as before
+    let (ct, body) = get_metrics(e.addr, "text/plain;version=0.0.4;q=0.3,*/*;q=0.2");
+    assert!(ct.starts_with("application/openmetrics-text"), "{ct}");
+    let text = String::from_utf8(body).expect("text");
+    assert!(text.contains("rttlens_serve_max_concurrent 3"), "{text}");
 }

@@ -245,6 +245,11 @@ pub struct ProbeArgs {
     /// HTTP/1.1 only (ALPN `http/1.1`; the default).
     #[arg(long = "http1.1", conflicts_with = "alpn")]
     pub http1_1: bool,
+    /// HTTP/3 over QUIC (UDP, ALPN `h3`, TLS 1.3), as curl's --http3-only;
+    /// https:// only. -n N resumes after the first attempt and sends 0-RTT
+    /// when the ticket allows; --pcap keeps the UDP datagrams.
+    #[arg(long, conflicts_with_all = ["http2", "http1_1", "alpn", "tfo"])]
+    pub http3: bool,
     /// Trust the CA certificates in this PEM file instead of the system's.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,

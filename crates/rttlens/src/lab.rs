@@ -210,15 +210,18 @@ fn table(
                     })
                     .collect();
                 for &fb in s.forbid {
-                    let hit = o
-                        .unexpected_forbidden
-                        .iter()
-                        .any(|u| fb.split('|').any(|id| u.ends_with(id)));
+                    let hit = o.unexpected_forbidden.iter().any(|u| {
+                        fb.split('|')
+                            .any(|id| u.ends_with(id) || (id == "quic-*" && u.starts_with("quic ")))
+                    });
                     rows.push((
                         format!("none of {fb}"),
                         if hit { "FOUND" } else { "none" }.into(),
                         "-".into(),
                     ));
+                }
+                for p in &o.problems {
+                    rows.push((p.clone(), "NO".into(), "-".into()));
                 }
                 let mut keys = vec![o.key_line.clone()];
                 for v in &o.variants {
@@ -249,6 +252,13 @@ fn table(
                 }
                 if !o.passed() {
                     writeln!(out, "{:<w$} findings per connection: {:?}", "", o.findings)?;
+                    if o.quic_connections > 0 {
+                        writeln!(
+                            out,
+                            "{:<w$} findings per QUIC connection: {:?}",
+                            "", o.quic_findings
+                        )?;
+                    }
                     for v in o.variants.iter().filter(|v| !v.passed()) {
                         writeln!(
                             out,
@@ -317,6 +327,9 @@ fn json(
                 "key_line": o.key_line,
                 "connections": o.connections,
                 "findings": o.findings,
+                "quic_connections": o.quic_connections,
+                "quic_findings": o.quic_findings,
+                "problems": o.problems,
                 "variants": o.variants.iter().map(|v| serde_json::json!({
                     "variant": v.variant.name(),
                     "passed": v.passed(),

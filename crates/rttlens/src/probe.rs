@@ -80,6 +80,7 @@ fn config(a: &ProbeArgs) -> Result<ProbeConfig, String> {
         _ => Family::Any,
     };
     c.tfo = a.tfo;
+    c.http3 = a.http3;
     c.tls.version = a.tls;
     c.tls.alpn = if a.http2 {
         vec!["h2".into(), "http/1.1".into()]

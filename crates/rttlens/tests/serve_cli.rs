@@ -7,11 +7,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::Duration;
 
+use common::prom::{self, query, Reaped};
 use common::{bin, scratch};
 use rttlens_lab_server::builtin::{Server, ServerConfig};
 
@@ -51,90 +53,39 @@ fn a_bad_config_is_one_message_and_exit_2() {
     }
 }
 
-/// Kills and reaps the child on drop (only the processes this test
-/// started).
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The path of `program`, or a failure naming its Debian package.
-fn require(program: &str, package: &str) -> std::path::PathBuf {
-    for dir in std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .chain(["/usr/sbin", "/sbin"])
-    {
-        let p = std::path::Path::new(dir).join(program);
-        if p.is_file() {
-            return p;
-        }
-    }
-    panic!(
-        "this test needs `{program}` (Debian package `{package}`): run scripts/deps test as root \
-         (apt-get install -y {package})"
+/// Start `cmd` (`rttlens serve …`, maybe wrapped to run in a namespace):
+/// the process, the address its first stderr line says it listens on,
+/// and the rest of its stderr (drained on a thread so it never blocks).
+fn start_serve(mut cmd: std::process::Command) -> (Reaped, SocketAddr, mpsc::Receiver<String>) {
+    let mut serve = Reaped(
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start rttlens serve"),
     );
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-/// `GET path` in HTTP/1.0 (no chunked answer): (status, body).
-fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).ok()?;
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n")?;
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some((status, body.to_string()))
-}
-
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// Ask Prometheus `query` until it answers a sample (at most `within`):
-/// the sample's labels and value.
-fn query(prom: SocketAddr, q: &str, within: Duration) -> (serde_json::Value, f64) {
-    let until = Instant::now() + within;
-    let mut last = String::new();
-    while Instant::now() < until {
-        if let Some((200, body)) = get(prom, &format!("/api/v1/query?query={}", encode(q))) {
-            let v: serde_json::Value =
-                serde_json::from_str(&body).expect("Prometheus answers JSON");
-            if let Some(sample) = v["data"]["result"].as_array().and_then(|r| r.first()) {
-                let value = sample["value"][1]
-                    .as_str()
-                    .and_then(|s| s.parse().ok())
-                    .expect("a sample value");
-                return (sample["metric"].clone(), value);
-            }
-            last = body;
+    let stderr = serve.0.stderr.take().expect("stderr");
+    let (ltx, lrx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = ltx.send(line);
         }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    panic!("Prometheus had no sample of `{q}` within {within:?}; last answer: {last}");
+    });
+    let first = lrx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("rttlens serve says where it listens");
+    let addr: SocketAddr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split('/').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no address in `{first}`"));
+    (serve, addr, lrx)
 }
 
 #[test]
 fn prometheus_scrapes_probe_and_reads_the_values_back() {
-    let prometheus = require("prometheus", "prometheus");
+    prom::require("prometheus", "prometheus");
 
     // the target: the lab's built-in TLS server (tickets, 0-RTT), in process
     let (atx, arx) = std::sync::mpsc::channel();
@@ -167,64 +118,23 @@ fn prometheus_scrapes_probe_and_reads_the_values_back() {
         "serve.yml",
         "modules:\n  resumed:\n    insecure: true\n    resumption: true\n    fail_if_not_verified: true\n",
     );
-    let mut serve = Reaped(
-        bin()
-            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-            .arg(&config)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start rttlens serve"),
-    );
-    let stderr = serve.0.stderr.take().expect("stderr");
-    let (ltx, lrx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = ltx.send(line);
-        }
-    });
-    let first = lrx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("rttlens serve says where it listens");
-    let serve_addr: SocketAddr = first
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.split('/').next())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no address in `{first}`"));
+    let mut cmd = bin();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config);
+    let (serve, serve_addr, _log) = start_serve(cmd);
 
     // Prometheus: blackbox's relabelling, the target URL as a parameter
     let url = format!("https://{target}/size/2000");
-    let prom_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
+    let prom_addr: SocketAddr = format!("127.0.0.1:{}", prom::free_port())
+        .parse()
+        .expect("addr");
     let dir = scratch("prometheus");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("prometheus dir");
-    let prom_config = write(
-        "prometheus.yml",
-        &format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
-             scrape_configs:\n  - job_name: rttlens\n    metrics_path: /probe\n    \
-             params:\n      module: [resumed]\n    static_configs:\n      - targets: ['{url}']\n    \
-             relabel_configs:\n      - source_labels: [__address__]\n        target_label: __param_target\n      \
-             - source_labels: [__param_target]\n        target_label: instance\n      \
-             - target_label: __address__\n        replacement: {serve_addr}\n"
-        ),
-    );
-    let log = std::fs::File::create(dir.join("prometheus.log")).expect("log");
-    let prom = Reaped(
-        Command::new(&prometheus)
-            .arg(format!("--config.file={}", prom_config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address={prom_addr}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start prometheus"),
+    let prom = prom::start(
+        &dir,
+        &prom::probe_job("rttlens", "resumed", &[&url], serve_addr, "1s"),
+        prom_addr,
+        &[],
+        |c| c,
     );
 
     let within = Duration::from_secs(30);
@@ -259,5 +169,121 @@ fn prometheus_scrapes_probe_and_reads_the_values_back() {
     drop(serve);
     let _ = stx.send(());
     let _ = server.join();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The round trips of the lab link in the nginx test.
+const LAB_RTT: Duration = Duration::from_millis(40);
+
+/// Issue 26, "done when": Prometheus scrapes `/probe` for nginx in the lab
+/// (a 40 ms delay link between two network namespaces) and the series it
+/// stored show the round trips and the verified resumption. `rttlens
+/// serve` and Prometheus both run in the client namespace; two jobs probe
+/// the same nginx, one with a TLS 1.3 module asking for resumption (and
+/// not 0-RTT: two connections, no early data), one with TLS 1.2. Each
+/// value is read back through `/api/v1/query` and held
+/// to the physics: TCP's handshake 1 RTT, TLS 1.3's 1 RTT full and 1 RTT
+/// resumed, TLS 1.2's full handshake 2 RTT (each a quarter round trip
+/// below, half of one above: processing only adds), the RTT itself within
+/// 10 % of the link's. Needs root, /dev/net/tun, iproute2, nginx-light and
+/// prometheus (FAILS naming what is missing); about 20 s.
+#[test]
+fn prometheus_scrapes_probe_of_lab_nginx_and_reads_the_round_trips_back() {
+    use rttlens_lab::scenario::ScenarioCtx;
+    use rttlens_net::{Host, Lab, LinkConfig};
+
+    if let Err(e) = rttlens_net::check_prerequisites() {
+        panic!("the Prometheus lab test needs root, /dev/net/tun and iproute2: {e}");
+    }
+    if let Err(e) = rttlens_net::require_command("nginx", "nginx-light") {
+        panic!("{e}");
+    }
+    prom::require("prometheus", "prometheus");
+    let lab = Lab::new(LinkConfig::with_rtt(LAB_RTT)).expect("lab");
+    let dir = scratch("prometheus-lab");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let mut ctx = ScenarioCtx::new(&lab, dir.clone());
+    ctx.nginx(443, |n| {
+        n.ssl_early_data = true;
+        n.files = vec![2000];
+    })
+    .expect("nginx in the server namespace");
+    let url = format!("https://{}/size/2000", Lab::SERVER_V4);
+
+    let config = write(
+        "serve-lab.yml",
+        "modules:\n  resumed:\n    insecure: true\n    tls_version: \"1.3\"\n    \
+         resumption: true\n    fail_if_not_verified: true\n  \
+         tls12:\n    insecure: true\n    tls_version: \"1.2\"\n",
+    );
+    let client = lab.netns(Host::Client);
+    let mut cmd = bin();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config);
+    let (serve, serve_addr, _log) = start_serve(client.command(&cmd));
+    // the client namespace is new: nothing else listens on its loopback
+    let prom_addr: SocketAddr = "127.0.0.1:9090".parse().expect("addr");
+    let jobs = prom::probe_job("nginx13", "resumed", &[&url], serve_addr, "3s")
+        + &prom::probe_job("nginx12", "tls12", &[&url], serve_addr, "3s");
+    let prom = prom::start(&dir.join("prometheus"), &jobs, prom_addr, &[], |c| {
+        client.command(&c)
+    });
+    let within = Duration::from_secs(40);
+    let q = |query: &str| {
+        let query = query.to_string();
+        lab.run_in(Host::Client, move || prom::query(prom_addr, &query, within))
+            .expect("entering the client namespace")
+    };
+    // the server's processing and the machine's scheduling only add time:
+    // a quarter round trip below, half of one above
+    let near = |what: &str, got: f64, want: f64| {
+        assert!(
+            (want - 0.25..=want + 0.5).contains(&got),
+            "{what}: {got:.3} RTT, expected {want} (-0.25, +0.5)"
+        );
+    };
+
+    let (labels, v) = q("probe_success{job=\"nginx13\"}");
+    assert_eq!(v, 1.0, "probe_success: {labels}");
+    assert_eq!(labels["instance"], url.as_str(), "the relabelled instance");
+    let (labels, v) = q("rttlens_verified{job=\"nginx13\",feature=\"resumption\"}");
+    assert_eq!(v, 1.0, "resumption verified: {labels}");
+    // resumption alone: no connection sent early data
+    let (labels, v) = q("rttlens_attempted{job=\"nginx13\",feature=\"0rtt\"}");
+    assert_eq!(v, 0.0, "no 0-RTT attempt without zero_rtt: {labels}");
+    let (_, v) = q("count(rttlens_tls_handshake_info{job=\"nginx13\"})");
+    assert_eq!(v, 2.0, "a full and a resumed connection, no third");
+    let (_, v) = q("rttlens_check_ok{job=\"nginx13\",step=\"resumed\",check=\"resumed\"}");
+    assert_eq!(v, 1.0, "the resumed connection's check");
+    let (labels, _) = q("rttlens_tls_handshake_info{job=\"nginx13\",step=\"resumed\"}");
+    assert_eq!(labels["kind"], "tls13-psk", "{labels}");
+    let (labels, v) = q("rttlens_rtt_seconds{job=\"nginx13\",step=\"full\",source=\"capture\"}");
+    let rtt = LAB_RTT.as_secs_f64();
+    assert!(
+        (v - rtt).abs() <= rtt * 0.1,
+        "the wire's RTT {v} s, the link's {rtt} s: {labels}"
+    );
+    for (step, phase, want) in [
+        ("full", "connect", 1.0),
+        ("full", "tls", 1.0),
+        ("resumed", "tls", 1.0),
+    ] {
+        let (_, v) = q(&format!(
+            "rttlens_phase_rtts{{job=\"nginx13\",step=\"{step}\",phase=\"{phase}\"}}"
+        ));
+        near(&format!("TLS 1.3 {step} {phase}"), v, want);
+    }
+    let (labels, _) = q("probe_tls_version_info{job=\"nginx12\"}");
+    assert_eq!(labels["version"], "TLS 1.2", "{labels}");
+    let (_, v) = q("rttlens_phase_rtts{job=\"nginx12\",phase=\"tls\"}");
+    near("TLS 1.2 full handshake", v, 2.0);
+    let (_, v) = q("rttlens_phase_rtts{job=\"nginx12\",phase=\"connect\"}");
+    near("TLS 1.2 connect", v, 1.0);
+
+    drop(prom);
+    drop(serve);
+    drop(ctx);
+    drop(lab);
     let _ = std::fs::remove_dir_all(&dir);
 }

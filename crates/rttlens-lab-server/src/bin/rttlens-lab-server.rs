@@ -1,6 +1,7 @@
 //! `rttlens-lab-server`: the built-in lab server as a process. Prints
 //! `listening on ADDR` (then `port PORT`) on stdout once bound and serves
-//! until SIGTERM or SIGINT.
+//! until SIGTERM or SIGINT. With `--http3` it serves HTTP/3 over QUIC
+//! (UDP) on that address instead, with the QUIC knobs below.
 #![forbid(unsafe_code)]
 
 use std::net::SocketAddr;
@@ -9,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Parser;
 use rttlens_lab_server::builtin::{AcceptStall, HandshakeWrites, Server, ServerConfig};
+use rttlens_lab_server::quic::{KxGroup, QuicConfig, QuicServer};
 use rttlens_lab_server::TlsVersion;
 
 /// Built-in TLS/HTTP server of the rttlens lab: GET /size/N returns N bytes.
@@ -55,6 +57,30 @@ struct Args {
     /// How long the accept stall lasts, in milliseconds.
     #[arg(long, requires = "stall_after")]
     stall_ms: Option<u64>,
+    /// Serve HTTP/3 over QUIC (UDP) instead of TLS over TCP; --tickets,
+    /// --early-data (any N > 0 turns 0-RTT on: QUIC allows no other limit)
+    /// and --think-ms apply, the TCP and TLS-record knobs do not.
+    #[arg(long)]
+    http3: bool,
+    /// QUIC: intermediate CA certificates sent with the leaf (each ≈ 400 B).
+    #[arg(long, default_value_t = 0, requires = "http3")]
+    intermediates: usize,
+    /// QUIC: bytes of padding in the leaf certificate.
+    #[arg(long, default_value_t = 0, requires = "http3")]
+    cert_padding: usize,
+    /// QUIC: a Retry to every address not yet validated.
+    #[arg(long, default_value = "off", value_parser = on_off, action = clap::ArgAction::Set, requires = "http3")]
+    retry: bool,
+    /// QUIC: initial_max_data, in bytes.
+    #[arg(long, requires = "http3")]
+    max_data: Option<u64>,
+    /// QUIC: initial_max_stream_data_{bidi_local,bidi_remote,uni}, in bytes.
+    #[arg(long, requires = "http3")]
+    max_stream_data: Option<u64>,
+    /// QUIC: key-exchange groups accepted, comma-separated (x25519,
+    /// secp256r1, secp384r1; default all three).
+    #[arg(long, value_delimiter = ',', requires = "http3")]
+    kx_groups: Vec<KxGroup>,
 }
 
 fn on_off(s: &str) -> Result<bool, String> {
@@ -67,6 +93,9 @@ fn on_off(s: &str) -> Result<bool, String> {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if args.http3 {
+        return main_http3(args);
+    }
     let cfg = ServerConfig {
         nodelay: args.nodelay,
         handshake_writes: args.handshake_writes,
@@ -97,6 +126,45 @@ fn main() -> anyhow::Result<()> {
         let addr = server.local_addr();
         println!("listening on {addr}");
         println!("port {}", addr.port());
+        use std::io::Write as _;
+        std::io::stdout().flush().ok();
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("installing the SIGTERM handler")?;
+        let shutdown = async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        };
+        server.run_until(shutdown).await?;
+        Ok(())
+    })
+}
+
+/// `--http3`: the QUIC server on the same address, over UDP.
+fn main_http3(args: Args) -> anyhow::Result<()> {
+    let cfg = QuicConfig {
+        intermediates: args.intermediates,
+        cert_padding: args.cert_padding,
+        retry: args.retry,
+        receive_window: args.max_data,
+        stream_receive_window: args.max_stream_data,
+        kx_groups: args.kx_groups,
+        tickets: args.tickets,
+        early_data: args.early_data > 0,
+        think: Duration::from_millis(args.think_ms),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    rt.block_on(async move {
+        let server = QuicServer::bind(args.listen, cfg)?;
+        let addr = server.local_addr();
+        println!("listening on {addr}");
+        println!("port {}", addr.port());
+        println!("chain {} B", server.chain().chain_bytes());
         use std::io::Write as _;
         std::io::stdout().flush().ok();
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use rttlens_lab_server::builtin::{Server, ServerConfig};
 use rttlens_lab_server::nginx;
+use rttlens_lab_server::quic::{QuicConfig, QuicServer};
 use rttlens_net::{Host, Lab, LabError, Sysctls};
 
 /// How long any one client command may take.
@@ -158,6 +159,54 @@ impl<'a> ScenarioCtx<'a> {
             .recv_timeout(Duration::from_secs(10))
             .map_err(|_| LabError::Server("built-in server did not start within 10 s".into()))?
             .map_err(|e| LabError::Server(format!("built-in server: {e}")))?;
+        handle.tid = tid;
+        self.builtin.push(handle);
+        Ok(port)
+    }
+
+    /// Start the built-in QUIC/HTTP/3 server
+    /// ([`rttlens_lab_server::quic`]) in the server namespace (in-process,
+    /// its own tokio runtime on a thread there) on a free UDP port; returns
+    /// the port. The lab's delay link carries its datagrams as it does TCP.
+    ///
+    /// # Errors
+    /// [`LabError::Server`] when it cannot bind or refuses the knobs.
+    pub fn quic_server(&mut self, cfg: QuicConfig) -> Result<u16, LabError> {
+        let (ptx, prx) = std::sync::mpsc::channel::<Result<(u16, i32), String>>();
+        let (stx, srx) = tokio::sync::oneshot::channel::<()>();
+        let thread = self.lab.thread_in(Host::Server, move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            rt.block_on(async move {
+                let addr = SocketAddr::new(Lab::SERVER_V4.into(), 0);
+                let server = match QuicServer::bind(addr, cfg) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = ptx.send(Err(e.to_string()));
+                        return Ok(());
+                    }
+                };
+                let tid = nix::unistd::gettid().as_raw();
+                let _ = ptx.send(Ok((server.local_addr().port(), tid)));
+                server
+                    .run_until(async {
+                        let _ = srx.await;
+                    })
+                    .await
+                    .map_err(|e| e.to_string())
+            })
+        });
+        let mut handle = BuiltinHandle {
+            tid: 0,
+            stop: Some(stx),
+            thread: Some(thread),
+        };
+        let (port, tid) = prx
+            .recv_timeout(Duration::from_secs(10))
+            .map_err(|_| LabError::Server("QUIC server did not start within 10 s".into()))?
+            .map_err(|e| LabError::Server(format!("QUIC server: {e}")))?;
         handle.tid = tid;
         self.builtin.push(handle);
         Ok(port)

@@ -1,19 +1,27 @@
 //! Running one scenario ([`run_scenario`]): a fresh lab, captures at the
 //! vantage and at the link's middle, the scenario's run, the analysis and
 //! its expectations; then each partial copy of the capture analysed again
-//! ([`Variant`]) and compared with the full capture.
+//! ([`Variant`]) and compared with the full capture. [`run_scenario_beside`]
+//! does the same with a program of the caller's kept running in one of the
+//! lab's namespaces for the whole scenario ([`Beside`]: `rttlens analyze -i
+//! rtl0` live beside the lab's own capture).
 
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rttlens_core::capture::CaptureReader;
-use rttlens_core::model::ConnReport;
+use rttlens_core::detect::finding::Finding;
+use rttlens_core::model::{ConnReport, QuicReport};
 use rttlens_core::pipeline;
 use rttlens_net::link::{CapturePoint, LinkConfig};
 use rttlens_net::{Host, Lab, LabError};
 
-use super::{lookup, parse_expect, Scenario, ScenarioCtx, Variant, SNAPLEN};
+use super::{is_quic, lookup, parse_expect, Scenario, ScenarioCtx, Variant, SNAPLEN};
 use crate::copies;
 
 /// One expectation's result.
@@ -50,6 +58,13 @@ pub struct ScenarioOutcome {
     pub connections: usize,
     /// Every finding id per connection (for reports when it fails).
     pub findings: Vec<Vec<&'static str>>,
+    /// QUIC connections in the capture.
+    pub quic_connections: usize,
+    /// Every finding id per QUIC connection.
+    pub quic_findings: Vec<Vec<&'static str>>,
+    /// Checks of the run itself that failed, in words (a QUIC scenario
+    /// whose capture holds no QUIC connection).
+    pub problems: Vec<String>,
     /// The analysed capture (pcap, `client.pcap` or `server.pcap` as the
     /// scenario's vantage says) — kept only with `keep`.
     pub client_capture: PathBuf,
@@ -67,6 +82,7 @@ impl ScenarioOutcome {
     pub fn passed(&self) -> bool {
         self.found.iter().all(|f| f.found)
             && self.unexpected_forbidden.is_empty()
+            && self.problems.is_empty()
             && self.variants.iter().all(VariantOutcome::passed)
     }
 }
@@ -127,6 +143,218 @@ pub fn run_scenario(
     rtt: Duration,
     keep: Option<&Path>,
 ) -> Result<ScenarioOutcome, LabError> {
+    run(s, rtt, keep, None).map(|(o, _)| o)
+}
+
+/// How long a [`Beside`] program may take to say it is ready.
+pub const BESIDE_READY: Duration = Duration::from_secs(10);
+/// How long a [`Beside`] program may take to exit once told to stop
+/// (SIGINT); then it is killed.
+pub const BESIDE_STOP: Duration = Duration::from_secs(15);
+
+/// A program kept running in one of the lab's namespaces for the whole of
+/// a scenario ([`run_scenario_beside`]): started once the lab is up and
+/// its vantage capture (tcpdump) listens, before the scenario starts its
+/// servers; sent SIGINT (as Ctrl-C) once the scenario's last packets are
+/// through, just before the vantage capture stops. Its stdout and stderr
+/// are collected.
+///
+/// The lab's interface in each namespace is [`rttlens_net::TUN_NAME`]
+/// (`rtl0`): `rttlens analyze -i rtl0 --format jsonl` in
+/// [`Host::Client`] sees the packets of the client's capture.
+#[derive(Debug)]
+pub struct Beside {
+    /// The namespace it runs in.
+    pub host: Host,
+    /// The program, its arguments and environment (its stdio is the
+    /// run's: stdin null, stdout and stderr collected).
+    pub command: Command,
+    /// Start the scenario only once a line of the program's stderr holds
+    /// this (`capturing on`), at most [`BESIDE_READY`] after its start;
+    /// `None`: start at once.
+    pub ready: Option<String>,
+}
+
+/// What the program beside a scenario did.
+#[derive(Debug, Clone)]
+pub struct BesideOutcome {
+    /// Its exit status; `None` when it had not exited [`BESIDE_STOP`]
+    /// after SIGINT and was killed.
+    pub status: Option<ExitStatus>,
+    /// All it wrote on stdout.
+    pub stdout: String,
+    /// All it wrote on stderr (lines, each ended by `\n`).
+    pub stderr: String,
+}
+
+/// Run one scenario as [`run_scenario`] does, with `beside` running in
+/// its namespace for the whole of it (see [`Beside`]).
+///
+/// # Errors
+/// As [`run_scenario`]; and [`LabError::Client`] when the program cannot
+/// be started or does not say it is ready in time (its stderr in the
+/// message; it is killed).
+pub fn run_scenario_beside(
+    s: &Scenario,
+    rtt: Duration,
+    keep: Option<&Path>,
+    beside: Beside,
+) -> Result<(ScenarioOutcome, BesideOutcome), LabError> {
+    let (o, b) = run(s, rtt, keep, Some(beside))?;
+    let b = b.ok_or_else(|| LabError::Analysis("the program beside the scenario ran".into()))?;
+    Ok((o, b))
+}
+
+/// A [`Beside`] program running: the child and the threads draining its
+/// pipes.
+struct Running {
+    child: Child,
+    what: String,
+    stdout: Option<JoinHandle<String>>,
+    stderr_lines: mpsc::Receiver<String>,
+    stderr: Vec<String>,
+}
+
+impl Running {
+    fn start(lab: &Lab, b: Beside) -> Result<Running, LabError> {
+        let what = format!(
+            "{} {}",
+            b.command.get_program().to_string_lossy(),
+            b.command
+                .get_args()
+                .map(|a| a.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let mut child = lab
+            .netns(b.host)
+            .command(&b.command)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| LabError::Client {
+                command: what.clone(),
+                stderr: e.to_string(),
+            })?;
+        let mut out = child.stdout.take();
+        let stdout = std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(o) = out.as_mut() {
+                let _ = o.read_to_string(&mut s);
+            }
+            s
+        });
+        let err = child.stderr.take();
+        let (tx, stderr_lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            let Some(err) = err else { return };
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut r = Running {
+            child,
+            what,
+            stdout: Some(stdout),
+            stderr_lines,
+            stderr: Vec::new(),
+        };
+        if let Some(want) = b.ready {
+            let deadline = Instant::now() + BESIDE_READY;
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match r.stderr_lines.recv_timeout(left) {
+                    Ok(l) => {
+                        let ready = l.contains(&want);
+                        r.stderr.push(l);
+                        if ready {
+                            break;
+                        }
+                    }
+                    Err(_) => {
+                        let _ = r.child.kill();
+                        let _ = r.child.wait();
+                        r.stderr.extend(r.stderr_lines.try_iter());
+                        return Err(LabError::Client {
+                            command: r.what.clone(),
+                            stderr: format!(
+                                "did not say '{want}' within {BESIDE_READY:?}: {}",
+                                r.stderr.join(" / ")
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(r)
+    }
+
+    /// SIGINT, wait (at most [`BESIDE_STOP`], then kill), collect.
+    fn stop(mut self) -> BesideOutcome {
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGINT,
+            );
+        }
+        let deadline = Instant::now() + BESIDE_STOP;
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(st)) => break Some(st),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break None;
+                }
+            }
+        };
+        let stdout = self
+            .stdout
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default();
+        // the pipe closed with the child: the drain thread ends
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while let Ok(l) = self
+            .stderr_lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            self.stderr.push(l);
+        }
+        let mut stderr = self.stderr.join("\n");
+        if !stderr.is_empty() {
+            stderr.push('\n');
+        }
+        BesideOutcome {
+            status,
+            stdout,
+            stderr,
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // stopped on an error path: kill (by its own PID) and reap
+        if self.stdout.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn run(
+    s: &Scenario,
+    rtt: Duration,
+    keep: Option<&Path>,
+    beside: Option<Beside>,
+) -> Result<(ScenarioOutcome, Option<BesideOutcome>), LabError> {
     let started = Instant::now();
     let path = match keep {
         Some(k) => k.join(s.name),
@@ -172,10 +400,12 @@ pub fn run_scenario(
     } else {
         None
     };
+    let running = beside.map(|b| Running::start(&lab, b)).transpose()?;
     let mut ctx = ScenarioCtx::new(&lab, path.clone());
     let result = (s.run)(&mut ctx);
     // the last FIN/ACK exchange
     std::thread::sleep(rtt * 2 + Duration::from_millis(50));
+    let beside = running.map(Running::stop);
     dump.stop();
     let server_dump_taken = server_dump.is_some();
     if let Some(d) = server_dump {
@@ -185,26 +415,52 @@ pub fn run_scenario(
     lab.stop_link();
     drop(lab);
     result?;
-    let conns = analyze(&client_capture)?;
-    let found = expectations(&conns, s.expect);
-    let unexpected_forbidden = forbidden(&conns, s.forbid);
+    let (conns, summary) = analyze_summary(&client_capture)?;
+    let quic = summary.quic;
+    let found = expectations(&conns, &quic, s.expect);
+    let unexpected_forbidden = forbidden(&conns, &quic, s.forbid);
+    let quic_key = s.key.starts_with("quic-");
+    let mut problems = Vec::new();
+    if quic_key && quic.is_empty() {
+        problems.push("no QUIC connection in the capture".to_string());
+    }
     // the key line: on the connection of the last expectation met, or
     // the one the last expectation names, or the first connection (the
-    // last expectation is the one a scenario builds up to: `1:tfo-accepted`)
+    // last expectation is the one a scenario builds up to: `1:tfo-accepted`;
+    // the last QUIC connection for a QUIC control: the resumed one)
     let key_conn = s
         .expect
         .last()
-        .and_then(|e| lookup(&conns, e).map(|(i, _)| i).or(parse_expect(e).0))
-        .unwrap_or(0);
-    let key_line = match conns.get(key_conn) {
-        None => "no connection in the capture".to_string(),
-        Some(c) => match c.ladder.iter().find(|p| p.name == s.key) {
+        .and_then(|e| {
+            lookup(&conns, &quic, e)
+                .map(|(i, _)| i)
+                .or(parse_expect(e).0)
+        })
+        .unwrap_or(if quic_key {
+            quic.len().saturating_sub(1)
+        } else {
+            0
+        });
+    let ladder = if quic_key {
+        quic.get(key_conn).map(|q| (&q.ladder, q.duration_ms))
+    } else {
+        conns.get(key_conn).map(|c| (&c.ladder, c.duration_ms))
+    };
+    let what = if quic_key { "QUIC conn" } else { "conn" };
+    let key_line = match ladder {
+        None => format!("no {what} in the capture"),
+        Some((ladder, duration_ms)) => match ladder.iter().find(|p| p.name == s.key) {
             Some(p) => format!(
-                "{} {:.2} RTT ({:.1} ms), conn {key_conn} of {:.0} ms",
-                p.name, p.rtts, p.ms, c.duration_ms
+                "{} {:.2} RTT ({:.1} ms), {what} {key_conn} of {duration_ms:.0} ms",
+                p.name, p.rtts, p.ms
             ),
-            None => format!("no {} phase on conn {key_conn}", s.key),
+            None => format!("no {} phase on {what} {key_conn}", s.key),
         },
+    };
+    // a QUIC connection's 0-RTT outcome as the engine read it
+    let key_line = match quic.get(key_conn).map(|q| q.handshake.zero_rtt) {
+        Some(z) if quic_key && z != "not-offered" => format!("{key_line}, 0-RTT {z}"),
+        _ => key_line,
     };
     // the sender-only copies are cut from the server's capture: the analysed
     // one when the vantage is the server, the extra tcpdump's otherwise
@@ -223,37 +479,54 @@ pub fn run_scenario(
         };
         variants.push(run_variant(s, v, source, full, &path)?);
     }
-    variants.push(run_variant(
-        s,
-        Variant::Snaplen,
-        &client_capture,
-        &conns,
-        &path,
-    )?);
+    // the snaplen copy checks what TCP headers prove: not run on a capture
+    // of QUIC alone (its packets are all encrypted payload)
+    if !conns.is_empty() || quic.is_empty() {
+        variants.push(run_variant(
+            s,
+            Variant::Snaplen,
+            &client_capture,
+            &conns,
+            &path,
+        )?);
+    }
     let findings = conns
         .iter()
         .map(|c| c.findings.iter().map(|f| f.id).collect())
         .collect();
+    let quic_findings = quic
+        .iter()
+        .map(|q| q.findings.iter().map(|f| f.id).collect())
+        .collect();
     drop(scratch);
-    Ok(ScenarioOutcome {
+    let outcome = ScenarioOutcome {
         scenario: s.name,
         found,
         unexpected_forbidden,
         key_line,
         connections: conns.len(),
         findings,
+        quic_connections: quic.len(),
+        quic_findings,
+        problems,
         client_capture,
         middle_capture,
         elapsed: started.elapsed(),
         variants,
-    })
+    };
+    Ok((outcome, beside))
 }
 
-/// One [`ExpectationResult`] per expectation, looked up in `conns`.
-fn expectations(conns: &[ConnReport], expect: &[&'static str]) -> Vec<ExpectationResult> {
+/// One [`ExpectationResult`] per expectation, looked up in `conns` (in
+/// `quic` for QUIC's ids).
+fn expectations(
+    conns: &[ConnReport],
+    quic: &[QuicReport],
+    expect: &[&'static str],
+) -> Vec<ExpectationResult> {
     expect
         .iter()
-        .map(|&e| match lookup(conns, e) {
+        .map(|&e| match lookup(conns, quic, e) {
             Some((_, f)) => ExpectationResult {
                 expect: e,
                 found: true,
@@ -274,18 +547,24 @@ fn expectations(conns: &[ConnReport], expect: &[&'static str]) -> Vec<Expectatio
         .collect()
 }
 
-/// The forbidden findings that appear in `conns`, as `N:id`.
-fn forbidden(conns: &[ConnReport], forbid: &[&str]) -> Vec<String> {
+/// The forbidden findings that appear in `conns`, as `N:id` (in `quic`
+/// for QUIC's ids, as `quic N:id`; `quic-*` matches any of them).
+fn forbidden(conns: &[ConnReport], quic: &[QuicReport], forbid: &[&str]) -> Vec<String> {
     let mut seen = Vec::new();
     for &e in forbid {
         let (conn, ids) = parse_expect(e);
-        for (i, c) in conns.iter().enumerate() {
+        let (lists, prefix): (Vec<&[Finding]>, &str) = if is_quic(e) {
+            (quic.iter().map(|q| &q.findings[..]).collect(), "quic ")
+        } else {
+            (conns.iter().map(|c| &c.findings[..]).collect(), "")
+        };
+        for (i, fs) in lists.into_iter().enumerate() {
             if conn.is_some_and(|n| n != i) {
                 continue;
             }
-            for f in &c.findings {
-                if ids.contains(&f.id) {
-                    seen.push(format!("{i}:{}", f.id));
+            for f in fs {
+                if ids.iter().any(|&id| id == f.id || id == "quic-*") {
+                    seen.push(format!("{prefix}{i}:{}", f.id));
                 }
             }
         }
@@ -330,8 +609,8 @@ fn run_variant(
         expect
     };
     let (conns, summary) = analyze_summary(&copy.path)?;
-    let found = expectations(&conns, expect);
-    let mut problems = forbidden(&conns, s.forbid)
+    let found = expectations(&conns, &summary.quic, expect);
+    let mut problems = forbidden(&conns, &summary.quic, s.forbid)
         .into_iter()
         .map(|f| format!("forbidden {f}"))
         .collect::<Vec<_>>();
@@ -358,7 +637,7 @@ fn run_variant(
     }
     // the evidence is the full capture's, frame numbers shifted
     for &e in expect {
-        let (Some((i, f)), Some((j, g))) = (lookup(&conns, e), lookup(full, e)) else {
+        let (Some((i, f)), Some((j, g))) = (lookup(&conns, &[], e), lookup(full, &[], e)) else {
             continue;
         };
         if i != j {

@@ -59,6 +59,11 @@ pub struct Loss {
     /// every packet in this direction is dropped, with or without payload
     /// (a peer or path that died mid-transfer).
     pub black_hole_from: Option<u64>,
+    /// Drop these UDP datagrams (1-based indices counting every UDP
+    /// datagram in this direction, as `indices` counts payload-carrying TCP
+    /// segments; QUIC's Initials are the first ones). TCP segments are
+    /// neither counted nor dropped by it.
+    pub udp_indices: Vec<u64>,
 }
 
 /// The link's knobs. `Default` is a 40 ms RTT split evenly, no rate limit,

@@ -25,7 +25,9 @@
 //! makes an index mean the same thing whatever the ACK timing was: "drop the
 //! 5th server→client data segment". Seeded random loss draws per index from
 //! `hash(seed, direction, index)`, so the same seed always drops the same
-//! indices.
+//! indices. UDP datagrams have their own count
+//! ([`Loss::udp_indices`]): every UDP datagram in a direction, 1-based (a
+//! QUIC client's first Initial is client→server datagram 1).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -319,6 +321,7 @@ impl Drop for Link {
 /// Per-direction state kept by its reader thread.
 struct DirState {
     payload_index: u64,
+    udp_index: u64,
     packets: u64,
     syn_dropped: bool,
     syn_data_dropped: bool,
@@ -353,6 +356,7 @@ fn reader(s: &Shared, dir: Direction, ready: &std::sync::mpsc::Sender<()>) {
     let now = Instant::now();
     let mut st = DirState {
         payload_index: 0,
+        udp_index: 0,
         packets: 0,
         syn_dropped: false,
         syn_data_dropped: false,
@@ -405,6 +409,15 @@ fn reader(s: &Shared, dir: Direction, ready: &std::sync::mpsc::Sender<()>) {
             until.get_or_insert(arrival + sp.hold);
         }
         let loss = s.cfg.loss(dir);
+        if segment::is_udp(&data) {
+            st.udp_index += 1;
+            let mut stats = s.stats.lock().unwrap_or_else(|e| e.into_inner());
+            stats.udp_datagrams[dir.idx()] = st.udp_index;
+            if loss.udp_indices.contains(&st.udp_index) {
+                stats.udp_dropped.push((dir, st.udp_index));
+                continue;
+            }
+        }
         let drop_syn = loss.first_syn && !st.syn_dropped && info.is_some_and(|i| i.syn);
         let drop_syn_data =
             loss.first_syn_data && !st.syn_data_dropped && info.is_some_and(|i| i.syn && i.payload);

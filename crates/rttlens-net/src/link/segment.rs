@@ -41,6 +41,16 @@ pub(crate) fn segment_facts(p: &[u8]) -> Option<SegmentFacts> {
     })
 }
 
+/// Whether the packet is an IPv4/IPv6 UDP datagram (IPv6 without
+/// extension headers, as [`segment_facts`]).
+pub(crate) fn is_udp(p: &[u8]) -> bool {
+    match p.first().map(|b| b >> 4) {
+        Some(4) => p.get(9) == Some(&17),
+        Some(6) => p.get(6) == Some(&17),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,5 +73,8 @@ mod tests {
         assert!(!i.syn && i.payload);
         p[9] = 17;
         assert!(segment_facts(&p).is_none());
+        assert!(is_udp(&p));
+        p[9] = 6;
+        assert!(!is_udp(&p));
     }
 }

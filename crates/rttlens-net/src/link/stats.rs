@@ -11,6 +11,11 @@ pub struct LinkStats {
     /// Packets dropped by the loss knobs: direction and payload index
     /// (0 for a dropped SYN without payload), in the order dropped.
     pub dropped: Vec<(Direction, u64)>,
+    /// UDP datagrams dropped by [`super::Loss::udp_indices`]: direction and
+    /// UDP index, in the order dropped.
+    pub udp_dropped: Vec<(Direction, u64)>,
+    /// UDP datagrams that entered the link, per direction (`[c2s, s2c]`).
+    pub udp_datagrams: [u64; 2],
     /// Payload-carrying TCP segments that entered the link, per direction
     /// (`[c2s, s2c]`): the highest index the loss knobs could have seen.
     pub payload_segments: [u64; 2],

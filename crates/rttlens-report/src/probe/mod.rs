@@ -153,6 +153,65 @@ impl TcpInfoSnapshots {
     }
 }
 
+/// The transport an attempt ran over.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// TCP (with TLS for `https://`): the default, left out of the JSON so
+    /// TCP reports read as they always did.
+    #[default]
+    Tcp,
+    /// QUIC over UDP (`--http3`, RFC 9000), HTTP/3 on top (RFC 9114).
+    Quic,
+}
+
+impl Transport {
+    /// `true` for TCP (serde's `skip_serializing_if`).
+    pub fn is_tcp(&self) -> bool {
+        *self == Transport::Tcp
+    }
+}
+
+/// QUIC's own account of one connection (quinn 0.11's `Connection::rtt()`
+/// and `Connection::stats()`), read when the response was complete.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct QuicInfo {
+    /// quinn's smoothed RTT (RFC 9002 §5.3), ms.
+    pub srtt_ms: f64,
+    /// The smallest RTT sample (RFC 9002 §5.2, `min_rtt`), ms: the RTT the
+    /// phases are counted in.
+    pub min_rtt_ms: f64,
+    /// The handshake (connect start → handshake complete) in whole round
+    /// trips of `min_rtt_ms`: 1 for a plain handshake; a Retry, a
+    /// HelloRetryRequest or an anti-amplification stall adds one each.
+    /// With 0-RTT the request did not wait for it. `null` without an RTT.
+    pub handshake_rtts: Option<u32>,
+    /// Key shares rustls generated for this connection: 1, or 2 after a
+    /// HelloRetryRequest (RFC 8446 §4.1.4).
+    pub key_shares: u32,
+    /// Congestion window at the end, bytes.
+    pub cwnd_bytes: u64,
+    /// Congestion events (loss or ECN-CE) seen.
+    pub congestion_events: u64,
+    /// Packets sent.
+    pub sent_packets: u64,
+    /// Packets declared lost (RFC 9002 §6).
+    pub lost_packets: u64,
+    /// Bytes declared lost.
+    pub lost_bytes: u64,
+    /// The path's MTU at the end, bytes (the UDP payload quinn allows
+    /// itself; 1200 until PMTU discovery raises it).
+    pub mtu_bytes: u16,
+    /// UDP datagrams sent.
+    pub datagrams_out: u64,
+    /// UDP payload bytes sent.
+    pub bytes_out: u64,
+    /// UDP datagrams received.
+    pub datagrams_in: u64,
+    /// UDP payload bytes received.
+    pub bytes_in: u64,
+}
+
 /// One connection of the run.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Attempt {
@@ -161,6 +220,9 @@ pub struct Attempt {
     /// The step (`single`, `full`, `resumed`, `0-rtt`, `tfo-cookie`,
     /// `tfo-data`, joined with `+`).
     pub step: String,
+    /// `quic` for `--http3`; left out for TCP.
+    #[serde(skip_serializing_if = "Transport::is_tcp")]
+    pub transport: Transport,
     /// Local `addr:port`.
     pub local: String,
     /// Remote `addr:port`.
@@ -172,12 +234,16 @@ pub struct Attempt {
     /// The RTT the phases are counted in (ms).
     pub rtt_ms: Option<f64>,
     /// Where `rtt_ms` comes from: `capture` (the wire's minimum RTT),
-    /// `tcp_info` (the kernel's `tcpi_min_rtt`, else `tcpi_rtt`, at the
+    /// `quic` (quinn's `min_rtt`, `--http3`), `tcp_info` (the kernel's `tcpi_min_rtt`, else `tcpi_rtt`, at the
     /// end), `connect` (the smallest `connect` duration of the run without
     /// TFO).
     pub rtt_source: Option<&'static str>,
-    /// `TCP_INFO` snapshots (after connect, at the end).
+    /// `TCP_INFO` snapshots (after connect, at the end); both `null` over
+    /// QUIC.
     pub tcp_info: TcpInfoSnapshots,
+    /// QUIC's own account (`--http3`); left out for TCP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quic: Option<QuicInfo>,
     /// TLS facts (`null` for `http://`).
     pub tls: Option<NegotiatedTls>,
     /// The response.

@@ -73,6 +73,9 @@ impl ProbeReport {
             if let Some(t) = &a.tcp_info.at_end {
                 writeln!(w, "  {}", tcp_info_line(t))?;
             }
+            if let Some(q) = &a.quic {
+                writeln!(w, "  {}", quic_line(q))?;
+            }
             for c in &a.checks {
                 let ok = match c.ok {
                     Some(true) => "verified",
@@ -166,6 +169,27 @@ fn tcp_info_line(t: &rttlens_sys::TcpInfo) -> String {
     }
     if t.syn_data_acked() {
         s.push_str(" · SYN data acked");
+    }
+    s
+}
+
+/// QUIC's own account in one line: RTTs in ms, the handshake in round
+/// trips, cwnd and MTU in bytes.
+fn quic_line(q: &super::QuicInfo) -> String {
+    let hs = q.handshake_rtts.map_or("-".into(), |n| format!("{n} RTT"));
+    let mut s = format!(
+        "QUIC: rtt {:.2} ms (min {:.2}) · handshake {hs} · cwnd {} B · sent {} packets, lost {} · MTU {} B · UDP {} datagrams out, {} in",
+        q.srtt_ms,
+        q.min_rtt_ms,
+        q.cwnd_bytes,
+        q.sent_packets,
+        q.lost_packets,
+        q.mtu_bytes,
+        q.datagrams_out,
+        q.datagrams_in
+    );
+    if q.key_shares > 1 {
+        s.push_str(" · HelloRetryRequest");
     }
     s
 }

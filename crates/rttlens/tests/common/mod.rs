@@ -6,6 +6,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+pub mod prom;
+
 /// The `rttlens` binary under test.
 pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rttlens"))
