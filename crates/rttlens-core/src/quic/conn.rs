@@ -428,11 +428,19 @@ impl QuicConn {
         self.datagrams[s] += 1;
         self.bytes[s] += u64::from(d.payload_len);
         let mut first_in_datagram = true;
+        let mut first_dcid: Option<&[u8]> = None;
         // a known connection's packets may have the QUIC Bit cleared
         // (RFC 9287: quinn greases it once the peer allowed it); the AEAD
         // still proves each packet
         for h in packets(d.payload, self.short_dcid_len(side)).fixed_bit_optional() {
             let Ok(h) = h else { break };
+            // coalesced packets carry one connection ID (RFC 9000 §12.2:
+            // receivers ignore ones with another); bytes after the long
+            // headers that do not are padding, not a short-header packet
+            if first_dcid.is_some_and(|f| f != h.dcid) {
+                break;
+            }
+            first_dcid.get_or_insert(h.dcid);
             self.packets[s] += 1;
             let datagram = if first_in_datagram { d.payload_len } else { 0 };
             first_in_datagram = false;
