@@ -908,14 +908,23 @@ impl QuicConn {
                 break;
             }
         }
-        // acked packets behind one still waiting
-        sent.q.retain(|(pn, t, _)| {
-            let hit = *pn <= largest && acked(*pn);
-            if hit && *pn == largest && new_largest {
-                sample = Some(*t);
+        // acked packets behind one still waiting: the queue is in packet
+        // number order, so only its head up to `largest` can be acked (a
+        // scan of the whole queue on every ACK cost O(packets in flight))
+        let mut end = sent.q.partition_point(|e| e.0 <= largest);
+        let mut i = 0;
+        while i < end {
+            let (pn, t, _) = sent.q[i];
+            if acked(pn) {
+                if pn == largest && new_largest {
+                    sample = Some(t);
+                }
+                sent.q.remove(i);
+                end -= 1;
+            } else {
+                i += 1;
             }
-            !hit
-        });
+        }
         for (pn, sent_at) in lost {
             self.push_loss(Loss {
                 side: peer,
