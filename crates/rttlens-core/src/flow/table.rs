@@ -8,7 +8,9 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::net::IpAddr;
 
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
+use crate::base::seq::SeqNumber;
 use crate::base::side::FrameRef;
 use crate::base::time::{Duration, Timestamp};
 use crate::flow::reassembly::Trackers;
@@ -95,26 +97,30 @@ enum State<P> {
     /// when the connection is handed on, so such a connection costs its
     /// SYNs (32 bytes for each sent again), not a connection's state (over
     /// 3 KB). The replay is the same sequence of pushes, so the result is
-    /// the same.
-    Syns(Box<Syns<P>>),
+    /// the same. The first SYN's sequence number is kept beside the box: a
+    /// SYN sent again is told from a new connection's without reading it.
+    Syns(SeqNumber, Box<Syns<P>>),
     /// Everything else.
     Conn(Box<Conn<P>>),
 }
 
-/// See [`State::Syns`].
+/// See [`State::Syns`]: one allocation for a connection of SYNs, however
+/// often they are sent again (a storm's client gives up after about seven).
 #[derive(Debug)]
 struct Syns<P> {
     index: u64,
     /// The trackers, made as the first SYN came (the key store then).
     protocols: P,
-    /// The distinct SYNs, without payload, first seen first: most often
-    /// one, as a SYN sent again differs in its IP ID and TSval only.
-    kinds: Vec<TcpSegment<'static>>,
-    /// Every SYN in capture order: which of `kinds`, and what differs.
-    sent: Vec<Sent>,
+    /// The first SYN, without payload; kind 0.
+    first: TcpSegment<'static>,
+    /// The other distinct SYNs, first seen first (kinds 1, 2, …): most
+    /// often none, as a SYN sent again differs in its IP ID and TSval only.
+    more: Vec<TcpSegment<'static>>,
+    /// Every SYN in capture order: which kind, and what differs.
+    sent: SmallVec<[Sent; 8]>,
 }
 
-/// One SYN of a [`Syns`]: `kinds[kind]` with its own IP ID and timestamps.
+/// One SYN of a [`Syns`]: a kind with its own IP ID and timestamps.
 #[derive(Debug, Clone, Copy)]
 struct Sent {
     at: FrameRef,
@@ -128,9 +134,17 @@ impl<P> Syns<P> {
     /// connection whole.
     const MAX_KINDS: usize = 16;
 
-    /// The first SYN, to compare the next ones with.
-    fn first(&self) -> Option<&TcpSegment<'static>> {
-        self.kinds.first()
+    /// A connection's first SYN (a [`bare_syn`]).
+    fn new(index: u64, protocols: P, syn: TcpSegment<'static>, at: FrameRef) -> Syns<P> {
+        let mut s = Syns {
+            index,
+            protocols,
+            first: syn,
+            more: Vec::new(),
+            sent: SmallVec::new(),
+        };
+        s.sent.push(Sent::of(&syn, at, 0));
+        s
     }
 
     /// Keeps `syn` (a [`bare_syn`]); `false` when it would be one kind too
@@ -142,38 +156,74 @@ impl<P> Syns<P> {
             s.options.timestamps = None;
             s
         };
-        let kind = match self.kinds.iter().position(|k| plain(k) == plain(&syn)) {
-            Some(k) => k,
-            None if self.kinds.len() < Self::MAX_KINDS => {
-                self.kinds.push(syn);
-                self.kinds.len() - 1
+        let p = plain(&syn);
+        let kind = if plain(&self.first) == p {
+            0
+        } else {
+            match self.more.iter().position(|k| plain(k) == p) {
+                Some(k) => k + 1,
+                None if self.more.len() + 1 < Self::MAX_KINDS => {
+                    self.more.push(syn);
+                    self.more.len()
+                }
+                None => return false,
             }
-            None => return false,
         };
-        self.sent.push(Sent {
-            at,
-            timestamps: syn.options.timestamps,
-            ip_id: syn.ip_id,
-            kind: u8::try_from(kind).unwrap_or(u8::MAX),
-        });
+        self.sent
+            .push(Sent::of(&syn, at, u8::try_from(kind).unwrap_or(u8::MAX)));
         true
     }
 
-    /// The `i`-th SYN as it was captured.
+    /// The SYN `s` as it was captured.
     fn segment(&self, s: &Sent) -> Option<TcpSegment<'static>> {
-        let mut seg = *self.kinds.get(usize::from(s.kind))?;
+        let mut seg = match s.kind {
+            0 => self.first,
+            k => *self.more.get(usize::from(k) - 1)?,
+        };
         seg.ip_id = s.ip_id;
         seg.options.timestamps = s.timestamps;
         Some(seg)
+    }
+
+    /// The whole connection: the SYNs replayed into a [`Conn`] (the
+    /// trackers moved into it).
+    fn replay(&mut self) -> Box<Conn<P>>
+    where
+        P: Trackers,
+    {
+        let protocols = std::mem::take(&mut self.protocols);
+        let mut segs = self
+            .sent
+            .iter()
+            .filter_map(|x| Some((self.segment(x)?, x.at)));
+        // `sent` starts with the first SYN, whose kind always exists
+        let (first, at) = segs.next().unwrap_or((self.first, FrameRef::default()));
+        let mut c = Box::new(Conn::with_protocols(self.index, &first, at, protocols));
+        c.push(&first, at);
+        for (seg, at) in segs {
+            c.push(&seg, at);
+        }
+        c
+    }
+}
+
+impl Sent {
+    fn of(syn: &TcpSegment<'static>, at: FrameRef, kind: u8) -> Sent {
+        Sent {
+            at,
+            timestamps: syn.options.timestamps,
+            ip_id: syn.ip_id,
+            kind,
+        }
     }
 }
 
 impl<P: Trackers> State<P> {
     /// Whether a SYN with `isn` belongs to this connection (not a new one
     /// on the same 4-tuple): the client's SYN had it.
-    fn same_syn(&self, isn: crate::base::seq::SeqNumber) -> bool {
+    fn same_syn(&self, isn: SeqNumber) -> bool {
         match self {
-            State::Syns(s) => s.first().is_some_and(|f| f.seq == isn),
+            State::Syns(first, _) => *first == isn,
             State::Conn(c) => c.syn.is_some_and(|s| s.isn == isn),
         }
     }
@@ -182,25 +232,7 @@ impl<P: Trackers> State<P> {
     fn into_conn(self) -> Box<Conn<P>> {
         match self {
             State::Conn(c) => c,
-            State::Syns(s) => {
-                let segs: Vec<_> = s
-                    .sent
-                    .iter()
-                    .filter_map(|x| Some((s.segment(x)?, x.at)))
-                    .collect();
-                let Syns {
-                    index, protocols, ..
-                } = *s;
-                let mut segs = segs.into_iter();
-                // never empty: made with its first SYN
-                let (first, at) = segs.next().expect("a connection of SYNs has one");
-                let mut c = Box::new(Conn::with_protocols(index, &first, at, protocols));
-                c.push(&first, at);
-                for (seg, at) in segs {
-                    c.push(&seg, at);
-                }
-                c
-            }
+            State::Syns(_, mut s) => s.replay(),
         }
     }
 }
@@ -337,10 +369,17 @@ impl<P: Trackers> FlowTable<P> {
         let key = FlowKey::of(seg);
         let syn_only = seg.flags.contains(TcpFlags::SYN) && !seg.flags.contains(TcpFlags::ACK);
         if syn_only {
-            if let Some(slot) = self.conns.get(&key) {
+            if let Some(slot) = self.conns.get_mut(&key) {
                 if !slot.conn.same_syn(seg.seq) {
                     if let Some(old) = self.conns.remove(&key) {
                         done(old.conn.into_conn());
+                    }
+                } else if let State::Syns(_, s) = &mut slot.conn {
+                    // a SYN sent again: kept with the others, one lookup
+                    if bare_syn(seg, Some(&s.first)).is_some_and(|syn| s.keep(syn, at)) {
+                        slot.last = at.ts;
+                        self.idle_from = self.idle_from.min(slot.last + IDLE_TIMEOUT);
+                        return false;
                     }
                 }
             }
@@ -355,68 +394,54 @@ impl<P: Trackers> FlowTable<P> {
             None => {
                 let index = self.next_index;
                 self.next_index += 1;
-                opened = true;
                 // tables that keep marks or traces keep whole connections
                 let syn = if self.marks || self.trace {
                     None
                 } else {
                     bare_syn(seg, None)
                 };
-                let conn = if syn.is_some() {
-                    State::Syns(Box::new(Syns {
-                        index,
-                        protocols: P::new(&self.ctx),
-                        kinds: Vec::with_capacity(1),
-                        sent: Vec::with_capacity(2),
-                    }))
-                } else {
-                    let mut c = Box::new(Conn::new(index, seg, at, &self.ctx));
-                    if self.marks {
-                        for h in &mut c.half {
-                            h.marks = Some(Vec::new());
-                        }
+                if let Some(syn) = syn {
+                    let syns = Syns::new(index, P::new(&self.ctx), syn, at);
+                    self.conns.insert(
+                        key,
+                        Slot {
+                            index,
+                            last: at.ts,
+                            closed: false,
+                            due: NOT_QUEUED,
+                            conn: State::Syns(syn.seq, Box::new(syns)),
+                        },
+                    );
+                    self.idle_from = self.idle_from.min(at.ts + IDLE_TIMEOUT);
+                    self.peak_open = self.peak_open.max(self.conns.len());
+                    return true;
+                }
+                opened = true;
+                let mut c = Box::new(Conn::new(index, seg, at, &self.ctx));
+                if self.marks {
+                    for h in &mut c.half {
+                        h.marks = Some(Vec::new());
                     }
-                    if self.trace {
-                        c.trace = Some(Box::default());
-                        c.rtt.all = Some(Vec::new());
-                    }
-                    State::Conn(c)
-                };
+                }
+                if self.trace {
+                    c.trace = Some(Box::default());
+                    c.rtt.all = Some(Vec::new());
+                }
                 self.conns.entry(key).or_insert(Slot {
                     index,
                     last: at.ts,
                     closed: false,
                     due: NOT_QUEUED,
-                    conn,
+                    conn: State::Conn(c),
                 })
             }
         };
-        let conn = match &mut slot.conn {
-            State::Syns(s) => match bare_syn(seg, s.first()).filter(|&syn| s.keep(syn, at)) {
-                Some(_) => {
-                    slot.last = at.ts;
-                    self.idle_from = self.idle_from.min(slot.last + IDLE_TIMEOUT);
-                    self.peak_open = self.peak_open.max(self.conns.len());
-                    return opened;
-                }
-                None => {
-                    let whole = std::mem::replace(
-                        &mut slot.conn,
-                        State::Syns(Box::new(Syns {
-                            index: slot.index,
-                            protocols: P::default(),
-                            kinds: Vec::new(),
-                            sent: Vec::new(),
-                        })),
-                    );
-                    slot.conn = State::Conn(whole.into_conn());
-                    let State::Conn(c) = &mut slot.conn else {
-                        unreachable!("just made whole")
-                    };
-                    c
-                }
-            },
-            State::Conn(c) => c,
+        if let State::Syns(_, s) = &mut slot.conn {
+            // the first segment that is not one of its SYNs: made whole
+            slot.conn = State::Conn(s.replay());
+        }
+        let State::Conn(conn) = &mut slot.conn else {
+            unreachable!("made whole above")
         };
         conn.push(seg, at);
         slot.last = conn.last.ts;
