@@ -14,6 +14,7 @@ DATA="$SCRIPT_DIR/data"
 BULK="$DATA/bench.pcap"
 CONNS="$DATA/conns.pcap"
 STORM="$DATA/storm.pcap"
+WRK="$DATA/wrk.pcapng"
 BIG="$DATA/big.pcap"
 RUNS=${RUNS:-3}
 BUILD=1
@@ -39,7 +40,7 @@ STORM_ARGS=(--lab nginx --rtt 10ms --lab-backlog 8 --lab-syncookies 0 --rate 140
 usage() {
     cat <<EOF
 Usage: $PROG [--runs N] [--no-build] [--bin PATH] [--compare PATH] [--no-peers]
-       [--only bulk|conns|storm] [--big GB]
+       [--only bulk|conns|storm|wrk] [--big GB]
 
 Builds rttlens (release), makes the three captures when missing (root: network
 namespaces), then prints, per capture, in one run: cat (the read limit),
@@ -58,6 +59,12 @@ Captures (bench/data/, git-ignored):
          rttlens bench ${STORM_ARGS[*]} --capture
          ~88 k connections, most of them SYNs resent until they give up,
          ~1.1 M packets; about 80-90 s to make
+  wrk    $WRK
+         the connection-heavy and the bulk captures merged on one clock
+         (editcap -t, mergecap): the bulk downloads start 20 s into the
+         short HTTPS connections, as a wrk run beside a large download
+         (pcapng: the two have different link types);
+         ~1.76 M packets
 
 Options:
   --runs N        timed runs of cat and rttlens, the best is shown (default $RUNS)
@@ -68,7 +75,7 @@ Options:
                   with the first's (A, B, A, B, ...), in rows labelled with
                   its file name
   --no-peers      skip tcptrace and tshark (no "× tcptrace" column figures)
-  --only C        time only capture C (bulk, conns or storm)
+  --only C        time only capture C (bulk, conns, storm or wrk)
   --big GB        also make $BIG of at least GB GB (time-shifted copies of the
                   bulk capture, editcap + mergecap) and print rttlens' RSS after
                   1, 5, 10, … GB read (disk: GB plus the bulk capture)
@@ -96,7 +103,7 @@ while (($#)); do
 done
 if ! [[ $RUNS =~ ^[0-9]+$ ]] || ((RUNS < 1 || RUNS > 50)); then die "--runs must be in 1..50"; fi
 if ! [[ $BIG_GB =~ ^[0-9]+$ ]] || ((BIG_GB > 200)); then die "--big must be a number of GB up to 200"; fi
-case $ONLY in ""|bulk|conns|storm) ;; *) die "--only takes bulk, conns or storm" ;; esac
+case $ONLY in ""|bulk|conns|storm|wrk) ;; *) die "--only takes bulk, conns, storm or wrk" ;; esac
 
 [[ -x /usr/bin/time ]] || die "GNU time is missing: apt-get install -y time"
 command -v python3 >/dev/null || die "python3 is missing: apt-get install -y python3"
@@ -161,6 +168,19 @@ if wanted conns && [[ ! -f $CONNS ]]; then
 fi
 if wanted storm && [[ ! -f $STORM ]]; then
     lab_capture "$STORM" "about 80-90 s" "${STORM_ARGS[@]}"
+fi
+if wanted wrk && [[ ! -f $WRK ]]; then
+    [[ -f $BULK && -f $CONNS ]] || die "the wrk capture is made of $BULK and $CONNS: run once without --only, or with --only bulk and --only conns"
+    command -v capinfos >/dev/null && command -v mergecap >/dev/null \
+        || die "capinfos/mergecap are missing: apt-get install -y wireshark-common"
+    first() { capinfos -a -S -- "$1" | awk -F': *' '/First packet time/ { print $2 }'; }
+    shift_s=$(python3 -c "import sys; print(f'{float(sys.argv[1]) + 20 - float(sys.argv[2]):.6f}')" "$(first "$CONNS")" "$(first "$BULK")")
+    note "making ${WRK#"$ROOT"/}: the bulk capture shifted by $shift_s s, merged with the connection-heavy one"
+    editcap -F pcap -t "$shift_s" "$BULK" "$WRK.bulk.pcap" || die "editcap failed"
+    # pcapng: the two captures have different link types (Ethernet, raw IP)
+    mergecap -F pcapng -w "$WRK.partial" "$CONNS" "$WRK.bulk.pcap" || die "mergecap failed"
+    mv -- "$WRK.partial" "$WRK"
+    rm -f -- "$WRK.bulk.pcap"
 fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rttlens-speed.XXXXXX")
@@ -322,6 +342,7 @@ fi
 echo "machine: $CORES cores, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || echo "unknown CPU"), load average $(cut -d ' ' -f 1-3 /proc/loadavg) at the start, $(date -u '+%Y-%m-%d %H:%M UTC')"
 wanted conns && time_capture "connection-heavy" "$CONNS"
 wanted storm && time_capture "storm" "$STORM"
+wanted wrk && time_capture "wrk-style" "$WRK"
 wanted bulk && time_capture "bulk" "$BULK"
 echo
 if ((PEERS)); then PEERS_NOTE="one run for tcptrace and tshark"; else PEERS_NOTE="tcptrace and tshark skipped (--no-peers)"; fi

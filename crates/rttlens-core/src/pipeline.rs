@@ -398,9 +398,6 @@ struct Intake<'f> {
     /// that a filter that drops most segments does not leave connections
     /// that are over waiting in memory (without a filter: `tracked`).
     clock: u64,
-    /// Decode without the TCP options, whose notes the flow threads count
-    /// (the parallel pipeline's reader).
-    light: bool,
     /// Tracked segments and `now` at the last sweep.
     swept: (u64, Timestamp),
     /// The last segments, to drop exact copies of them.
@@ -431,7 +428,6 @@ impl<'f> Intake<'f> {
             now: Timestamp::default(),
             tracked: 0,
             clock: 0,
-            light: false,
             swept: (0, Timestamp::default()),
             copies: Duplicates::default(),
             copy_frames: None,
@@ -477,12 +473,7 @@ impl<'f> Intake<'f> {
         self.sum.frames += 1;
         self.first.get_or_insert(frame.ts);
         self.last = self.last.max(frame.ts);
-        let decoded = if self.light {
-            wire::decode_without_options(frame.link_type, frame.data, frame.orig_len)
-        } else {
-            wire::decode(frame.link_type, frame.data, frame.orig_len)
-        };
-        match decoded {
+        match wire::decode(frame.link_type, frame.data, frame.orig_len) {
             Ok(Decoded::Tcp(seg)) => {
                 self.sum.tcp_segments += 1;
                 if self.filter.is_some_and(|f| !f.matches(&seg)) {

@@ -24,6 +24,7 @@ use crate::analysis::Analysis;
 use crate::base::side::Side;
 use crate::base::time::Duration;
 use crate::flow::rtt::RttSample;
+use smallvec::SmallVec;
 
 /// Finding id.
 pub(crate) const ID: &str = "queueing-delay";
@@ -65,7 +66,8 @@ pub(crate) const EARLY_QUANTILE: f64 = 0.1;
 
 /// The `q`-quantile (0.0–1.0) of `v` by RTT.
 fn quantile(v: &[RttSample], q: f64) -> Option<RttSample> {
-    let mut s = v.to_vec();
+    // on the stack for the common few dozen samples
+    let mut s: SmallVec<[RttSample; 32]> = SmallVec::from_slice(v);
     if s.is_empty() {
         return None;
     }

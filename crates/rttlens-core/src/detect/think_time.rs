@@ -28,6 +28,7 @@ use crate::analysis::rtt::Vantage;
 use crate::analysis::Analysis;
 use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
+use smallvec::SmallVec;
 
 /// Finding id of server think time.
 pub const ID_SERVER: &str = "server-think-time";
@@ -59,7 +60,8 @@ fn confidence(a: &Analysis, think: crate::base::time::Duration) -> (Level, &'sta
 /// [`SWING_MIN_SAMPLES`] samples.
 fn swing(a: &Analysis, side: Side, exclude: u64, worst: bool) -> Duration {
     let h = &a.conn.rtt.half[side.index()];
-    let mut v: Vec<Duration> = h
+    // on the stack for the common few dozen samples
+    let mut v: SmallVec<[Duration; 64]> = h
         .samples
         .iter()
         .filter(|s| s.at.frame != exclude)
@@ -78,12 +80,13 @@ fn swing(a: &Analysis, side: Side, exclude: u64, worst: bool) -> Duration {
     // is also taken as the median's height over the minimum plus three
     // standard deviations (a stable path's is a fraction of a ms)
     let n = v.len() as f64;
-    let secs: Vec<f64> = v.iter().map(|d| d.as_secs_f64()).collect();
-    let mean = secs.iter().sum::<f64>() / n;
-    let sd = (secs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let secs = || v.iter().map(|d| d.as_secs_f64());
+    let mean = secs().sum::<f64>() / n;
+    let sd = (secs().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
     // f64 seconds of a capture: far from i64 nanoseconds' range
-    let spread =
-        Duration::from_nanos(((secs[v.len() / 2] - secs[0] + 3.0 * sd).max(0.0) * 1e9) as i64);
+    let spread = Duration::from_nanos(
+        ((v[v.len() / 2].as_secs_f64() - v[0].as_secs_f64() + 3.0 * sd).max(0.0) * 1e9) as i64,
+    );
     (v[top] - v[0]).max(spread)
 }
 

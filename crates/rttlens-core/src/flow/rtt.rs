@@ -17,10 +17,13 @@
 
 use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
+use smallvec::SmallVec;
 
 /// How many samples per half are kept for the median (the first ones; the
 /// minimum is tracked over all of them).
 pub(crate) const MAX_SAMPLES: usize = 4096;
+/// Room made for a half's samples at its first (grown after).
+const FIRST_SAMPLES: usize = 8;
 
 /// Where an RTT figure came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -76,6 +79,11 @@ impl HalfSamples {
             self.min = Some((d, method));
         }
         if method != RttMethod::Handshake && self.samples.len() < MAX_SAMPLES {
+            if self.samples.capacity() == 0 {
+                // most connections take a handful: one allocation, not
+                // growth from 4
+                self.samples.reserve_exact(FIRST_SAMPLES);
+            }
             self.samples.push(RttSample { at, d });
         }
     }
@@ -85,7 +93,8 @@ impl HalfSamples {
         if self.samples.is_empty() {
             return None;
         }
-        let mut v: Vec<Duration> = self.samples.iter().map(|s| s.d).collect();
+        // on the stack for the common handful of samples
+        let mut v: SmallVec<[Duration; 64]> = self.samples.iter().map(|s| s.d).collect();
         let k = ((v.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
         let (_, m, _) = v.select_nth_unstable(k);
         Some(*m)

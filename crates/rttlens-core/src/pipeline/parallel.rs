@@ -50,11 +50,11 @@ use super::{report_of, CaptureSummary, Intake, Options, Progress};
 use crate::base::side::FrameRef;
 use crate::base::time::Timestamp;
 use crate::capture::keylog::KeyStore;
-use crate::capture::{CaptureError, FrameSource, LinkType};
+use crate::capture::{CaptureError, FrameSource};
 use crate::flow::{Conn, FlowTable};
 use crate::model::ConnReport;
 use crate::proto::protocols::Protocols;
-use crate::wire::{self, Decoded};
+use crate::wire::{self, TcpSegment};
 
 /// A batch is sent once it holds this many frames over all shards…
 const BATCH_FRAMES: usize = 4096;
@@ -70,18 +70,21 @@ const LEFT_CHUNK: usize = 512;
 
 /// What a shard's batch holds: frames of its connections, and sweeps.
 enum Item {
+    /// A tracked segment, decoded by the reader: a flow thread reads the
+    /// item, not the frame's header bytes again (cold in its core's cache),
+    /// and the frame's bytes only for a payload.
     Frame {
         at: FrameRef,
-        link: LinkType,
-        orig_len: u32,
-        /// Where the frame's bytes are.
-        bytes: Loc,
+        /// The segment without its payload (empty).
+        seg: TcpSegment<'static>,
+        /// Where its captured payload is.
+        payload: Loc,
     },
     /// Sweep the table at `now`, after frame `frame`.
     Sweep { now: Timestamp, frame: u64 },
 }
 
-/// Where a frame's bytes are in its [`Batch`].
+/// Where a segment's payload is in its [`Batch`].
 #[derive(Clone, Copy)]
 enum Loc {
     /// In the reader's buffer `chunks[chunk]` (no copy).
@@ -90,7 +93,8 @@ enum Loc {
         start: usize,
         len: usize,
     },
-    /// Copied into `data` (a source that cannot share its buffer).
+    /// Copied into `data` (a source that cannot share its buffer; no
+    /// payload: `len` 0).
     Data { start: usize, len: usize },
 }
 
@@ -147,8 +151,6 @@ struct Answer {
     findings_by_id: BTreeMap<&'static str, u64>,
     /// With the last batch: the shard table's late segments.
     late_segments: u64,
-    /// Segments whose TCP options did not parse.
-    malformed_options: u64,
 }
 
 impl Answer {
@@ -163,7 +165,6 @@ impl Answer {
             oversized: 0,
             findings_by_id: BTreeMap::new(),
             late_segments: 0,
-            malformed_options: 0,
         }
     }
 }
@@ -231,7 +232,6 @@ pub(super) fn run(
         sum.findings_by_id = merged.findings_by_id;
         sum.quality.late_segments = merged.late_segments;
         sum.quality.oversized_segments = merged.oversized;
-        sum.quality.malformed_tcp_options = merged.malformed_options;
         Ok(sum)
     })
 }
@@ -247,8 +247,6 @@ fn read_frames(
     let n = pool.len();
     let mut intake = Intake::new(options.filter.as_ref()).with_keys(reader.key_store());
     intake.live = reader.is_live();
-    // the flow threads decode their frames in full, and count the option notes
-    intake.light = true;
     // its sequence number, start and `last` are set when it is sent
     let new_batch = || match recycled.try_recv() {
         Ok(b) => b,
@@ -289,31 +287,34 @@ fn read_frames(
         bytes += frame.data.len();
         if let Some((seg, at)) = intake.take(&frame) {
             let shard = shard_of(&seg, n);
-            let (link, orig_len, len) = (frame.link_type, frame.orig_len, frame.data.len());
             let b = &mut batches[shard];
-            let loc = match shared {
+            let len = seg.payload.len();
+            // where the payload starts in the frame: it is a part of it
+            let at_byte = (seg.payload.as_ptr() as usize).wrapping_sub(frame.data.as_ptr() as usize);
+            let inside = at_byte.checked_add(len).is_some_and(|e| e <= frame.data.len());
+            let payload = match shared {
+                _ if len == 0 => Loc::Data { start: 0, len: 0 },
                 // the reader's buffer, shared: no copy
-                Some(f) => {
+                Some(f) if inside => {
                     if !b.chunks.last().is_some_and(|c| Arc::ptr_eq(c, f.chunk)) {
                         b.chunks.push(Arc::clone(f.chunk));
                     }
                     Loc::Chunk {
                         chunk: b.chunks.len() - 1,
-                        start: f.start,
-                        len: f.len,
+                        start: f.start + at_byte,
+                        len,
                     }
                 }
-                None => {
+                _ => {
                     let start = b.data.len();
-                    b.data.extend_from_slice(frame.data);
+                    b.data.extend_from_slice(seg.payload);
                     Loc::Data { start, len }
                 }
             };
             b.items.push(Item::Frame {
                 at,
-                link,
-                orig_len,
-                bytes: loc,
+                seg: seg.with_payload(&[]),
+                payload,
             });
             frames += 1;
         }
@@ -386,18 +387,8 @@ fn process(shard: &mut Shard, batch: Batch, send: &mut dyn FnMut(Answer)) -> (An
     };
     for item in &batch.items {
         match *item {
-            Item::Frame {
-                at,
-                link,
-                orig_len,
-                bytes,
-            } => {
-                let data = bytes_of(bytes);
-                // decoded as the reader decoded it: always TCP
-                let Ok(Decoded::Tcp(seg)) = wire::decode(link, data, orig_len) else {
-                    continue;
-                };
-                a.malformed_options += u64::from(seg.options.malformed);
+            Item::Frame { at, seg, payload } => {
+                let seg = seg.with_payload(bytes_of(payload));
                 let opened = table.push(&seg, at, &mut |c| {
                     end(c, at.frame, EventKind::Reused, &mut a);
                 });
@@ -701,7 +692,6 @@ struct Merged {
     findings_by_id: BTreeMap<&'static str, u64>,
     late_segments: u64,
     oversized: u64,
-    malformed_options: u64,
 }
 
 /// The calling thread: answers put back in the serial order.
@@ -752,7 +742,6 @@ fn merge(
                 }
                 m.oversized += a.oversized;
                 m.late_segments += a.late_segments;
-                m.malformed_options += a.malformed_options;
                 for (k, v) in a.findings_by_id {
                     *m.findings_by_id.entry(k).or_default() += v;
                 }

@@ -120,6 +120,24 @@ impl TcpSegment<'_> {
     pub fn is_cut(&self) -> bool {
         (self.payload.len() as u64) < u64::from(self.payload_len)
     }
+
+    /// The same segment with `payload` as its captured payload.
+    pub fn with_payload<'b>(&self, payload: &'b [u8]) -> TcpSegment<'b> {
+        TcpSegment {
+            src: self.src,
+            dst: self.dst,
+            src_port: self.src_port,
+            dst_port: self.dst_port,
+            seq: self.seq,
+            ack: self.ack,
+            flags: self.flags,
+            window: self.window,
+            options: self.options,
+            payload,
+            payload_len: self.payload_len,
+            ip_id: self.ip_id,
+        }
+    }
 }
 
 /// Why a frame could not be decoded. Inside a capture each one is a counted
@@ -167,22 +185,6 @@ const IPPROTO_UDP: u8 = 17;
 /// header; [`DecodeError::Malformed`] for impossible header values.
 pub fn decode(link: LinkType, data: &[u8], orig_len: u32) -> Result<Decoded<'_>, DecodeError> {
     decode_with(link, data, orig_len, true)
-}
-
-/// [`decode`] without the TCP options (left at their default): the same
-/// result and errors otherwise, for a pass that only needs addresses, ports
-/// and lengths (the parallel pipeline's reader, which decodes every frame
-/// to send it to the thread of its connection).
-///
-/// # Errors
-///
-/// As [`decode`].
-pub(crate) fn decode_without_options(
-    link: LinkType,
-    data: &[u8],
-    orig_len: u32,
-) -> Result<Decoded<'_>, DecodeError> {
-    decode_with(link, data, orig_len, false)
 }
 
 fn decode_with(

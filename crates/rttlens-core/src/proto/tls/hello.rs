@@ -187,6 +187,14 @@ fn push_capped<T>(list: &mut Vec<T>, item: T) {
     }
 }
 
+/// The number of extensions in `block` (up to [`LIST_CAP`]): the list of
+/// their types is made at its size, not grown four times a hello.
+fn extension_count(block: &[u8]) -> usize {
+    let mut n = 0;
+    for_each_extension(block, |_, _| n += 1);
+    n.min(LIST_CAP)
+}
+
 /// Splits an extension block into whole extensions (`type | len | data`,
 /// RFC 8446 §4.2), calling `f(type, whole_extension_bytes)` for each. Returns
 /// `false` if the block ends inside an extension.
@@ -279,6 +287,7 @@ pub(crate) fn parse_client_hello(body: &[u8]) -> Parsed<ClientHelloInfo> {
         random: ch.random.try_into().unwrap_or_default(),
         cipher_suites: u16::try_from(ch.ciphers.len()).unwrap_or(u16::MAX),
         session_id: ch.session_id.unwrap_or_default().to_vec(),
+        extensions: Vec::with_capacity(extension_count(ch.ext.unwrap_or_default())),
         ..ClientHelloInfo::default()
     };
     let walked = for_each_extension(ch.ext.unwrap_or_default(), |ty, whole| {
@@ -337,6 +346,7 @@ pub(crate) fn parse_server_hello(body: &[u8]) -> Parsed<ServerHelloInfo> {
         cipher_suite: sh.cipher.0,
         cipher_suite_name: cipher_suite_name(sh.cipher.0),
         session_id: sh.session_id.unwrap_or_default().to_vec(),
+        extensions: Vec::with_capacity(extension_count(sh.ext.unwrap_or_default())),
         ..ServerHelloInfo::default()
     };
     let walked = for_each_extension(sh.ext.unwrap_or_default(), |ty, whole| {
