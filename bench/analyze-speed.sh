@@ -14,7 +14,7 @@ DATA="$SCRIPT_DIR/data"
 BULK="$DATA/bench.pcap"
 CONNS="$DATA/conns.pcap"
 STORM="$DATA/storm.pcap"
-WRK="$DATA/wrk.pcapng"
+WRK="$DATA/wrk.pcap"
 BIG="$DATA/big.pcap"
 RUNS=${RUNS:-3}
 BUILD=1
@@ -63,7 +63,7 @@ Captures (bench/data/, git-ignored):
          the connection-heavy and the bulk captures merged on one clock
          (editcap -t, mergecap): the bulk downloads start 20 s into the
          short HTTPS connections, as a wrk run beside a large download
-         (pcapng: the two have different link types);
+         (the raw IP packets given Ethernet headers: one link type);
          ~1.76 M packets
 
 Options:
@@ -177,10 +177,28 @@ if wanted wrk && [[ ! -f $WRK ]]; then
     shift_s=$(python3 -c "import sys; print(f'{float(sys.argv[1]) + 20 - float(sys.argv[2]):.6f}')" "$(first "$CONNS")" "$(first "$BULK")")
     note "making ${WRK#"$ROOT"/}: the bulk capture shifted by $shift_s s, merged with the connection-heavy one"
     editcap -F pcap -t "$shift_s" "$BULK" "$WRK.bulk.pcap" || die "editcap failed"
-    # pcapng: the two captures have different link types (Ethernet, raw IP)
-    mergecap -F pcapng -w "$WRK.partial" "$CONNS" "$WRK.bulk.pcap" || die "mergecap failed"
+    # the connection-heavy capture is raw IP and the bulk one Ethernet: a
+    # pcap holds one link type (and tcptrace reads no pcapng), so each raw
+    # IP packet gets an Ethernet header (type from its IP version)
+    python3 - "$CONNS" "$WRK.conns.pcap" <<'PY' || die "cannot give $CONNS Ethernet headers"
+import struct, sys
+src, dst = open(sys.argv[1], "rb"), open(sys.argv[2], "wb")
+head = src.read(24)
+endian = "<" if head[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+if struct.unpack(endian + "I", head[20:24])[0] not in (101, 228, 229, 12):
+    sys.exit("not a raw IP pcap")
+dst.write(head[:20] + struct.pack(endian + "I", 1))
+eth = {4: b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00",
+       6: b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x86\xdd"}
+while len(rec := src.read(16)) == 16:
+    sec, frac, incl, orig = struct.unpack(endian + "IIII", rec)
+    data = src.read(incl)
+    hdr = eth.get(data[0] >> 4 if data else 4, eth[4])
+    dst.write(struct.pack(endian + "IIII", sec, frac, incl + 14, orig + 14) + hdr + data)
+PY
+    mergecap -F pcap -w "$WRK.partial" "$WRK.conns.pcap" "$WRK.bulk.pcap" || die "mergecap failed"
     mv -- "$WRK.partial" "$WRK"
-    rm -f -- "$WRK.bulk.pcap"
+    rm -f -- "$WRK.bulk.pcap" "$WRK.conns.pcap"
 fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rttlens-speed.XXXXXX")

@@ -290,8 +290,11 @@ fn read_frames(
             let b = &mut batches[shard];
             let len = seg.payload.len();
             // where the payload starts in the frame: it is a part of it
-            let at_byte = (seg.payload.as_ptr() as usize).wrapping_sub(frame.data.as_ptr() as usize);
-            let inside = at_byte.checked_add(len).is_some_and(|e| e <= frame.data.len());
+            let at_byte =
+                (seg.payload.as_ptr() as usize).wrapping_sub(frame.data.as_ptr() as usize);
+            let inside = at_byte
+                .checked_add(len)
+                .is_some_and(|e| e <= frame.data.len());
             let payload = match shared {
                 _ if len == 0 => Loc::Data { start: 0, len: 0 },
                 // the reader's buffer, shared: no copy
