@@ -278,6 +278,24 @@ pub fn run_with(
     on_conn: &mut dyn FnMut(ConnReport),
     progress: &mut dyn FnMut(Progress),
 ) -> Result<CaptureSummary, CaptureError> {
+    run_streaming(reader, options, on_conn, &mut |_| {}, progress)
+}
+
+/// [`run_with`], also handing each QUIC connection's report to `on_quic`
+/// as it ends (the QUIC table sweeps it 3 s after a CONNECTION_CLOSE or
+/// 120 s after its last packet; the rest at the end of the capture). The
+/// reports stay in [`CaptureSummary::quic`] too. With `threads` > 1 they
+/// are read on the reading thread and all come at the end.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_streaming(
+    reader: &mut dyn FrameSource,
+    options: &Options,
+    on_conn: &mut dyn FnMut(ConnReport),
+    on_quic: &mut dyn FnMut(&QuicReport),
+    progress: &mut dyn FnMut(Progress),
+) -> Result<CaptureSummary, CaptureError> {
     let mut tls = TlsTally::default();
     let mut population = crate::population::Population::new(options.interval_ms);
     let mut on_conn = |c: ConnReport| {
@@ -285,7 +303,21 @@ pub fn run_with(
         population.add(&c.population_conn(), &c.sample);
         on_conn(c);
     };
-    let mut sum = run_counted(reader, options, &mut on_conn, progress)?;
+    let mut handed = std::collections::BTreeSet::new();
+    let mut sum = run_counted(
+        reader,
+        options,
+        &mut on_conn,
+        &mut |q| {
+            handed.insert(q.index);
+            on_quic(q);
+        },
+        progress,
+    )?;
+    // those still open at the end (and all of them from the threaded run)
+    for q in sum.quic.iter().filter(|q| !handed.contains(&q.index)) {
+        on_quic(q);
+    }
     for f in sum.quic.iter().flat_map(|q| &q.findings) {
         *sum.findings_by_id.entry(f.id).or_default() += 1;
     }
@@ -295,11 +327,13 @@ pub fn run_with(
     Ok(sum)
 }
 
-/// [`run_with`] without the TLS tally.
+/// [`run_streaming`] without the TLS tally; `on_quic` gets the QUIC
+/// connections that end before the capture does (one thread only).
 fn run_counted(
     reader: &mut dyn FrameSource,
     options: &Options,
     on_conn: &mut dyn FnMut(ConnReport),
+    on_quic: &mut dyn FnMut(&QuicReport),
     progress: &mut dyn FnMut(Progress),
 ) -> Result<CaptureSummary, CaptureError> {
     if options.threads > 1 {
@@ -316,7 +350,7 @@ fn run_counted(
         FlowTable::new()
     }
     .with_ctx(reader.key_store());
-    let mut sum = scan(reader, options, table, &mut finish, progress, None)?;
+    let mut sum = scan(reader, options, table, &mut finish, on_quic, progress, None)?;
     sum.findings_by_id = findings_by_id;
     Ok(sum)
 }
@@ -374,6 +408,7 @@ pub fn frame_marks(reader: &mut dyn FrameSource) -> Result<Vec<(u64, FrameMark)>
         &options,
         FlowTable::with_marks(),
         &mut take,
+        &mut |_| {},
         &mut |_| {},
         Some(&mut copies),
     )?;
@@ -460,12 +495,20 @@ impl<'f> Intake<'f> {
         let hit = self
             .quic
             .push(d, at, &mut |c| Intake::quic_done(sum, start, c));
-        if at.ts - self.quic_swept >= QUIC_SWEEP_INTERVAL {
-            self.quic_swept = at.ts;
-            self.quic
-                .sweep(at.ts, &mut |c| Intake::quic_done(sum, start, c));
-        }
+        self.sweep_quic(at.ts);
         hit
+    }
+
+    /// Sweeps the QUIC table at `now` when [`QUIC_SWEEP_INTERVAL`] has
+    /// passed since the last sweep.
+    fn sweep_quic(&mut self, now: Timestamp) {
+        if now - self.quic_swept >= QUIC_SWEEP_INTERVAL {
+            self.quic_swept = now;
+            let start = self.start();
+            let sum = &mut self.sum;
+            self.quic
+                .sweep(now, &mut |c| Intake::quic_done(sum, start, c));
+        }
     }
 
     /// Counts `frame`; the TCP segment to track, if any.
@@ -473,6 +516,11 @@ impl<'f> Intake<'f> {
         self.sum.frames += 1;
         self.first.get_or_insert(frame.ts);
         self.last = self.last.max(frame.ts);
+        // live: QUIC connections are handed on as time passes, whatever
+        // the packets (a file's are swept on its UDP datagrams' time)
+        if self.live {
+            self.sweep_quic(frame.ts);
+        }
         match wire::decode(frame.link_type, frame.data, frame.orig_len) {
             Ok(Decoded::Tcp(seg)) => {
                 self.sum.tcp_segments += 1;
@@ -631,13 +679,15 @@ impl<'f> Intake<'f> {
 }
 
 /// Read every frame of `reader` into `table`; each finished connection goes
-/// to `finish` with the capture's first timestamp. Returns the capture's
+/// to `finish` with the capture's first timestamp, each QUIC connection
+/// that ends before the capture does to `on_quic`. Returns the capture's
 /// summary without `findings_by_id` (the caller's to fill).
 fn scan(
     reader: &mut dyn FrameSource,
     options: &Options,
     mut table: FlowTable<Protocols>,
     finish: &mut dyn FnMut(Box<Conn<Protocols>>, Timestamp),
+    on_quic: &mut dyn FnMut(&QuicReport),
     progress: &mut dyn FnMut(Progress),
     copies: Option<&mut Vec<u64>>,
 ) -> Result<CaptureSummary, CaptureError> {
@@ -652,8 +702,13 @@ fn scan(
         oversized += conn.half[0].oversized + conn.half[1].oversized;
         finish(conn, start);
     };
+    let mut quic_handed = 0;
     while let Some(frame) = intake.next(reader)? {
         let taken = intake.take(&frame);
+        while let Some(q) = intake.sum.quic.get(quic_handed) {
+            on_quic(q);
+            quic_handed += 1;
+        }
         let start = intake.start();
         if let Some((seg, at)) = taken {
             table.push(&seg, at, &mut |c| finish(c, start));

@@ -12,6 +12,7 @@ use rttlens_lab_server::TlsVersion;
 use rttlens_net::link::{Direction, LinkConfig, Spike};
 use rttlens_net::{Host, Lab, LabError, Sysctls};
 
+use crate::go_server::QuicGoOptions;
 use crate::scenario::{Scenario, ScenarioCtx, Variant};
 
 const NAGLE: &str = "nagle-stall|nagle-delayed-ack";
@@ -34,7 +35,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 43] = [
+static CATALOGUE: [Scenario; 48] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -533,6 +534,61 @@ static CATALOGUE: [Scenario; 43] = [
         run: quic_upload,
         variants: &[],
     },
+    Scenario {
+        name: "quic-go-clean",
+        about: "control on the second stack: rttlens probe --http3 (quinn) against a quic-go HTTP/3 server, a 20 KB download: a 1-RTT handshake, none of QUIC's causes",
+        expect: &[],
+        forbid: &["quic-*"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: |c| quic_go_probe(c, QuicGoOptions::default()),
+        variants: &[],
+    },
+    Scenario {
+        name: "quic-go-amplification",
+        about: "a quic-go server with the chain of quic-amplification (6 intermediates, a padded leaf): quic-go too stops at 3x the client's Initial for a round trip",
+        expect: &["quic-amplification-limit"],
+        forbid: &["quic-retry", "quic-hello-retry", "quic-initial-loss"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: |c| quic_go_probe(c, QuicGoOptions { intermediates: 6, cert_padding: 2000, ..QuicGoOptions::default() }),
+        variants: &[],
+    },
+    Scenario {
+        name: "quic-go-retry",
+        about: "a quic-go server validating every address with a Retry (Transport.VerifySourceAddress): one more round trip",
+        expect: &["quic-retry"],
+        forbid: &["quic-amplification-limit", "quic-hello-retry", "quic-initial-loss"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: |c| quic_go_probe(c, QuicGoOptions { retry: true, ..QuicGoOptions::default() }),
+        variants: &[],
+    },
+    Scenario {
+        name: "quic-zero-rtt-rejected",
+        about: "the quic-go client's ticket allows 0-RTT; the quic-go server restarts with the same ticket key but smaller windows than the ticket remembers, resumes and rejects the early request: it goes again after the handshake",
+        expect: &["1:quic-zero-rtt-rejected"],
+        forbid: &["quic-retry", "quic-hello-retry", "quic-version-negotiation", "quic-initial-loss"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: quic_zero_rtt_rejected,
+        variants: &[],
+    },
+    Scenario {
+        name: "quic-version-negotiation",
+        about: "the quic-go client offers QUIC v2 first (then v1); the quinn server speaks v1 only, answers Version Negotiation, and the client starts again in v1: one more round trip",
+        expect: &["quic-version-negotiation"],
+        forbid: &["quic-retry", "quic-hello-retry", "quic-amplification-limit", "quic-initial-loss"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: quic_version_negotiation,
+        variants: &[],
+    },
 ];
 
 /// The payload segment server→client from which the black-hole scenarios'
@@ -821,6 +877,82 @@ fn quic_probe(c: &mut ScenarioCtx, cfg: QuicConfig, count: u32) -> Result<(), La
     // the scenario's own tcpdump is the vantage analysed
     p.capture = false;
     c.probe(p).map(|_| ())
+}
+
+/// The UDP port of the quic-go server.
+const QUIC_GO_PORT: u16 = 4433;
+
+/// The quic-go server ([`ScenarioCtx::quic_go_server`]) with `o`, and
+/// `rttlens probe --http3` (quinn) fetching 20 KB from it, its key log
+/// beside the capture: the engine's causes shown on a second QUIC stack.
+fn quic_go_probe(c: &mut ScenarioCtx, o: QuicGoOptions) -> Result<(), LabError> {
+    c.quic_go_server(QUIC_GO_PORT, &o)?;
+    let mut p = rttlens_probe::ProbeConfig::new(url(QUIC_GO_PORT, 20_000));
+    p.http3 = true;
+    p.tls.insecure = true;
+    p.tls.keylog = Some(c.keylog());
+    p.max_time = Some(Duration::from_secs(20));
+    p.capture = false;
+    c.probe(p).map(|_| ())
+}
+
+/// The quic-go server's session ticket key in [`quic_zero_rtt_rejected`]
+/// (fixed, so the restarted server decrypts the first one's tickets).
+const TICKET_KEY: [u8; 32] = [0x5a; 32];
+
+/// The quic-go server with 0-RTT on and a fixed ticket key; the quic-go
+/// client's first connection takes a ticket that allows 0-RTT (and
+/// remembers the server's transport parameters, RFC 9000 §7.4.1); the
+/// server restarts with the same key but windows below quic-go's defaults
+/// (64 KB a stream, 128 KB in all); the client's second connection resumes
+/// and sends its GET as 0-RTT, which quic-go rejects (the limits shrank)
+/// and the client sends again after the handshake.
+fn quic_zero_rtt_rejected(c: &mut ScenarioCtx) -> Result<(), LabError> {
+    let first = QuicGoOptions {
+        zero_rtt: true,
+        ticket_key: Some(TICKET_KEY),
+        ..QuicGoOptions::default()
+    };
+    c.quic_go_server(QUIC_GO_PORT, &first)?;
+    let said = c.quic_go_client(
+        &url(QUIC_GO_PORT, 20_000),
+        &["-n", "2", "-0rtt"],
+        Some(|c| {
+            c.stop_go();
+            c.quic_go_server(
+                QUIC_GO_PORT,
+                &QuicGoOptions {
+                    zero_rtt: true,
+                    ticket_key: Some(TICKET_KEY),
+                    stream_window: Some(64 * 1024),
+                    conn_window: Some(128 * 1024),
+                    ..QuicGoOptions::default()
+                },
+            )
+        }),
+    )?;
+    // the client's own account: resumed, 0-RTT sent and rejected
+    if !said.contains("conn 1: status 200") || !said.contains("0-RTT rejected true") {
+        return Err(LabError::Client {
+            command: "rttlens-quic-peer -n 2 -0rtt".into(),
+            stderr: format!("the second connection's 0-RTT was not rejected: {said}"),
+        });
+    }
+    Ok(())
+}
+
+/// The built-in quinn server (QUIC v1 only) and the quic-go client
+/// offering v2 first: Version Negotiation, then a v1 handshake.
+fn quic_version_negotiation(c: &mut ScenarioCtx) -> Result<(), LabError> {
+    let port = c.quic_server(QuicConfig::default())?;
+    let said = c.quic_go_client(&url(port, 20_000), &["-versions", "v2,v1"], None)?;
+    if !said.contains("status 200") || !said.contains("version v1") {
+        return Err(LabError::Client {
+            command: "rttlens-quic-peer -versions v2,v1".into(),
+            stderr: format!("no v1 exchange after Version Negotiation: {said}"),
+        });
+    }
+    Ok(())
 }
 
 /// A 256 KB POST over HTTP/3 to a QUIC server whose per-stream window is

@@ -1,7 +1,10 @@
 //! The lab's Go target: `go/tls-server.go` (Go's `crypto/tls` and
 //! `net/http`, standard library only), built with the machine's Go on
 //! first use and run in the server namespace. The case behind it: Go
-//! HTTPS servers under TLS handshake storms.
+//! HTTPS servers under TLS handshake storms. Beside it two Go modules whose
+//! dependencies the Go module proxy serves: the gRPC peer (`go/grpc-peer`,
+//! grpc-go) and the QUIC peer (`go/quic-peer`, quic-go: an HTTP/3 server
+//! and client, the lab's second QUIC stack).
 //!
 //! The source is compiled into rttlens (`include_str!`), so the binary is
 //! built from the same text wherever rttlens runs; it is cached in the
@@ -113,7 +116,10 @@ pub fn build_program(name: &str, files: &[(&str, &str)]) -> Result<PathBuf, LabE
 }
 
 /// Wait for `child` at most `limit`; kill it after.
-fn wait_bounded(mut child: Child, limit: Duration) -> Result<std::process::Output, String> {
+pub(crate) fn wait_bounded(
+    mut child: Child,
+    limit: Duration,
+) -> Result<std::process::Output, String> {
     let start = std::time::Instant::now();
     // bounded by `limit`
     loop {
@@ -203,6 +209,73 @@ pub fn build_grpc_peer() -> Result<PathBuf, LabError> {
     build_program("rttlens-grpc-peer", &GRPC_PEER)
 }
 
+/// The QUIC peer's module (`go/quic-peer`): quic-go and its HTTP/3,
+/// fetched from the Go module proxy on first build.
+const QUIC_PEER: [(&str, &str); 3] = [
+    ("go.mod", include_str!("../go/quic-peer/go.mod")),
+    ("go.sum", include_str!("../go/quic-peer/go.sum")),
+    ("main.go", include_str!("../go/quic-peer/main.go")),
+];
+
+/// Build `rttlens-quic-peer` (or find it built): quic-go's HTTP/3 server
+/// (`-serve ADDR`, knobs as [`QuicGoOptions`]) and client (`-get URL`: `-n`
+/// connections sharing a session cache, `-0rtt` on the later ones,
+/// `-pause` between the first and the second, `-versions` offered in
+/// order, `-keylog FILE`). The lab's second QUIC stack beside the quinn
+/// server of [`rttlens_lab_server::quic`].
+///
+/// # Errors
+/// As [`build`]; the first build needs the Go module proxy.
+pub fn build_quic_peer() -> Result<PathBuf, LabError> {
+    build_program("rttlens-quic-peer", &QUIC_PEER)
+}
+
+/// The knobs of the quic-go server ([`GoServer::quic`]), as the quinn
+/// server's ([`rttlens_lab_server::quic::QuicConfig`]) where both have one.
+/// `Default`: a one-certificate chain, no Retry, quic-go's windows, no
+/// 0-RTT, a random ticket key, QUIC v1 only.
+#[derive(Debug, Clone)]
+pub struct QuicGoOptions {
+    /// Intermediate CAs between the leaf and the root, all sent (ECDSA
+    /// P-256, ≈ 400 B of DER each).
+    pub intermediates: usize,
+    /// Bytes of padding in the leaf certificate (an extension under the
+    /// documentation OID, as the quinn server's).
+    pub cert_padding: usize,
+    /// A Retry to every address not yet validated (quic-go
+    /// `Transport::VerifySourceAddress`, RFC 9000 §8.1.2).
+    pub retry: bool,
+    /// `initial_max_stream_data_*` in bytes (quic-go
+    /// `InitialStreamReceiveWindow`); `None`: quic-go's (512 KB).
+    pub stream_window: Option<u64>,
+    /// `initial_max_data` in bytes (quic-go
+    /// `InitialConnectionReceiveWindow`); `None`: quic-go's (768 KB).
+    pub conn_window: Option<u64>,
+    /// 0-RTT accepted (quic-go `Config::Allow0RTT`, RFC 9001 §4.6).
+    pub zero_rtt: bool,
+    /// The session ticket key (crypto/tls `SetSessionTicketKeys`): a server
+    /// restarted with the same key resumes the sessions of the one before;
+    /// `None`: a random key at each start.
+    pub ticket_key: Option<[u8; 32]>,
+    /// QUIC versions spoken, as `-versions` takes them (`v1`, `v1,v2`).
+    pub versions: String,
+}
+
+impl Default for QuicGoOptions {
+    fn default() -> QuicGoOptions {
+        QuicGoOptions {
+            intermediates: 0,
+            cert_padding: 0,
+            retry: false,
+            stream_window: None,
+            conn_window: None,
+            zero_rtt: false,
+            ticket_key: None,
+            versions: "v1".into(),
+        }
+    }
+}
+
 impl GoServer {
     /// Build if needed and start the server in `lab`'s server namespace on
     /// `SERVER_V4:port` with the certificate of `o` written to `dir`
@@ -246,6 +319,35 @@ impl GoServer {
             .arg(&cert_pem)
             .arg("-key")
             .arg(&key_pem);
+        GoServer::spawn(lab, dir, port, cmd)
+    }
+
+    /// The QUIC peer ([`build_quic_peer`]) serving HTTP/3 on quic-go in
+    /// `lab`'s server namespace on UDP `SERVER_V4:port` with the knobs of
+    /// `o` (its log in `dir`).
+    ///
+    /// # Errors
+    /// As [`GoServer::start`].
+    pub fn quic(lab: &Lab, dir: &Path, port: u16, o: &QuicGoOptions) -> Result<GoServer, LabError> {
+        let bin = build_quic_peer()?;
+        std::fs::create_dir_all(dir).map_err(|source| LabError::Io {
+            context: format!("creating {}", dir.display()),
+            source,
+        })?;
+        let mut cmd = Command::new(&bin);
+        cmd.arg("-serve")
+            .arg(format!("{}:{port}", Lab::SERVER_V4))
+            .arg(format!("-intermediates={}", o.intermediates))
+            .arg(format!("-cert-padding={}", o.cert_padding))
+            .arg(format!("-retry={}", o.retry))
+            .arg(format!("-stream-window={}", o.stream_window.unwrap_or(0)))
+            .arg(format!("-conn-window={}", o.conn_window.unwrap_or(0)))
+            .arg(format!("-0rtt={}", o.zero_rtt))
+            .arg(format!("-versions={}", o.versions));
+        if let Some(k) = o.ticket_key {
+            let hex: String = k.iter().map(|b| format!("{b:02x}")).collect();
+            cmd.arg(format!("-ticket-key={hex}"));
+        }
         GoServer::spawn(lab, dir, port, cmd)
     }
 

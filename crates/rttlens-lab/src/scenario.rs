@@ -20,7 +20,7 @@
 mod ctx;
 mod run;
 
-pub use ctx::ScenarioCtx;
+pub use ctx::{Between, ScenarioCtx};
 pub use run::{
     run_scenario, run_scenario_beside, Beside, BesideOutcome, ExpectationResult, ScenarioOutcome,
     VariantOutcome, BESIDE_READY, BESIDE_STOP,

@@ -30,6 +30,10 @@ fn every_scenario_holds_at_20ms() {
             panic!("{e}");
         }
     }
+    // the quic-go peer of the QUIC scenarios: Go and the module proxy
+    if let Err(e) = rttlens_lab::go_server::build_quic_peer() {
+        panic!("the quic-go scenarios need Go 1.26 and the Go module proxy (or a warm module cache: scripts/deps lab): {e}");
+    }
     let started = Instant::now();
     let mut failures = Vec::new();
     // the cost of the `zero-rtt` finding per scenario: accepted saves the

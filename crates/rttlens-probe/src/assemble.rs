@@ -29,6 +29,30 @@ pub struct AppDurations {
     pub total_from_connect_ms: f64,
 }
 
+/// The app's durations of a QUIC attempt (`--http3`) the engine's QUIC
+/// ladder is compared with (ms), each between two instants that match one
+/// packet of the capture (docs/probe.md "App against wire").
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct QuicDurations {
+    /// `quic-handshake`: the probe's task first yielded after quinn's
+    /// `connect` (the ClientHello built and queued: the first Initial
+    /// leaves as the runtime drives the connection; with 0-RTT the request
+    /// is written first and goes in the same datagram) → quinn said the
+    /// handshake completed (it had the server's Finished and queued the
+    /// client's; with 0-RTT its `ZeroRttAccepted` resolved). Building the
+    /// ClientHello (≈ 0.2 ms) is before any packet, so no capture sees it.
+    pub handshake_ms: f64,
+    /// `request`: h3 wrote the request's HEADERS frame (it goes out when
+    /// quinn next drives the connection) → the response's HEADERS decoded.
+    pub request_ms: f64,
+    /// `transfer`: the response's first DATA bytes read → its stream's end
+    /// read (FIN); `None` with no response body.
+    pub transfer_ms: Option<f64>,
+    /// `total`: from the same instant as `handshake_ms` → the response's
+    /// stream end read.
+    pub total_ms: f64,
+}
+
 /// What the probe keeps about one attempt beside its report entry.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AttemptState {
@@ -36,6 +60,9 @@ pub struct AttemptState {
     pub step: ProbeStep,
     /// The app's durations the wire is compared with.
     pub app: AppDurations,
+    /// `--http3`: the app's durations the wire's QUIC ladder is compared
+    /// with.
+    pub quic: Option<QuicDurations>,
     /// `time_connect − time_namelookup` (ms): the connect RTT of last
     /// resort.
     pub connect_ms: f64,
@@ -109,6 +136,7 @@ pub fn attempt(
             ),
             total_from_connect_ms: between_ms(marks.connect_start, marks.total),
         },
+        quic: None,
         connect_ms: timings.connect_ms - timings.namelookup_ms,
     };
     let attempt = Attempt {
@@ -128,6 +156,7 @@ pub fn attempt(
         request_bytes,
         checks,
         connection: None,
+        quic_connection: None,
         wire_vs_app: Vec::new(),
     };
     (attempt, state)
@@ -222,8 +251,8 @@ pub fn finish(r: &mut ProbeReport, states: &[AttemptState], sequence: bool) {
             .and_then(|i| r.connections.get(i))
             .and_then(|c| c.rtt.as_ref())
             .map(|r| r.min_ms);
-        // QUIC: quinn's own minimum RTT (the capture is not analysed for
-        // QUIC yet, and the handshake is no connect RTT)
+        // QUIC: quinn's own minimum RTT (the stack's account; the
+        // handshake is no connect RTT)
         let quic = a.quic.map(|q| q.min_rtt_ms).filter(|r| *r > 0.0);
         (a.rtt_ms, a.rtt_source) = match (wire, a.tcp_info.rtt_ms(), connect_rtt) {
             (Some(w), _, _) => (Some(w), Some("capture")),

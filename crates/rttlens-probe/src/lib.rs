@@ -29,9 +29,8 @@
 //!
 //! With `--http3` ([`ProbeConfig::http3`]) steps 2–4 are [`quic`]'s
 //! instead: quinn's QUIC handshake over UDP and h3's request, the
-//! self-capture takes the UDP datagrams, and the capture is written
-//! (`--pcap`, with the key log) but not analysed: the engine does not read
-//! QUIC yet.
+//! self-capture takes the UDP datagrams, and [`reconcile`] reads it back
+//! with the connections' key log through the engine's QUIC analysis.
 //!
 //! Everything runs on one current-thread tokio runtime built here: the
 //! timestamps are not disturbed by other workers, and the runtime's
@@ -219,6 +218,13 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
         .filter(|s| cfg.sequence_zero_rtt || !s.early_data())
         .collect();
     let keylog = tls::KeyLogSink::for_options(&cfg.tls)?;
+    // QUIC: the capture is read back only with the secrets (nothing past
+    // the Initials is plaintext), so they are kept in memory when no key
+    // log was asked for; those go into no file
+    let quic_keylog = match (&keylog, cfg.http3 && cfg.capture) {
+        (None, true) => Some(Arc::new(tls::KeyLogSink::in_memory())),
+        (k, _) => k.clone(),
+    };
     let fresh = |https: bool| {
         if cfg.http3 {
             Ok(None)
@@ -228,7 +234,7 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
     };
     let fresh_quic = || {
         cfg.http3
-            .then(|| quic::QuicClient::new(&cfg.tls, keylog.clone()))
+            .then(|| quic::QuicClient::new(&cfg.tls, quic_keylog.clone()))
             .transpose()
     };
     let mut tls = fresh(target.tls)?;
@@ -283,17 +289,20 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
     // after the last response: stopping (≈150 ms) is in no timing
     let outcome = caps.into_inner().finish();
     let keylog = keylog.map(|k| k.contents());
+    let secrets = quic_keylog.map(|k| k.contents());
     let mut report = assemble::report(cfg, attempts, &states, keylog);
-    attach_capture(cfg, &mut report, &states, outcome)?;
+    attach_capture(cfg, &mut report, &states, outcome, secrets.as_deref())?;
     Ok(report)
 }
 
-/// Merge the run's capture into `report` (and write `--pcap`).
+/// Merge the run's capture into `report` (and write `--pcap`); `secrets`:
+/// the QUIC connections' key log, to read the capture back with.
 fn attach_capture(
     cfg: &ProbeConfig,
     report: &mut ProbeReport,
     states: &[AttemptState],
     outcome: capture::CaptureOutcome,
+    secrets: Option<&[u8]>,
 ) -> Result<(), ProbeError> {
     match outcome {
         capture::CaptureOutcome::Off => {}
@@ -313,17 +322,18 @@ fn attach_capture(
             start_overhead_ms,
             stop_ms,
         } if cfg.http3 => {
-            // written, not analysed: the engine does not read QUIC yet
-            write_capture(cfg, report, &captured)?;
-            report.capture.status = "captured";
-            report.capture.packets = captured.packets.len() as u64;
-            report.capture.interface = Some(captured.interface.clone());
-            report.capture.note = Some(
-                "QUIC: the analysis engine does not read QUIC yet: the datagrams are captured \
-                 (--pcap keeps them, with the key log) but not analysed; no wire ladder, no \
-                 findings"
-                    .into(),
-            );
+            let bytes = write_capture(cfg, report, &captured)?;
+            if let Err(e) = reconcile::attach_quic_bytes(
+                report,
+                states,
+                &bytes,
+                secrets,
+                &captured.interface,
+                cfg.trace,
+            ) {
+                report.capture.status = "failed";
+                report.capture.note = Some(format!("analysing the capture: {e}"));
+            }
             report.capture.pcap = cfg.pcap.as_ref().map(|p| p.display().to_string());
             report.capture.start_overhead_ms = Some(round3(start_overhead_ms));
             report.capture.stop_ms = Some(round3(stop_ms));

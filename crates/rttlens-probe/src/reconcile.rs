@@ -3,12 +3,19 @@
 //! to its connection by the local `addr:port`, and the app-level phases
 //! set against the wire's (durations only, so the app's monotonic clock
 //! and the capture's wall clock never mix).
+//!
+//! Over QUIC ([`attach_quic_bytes`]) the capture is read with the
+//! connections' key log, so the engine opens every packet, and each phase
+//! of its QUIC ladder is timed between the very packets it names (the
+//! capture is the client's: a packet's timestamp is when the client sent
+//! or received it), set against the app's instants next to those packets
+//! ([`crate::assemble::QuicDurations`]).
 
 use std::collections::HashMap;
 
 use rttlens_core::base::time::Timestamp;
 use rttlens_core::capture::CaptureReader;
-use rttlens_core::model::ConnReport;
+use rttlens_core::model::{ConnReport, QuicReport};
 use rttlens_core::pipeline;
 use rttlens_core::wire::{self, Decoded, TcpFlags};
 
@@ -198,6 +205,180 @@ pub fn attach_bytes(
     });
     assemble::finish(report, states, assemble::planned_sequence(states));
     Ok(matched)
+}
+
+/// `--http3`: [`attach_quic_bytes`]'s work on a capture held in memory:
+/// the engine's QUIC analysis of it, with `secrets` (the connections' key
+/// log) added to whatever the capture's Decryption Secrets Block holds;
+/// each attempt matched to its QUIC connection by local `addr:port`, and
+/// its app durations set against the wire's. Returns the attempts matched.
+///
+/// # Errors
+/// The capture could not be read.
+pub fn attach_quic_bytes(
+    report: &mut ProbeReport,
+    states: &[AttemptState],
+    bytes: &[u8],
+    secrets: Option<&[u8]>,
+    interface: &str,
+    trace: bool,
+) -> Result<usize, String> {
+    let open = || {
+        CaptureReader::new(Box::new(std::io::Cursor::new(bytes.to_vec())))
+            .map_err(|e| e.to_string())
+    };
+    let mut reader = open()?;
+    if let Some(k) = secrets {
+        reader.key_store().add(k);
+    }
+    let summary = pipeline::run_with(
+        &mut reader,
+        &pipeline::Options {
+            trace,
+            ..Default::default()
+        },
+        &mut |_| {},
+        &mut |_| {},
+    )
+    .map_err(|e| e.to_string())?;
+    let times = frame_times(open()?)?;
+    let mut matched = 0;
+    let mut undecrypted: std::collections::BTreeMap<&'static str, u64> = Default::default();
+    for (a, state) in report.attempts.iter_mut().zip(states) {
+        let idx = summary.quic.iter().position(|q| q.client == a.local);
+        a.quic_connection = idx;
+        let Some(q) = idx.and_then(|i| summary.quic.get(i)) else {
+            continue;
+        };
+        matched += 1;
+        for (ty, n) in &q.not_decrypted {
+            *undecrypted.entry(ty).or_default() += n;
+        }
+        if let Some(app) = state.quic {
+            a.wire_vs_app = quic_agreements(&app, q, &times);
+        }
+    }
+    report.capture_summary = Some(summary);
+    report.capture.status = "captured";
+    report.capture.packets = times.len() as u64;
+    report.capture.interface = Some(interface.to_string());
+    let mut notes = Vec::new();
+    if matched < report.attempts.len() {
+        notes.push(format!(
+            "{} of {} QUIC connections not found in the capture",
+            report.attempts.len() - matched,
+            report.attempts.len()
+        ));
+    }
+    if !undecrypted.is_empty() {
+        let by_type: Vec<String> = undecrypted
+            .iter()
+            .map(|(ty, n)| format!("{n} {ty}"))
+            .collect();
+        notes.push(format!(
+            "QUIC packets not decrypted: {}",
+            by_type.join(", ")
+        ));
+    }
+    report.capture.note = (!notes.is_empty()).then(|| notes.join("; "));
+    assemble::finish(report, states, assemble::planned_sequence(states));
+    Ok(matched)
+}
+
+/// Every frame's timestamp, by 1-based frame number (`[0]` is frame 1):
+/// the probe's capture is small.
+fn frame_times(mut reader: CaptureReader) -> Result<Vec<Timestamp>, String> {
+    let mut v = Vec::new();
+    loop {
+        match reader.next_frame() {
+            Ok(Some(f)) => {
+                let n = usize::try_from(f.number).unwrap_or(usize::MAX);
+                if n > v.len() {
+                    v.resize(n, f.ts);
+                }
+                if let Some(t) = n.checked_sub(1).and_then(|i| v.get_mut(i)) {
+                    *t = f.ts;
+                }
+            }
+            Ok(None) => return Ok(v),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// The app's QUIC durations against the engine's QUIC ladder of `q`, each
+/// wire duration between the timestamps of the two packets the engine
+/// names (`start_frame`, `end_frame`; not the ladder's ms, which moves
+/// received packets by half the client's RTT half, docs/design.md §4
+/// "Vantage and RTT": at the client that half is the client's own
+/// processing, which the app's instants include):
+///
+/// - `quic-handshake`: the client's first Initial → its Finished (the
+///   ladder's `quic-handshake`); app: the probe's task first yielded after
+///   quinn's `connect` (the first Initial leaves as the runtime drives the
+///   connection) → quinn's handshake complete, which is when quinn has
+///   the server's Finished and queues the client's.
+/// - `request`: the packet with the request's HEADERS → the packet
+///   completing the response's HEADERS (the ladder's `request`); app: h3
+///   wrote the request's HEADERS → the response's HEADERS decoded.
+/// - `transfer`: the packet with the response's first DATA byte → the one
+///   with its FIN (the ladder's `transfer`); app: the first DATA bytes
+///   read → the stream's end read.
+/// - `total`: the client's first Initial → the response's FIN; app: from
+///   the same instant as `quic-handshake` → the stream's end read.
+///
+/// A response packet that arrives before the client's Finished leaves
+/// (0-RTT's answer, sent with the server's first flight: RFC 9001 §4.1.1)
+/// cannot be read before the client has its 1-RTT keys, made as it
+/// finishes the handshake: for the app the response starts there, so the
+/// wire's `request` ends (and `transfer` starts) at the later of that
+/// packet and the client's Finished.
+fn quic_agreements(
+    app: &crate::assemble::QuicDurations,
+    q: &QuicReport,
+    times: &[Timestamp],
+) -> Vec<Agreement> {
+    let at = |frame: u64| {
+        usize::try_from(frame)
+            .ok()
+            .and_then(|n| n.checked_sub(1))
+            .and_then(|i| times.get(i).copied())
+    };
+    let phase = |n: &str| q.ladder.iter().find(|p| p.name == n);
+    let hs = phase("quic-handshake");
+    // the client reads nothing of the response before it has its 1-RTT
+    // keys, which the wire shows as its Finished leaving
+    let keys = hs.and_then(|p| at(p.end_frame));
+    let readable = |frame: u64| Some(at(frame)?.max(keys.unwrap_or_default()));
+    let span = |from: u64, to: u64| Some((at(to)? - at(from)?).as_millis_f64());
+    let mut v = Vec::new();
+    if let Some(w) = hs.and_then(|p| span(p.start_frame, p.end_frame)) {
+        v.push(Agreement::new("quic-handshake", app.handshake_ms, w));
+    }
+    let request = phase("request");
+    if let Some(w) =
+        request.and_then(|p| Some((readable(p.end_frame)? - at(p.start_frame)?).as_millis_f64()))
+    {
+        v.push(Agreement::new("request", app.request_ms, w));
+    }
+    let transfer = phase("transfer")
+        .and_then(|p| Some((at(p.end_frame)? - readable(p.start_frame)?).as_millis_f64()));
+    if let (Some(t), Some(w)) = (app.transfer_ms, transfer) {
+        v.push(Agreement::new("transfer", t, w));
+    }
+    // the stream the ladder's `request` names, to its FIN
+    let end = request.and_then(|p| {
+        q.streams
+            .iter()
+            .find(|s| s.request_frame == Some(p.start_frame))
+            .and_then(|s| s.end_frame)
+    });
+    if let (Some(h), Some(e)) = (hs, end) {
+        if let Some(w) = span(h.start_frame, e) {
+            v.push(Agreement::new("total", app.total_ms, w));
+        }
+    }
+    v
 }
 
 /// The TFO checks from the wire's findings (`detect/tfo.rs`): data in the

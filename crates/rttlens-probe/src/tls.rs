@@ -251,7 +251,8 @@ impl ServerCertVerifier for NoVerify {
 /// `KeyLogFile` reads only `SSLKEYLOGFILE` and keeps nothing in memory.
 #[derive(Debug)]
 pub struct KeyLogSink {
-    file: Mutex<std::fs::File>,
+    /// `None`: kept in memory only ([`KeyLogSink::in_memory`]).
+    file: Option<Mutex<std::fs::File>>,
     lines: Mutex<Vec<u8>>,
 }
 
@@ -267,9 +268,20 @@ impl KeyLogSink {
             .open(path)
             .map_err(|e| ProbeError::usage(format!("--keylog {}: {e}", path.display())))?;
         Ok(KeyLogSink {
-            file: Mutex::new(file),
+            file: Some(Mutex::new(file)),
             lines: Mutex::new(Vec::new()),
         })
+    }
+
+    /// A key log kept in memory only, written to no file: the secrets the
+    /// probe needs to decrypt its own capture (`--http3`: QUIC has no
+    /// plaintext past the Initials, RFC 9001 §5) when no `--keylog` was
+    /// asked for. They go into no `--pcap` file.
+    pub fn in_memory() -> KeyLogSink {
+        KeyLogSink {
+            file: None,
+            lines: Mutex::new(Vec::new()),
+        }
     }
 
     /// The sink `--keylog FILE` (or `SSLKEYLOGFILE`) asks for, if any.
@@ -294,7 +306,7 @@ impl rustls::KeyLog for KeyLogSink {
     fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
         let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
         let line = format!("{label} {} {}\n", hex(client_random), hex(secret));
-        if let Ok(mut f) = self.file.lock() {
+        if let Some(Ok(mut f)) = self.file.as_ref().map(Mutex::lock) {
             // a key log that cannot be written must not fail the probe
             let _ = f.write_all(line.as_bytes());
         }

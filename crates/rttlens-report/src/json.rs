@@ -12,7 +12,7 @@
 
 use std::io::{self, Write};
 
-use rttlens_core::model::ConnReport;
+use rttlens_core::model::{ConnReport, QuicReport};
 use rttlens_core::pipeline::CaptureSummary;
 
 use crate::{Renderer, Source};
@@ -68,14 +68,19 @@ impl Renderer for JsonRenderer {
 }
 
 /// Streams JSON Lines: a header line, one line per connection as soon as
-/// it ends, and a summary line, each an object whose `type` says which:
+/// it ends (TCP and QUIC), and a summary line, each an object whose `type`
+/// says which:
 ///
 /// ```text
 /// {"type":"header","schema_version":2,"tool":"rttlens 0.1.0","source":"capture.pcap"}
 /// {"type":"connection", <the fields of a connection>}
+/// {"type":"quic_connection", <the fields of a QUIC connection>}
 /// …
-/// {"type":"summary","capture":<summary>}
+/// {"type":"summary","capture":<summary without quic>}
 /// ```
+///
+/// A QUIC connection's line is an element of the JSON document's
+/// `capture.quic`; the summary line leaves `quic` out (each had its line).
 ///
 /// Memory and the time to the first line do not grow with the capture
 /// (the `json` document's array must be closed before any parser reads
@@ -100,9 +105,25 @@ impl Renderer for JsonlRenderer {
         w.write_all(b"\n")
     }
 
+    fn quic_connection(&mut self, w: &mut dyn Write, quic: &QuicReport) -> io::Result<()> {
+        self.buf.clear();
+        serde_json::to_writer(&mut self.buf, quic).map_err(to_io)?;
+        let fields = self.buf.strip_prefix(b"{").unwrap_or(&self.buf);
+        w.write_all(b"{\"type\":\"quic_connection\",")?;
+        w.write_all(fields)?;
+        w.write_all(b"\n")
+    }
+
     fn end(&mut self, w: &mut dyn Write, summary: &CaptureSummary) -> io::Result<()> {
         w.write_all(b"{\"type\":\"summary\",\"capture\":")?;
-        serde_json::to_writer(&mut *w, summary).map_err(to_io)?;
+        if summary.quic.is_empty() {
+            serde_json::to_writer(&mut *w, summary).map_err(to_io)?;
+        } else {
+            // each QUIC connection had its own line
+            let mut without = summary.clone();
+            without.quic.clear();
+            serde_json::to_writer(&mut *w, &without).map_err(to_io)?;
+        }
         w.write_all(b"}\n")
     }
 }

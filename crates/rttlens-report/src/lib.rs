@@ -36,6 +36,16 @@ pub trait Renderer {
     fn begin(&mut self, w: &mut dyn Write, source: &Source) -> io::Result<()>;
     /// One analysed connection.
     fn connection(&mut self, w: &mut dyn Write, conn: ConnReport) -> io::Result<()>;
+    /// One QUIC connection, as it ended ([`rttlens_core::pipeline::run_streaming`]).
+    /// It is in the summary's `quic` too: renderers that show the summary
+    /// whole leave this alone (the default).
+    fn quic_connection(
+        &mut self,
+        _w: &mut dyn Write,
+        _quic: &rttlens_core::model::QuicReport,
+    ) -> io::Result<()> {
+        Ok(())
+    }
     /// End of the report, with the capture summary.
     fn end(&mut self, w: &mut dyn Write, summary: &CaptureSummary) -> io::Result<()>;
 }

@@ -138,12 +138,16 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         open_connections: None,
     };
     renderer.begin(&mut out, &Source { name: name.clone() })?;
-    let mut io_err: Option<io::Error> = None;
     let selectors = args.conn.clone();
-    let summary = pipeline::run_with(
+    // the renderer and its output, shared by the TCP and QUIC callbacks
+    // (called one at a time), and the first write error
+    let sink = std::cell::RefCell::new((renderer, out, None::<io::Error>));
+    let summary = pipeline::run_streaming(
         reader.as_mut(),
         &options,
         &mut |conn| {
+            let mut sink = sink.borrow_mut();
+            let (renderer, out, io_err) = &mut *sink;
             if io_err.is_some()
                 || !selectors.is_empty() && !selectors.iter().any(|s| s.matches(&conn))
             {
@@ -151,16 +155,33 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             }
             if let Some(svg) = svg_only.as_mut().filter(|s| s.wants(&conn)) {
                 if let Err(e) = svg.connection(&mut io::sink(), conn.clone()) {
-                    io_err = Some(e);
+                    *io_err = Some(e);
                 }
             }
-            if let Err(e) = renderer.connection(&mut out, conn) {
-                io_err = Some(e);
+            if let Err(e) = renderer.connection(out, conn) {
+                *io_err = Some(e);
             }
             // live: each connection's output (a jsonl line) as it ends
             if live {
                 if let Err(e) = out.flush() {
-                    io_err = Some(e);
+                    *io_err = Some(e);
+                }
+            }
+        },
+        // QUIC connections as they end (jsonl's `quic_connection` lines;
+        // `--conn` selects TCP connections only, as `capture.quic` is whole)
+        &mut |quic| {
+            let mut sink = sink.borrow_mut();
+            let (renderer, out, io_err) = &mut *sink;
+            if io_err.is_some() {
+                return;
+            }
+            if let Err(e) = renderer.quic_connection(out, quic) {
+                *io_err = Some(e);
+            }
+            if live {
+                if let Err(e) = out.flush() {
+                    *io_err = Some(e);
                 }
             }
         },
@@ -168,6 +189,7 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     )
     .with_context(|| format!("cannot analyse {name}"))?;
     progress.finish();
+    let (mut renderer, mut out, io_err) = sink.into_inner();
     if let Some(e) = io_err {
         return Err(e.into());
     }

@@ -159,10 +159,30 @@ fn http3_probe_against_the_builtin_quic_server() {
         let cap = &v["probe"]["capture"];
         assert_eq!(cap["status"], "captured", "{cap}");
         assert!(cap["packets"].as_u64().unwrap_or(0) >= 10, "{cap}");
-        assert!(
-            cap["note"].as_str().unwrap_or("").contains("QUIC"),
-            "says the capture is not analysed: {cap}"
-        );
+        // the capture read back through the engine with the key log: every
+        // packet decrypted, each attempt on its own QUIC connection, and
+        // its phases set against the wire's
+        assert!(cap["note"].is_null(), "nothing left unread: {cap}");
+        let quic = v["capture"]["quic"].as_array().expect("capture.quic");
+        assert_eq!(quic.len(), 2, "{quic:?}");
+        for a in attempts {
+            let i = a["quic_connection"].as_u64().expect("quic_connection") as usize;
+            let q = &quic[i];
+            assert_eq!(q["client"], a["local"], "{q}");
+            assert!(q["not_decrypted"].is_null(), "{q}");
+            assert_eq!(q["decrypted"], q["packets"], "{q}");
+            let phases: Vec<&str> = a["wire_vs_app"]
+                .as_array()
+                .expect("wire_vs_app")
+                .iter()
+                .filter_map(|g| g["phase"].as_str())
+                .collect();
+            assert_eq!(
+                phases,
+                ["quic-handshake", "request", "transfer", "total"],
+                "{a}"
+            );
+        }
         // the key log is in the pcapng (Decryption Secrets Block) with
         // QUIC's labels
         let bytes = std::fs::read(&pcap).expect("pcap");

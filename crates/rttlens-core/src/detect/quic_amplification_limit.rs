@@ -6,7 +6,9 @@
 //!
 //! Read from datagram sizes and times alone, so it works without keys: the
 //! server's bytes up to the longest pause in its Initial and Handshake
-//! packets are near three times the client's bytes before them, the client
+//! packets are near three times the client's bytes before them (or past
+//! it by the last datagram only, as a stack that checks the limit before
+//! each packet sends), the client
 //! sent a datagram in the pause, and Handshake packets follow it. With a
 //! key log the certificate chain's size is named too.
 
@@ -75,8 +77,14 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         Some(rtt) => gap >= rtt / 2,
         None => gap >= Duration::from_millis(5),
     };
-    let near =
-        budget > 0 && sent as f64 >= NEAR_LIMIT * budget as f64 && sent <= budget + budget / 20;
+    // at most the limit (5 % for what the client's count leaves out), or
+    // one datagram past it: quic-go checks the limit before each packet
+    // (`isAmplificationLimited`: bytes sent ≥ 3× received), so its last
+    // datagram leaves while it is still under and may end past it
+    let under_before_last = sent.saturating_sub(u64::from(last.datagram)) < budget;
+    let near = budget > 0
+        && sent as f64 >= NEAR_LIMIT * budget as f64
+        && (sent <= budget + budget / 20 || under_before_last);
     let resumes_handshake = after.ty == PacketType::Handshake && !after.crypto_again;
     if !(pause_big && near && resumes_handshake) || unlock.is_none() {
         return vec![];

@@ -49,7 +49,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
             cost: cost(a, wait),
             evidence,
             confidence: conf(Level::High, "the EncryptedExtensions was decrypted and has no early_data"),
-            fix: "On the server keep 0-RTT on and its ticket keys shared across the servers behind the address (nginx `ssl_early_data on;` with `ssl_session_ticket_key` files on every node; quic-go `Config.Allow0RTT`); a server restart or a different node rejects tickets it did not issue.".to_string(),
+            fix: "On the server keep 0-RTT on and its ticket keys shared across the servers behind the address (nginx `ssl_early_data on;` with `ssl_session_ticket_key` files on every node; quic-go `Config.Allow0RTT`); a server restart or a different node rejects tickets it did not issue, and a server whose transport limits (initial_max_data, initial_max_stream_data_*, stream counts) fell below what the ticket remembers must reject 0-RTT (RFC 9000 §7.4.1): lower them only with new tickets.".to_string(),
             references: vec!["RFC 9001 §4.6.2", "RFC 8446 §4.2.10"],
             span: vec![],
         }];

@@ -583,6 +583,16 @@ impl QuicConn {
             self.first_version.get_or_insert(self.version);
         }
         let changed = h.version != self.version;
+        // a new version after Version Negotiation starts the handshake
+        // again (RFC 9000 §6.2): a new ClientHello (quic-go's has a new
+        // random, so its keys are logged under that one) at CRYPTO offset
+        // 0, and the Initials the server discarded are not lost
+        if changed && self.version != 0 && !self.version_negotiation.is_empty() {
+            self.crypto[Side::Client.index()][0] = Default::default();
+            self.crypto[Side::Server.index()][0] = Default::default();
+            self.transport[Side::Client.index()] = None;
+            self.sent[Side::Client.index()][0] = Default::default();
+        }
         self.version = h.version;
         // the Initial keys come from the client's first DCID, and change
         // only with a Retry (its SCID becomes the DCID, RFC 9001 §5.2) or a

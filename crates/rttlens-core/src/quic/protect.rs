@@ -62,6 +62,9 @@ pub(crate) struct PacketKeys {
     aead: LessSafeKey,
     iv: [u8; 12],
     hp: hp::HeaderProtectionKey,
+    /// The header protection key's bytes: a key update keeps them (RFC
+    /// 9001 §6.1: "The header protection key is not updated").
+    hp_bytes: Vec<u8>,
     /// For key updates: the secret these keys came from.
     secret: Vec<u8>,
     suite: Suite,
@@ -78,6 +81,17 @@ impl PacketKeys {
     /// Keys from a TLS 1.3 traffic secret of `suite` (a key log line, or an
     /// Initial secret).
     pub(crate) fn from_secret(suite: Suite, secret: &[u8], version: u32) -> Option<PacketKeys> {
+        PacketKeys::with_hp(suite, secret, version, None)
+    }
+
+    /// [`from_secret`](Self::from_secret), with the header protection key
+    /// `hp_key` when given (a key update) instead of the secret's own.
+    fn with_hp(
+        suite: Suite,
+        secret: &[u8],
+        version: u32,
+        hp_key: Option<&[u8]>,
+    ) -> Option<PacketKeys> {
         let l = labels(version);
         let (aead_alg, hp_alg) = match suite.cipher {
             Cipher::Aes128Gcm => (&aead::AES_128_GCM, &hp::AES_128),
@@ -91,11 +105,18 @@ impl PacketKeys {
         let mut iv = [0u8; 12];
         expand_label(suite.hash, secret, l.key, &mut key[..n])?;
         expand_label(suite.hash, secret, l.iv, &mut iv)?;
-        expand_label(suite.hash, secret, l.hp, &mut hpk[..n])?;
+        let hpk = match hp_key {
+            Some(k) => k,
+            None => {
+                expand_label(suite.hash, secret, l.hp, &mut hpk[..n])?;
+                &hpk[..n]
+            }
+        };
         Some(PacketKeys {
             aead: LessSafeKey::new(UnboundKey::new(aead_alg, &key[..n]).ok()?),
             iv,
-            hp: hp::HeaderProtectionKey::new(hp_alg, &hpk[..n]).ok()?,
+            hp: hp::HeaderProtectionKey::new(hp_alg, hpk).ok()?,
+            hp_bytes: hpk.to_vec(),
             secret: secret.to_vec(),
             suite,
             version,
@@ -122,7 +143,8 @@ impl PacketKeys {
         PacketKeys::from_secret(aes128, &secret, version)
     }
 
-    /// The keys of the next key phase (RFC 9001 §6.1: `"quic ku"`).
+    /// The keys of the next key phase (RFC 9001 §6.1: `"quic ku"`): a new
+    /// AEAD key and IV; the header protection key stays.
     pub(crate) fn next(&self) -> Option<PacketKeys> {
         let mut secret = vec![0u8; self.suite.hash.len()];
         expand_label(
@@ -131,7 +153,7 @@ impl PacketKeys {
             labels(self.version).ku,
             &mut secret,
         )?;
-        PacketKeys::from_secret(self.suite, &secret, self.version)
+        PacketKeys::with_hp(self.suite, &secret, self.version, Some(&self.hp_bytes))
     }
 }
 
@@ -262,5 +284,30 @@ mod tests {
         let o = open(&keys, &h, Some(654_360_563), &mut Vec::new()).unwrap();
         assert_eq!(o.pn, 654_360_564);
         assert_eq!(o.payload, vec![0x01]); // a PING frame
+    }
+
+    /// RFC 9001 §A.5 and §6.1: the next key phase's secret is `"quic ku"`
+    /// of the current one; the header protection key is not updated, so
+    /// the packet's header opens alike under both phases.
+    #[test]
+    fn key_update_keeps_the_header_protection_key() {
+        let secret = hex("9ac312a7f877468ebe69422748ad00a15443f18203a07d6060f688f30f21632b");
+        let keys = PacketKeys::from_secret(suite(0x1303).unwrap(), &secret, VERSION_1).unwrap();
+        assert_eq!(
+            keys.hp_bytes,
+            hex("25a282b9e82f06f21f488917a4fc8f1b73573685608597d0efcb076b0ab7a7a4")
+        );
+        let next = keys.next().unwrap();
+        assert_eq!(
+            next.secret,
+            hex("1223504755036d556342ee9361d253421a826c9ecdf3c7148684b36b714881f9")
+        );
+        assert_eq!(next.hp_bytes, keys.hp_bytes);
+        let pkt = hex("4cfe4189655e5cd55c41f69080575d7999c25a5bfb");
+        let h = packets(&pkt, Some(0)).next().unwrap().unwrap();
+        assert_eq!(unmask(&next, &h), unmask(&keys, &h));
+        // the payload was sealed in the first phase: the next one's AEAD
+        // key does not open it
+        assert!(open(&next, &h, Some(654_360_563), &mut Vec::new()).is_none());
     }
 }

@@ -20,6 +20,10 @@ const CLIENT_TIMEOUT_S: u32 = 20;
 /// The key log's name in the scenario's directory (beside its captures).
 pub(crate) const KEYLOG_FILE: &str = "keylog.txt";
 
+/// What runs between the quic-go client's first connection and the next
+/// ([`ScenarioCtx::quic_go_client`]): a server restart.
+pub type Between = fn(&mut ScenarioCtx) -> Result<(), LabError>;
+
 /// What a scenario's `run` works with: the lab, a scratch directory, and
 /// the servers it started (stopped when the context drops).
 pub struct ScenarioCtx<'a> {
@@ -28,6 +32,9 @@ pub struct ScenarioCtx<'a> {
     nginx: Vec<nginx::Instance>,
     builtin: Vec<BuiltinHandle>,
     go: Vec<crate::go_server::GoServer>,
+    /// Go servers started so far (stopped ones too): each gets its own
+    /// directory.
+    go_started: usize,
 }
 
 struct BuiltinHandle {
@@ -69,6 +76,7 @@ impl<'a> ScenarioCtx<'a> {
             nginx: Vec::new(),
             builtin: Vec::new(),
             go: Vec::new(),
+            go_started: 0,
         }
     }
 
@@ -226,6 +234,134 @@ impl<'a> ScenarioCtx<'a> {
         let server = crate::go_server::GoServer::start(self.lab, &dir, port, o)?;
         self.go.push(server);
         Ok(())
+    }
+
+    /// Start the quic-go HTTP/3 server ([`crate::go_server::GoServer::quic`],
+    /// built on first use) in the server namespace on UDP `SERVER_V4:port`.
+    /// Each start logs to its own directory, so a restarted server's log
+    /// is kept beside the first one's.
+    ///
+    /// # Errors
+    /// [`LabError::CommandMissing`] without Go, [`LabError::Server`].
+    pub fn quic_go_server(
+        &mut self,
+        port: u16,
+        o: &crate::go_server::QuicGoOptions,
+    ) -> Result<(), LabError> {
+        self.go_started += 1;
+        let dir = self.dir.join(format!("quic-go-{port}-{}", self.go_started));
+        let server = crate::go_server::GoServer::quic(self.lab, &dir, port, o)?;
+        self.go.push(server);
+        Ok(())
+    }
+
+    /// Stop every Go server this scenario started (to restart one with
+    /// other knobs).
+    pub fn stop_go(&mut self) {
+        self.go.clear();
+    }
+
+    /// Run the quic-go client (`rttlens-quic-peer -get URL ARGS…`, built on
+    /// first use) in the client namespace, its TLS secrets appended to
+    /// [`ScenarioCtx::keylog`]; returns its stdout (a line per connection).
+    /// With `between`, the client is started with `-pause`: once its first
+    /// connection is done, `between` runs (a server restart), then the
+    /// client goes on with the others.
+    ///
+    /// # Errors
+    /// [`LabError::CommandMissing`] without Go; [`LabError::Client`] when the
+    /// client fails, does not pause, or takes longer than 20 s after the
+    /// pause; what `between` returns.
+    pub fn quic_go_client(
+        &mut self,
+        url: &str,
+        args: &[&str],
+        between: Option<Between>,
+    ) -> Result<String, LabError> {
+        use std::io::{BufRead, BufReader, Write};
+        let bin = crate::go_server::build_quic_peer()?;
+        let what = format!("rttlens-quic-peer -get {url} {}", args.join(" "));
+        let failed = |stderr: String| LabError::Client {
+            command: what.clone(),
+            stderr,
+        };
+        let mut cmd = Command::new(&bin);
+        cmd.arg("-get")
+            .arg(url)
+            .arg("-keylog")
+            .arg(self.keylog())
+            .args(args);
+        if between.is_some() {
+            cmd.arg("-pause");
+        }
+        let mut child = self
+            .lab
+            .netns(Host::Client)
+            .command(&cmd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| failed(e.to_string()))?;
+        let stdout = child.stdout.take();
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            let Some(out) = stdout else { return };
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut lines = Vec::new();
+        let limit = Duration::from_secs(u64::from(CLIENT_TIMEOUT_S));
+        if let Some(between) = between {
+            let deadline = std::time::Instant::now() + limit;
+            loop {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok(l) if l == "paused" => break,
+                    Ok(l) => lines.push(l),
+                    Err(_) => {
+                        let _ = child.kill();
+                        let out = child
+                            .wait_with_output()
+                            .map_err(|e| failed(e.to_string()))?;
+                        return Err(failed(format!(
+                            "did not pause after its first connection: {}",
+                            String::from_utf8_lossy(&out.stderr).trim()
+                        )));
+                    }
+                }
+            }
+            if let Err(e) = between(self) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
+            }
+            let go_on = child
+                .stdin
+                .as_mut()
+                .map(|i| i.write_all(b"go\n").and_then(|()| i.flush()));
+            if let Some(Err(e)) = go_on {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(failed(format!("writing to its stdin: {e}")));
+            }
+        }
+        drop(child.stdin.take());
+        let out = crate::go_server::wait_bounded(child, limit).map_err(failed)?;
+        lines.extend(rx.try_iter());
+        // the reader thread may still hold the last lines: it ends with the pipe
+        while let Ok(l) = rx.recv_timeout(Duration::from_millis(200)) {
+            lines.push(l);
+        }
+        if !out.status.success() {
+            return Err(failed(
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            ));
+        }
+        Ok(lines.join("\n"))
     }
 
     /// The servers running, as (what, ID): nginx and Go processes (`nginx

@@ -41,6 +41,9 @@ pub struct ExpectationResult {
     /// The matching finding's cost in round trips (`None` when not found
     /// or when the connection's RTT is unknown).
     pub cost_rtts: Option<f64>,
+    /// The frames its evidence cites (1-based, in the analysed capture;
+    /// empty when not found).
+    pub evidence: Vec<u64>,
 }
 
 /// What a scenario run produced.
@@ -534,6 +537,7 @@ fn expectations(
                 title: f.title.clone(),
                 cost_ms: f.cost.ms,
                 cost_rtts: f.cost.rtts,
+                evidence: f.evidence.iter().map(|e| e.frame).collect(),
             },
             None => ExpectationResult {
                 expect: e,
@@ -542,6 +546,7 @@ fn expectations(
                 title: String::new(),
                 cost_ms: 0.0,
                 cost_rtts: None,
+                evidence: Vec::new(),
             },
         })
         .collect()

@@ -62,6 +62,22 @@ pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 /// before dropping its endpoint (after `total`: in no timing).
 const CLOSE_WAIT: Duration = Duration::from_millis(100);
 
+/// The app's instants of one HTTP/3 exchange, each next to one packet of
+/// the capture (the request's HEADERS, the response's HEADERS, its first
+/// DATA bytes, its FIN): what [`crate::reconcile`] sets against the wire.
+#[derive(Debug, Clone, Copy)]
+struct ExchangeTimes {
+    /// h3 wrote the request's HEADERS frame to the stream: it goes out
+    /// when quinn next drives the connection.
+    request_sent: Instant,
+    /// The response's HEADERS decoded (curl's `starttransfer`).
+    headers: Instant,
+    /// The response's first DATA bytes read (`None`: no body).
+    first_data: Option<Instant>,
+    /// The response stream's end (its FIN) read.
+    end: Instant,
+}
+
 /// How the QUIC handshake of one attempt went.
 struct Handshake {
     conn: quinn::Connection,
@@ -106,7 +122,17 @@ pub async fn attempt(
     let connecting = endpoint
         .connect_with(client.config.clone(), remote, &target.host)
         .map_err(|e| ProbeError::usage(format!("QUIC connect to {remote}: {e}")))?;
-    let hs = handshake(cfg, connecting, step, remote, connect_start).await?;
+    // quinn's connect built the ClientHello (rustls makes it at once): the
+    // first Initial leaves when this task first yields and the runtime
+    // drives the connection (with 0-RTT that is after the request is
+    // written, so it goes in the same datagram), and the wire's handshake
+    // starts there, not at `connect_start`
+    let first_yield = Cell::new(None);
+    let hs = until_yield(
+        handshake(cfg, connecting, step, remote, connect_start),
+        &first_yield,
+    )
+    .await?;
     let zero_rtt_offered = hs.zero_rtt.is_some();
     let conn = hs.conn.clone();
     phase.set(ProbePhase::Http);
@@ -120,7 +146,7 @@ pub async fn attempt(
         // the request rides in 0-RTT while the handshake completes: whichever
         // ends first, the answer or the server's verdict on the early data
         Some(mut verdict) => {
-            let ex = exchange(&conn, target, &cfg.request);
+            let ex = until_yield(exchange(&conn, target, &cfg.request), &first_yield);
             tokio::pin!(ex);
             let verdict_of = |j: Result<(bool, Instant), tokio::task::JoinError>| {
                 j.map_or((false, None), |(ok, at)| (ok, Some(at)))
@@ -138,7 +164,7 @@ pub async fn attempt(
             }
         }
     };
-    let (info, starttransfer) = match (first, zero_rtt) {
+    let (info, times) = match (first, zero_rtt) {
         (Some(Ok(r)), _) => r,
         // 0-RTT rejected: the request goes again over the completed
         // handshake (RFC 9001 §4.6.2)
@@ -156,6 +182,7 @@ pub async fn attempt(
     let suite = stack::last_suite();
     let full = client.verifications.load(Ordering::Relaxed) > verified_before;
     let done = done.unwrap_or(total);
+    let starttransfer = times.headers;
     let marks = Marks {
         start,
         namelookup,
@@ -184,7 +211,7 @@ pub async fn attempt(
         },
     };
     let request_bytes = cfg.request.body.as_ref().map_or(0, |b| b.len() as u64);
-    let (mut a, state) = assemble::attempt(
+    let (mut a, mut state) = assemble::attempt(
         step,
         local,
         remote,
@@ -215,6 +242,13 @@ pub async fn attempt(
         bytes_in: stats.udp_rx.bytes,
     });
     a.checks = checks(step, &facts, zero_rtt_offered);
+    let initial_leaves = first_yield.get().unwrap_or(connect_start);
+    state.quic = Some(assemble::QuicDurations {
+        handshake_ms: between_ms(initial_leaves, done),
+        request_ms: between_ms(times.request_sent, times.headers),
+        transfer_ms: times.first_data.map(|f| between_ms(f, times.end)),
+        total_ms: between_ms(initial_leaves, times.end),
+    });
     Ok((a, state))
 }
 
@@ -344,6 +378,21 @@ async fn handshake(
     })
 }
 
+/// Runs `f`, noting in `at` (when still unset) the instant it first
+/// returned `Pending`: when the task yields, and the runtime drives quinn's
+/// connection, which sends what is queued.
+async fn until_yield<F: std::future::Future>(f: F, at: &Cell<Option<Instant>>) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    std::future::poll_fn(|cx| {
+        let r = f.as_mut().poll(cx);
+        if r.is_pending() && at.get().is_none() {
+            at.set(Some(Instant::now()));
+        }
+        r
+    })
+    .await
+}
+
 /// `5`, `2.5`: seconds without trailing zeros.
 fn fmt_secs(d: Duration) -> String {
     let s = format!("{:.3}", d.as_secs_f64());
@@ -412,12 +461,12 @@ fn quic_error(e: &quinn::ConnectionError, remote: SocketAddr) -> ProbeError {
 }
 
 /// Set up HTTP/3 on `conn`, send the request and read the whole response:
-/// what came back and when its HEADERS were decoded.
+/// what came back and when each step of it passed.
 async fn exchange(
     conn: &quinn::Connection,
     target: &Target,
     spec: &RequestSpec,
-) -> Result<(ResponseInfo, Instant), ProbeError> {
+) -> Result<(ResponseInfo, ExchangeTimes), ProbeError> {
     let http = |what: &str, e: &dyn std::fmt::Display| {
         ProbeError::new(ProbePhase::Http, ErrorKind::Http, format!("{what}: {e}"))
     };
@@ -454,6 +503,9 @@ async fn exchange(
             .send_request(req)
             .await
             .map_err(|e| http("sending the request", &e))?;
+        // the HEADERS frame is in quinn's send buffer: it leaves when the
+        // connection is next driven
+        let request_sent = Instant::now();
         if let Some(body) = &spec.body {
             stream
                 .send_data(Bytes::from(body.clone()))
@@ -470,11 +522,13 @@ async fn exchange(
             .map_err(|e| http("reading the response", &e))?;
         let headers_at = Instant::now();
         let mut body_bytes = 0u64;
+        let mut first_data = None;
         while let Some(mut chunk) = stream
             .recv_data()
             .await
             .map_err(|e| http("reading the body", &e))?
         {
+            first_data.get_or_insert_with(Instant::now);
             let n = chunk.remaining();
             body_bytes += n as u64;
             chunk.advance(n);
@@ -489,7 +543,13 @@ async fn exchange(
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string),
         };
-        Ok::<_, ProbeError>((info, headers_at))
+        let times = ExchangeTimes {
+            request_sent,
+            headers: headers_at,
+            first_data,
+            end: Instant::now(),
+        };
+        Ok::<_, ProbeError>((info, times))
     }
     .await;
     drive.abort();

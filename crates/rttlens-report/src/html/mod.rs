@@ -24,7 +24,9 @@ use std::cmp::Ordering;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use rttlens_core::model::ConnReport;
+use rttlens_core::analysis::ladder::Phase;
+use rttlens_core::detect::Finding;
+use rttlens_core::model::{ConnReport, QuicReport};
 use rttlens_core::pipeline::CaptureSummary;
 
 use crate::{costliest_first, slowest_first, Renderer, Source};
@@ -332,6 +334,7 @@ impl HtmlRenderer {
             }
             connection(w, p, c, &figs)?;
         }
+        quic_section(w, p, &summary.quic)?;
         Ok(())
     }
 }
@@ -511,10 +514,20 @@ fn connection(w: &mut dyn Write, p: &str, c: &ConnReport, figs: &[Figure]) -> io
     }
     phases(w, c)?;
     requests(w, c)?;
-    if c.findings.is_empty() {
+    finding_articles(w, &c.findings)?;
+    for f in figs {
+        figure(w, f)?;
+    }
+    writeln!(w, "</section>")
+}
+
+/// Each finding with its cost, evidence frames and fix (or a note that
+/// there is none).
+fn finding_articles(w: &mut dyn Write, findings: &[Finding]) -> io::Result<()> {
+    if findings.is_empty() {
         writeln!(w, "<p class=\"note\">No finding on this connection.</p>")?;
     }
-    for f in &c.findings {
+    for f in findings {
         writeln!(
             w,
             "<article class=\"finding\" data-finding=\"{}\"><h4><code>{}</code> {}</h4>\n<p class=\"cost\">cost {} · confidence {} ({})</p>\n<ul class=\"evidence\">",
@@ -540,8 +553,75 @@ fn connection(w: &mut dyn Write, p: &str, c: &ConnReport, figs: &[Figure]) -> io
             esc(&f.references.join("; "))
         )?;
     }
-    for f in figs {
-        figure(w, f)?;
+    Ok(())
+}
+
+/// The capture's QUIC connections (docs/design.md §4 "QUIC"), each as a
+/// TCP connection is shown: what it was, its ladder (`quic-handshake`,
+/// then `request` and `transfer` with HTTP/3 decrypted) in ms and RTTs,
+/// and its findings. Nothing without QUIC.
+fn quic_section(w: &mut dyn Write, p: &str, quic: &[QuicReport]) -> io::Result<()> {
+    if quic.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        w,
+        "<section class=\"quic\" id=\"{p}quic\">\n<h3>QUIC connections</h3>\n<p class=\"note\">{} QUIC connection{}, in order of first packet.</p>",
+        quic.len(),
+        if quic.len() == 1 { "" } else { "s" }
+    )?;
+    for q in quic {
+        writeln!(
+            w,
+            "<section class=\"conn quic-conn\" id=\"{p}quic-{}\">\n<h3>QUIC connection {} <span class=\"ends\">{} → {}</span></h3>",
+            q.index,
+            q.index,
+            esc(&q.client),
+            esc(&q.server)
+        )?;
+        let h = &q.handshake;
+        let mut meta = format!(
+            "QUIC v{} · {} packets ({}–{}) · {:.1} ms",
+            q.version,
+            q.packets[0] + q.packets[1],
+            q.first_frame,
+            q.last_frame,
+            q.duration_ms
+        );
+        match &q.rtt {
+            Some(r) => meta.push_str(&format!(" · RTT {:.2} ms min", r.min_ms)),
+            None => meta.push_str(" · RTT unknown"),
+        }
+        if let Some(sni) = &h.sni {
+            meta.push_str(&format!(" · SNI {sni}"));
+        }
+        if !h.alpn_offered.is_empty() {
+            meta.push_str(&format!(" · ALPN offered {}", h.alpn_offered.join(", ")));
+        }
+        if h.resumed == Some(true) {
+            meta.push_str(" · resumed");
+        }
+        meta.push_str(&format!(" · 0-RTT {}", h.zero_rtt));
+        let undecrypted: u64 = q.not_decrypted.values().sum();
+        meta.push_str(&format!(
+            " · {} packets decrypted{}",
+            q.decrypted[0] + q.decrypted[1],
+            if undecrypted > 0 {
+                format!(", {undecrypted} not")
+            } else {
+                String::new()
+            }
+        ));
+        if !q.roles_known {
+            meta.push_str(" · client told by port");
+        }
+        writeln!(w, "<p class=\"meta\">{}</p>", esc(&meta))?;
+        for c in &q.closes {
+            writeln!(w, "<p class=\"note\">CONNECTION_CLOSE {}</p>", esc(c))?;
+        }
+        phase_table(w, &q.ladder)?;
+        finding_articles(w, &q.findings)?;
+        writeln!(w, "</section>")?;
     }
     writeln!(w, "</section>")
 }
@@ -619,15 +699,20 @@ fn requests(w: &mut dyn Write, c: &ConnReport) -> io::Result<()> {
 /// The ladder of phases as a table with a bar per phase (its share of the
 /// connection's time).
 fn phases(w: &mut dyn Write, c: &ConnReport) -> io::Result<()> {
-    if c.ladder.is_empty() {
+    phase_table(w, &c.ladder)
+}
+
+/// [`phases`] of any ladder (a TCP or a QUIC connection's).
+fn phase_table(w: &mut dyn Write, ladder: &[Phase]) -> io::Result<()> {
+    if ladder.is_empty() {
         return Ok(());
     }
-    let total: f64 = c.ladder.iter().map(|p| p.ms).sum::<f64>().max(1e-9);
+    let total: f64 = ladder.iter().map(|p| p.ms).sum::<f64>().max(1e-9);
     writeln!(
         w,
         "<table class=\"phases\"><thead><tr><th>phase</th><th>ms</th><th>RTTs</th><th>frames</th><th class=\"bar\"></th><th>what</th></tr></thead><tbody>"
     )?;
-    for ph in &c.ladder {
+    for ph in ladder {
         writeln!(
             w,
             "<tr><td>{}</td><td class=\"n\">{:.2}</td><td class=\"n\">{:.2}</td><td class=\"n\">{}→{}</td><td class=\"bar\"><span style=\"width:{:.1}%\"></span></td><td>{}</td></tr>",

@@ -107,7 +107,16 @@ pub struct Agreement {
     /// last handshake message), `starttransfer` (app: request written →
     /// first decrypted byte; wire: first request byte → first response
     /// byte + its record's completion), `total` (app: `connect(2)` call →
-    /// last byte read; wire: SYN → last response payload).
+    /// last byte read; wire: SYN → last response payload). Over QUIC
+    /// (`--http3`): `quic-handshake` (app: the probe first yields after
+    /// quinn's connect → quinn's handshake complete; wire: the client's
+    /// first Initial → its Finished), `request` (app: h3 wrote the
+    /// request's HEADERS → response HEADERS decoded; wire: the packet with the request's HEADERS → the one
+    /// completing the response's), `transfer` (app: first DATA bytes read
+    /// → stream end read; wire: the packet with the first DATA byte → the
+    /// one with the FIN), `total` (app: the probe first yields after
+    /// quinn's connect → stream end read; wire: first Initial → the FIN).
+    /// docs/probe.md "App against wire" says why each instant.
     pub phase: &'static str,
     /// The app's duration (ms).
     pub app_ms: f64,
@@ -255,6 +264,11 @@ pub struct Attempt {
     /// Index of this connection in the report's `connections` (the
     /// capture's view), or `null` without capture.
     pub connection: Option<usize>,
+    /// `--http3`: index of this connection in the capture's `quic` list
+    /// (the engine's QUIC analysis of the probe's own capture); left out
+    /// when not found or over TCP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quic_connection: Option<usize>,
     /// The app's phases against the wire's (empty without capture).
     pub wire_vs_app: Vec<Agreement>,
 }

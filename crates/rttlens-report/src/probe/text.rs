@@ -100,6 +100,17 @@ impl ProbeReport {
                     writeln!(w, "  {line}")?;
                 }
             }
+            let quic = a
+                .quic_connection
+                .and_then(|i| self.capture_summary.as_ref()?.quic.get(i));
+            if let Some(q) = quic {
+                writeln!(w, "  --- from the probe's own capture ---")?;
+                let mut buf = Vec::new();
+                crate::text::write_quic_connection(&mut buf, q)?;
+                for line in String::from_utf8_lossy(&buf).lines() {
+                    writeln!(w, "  {line}")?;
+                }
+            }
         }
         if !self.saved.is_empty() {
             writeln!(w)?;

@@ -1,0 +1,125 @@
+//! `analyze --format html` shows each QUIC connection as it shows a TCP
+//! one: its endpoints, its ladder (`quic-handshake` in ms and RTTs) and
+//! its findings, checked on public QUIC captures against what tshark
+//! shows of them. FAILS (never skips) without tshark or the shared
+//! captures.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+mod common;
+use common::bin;
+
+fn public(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/captures/public")
+        .join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: the tests need ../shared/captures",
+        p.display()
+    );
+    p
+}
+
+/// tshark's `fields` of the frames matching `filter`, one line each.
+fn tshark(file: &PathBuf, filter: &str, fields: &[&str]) -> Vec<String> {
+    // not rttlens_net's check: this test runs without the lab feature too
+    let found = Command::new("tshark").arg("--version").output();
+    if !found.is_ok_and(|o| o.status.success()) {
+        panic!("this test checks against tshark, which is missing: apt-get install -y tshark");
+    }
+    let mut cmd = Command::new("tshark");
+    cmd.arg("-r").arg(file).args(["-Y", filter, "-T", "fields"]);
+    cmd.args(["-E", "separator=|"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let out = cmd.output().expect("run tshark");
+    assert!(
+        out.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn html(args: &[&str], file: &PathBuf) -> String {
+    let out = bin()
+        .args(["analyze", "--no-progress", "--format", "html"])
+        .args(args)
+        .arg(file)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 HTML")
+}
+
+/// The HTML of QUIC connection `i` (its `<section>`).
+fn quic_conn(page: &str, i: usize) -> &str {
+    let start = page
+        .find(&format!("id=\"quic-{i}\""))
+        .unwrap_or_else(|| panic!("no QUIC connection {i} section"));
+    let rest = &page[start..];
+    &rest[..rest.find("</section>").expect("section end")]
+}
+
+#[test]
+fn quic_connections_have_their_ladder_and_findings_in_html() {
+    for (name, keylog) in [
+        ("sv_quic-retry.pcap", None),
+        ("illustrated_quic.pcap", Some("illustrated_quic.keylog")),
+    ] {
+        let file = public(name);
+        let keylog = keylog.map(|k| public(k).display().to_string());
+        let args: Vec<&str> = match &keylog {
+            Some(k) => vec!["--keylog", k.as_str()],
+            None => Vec::new(),
+        };
+        let page = html(&args, &file);
+        assert!(page.contains("<h3>QUIC connections</h3>"), "{name}");
+        // tshark: one connection, the client's Initial first
+        let first = tshark(
+            &file,
+            "quic && frame.number == 1",
+            &["ip.src", "udp.srcport", "ip.dst", "udp.dstport"],
+        );
+        let f: Vec<&str> = first[0].split('|').collect();
+        let s = quic_conn(&page, 0);
+        assert!(
+            s.contains(&format!("{}:{} → {}:{}", f[0], f[1], f[2], f[3])),
+            "{name}: endpoints as tshark's frame 1: {s}"
+        );
+        // the ladder's handshake row, in ms and RTTs (both captures have
+        // ACK frames, so an RTT)
+        let row = s
+            .split("<tr>")
+            .find(|r| r.starts_with("<td>quic-handshake</td>"))
+            .unwrap_or_else(|| panic!("{name}: no quic-handshake row: {s}"));
+        let cells: Vec<&str> = row
+            .split("<td class=\"n\">")
+            .skip(1)
+            .map(|c| c.split('<').next().unwrap_or(""))
+            .collect();
+        let ms: f64 = cells[0].parse().expect("ms");
+        let rtts: f64 = cells[1].parse().expect("RTTs");
+        assert!(ms > 0.0 && rtts >= 1.0, "{name}: {ms} ms, {rtts} RTTs");
+        // a Retry packet (tshark's long packet type 3) is named
+        let retries = tshark(&file, "quic.long.packet_type == 3", &["frame.number"]);
+        assert_eq!(
+            s.contains("data-finding=\"quic-retry\""),
+            !retries.is_empty(),
+            "{name}: quic-retry finding iff tshark sees a Retry {retries:?}"
+        );
+    }
+    // no QUIC, no section
+    let page = html(&[], &public("zeek_tls13-hrr.pcap"));
+    assert!(!page.contains("QUIC connections"));
+}
