@@ -8,27 +8,11 @@ use std::path::PathBuf;
 use std::process::Command;
 
 mod common;
-use common::bin;
-
-fn public(name: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/captures/public")
-        .join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: the tests need ../shared/captures",
-        p.display()
-    );
-    p
-}
+use common::{bin, public_capture as public, require_tshark};
 
 /// tshark's `fields` of the frames matching `filter`, one line each.
 fn tshark(file: &PathBuf, filter: &str, fields: &[&str]) -> Vec<String> {
-    // not rttlens_net's check: this test runs without the lab feature too
-    let found = Command::new("tshark").arg("--version").output();
-    if !found.is_ok_and(|o| o.status.success()) {
-        panic!("this test checks against tshark, which is missing: apt-get install -y tshark");
-    }
+    require_tshark();
     let mut cmd = Command::new("tshark");
     cmd.arg("-r").arg(file).args(["-Y", filter, "-T", "fields"]);
     cmd.args(["-E", "separator=|"]);

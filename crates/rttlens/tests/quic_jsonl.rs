@@ -10,19 +10,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 mod common;
-use common::bin;
-
-fn public(name: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/captures/public")
-        .join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: the tests need ../shared/captures",
-        p.display()
-    );
-    p
-}
+use common::{bin, public_capture as public, require_tshark};
 
 /// tshark's QUIC connection `n`: first and last frame, the number of its
 /// frames, and the addresses of its first frame (`src`, `dst`).
@@ -38,11 +26,7 @@ struct TsharkConn {
 /// tshark's QUIC connections of `file`, and how many QUIC frames it left
 /// without a connection number.
 fn tshark_conns(file: &PathBuf) -> (BTreeMap<u64, TsharkConn>, u64) {
-    // not rttlens_net's check: this test runs without the lab feature too
-    let found = Command::new("tshark").arg("--version").output();
-    if !found.is_ok_and(|o| o.status.success()) {
-        panic!("this test checks against tshark, which is missing: apt-get install -y tshark");
-    }
+    require_tshark();
     let out = Command::new("tshark")
         .arg("-r")
         .arg(file)

@@ -15,8 +15,18 @@ pub fn bin() -> Command {
 
 /// A capture of `../shared/captures/itts` (fails naming it when missing).
 pub fn capture(name: &str) -> PathBuf {
+    shared_capture("itts", name)
+}
+
+/// A capture of `../shared/captures/public` (fails naming it when missing).
+pub fn public_capture(name: &str) -> PathBuf {
+    shared_capture("public", name)
+}
+
+fn shared_capture(dir: &str, name: &str) -> PathBuf {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/captures/itts")
+        .join("../../../shared/captures")
+        .join(dir)
         .join(name);
     assert!(
         p.exists(),
@@ -24,6 +34,16 @@ pub fn capture(name: &str) -> PathBuf {
         p.display()
     );
     p
+}
+
+/// Fails the test when tshark is missing (the tests that check against it
+/// never skip). Not `rttlens_net`'s check: these tests build without the
+/// lab feature too.
+pub fn require_tshark() {
+    let found = Command::new("tshark").arg("--version").output();
+    if !found.is_ok_and(|o| o.status.success()) {
+        panic!("this test checks against tshark, which is missing: apt-get install -y tshark");
+    }
 }
 
 /// `name` in this test process's scratch directory.
