@@ -133,43 +133,17 @@ impl<'a> ScenarioCtx<'a> {
     /// # Errors
     /// [`LabError::Server`] when it cannot bind or refuses the knobs.
     pub fn builtin(&mut self, cfg: ServerConfig) -> Result<u16, LabError> {
-        let (ptx, prx) = std::sync::mpsc::channel::<Result<(u16, i32), String>>();
-        let (stx, srx) = tokio::sync::oneshot::channel::<()>();
-        let thread = self.lab.thread_in(Host::Server, move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
+        self.in_process("built-in server", move |started, stop| async move {
+            let server = Server::bind(SocketAddr::new(Lab::SERVER_V4.into(), 0), cfg)
                 .map_err(|e| e.to_string())?;
-            rt.block_on(async move {
-                let server = match Server::bind(SocketAddr::new(Lab::SERVER_V4.into(), 0), cfg) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let _ = ptx.send(Err(e.to_string()));
-                        return Ok(());
-                    }
-                };
-                let tid = nix::unistd::gettid().as_raw();
-                let _ = ptx.send(Ok((server.local_addr().port(), tid)));
-                server
-                    .run_until(async {
-                        let _ = srx.await;
-                    })
-                    .await
-                    .map_err(|e| e.to_string())
-            })
-        });
-        let mut handle = BuiltinHandle {
-            tid: 0,
-            stop: Some(stx),
-            thread: Some(thread),
-        };
-        let (port, tid) = prx
-            .recv_timeout(Duration::from_secs(10))
-            .map_err(|_| LabError::Server("built-in server did not start within 10 s".into()))?
-            .map_err(|e| LabError::Server(format!("built-in server: {e}")))?;
-        handle.tid = tid;
-        self.builtin.push(handle);
-        Ok(port)
+            started(server.local_addr().port());
+            server
+                .run_until(async {
+                    let _ = stop.await;
+                })
+                .await
+                .map_err(|e| e.to_string())
+        })
     }
 
     /// Start the built-in QUIC/HTTP/3 server
@@ -180,6 +154,30 @@ impl<'a> ScenarioCtx<'a> {
     /// # Errors
     /// [`LabError::Server`] when it cannot bind or refuses the knobs.
     pub fn quic_server(&mut self, cfg: QuicConfig) -> Result<u16, LabError> {
+        self.in_process("QUIC server", move |started, stop| async move {
+            let server = QuicServer::bind(SocketAddr::new(Lab::SERVER_V4.into(), 0), cfg)
+                .map_err(|e| e.to_string())?;
+            started(server.local_addr().port());
+            server
+                .run_until(async {
+                    let _ = stop.await;
+                })
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    /// Runs `serve` on a thread in the server namespace, on its own tokio
+    /// runtime: it binds, calls `started` with its port, and serves until
+    /// `stop` fires (when the scenario's handle is dropped). Returns the
+    /// port once `started` was called (`what` names the server in errors).
+    fn in_process<F, Fut>(&mut self, what: &'static str, serve: F) -> Result<u16, LabError>
+    where
+        F: FnOnce(Box<dyn FnOnce(u16) + Send>, tokio::sync::oneshot::Receiver<()>) -> Fut
+            + Send
+            + 'static,
+        Fut: std::future::Future<Output = Result<(), String>>,
+    {
         let (ptx, prx) = std::sync::mpsc::channel::<Result<(u16, i32), String>>();
         let (stx, srx) = tokio::sync::oneshot::channel::<()>();
         let thread = self.lab.thread_in(Host::Server, move || {
@@ -187,24 +185,17 @@ impl<'a> ScenarioCtx<'a> {
                 .enable_all()
                 .build()
                 .map_err(|e| e.to_string())?;
-            rt.block_on(async move {
-                let addr = SocketAddr::new(Lab::SERVER_V4.into(), 0);
-                let server = match QuicServer::bind(addr, cfg) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let _ = ptx.send(Err(e.to_string()));
-                        return Ok(());
-                    }
-                };
-                let tid = nix::unistd::gettid().as_raw();
-                let _ = ptx.send(Ok((server.local_addr().port(), tid)));
-                server
-                    .run_until(async {
-                        let _ = srx.await;
-                    })
-                    .await
-                    .map_err(|e| e.to_string())
-            })
+            let tell = ptx.clone();
+            let started = Box::new(move |port: u16| {
+                let _ = tell.send(Ok((port, nix::unistd::gettid().as_raw())));
+            });
+            let served = rt.block_on(serve(started, srx));
+            if let Err(e) = &served {
+                // before `started`: the reason it did not start (after it,
+                // nobody waits for this any more)
+                let _ = ptx.send(Err(e.clone()));
+            }
+            served
         });
         let mut handle = BuiltinHandle {
             tid: 0,
@@ -213,8 +204,8 @@ impl<'a> ScenarioCtx<'a> {
         };
         let (port, tid) = prx
             .recv_timeout(Duration::from_secs(10))
-            .map_err(|_| LabError::Server("QUIC server did not start within 10 s".into()))?
-            .map_err(|e| LabError::Server(format!("QUIC server: {e}")))?;
+            .map_err(|_| LabError::Server(format!("{what} did not start within 10 s")))?
+            .map_err(|e| LabError::Server(format!("{what}: {e}")))?;
         handle.tid = tid;
         self.builtin.push(handle);
         Ok(port)
