@@ -184,15 +184,6 @@ const IPPROTO_UDP: u8 = 17;
 /// [`DecodeError::Truncated`] when `data` ends inside a link, IP or TCP
 /// header; [`DecodeError::Malformed`] for impossible header values.
 pub fn decode(link: LinkType, data: &[u8], orig_len: u32) -> Result<Decoded<'_>, DecodeError> {
-    decode_with(link, data, orig_len, true)
-}
-
-fn decode_with(
-    link: LinkType,
-    data: &[u8],
-    orig_len: u32,
-    options: bool,
-) -> Result<Decoded<'_>, DecodeError> {
     let Some(net) = link::strip(link, data)? else {
         return Ok(Decoded::Other);
     };
@@ -212,7 +203,7 @@ fn decode_with(
     if datagram.non_first_fragment {
         return Ok(Decoded::TcpFragment);
     }
-    tcp::parse_segment_with(&datagram, options).map(Decoded::Tcp)
+    tcp::parse_segment(&datagram).map(Decoded::Tcp)
 }
 
 /// The UDP header (RFC 768) of `d`; the payload bounded by the UDP length

@@ -314,12 +314,7 @@ fn fast_open(cookie: &[u8], experimental: bool) -> FastOpen {
 /// A header cut inside its options by the snapshot length (`tcpdump -s 96`
 /// and an IPv6 SYN with its options) is read as far as it goes: the fixed
 /// fields in full, the options that fit, no payload.
-///
-/// The options are parsed only when `options` is set.
-pub(super) fn parse_segment_with<'a>(
-    datagram: &Datagram<'a>,
-    options: bool,
-) -> Result<TcpSegment<'a>, DecodeError> {
+pub(super) fn parse_segment<'a>(datagram: &Datagram<'a>) -> Result<TcpSegment<'a>, DecodeError> {
     if !datagram.is_complete() {
         if let Some(seg) = parse_cut_header(datagram) {
             return Ok(seg);
@@ -358,11 +353,7 @@ pub(super) fn parse_segment_with<'a>(
         ack: SeqNumber(header.acknowledgment_number()),
         flags,
         window: header.window_size(),
-        options: if options {
-            TcpOptions::parse(header.options())
-        } else {
-            TcpOptions::default()
-        },
+        options: TcpOptions::parse(header.options()),
         payload: datagram.payload.get(header_len..).unwrap_or(&[]),
         payload_len: u32::try_from(payload_len).unwrap_or(u32::MAX),
         ip_id: datagram.ip_id,
