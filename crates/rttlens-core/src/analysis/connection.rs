@@ -109,6 +109,9 @@ pub struct Analysis {
     pub(crate) h2_queue: Option<crate::analysis::h2::Queue>,
     /// HTTP/2 frames held by TCP behind a hole in another stream's bytes.
     pub(crate) h2_head_of_line: Vec<crate::proto::h2::HolWait>,
+    /// The RTT's rise, once judged ([`crate::detect::queueing_delay::queue`]:
+    /// asked by that detector and by each window detector).
+    pub(crate) queue: std::cell::OnceCell<Option<crate::detect::queueing_delay::Queue>>,
 }
 
 impl Analysis {
@@ -390,6 +393,7 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
         h2_blind,
         h2_queue,
         h2_head_of_line,
+        queue: std::cell::OnceCell::new(),
     };
     a.ladder = build_ladder(&a);
     a

@@ -20,6 +20,10 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     };
     let wait = fr.complete.ts - fr.first.ts;
     let cost = a.cost(wait);
+    let span = [(fr.first.ts, fr.complete.ts)];
+    if !super::kept(a, ID, cost, &span) {
+        return vec![];
+    }
     let mss = a.tcp.mss[1].max(1);
     let segments = fr.len.div_ceil(mss);
     let mut evidence = vec![
@@ -69,6 +73,6 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         confidence: conf(Level::High, "record boundaries read from the TLS record headers"),
         fix: "Send small records at the start of a response: nginx `ssl_buffer_size 4k;` (default 16k), HAProxy `tune.ssl.maxrecord 1400`, or a server with dynamic record sizing (small records for the first flights, 16 KB once the window is open).".to_string(),
         references: vec!["RFC 8446 §5.1 (record size)", "nginx ssl_buffer_size"],
-        span: vec![(fr.first.ts, fr.complete.ts)],
+        span: span.to_vec(),
     }]
 }

@@ -115,18 +115,46 @@ fn bound_cost(a: &Analysis, f: &mut Finding, from: Timestamp, until: Timestamp) 
     if f.span.is_empty() {
         return;
     }
-    f.span = f
-        .span
+    (f.cost, f.span) = bounded(a, f.cost, &f.span, from, until);
+}
+
+/// `cost` accrued over the non-empty `span`, bounded as [`bound_cost`]
+/// does: the clipped cost and the clipped span.
+fn bounded(
+    a: &Analysis,
+    cost: Cost,
+    span: &[(Timestamp, Timestamp)],
+    from: Timestamp,
+    until: Timestamp,
+) -> (Cost, Vec<(Timestamp, Timestamp)>) {
+    let span: Vec<_> = span
         .iter()
         .filter_map(|&(s, e)| {
             let (s, e) = (s.max(from), e.min(until));
             (s < e).then_some((s, e))
         })
         .collect();
-    let within = union_len(f.span.clone());
-    if f.cost.ms > within.as_millis_f64() {
-        f.cost = a.cost(within);
+    let within = union_len(span.clone());
+    let cost = if cost.ms > within.as_millis_f64() {
+        a.cost(within)
+    } else {
+        cost
+    };
+    (cost, span)
+}
+
+/// Whether [`run_all`] keeps a finding `id` of `cost` accrued over `span`:
+/// a detector whose finding is often immaterial asks before it formats the
+/// finding's lines (most TLS connections' first record, for one).
+pub(crate) fn kept(a: &Analysis, id: &str, cost: Cost, span: &[(Timestamp, Timestamp)]) -> bool {
+    if ALWAYS_REPORTED.contains(&id) {
+        return true;
     }
+    let cost = match span {
+        [] => cost,
+        _ => bounded(a, cost, span, a.conn.first.ts, a.waited_until()).0,
+    };
+    cost.is_material()
 }
 
 /// Findings the TCP/IP headers and their timing prove without a byte of

@@ -80,8 +80,13 @@ fn median(v: &[RttSample]) -> Option<RttSample> {
     quantile(v, 0.5)
 }
 
-/// The rise of the connection's RTT, if it is one (see the module docs).
+/// The rise of the connection's RTT, if it is one (see the module docs);
+/// judged once per connection.
 pub(crate) fn queue(a: &Analysis) -> Option<Queue> {
+    *a.queue.get_or_init(|| judge(a))
+}
+
+fn judge(a: &Analysis) -> Option<Queue> {
     let r = a.rtt?;
     let (far, near) = if r.h_s >= r.h_c {
         (Side::Server, r.h_c)

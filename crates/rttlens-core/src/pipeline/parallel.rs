@@ -57,7 +57,7 @@ use crate::proto::protocols::Protocols;
 use crate::wire::{self, TcpSegment};
 
 /// A batch is sent once it holds this many frames over all shards…
-const BATCH_FRAMES: usize = 4096;
+const BATCH_FRAMES: usize = 1024;
 /// …or once this many bytes of packets were read (taken or not).
 const BATCH_BYTES: usize = 1 << 20;
 /// Batches waiting per shard before the reader processes some itself.
