@@ -296,8 +296,8 @@ pub(super) fn classify(s: &TlsSummary) -> Option<Handshake> {
             ..EarlyData::default()
         },
         client_hello: Step::client_hello(ch),
-        hello_retry_request: s.hello_retry_request.as_ref().map(Step::server_hello),
-        second_client_hello: s.second_client_hello.as_ref().map(Step::client_hello),
+        hello_retry_request: s.hello_retry_request.as_deref().map(Step::server_hello),
+        second_client_hello: s.second_client_hello.as_deref().map(Step::client_hello),
         server_hello: Step::server_hello(sh),
         server_flight_end: None,
         client_finished: None,

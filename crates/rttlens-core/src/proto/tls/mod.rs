@@ -347,10 +347,11 @@ pub struct TlsSummary {
     pub server: TlsDirection,
     /// The first ClientHello.
     pub client_hello: Option<ClientHelloInfo>,
-    /// The ClientHello sent in answer to a HelloRetryRequest.
-    pub second_client_hello: Option<ClientHelloInfo>,
-    /// The HelloRetryRequest, if the server sent one.
-    pub hello_retry_request: Option<ServerHelloInfo>,
+    /// The ClientHello sent in answer to a HelloRetryRequest (boxed: rare,
+    /// and every open TLS connection would carry its room).
+    pub second_client_hello: Option<Box<ClientHelloInfo>>,
+    /// The HelloRetryRequest, if the server sent one (boxed, as above).
+    pub hello_retry_request: Option<Box<ServerHelloInfo>>,
     /// The (first real) ServerHello.
     pub server_hello: Option<ServerHelloInfo>,
 }

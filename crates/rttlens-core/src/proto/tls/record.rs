@@ -18,11 +18,11 @@ pub(super) enum Out<'a> {
     Client {
         dir: &'a mut TlsDirection,
         client_hello: &'a mut Option<ClientHelloInfo>,
-        second_client_hello: &'a mut Option<ClientHelloInfo>,
+        second_client_hello: &'a mut Option<Box<ClientHelloInfo>>,
     },
     Server {
         dir: &'a mut TlsDirection,
-        hello_retry_request: &'a mut Option<ServerHelloInfo>,
+        hello_retry_request: &'a mut Option<Box<ServerHelloInfo>>,
         server_hello: &'a mut Option<ServerHelloInfo>,
     },
 }
@@ -587,12 +587,11 @@ impl HandshakeLayer {
                 ch.offset = m.offset;
                 ch.first = m.first;
                 ch.complete = complete;
-                let slot = if client_hello.is_none() {
-                    client_hello
+                if client_hello.is_none() {
+                    **client_hello = Some(ch);
                 } else {
-                    second_client_hello
-                };
-                slot.get_or_insert(ch);
+                    second_client_hello.get_or_insert_with(|| Box::new(ch));
+                }
                 problem
             }),
             (
@@ -608,12 +607,11 @@ impl HandshakeLayer {
                 sh.offset = m.offset;
                 sh.first = m.first;
                 sh.complete = complete;
-                let slot = if sh.hello_retry_request {
-                    hello_retry_request
+                if sh.hello_retry_request {
+                    hello_retry_request.get_or_insert_with(|| Box::new(sh));
                 } else {
-                    server_hello
-                };
-                slot.get_or_insert(sh);
+                    server_hello.get_or_insert(sh);
+                }
                 problem
             }),
             _ => Ok(None),
