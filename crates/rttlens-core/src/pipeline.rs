@@ -207,7 +207,13 @@ impl TlsTally {
         let Some(t) = &c.tls else { return };
         self.connections += 1;
         let alpn = t.info.alpn.as_deref().unwrap_or("none");
-        *self.alpn.entry(alpn.to_string()).or_default() += 1;
+        // the key is allocated only the first time it is seen
+        match self.alpn.get_mut(alpn) {
+            Some(n) => *n += 1,
+            None => {
+                self.alpn.insert(alpn.to_string(), 1);
+            }
+        }
         match t.decryption.as_ref().map(|d| d.status) {
             None => {}
             Some(DecryptStatus::Decrypted) => self.decrypted += 1,

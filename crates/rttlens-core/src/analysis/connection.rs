@@ -193,7 +193,7 @@ impl Analysis {
         from: crate::base::time::Timestamp,
         to: crate::base::time::Timestamp,
     ) -> Duration {
-        let iv = self.conn.half[sender.index()]
+        let iv: smallvec::SmallVec<[_; 8]> = self.conn.half[sender.index()]
             .nagle
             .iter()
             .filter_map(|st| {
@@ -201,7 +201,7 @@ impl Analysis {
                 (s < e).then_some((s, e))
             })
             .collect();
-        crate::base::time::union_len(iv)
+        crate::base::time::union_len(&iv)
     }
 }
 

@@ -170,8 +170,10 @@ impl fmt::Display for Duration {
 }
 
 /// Total length of the union of time intervals `[start, end]`.
-pub(crate) fn union_len(mut iv: Vec<(Timestamp, Timestamp)>) -> Duration {
-    iv.sort();
+pub(crate) fn union_len(iv: &[(Timestamp, Timestamp)]) -> Duration {
+    // sorted in a copy, on the stack for the usual few intervals
+    let mut iv: smallvec::SmallVec<[(Timestamp, Timestamp); 8]> = iv.into();
+    iv.sort_unstable();
     let mut total = Duration::ZERO;
     let mut cur: Option<(Timestamp, Timestamp)> = None;
     for (s, e) in iv {

@@ -41,7 +41,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             .iter()
             .map(|st| (st.ack.ts - st.held, st.ack.ts))
             .collect();
-        let cost = a.cost(union_len(span.clone()));
+        let cost = a.cost(union_len(&span));
         let receiver = sender.peer().as_str();
         let mss = a.tcp.mss[sender.index()].max(1);
         let mut evidence = Vec::new();

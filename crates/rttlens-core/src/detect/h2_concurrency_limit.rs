@@ -24,7 +24,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let Some(q) = &a.h2_queue else {
         return vec![];
     };
-    let cost = a.cost(union_len(q.spans.clone()));
+    let cost = a.cost(union_len(&q.spans));
     let n = q.released.len();
     let mut evidence = vec![ev(
         q.settings.frame,

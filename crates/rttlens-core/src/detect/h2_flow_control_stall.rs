@@ -26,7 +26,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         .iter()
         .map(|s| (s.exhausted.ts, s.resumed.ts))
         .collect();
-    let cost = a.cost(union_len(span.clone()));
+    let cost = a.cost(union_len(&span));
     let sender = first.sender.as_str();
     let receiver = first.sender.peer().as_str();
     let (which, setting) = match first.window {

@@ -30,7 +30,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         .iter()
         .map(|w| (w.arrived.ts, w.delivered.ts))
         .collect();
-    let cost = a.cost(union_len(span.clone()));
+    let cost = a.cost(union_len(&span));
     let mut streams: Vec<u32> = waits.iter().map(|w| w.stream).collect();
     streams.sort_unstable();
     streams.dedup();

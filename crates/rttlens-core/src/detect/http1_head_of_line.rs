@@ -41,7 +41,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         .iter()
         .filter_map(|(d, w)| w.request_last_at.map(|q| (q.ts, q.ts + *d)))
         .collect();
-    let cost = a.cost(union_len(span.clone()));
+    let cost = a.cost(union_len(&span));
     rows.sort_by_key(|r| std::cmp::Reverse(r.0));
     let (longest, worst) = rows[0];
     let mut lines = Vec::new();

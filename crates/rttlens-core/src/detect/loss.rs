@@ -56,7 +56,7 @@ fn finding(
     let cost = if span.is_empty() {
         Cost::ZERO
     } else {
-        a.cost(union_len(span.clone()))
+        a.cost(union_len(&span))
     };
     let mut evidence = Vec::new();
     let mut shown = Vec::new();

@@ -115,8 +115,13 @@ fn bound_cost(a: &Analysis, f: &mut Finding, from: Timestamp, until: Timestamp) 
     if f.span.is_empty() {
         return;
     }
-    (f.cost, f.span) = bounded(a, f.cost, &f.span, from, until);
+    let (cost, span) = bounded(a, f.cost, &f.span, from, until);
+    f.cost = cost;
+    f.span = span.into_vec();
 }
+
+/// The span's intervals clipped to `[from, until]`.
+type Clipped = smallvec::SmallVec<[(Timestamp, Timestamp); 4]>;
 
 /// `cost` accrued over the non-empty `span`, bounded as [`bound_cost`]
 /// does: the clipped cost and the clipped span.
@@ -126,15 +131,15 @@ fn bounded(
     span: &[(Timestamp, Timestamp)],
     from: Timestamp,
     until: Timestamp,
-) -> (Cost, Vec<(Timestamp, Timestamp)>) {
-    let span: Vec<_> = span
+) -> (Cost, Clipped) {
+    let span: Clipped = span
         .iter()
         .filter_map(|&(s, e)| {
             let (s, e) = (s.max(from), e.min(until));
             (s < e).then_some((s, e))
         })
         .collect();
-    let within = union_len(span.clone());
+    let within = union_len(&span);
     let cost = if cost.ms > within.as_millis_f64() {
         a.cost(within)
     } else {

@@ -50,7 +50,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         for (id, list) in [(ID_DELAYED_ACK, delayed), (ID_STALL, plain)] {
             let Some(first) = list.first() else { continue };
             let span: Vec<_> = list.iter().map(|st| (st.y.ts, st.x.ts)).collect();
-            let cost = a.cost(union_len(span.clone()));
+            let cost = a.cost(union_len(&span));
             let wait = ack_wait(a, sender, first);
             let receiver = sender.peer().as_str();
             let mut evidence = Vec::new();

@@ -73,7 +73,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     let Some((kind, value, side)) = limit_named else {
         return vec![];
     };
-    let d = union_len(spans);
+    let d = union_len(&spans);
     evidence.sort_by_key(|e| e.frame);
     let receiver = side.peer();
     let tp = c.transport[receiver.index()].as_ref();

@@ -66,7 +66,7 @@ pub fn check(a: &Analysis, findings: &[Finding]) -> Vec<String> {
                 ));
             }
         }
-        let within = union_len(f.span.clone()).as_millis_f64();
+        let within = union_len(&f.span).as_millis_f64();
         if !f.span.is_empty() && f.cost.ms > within + SLACK_MS {
             bad.push(format!(
                 "{id}: cost {:.3} ms is longer than the time it accrued in ({within:.3} ms)",
@@ -91,7 +91,7 @@ pub fn check(a: &Analysis, findings: &[Finding]) -> Vec<String> {
             prev = e.frame;
         }
     }
-    let all = union_len(spans);
+    let all = union_len(&spans);
     if all > duration + Duration::from_micros(2) {
         bad.push(format!(
             "findings' union {:.3} ms is longer than the connection ({duration_ms:.3} ms)",

@@ -182,7 +182,7 @@ mod tests {
     #[test]
     fn union_merges_overlaps() {
         let t = |ms: i64| Timestamp::from_nanos(ms * 1_000_000);
-        let u = union_len(vec![(t(0), t(10)), (t(5), t(12)), (t(20), t(21))]);
+        let u = union_len(&[(t(0), t(10)), (t(5), t(12)), (t(20), t(21))]);
         assert_eq!(u, Duration::from_millis(13));
         assert_eq!(median([3, 1, 2].into_iter()), 2);
         assert_eq!(median(std::iter::empty()), 0);

@@ -28,7 +28,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             .iter()
             .map(|z| (z.start.ts, end_of(z).ts))
             .collect();
-        let cost = a.cost(union_len(span.clone()));
+        let cost = a.cost(union_len(&span));
         let mut evidence = Vec::new();
         for z in h.zero_windows.iter().take(3) {
             evidence.push(ev(
