@@ -109,9 +109,9 @@ pub struct Analysis {
     pub(crate) h2_queue: Option<crate::analysis::h2::Queue>,
     /// HTTP/2 frames held by TCP behind a hole in another stream's bytes.
     pub(crate) h2_head_of_line: Vec<crate::proto::h2::HolWait>,
-    /// The RTT's rise, once judged ([`crate::detect::queueing_delay::queue`]:
-    /// asked by that detector and by each window detector).
-    pub(crate) queue: std::cell::OnceCell<Option<crate::detect::queueing_delay::Queue>>,
+    /// The RTT's rise, once judged (by `detect::queueing_delay`, whose
+    /// judgement each window detector asks for too).
+    pub(crate) queue: std::cell::OnceCell<Option<crate::analysis::rtt::RttRise>>,
 }
 
 impl Analysis {

@@ -3,7 +3,7 @@
 //! of each half is the path, the median shows the spread.
 
 use crate::base::time::Duration;
-use crate::flow::rtt::{RttMethod, RttSamples};
+use crate::flow::rtt::{RttMethod, RttSample, RttSamples};
 
 /// Where the capture was taken, relative to the connection's two hosts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -83,6 +83,28 @@ impl RttEstimate {
             vantage,
         })
     }
+}
+
+/// What a connection's RTT samples show over time: the early and late RTT
+/// levels, judged by `detect::queueing_delay` (a rise is queueing on the
+/// path) and kept in [`Analysis::queue`](super::Analysis) for the window
+/// detectors, which it rules out.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RttRise {
+    /// The low end (10th percentile) of the first half of the samples.
+    pub(crate) early: Duration,
+    /// Median RTT of the second half of the samples.
+    pub(crate) late: Duration,
+    /// The sample with the highest RTT.
+    pub(crate) peak: RttSample,
+    /// The first sample.
+    pub(crate) first: RttSample,
+    /// The median sample of the second half.
+    pub(crate) late_sample: RttSample,
+    /// Samples judged.
+    pub(crate) samples: usize,
+    /// The near half's minimum, added to each far sample.
+    pub(crate) near: Duration,
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@
 //! reported alongside it (see [`queue`]).
 
 use super::finding::{conf, ev, Finding, Level};
+use crate::analysis::rtt::RttRise;
 use crate::analysis::Analysis;
 use crate::base::side::Side;
 use crate::base::time::Duration;
@@ -42,25 +43,6 @@ pub(crate) const RISE_SHARE: f64 = 1.0;
 /// few-ms queues of any busy path).
 pub(crate) const RISE_MIN: Duration = Duration::from_millis(10);
 
-/// What the samples show: the early and late RTT levels.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Queue {
-    /// The [`EARLY_QUANTILE`] of the first half of the samples (at least 3).
-    pub(crate) early: Duration,
-    /// Median RTT of the second half of the samples.
-    pub(crate) late: Duration,
-    /// The sample with the highest RTT.
-    pub(crate) peak: RttSample,
-    /// The first sample.
-    pub(crate) first: RttSample,
-    /// The median sample of the second half.
-    pub(crate) late_sample: RttSample,
-    /// Samples judged.
-    pub(crate) samples: usize,
-    /// The near half's minimum, added to each far sample.
-    pub(crate) near: Duration,
-}
-
 /// The early level: this quantile of the first half of the samples.
 pub(crate) const EARLY_QUANTILE: f64 = 0.1;
 
@@ -82,11 +64,11 @@ fn median(v: &[RttSample]) -> Option<RttSample> {
 
 /// The rise of the connection's RTT, if it is one (see the module docs);
 /// judged once per connection.
-pub(crate) fn queue(a: &Analysis) -> Option<Queue> {
+pub(crate) fn queue(a: &Analysis) -> Option<RttRise> {
     *a.queue.get_or_init(|| judge(a))
 }
 
-fn judge(a: &Analysis) -> Option<Queue> {
+fn judge(a: &Analysis) -> Option<RttRise> {
     let r = a.rtt?;
     let (far, near) = if r.h_s >= r.h_c {
         (Side::Server, r.h_c)
@@ -103,7 +85,7 @@ fn judge(a: &Analysis) -> Option<Queue> {
     let early = quantile(&s[..(s.len() / 2).max(3)], EARLY_QUANTILE)?;
     let late = median(&s[s.len() / 2..])?;
     let peak = *s.iter().max_by_key(|x| x.d)?;
-    let q = Queue {
+    let q = RttRise {
         early: early.d + near,
         late: late.d + near,
         peak,
