@@ -4,7 +4,7 @@
 //! once, not with the file.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 use std::net::IpAddr;
 
 use rustc_hash::FxHashMap;
@@ -24,6 +24,10 @@ pub const CLOSED_LINGER: Duration = Duration::from_millis(1_000);
 /// SYN (a late retransmitted FIN, the last ACK) are ignored this long, like
 /// TIME_WAIT (RFC 9293 §3.6.1), instead of opening a phantom connection.
 pub const TOMBSTONE: Duration = Duration::from_millis(60_000);
+/// How often (capture time) the sweeps remove the tombstones older than
+/// [`TOMBSTONE`]: a tombstone is a 4-tuple and a time (~60 B in the map),
+/// one per connection closed in the last minute.
+const PURGE_EVERY: Duration = Duration::from_millis(1_000);
 /// A connection without a packet for this long is handed on.
 pub const IDLE_TIMEOUT: Duration = Duration::from_millis(300_000);
 /// Every this many tracked segments (over the whole capture, not per table)
@@ -288,10 +292,12 @@ pub struct FlowTable<P: Trackers> {
     /// visits every connection only once it has passed (a lower bound,
     /// lowered by every segment, raised by the visit).
     idle_from: Timestamp,
-    /// The tombstones of [`closed`](Self::closed) in the order they were
-    /// laid (sweeps' `now`, which never goes back), to forget the old ones
-    /// without visiting the rest.
-    tombstones: VecDeque<(Timestamp, FlowKey)>,
+    /// The latest sweep's `now`: a tombstone of [`closed`](Self::closed)
+    /// laid [`TOMBSTONE`] or more before it is forgotten (as if that sweep
+    /// had removed it), and [`PURGE_EVERY`] the sweeps remove such ones.
+    swept_at: Timestamp,
+    /// When the forgotten tombstones were last removed.
+    purged_at: Timestamp,
     /// Most connections open at once.
     pub(crate) peak_open: usize,
     /// Keep per-frame marks in every connection's halves.
@@ -312,7 +318,8 @@ impl<P: Trackers> Default for FlowTable<P> {
             over: Vec::new(),
             closing: BinaryHeap::new(),
             idle_from: NOT_QUEUED,
-            tombstones: VecDeque::new(),
+            swept_at: Timestamp::from_nanos(i64::MIN),
+            purged_at: Timestamp::from_nanos(i64::MIN),
             peak_open: 0,
             marks: false,
             trace: false,
@@ -387,7 +394,15 @@ impl<P: Trackers> FlowTable<P> {
         let mut opened = false;
         let slot = match self.conns.get_mut(&key) {
             Some(slot) => slot,
-            None if !syn_only && !self.closed.is_empty() && self.closed.contains_key(&key) => {
+            // a segment after its connection was handed on closed, within
+            // TOMBSTONE of the sweep that did (as of the latest sweep)
+            None if !syn_only
+                && !self.closed.is_empty()
+                && self
+                    .closed
+                    .get(&key)
+                    .is_some_and(|&t| self.swept_at - t < TOMBSTONE) =>
+            {
                 self.late_segments += 1;
                 return false;
             }
@@ -526,21 +541,18 @@ impl<P: Trackers> FlowTable<P> {
             if let Some(c) = self.conns.remove(&k) {
                 if c.closed {
                     self.closed.insert(k, now);
-                    self.tombstones.push_back((now, k));
                 }
                 done(c.conn.into_conn());
             }
         }
         self.over = over;
-        while let Some(&(t, k)) = self.tombstones.front() {
-            if now - t < TOMBSTONE {
-                break;
-            }
-            self.tombstones.pop_front();
-            // laid again by a later sweep: that one stays
-            if self.closed.get(&k) == Some(&t) {
-                self.closed.remove(&k);
-            }
+        self.swept_at = now;
+        // one visit of the tombstones a second of capture time, not one per
+        // sweep (ten a second): a second's tombstones at most outlive their
+        // time in memory, already ignored by `push`
+        if now - self.purged_at >= PURGE_EVERY {
+            self.closed.retain(|_, t| now - *t < TOMBSTONE);
+            self.purged_at = now;
         }
     }
 
