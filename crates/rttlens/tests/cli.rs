@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 
 mod common;
-use common::{bin, capture, scratch};
+use common::{analyze_ok, bin, capture, scratch};
 
 fn json_of(out: &[u8]) -> serde_json::Value {
     serde_json::from_slice(out)
@@ -320,21 +320,6 @@ fn subcommands_without_their_feature_do_not_exist() {
     }
 }
 
-/// `rttlens analyze ARGS…` that must succeed; its standard output.
-fn analyze_ok(args: &[&std::ffi::OsStr]) -> Vec<u8> {
-    let out = bin()
-        .args(["analyze", "--no-progress"])
-        .args(args)
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "analyze {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
 fn os(s: &str) -> &std::ffi::OsStr {
     std::ffi::OsStr::new(s)
 }
@@ -458,8 +443,8 @@ fn a_rotated_set_reads_as_the_capture_it_was_cut_from() {
     assert_eq!(want, got, "the rotated set differs from the whole capture");
     // two different captures merged: the earlier one's frames come first
     let (a, b) = (capture("pku.cap"), capture("thu.cap"));
-    let one = json_of(&analyze_ok(&[a.as_os_str(), os("--format"), os("json")]));
-    let two = json_of(&analyze_ok(&[
+    let one = json_of(&analyze_ok([a.as_os_str(), os("--format"), os("json")]));
+    let two = json_of(&analyze_ok([
         b.as_os_str(),
         a.as_os_str(),
         os("--format"),
@@ -490,14 +475,14 @@ fn a_rotated_set_reads_as_the_capture_it_was_cut_from() {
 #[test]
 fn filter_keeps_what_matches_and_counts_the_rest() {
     let cap = capture("pku.cap");
-    let all = json_of(&analyze_ok(&[cap.as_os_str(), os("--format"), os("json")]));
+    let all = json_of(&analyze_ok([cap.as_os_str(), os("--format"), os("json")]));
     let c = &all["connections"][0];
     let server = c["server"].as_str().expect("server").to_string();
     let (addr, port) = server.rsplit_once(':').expect("addr:port");
     let addr = addr.trim_start_matches('[').trim_end_matches(']');
     let segments = all["capture"]["tcp_segments"].as_u64().expect("segments");
     let run = |f: &str| {
-        json_of(&analyze_ok(&[
+        json_of(&analyze_ok([
             cap.as_os_str(),
             os("--filter"),
             os(f),

@@ -480,17 +480,13 @@ fn population_section_of_a_captured_storm() {
         String::from_utf8_lossy(&run.stderr)
     );
     let analyze = |format: &str| {
-        let out = bin()
-            .args(["analyze", "--no-progress", "--format", format])
-            .arg(&cap)
-            .output()
-            .expect("run rttlens analyze");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).expect("utf-8")
+        // (this test needs the lab feature: the helper is named in full)
+        let out = common::analyze_ok([
+            std::ffi::OsStr::new("--format"),
+            std::ffi::OsStr::new(format),
+            cap.as_os_str(),
+        ]);
+        String::from_utf8(out).expect("utf-8")
     };
     let doc: serde_json::Value = serde_json::from_str(&analyze("json")).expect("JSON");
     let connect = doc["capture"]["phases"]

@@ -4,11 +4,12 @@
 //! shows of them. FAILS (never skips) without tshark or the shared
 //! captures.
 
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::{bin, public_capture as public, require_tshark};
+use common::{analyze_ok, public_capture as public, require_tshark};
 
 /// tshark's `fields` of the frames matching `filter`, one line each.
 fn tshark(file: &PathBuf, filter: &str, fields: &[&str]) -> Vec<String> {
@@ -31,19 +32,11 @@ fn tshark(file: &PathBuf, filter: &str, fields: &[&str]) -> Vec<String> {
         .collect()
 }
 
-fn html(args: &[&str], file: &PathBuf) -> String {
-    let out = bin()
-        .args(["analyze", "--no-progress", "--format", "html"])
-        .args(args)
-        .arg(file)
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8 HTML")
+fn html(args: &[&str], file: &Path) -> String {
+    let mut a: Vec<&OsStr> = vec![OsStr::new("--format"), OsStr::new("html")];
+    a.extend(args.iter().map(OsStr::new));
+    a.push(file.as_os_str());
+    String::from_utf8(analyze_ok(a)).expect("UTF-8 HTML")
 }
 
 /// The HTML of QUIC connection `i` (its `<section>`).

@@ -6,11 +6,12 @@
 //! the shared captures.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::{bin, public_capture as public, require_tshark};
+use common::{analyze_ok, public_capture as public, require_tshark};
 
 /// tshark's QUIC connection `n`: first and last frame, the number of its
 /// frames, and the addresses of its first frame (`src`, `dst`).
@@ -68,42 +69,20 @@ fn tshark_conns(file: &PathBuf) -> (BTreeMap<u64, TsharkConn>, u64) {
 
 /// `analyze FILES --format jsonl --threads 1`: every line parsed.
 fn jsonl(files: &[PathBuf]) -> Vec<serde_json::Value> {
-    let out = bin()
-        .args([
-            "analyze",
-            "--no-progress",
-            "--format",
-            "jsonl",
-            "--threads",
-            "1",
-        ])
-        .args(files)
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    let args = ["--format", "jsonl", "--threads", "1"]
+        .map(OsStr::new)
+        .into_iter()
+        .chain(files.iter().map(|f| f.as_os_str()));
+    String::from_utf8_lossy(&analyze_ok(args))
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("line {l:?}: {e}")))
         .collect()
 }
 
 /// `analyze FILE --format json`: the document.
-fn json_doc(file: &PathBuf) -> serde_json::Value {
-    let out = bin()
-        .args(["analyze", "--no-progress", "--format", "json"])
-        .arg(file)
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON")
+fn json_doc(file: &Path) -> serde_json::Value {
+    let out = analyze_ok([OsStr::new("--format"), OsStr::new("json"), file.as_os_str()]);
+    serde_json::from_slice(&out).expect("JSON")
 }
 
 fn of_type<'a>(lines: &'a [serde_json::Value], ty: &str) -> Vec<&'a serde_json::Value> {

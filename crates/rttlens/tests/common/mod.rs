@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 //! scratch directory per test process.
 
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -11,6 +12,23 @@ pub mod prom;
 /// The `rttlens` binary under test.
 pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rttlens"))
+}
+
+/// `rttlens analyze --no-progress ARGS…`, which must succeed: its standard
+/// output (the failure names the arguments and shows standard error).
+pub fn analyze_ok<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> Vec<u8> {
+    let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+    let out = bin()
+        .args(["analyze", "--no-progress"])
+        .args(&args)
+        .output()
+        .expect("run rttlens analyze");
+    assert!(
+        out.status.success(),
+        "analyze {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
 }
 
 /// A capture of `../shared/captures/itts` (fails naming it when missing).
