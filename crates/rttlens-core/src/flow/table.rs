@@ -292,9 +292,10 @@ pub struct FlowTable<P: Trackers> {
     /// visits every connection only once it has passed (a lower bound,
     /// lowered by every segment, raised by the visit).
     idle_from: Timestamp,
-    /// The latest sweep's `now`: a tombstone of [`closed`](Self::closed)
-    /// laid [`TOMBSTONE`] or more before it is forgotten (as if that sweep
-    /// had removed it), and [`PURGE_EVERY`] the sweeps remove such ones.
+    /// The latest sweep's `now`. A tombstone of [`closed`](Self::closed)
+    /// laid [`TOMBSTONE`] or more before it no longer counts (as if that
+    /// sweep had removed it); the sweeps remove such ones every
+    /// [`PURGE_EVERY`] of capture time.
     swept_at: Timestamp,
     /// When the forgotten tombstones were last removed.
     purged_at: Timestamp,
