@@ -4,6 +4,7 @@
 //! Nothing here imports any other module of the crate.
 
 pub mod cost;
+pub(crate) mod list;
 pub mod seq;
 pub mod side;
 pub mod time;

@@ -13,6 +13,7 @@
 //! bytes: what the sender itself counted when it sent it (RFC 6675 "pipe",
 //! without the retransmission term).
 
+use crate::base::list::push_capped;
 use crate::base::side::FrameRef;
 use crate::base::time::Duration;
 
@@ -206,9 +207,9 @@ impl RoundTracker {
 
     fn close(&mut self) {
         if let Some(r) = self.cur.take() {
-            if self.rounds.len() < MAX_ROUNDS {
-                self.rounds.push(r);
-            } else {
+            // a short connection's sender: its request or response in a
+            // round or two
+            if !push_capped(&mut self.rounds, r, 2, MAX_ROUNDS) {
                 self.rounds_dropped += 1;
             }
         }

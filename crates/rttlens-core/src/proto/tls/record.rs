@@ -8,9 +8,14 @@ use super::{
     ContentType, HandshakeMessage, HandshakeType, TlsAlert, TlsDirection, TlsRecord,
     ALERT_DETAIL_CAP, MAX_RECORD_LEN, MESSAGE_DETAIL_CAP, RECORD_DETAIL_CAP,
 };
+use crate::base::list::push_capped;
 use crate::base::side::FrameRef;
 use crate::proto::stream::{Framer, InOrder};
 use crate::proto::{NoteKind, PARSE_BUFFER_CAP};
+
+/// Room for this many records in a direction's first allocation: a TLS
+/// 1.3 client's hello, ChangeCipherSpec, Finished and request.
+const FIRST_RECORDS: usize = 4;
 
 /// Where a direction's parser writes what it finds: its own
 /// [`TlsDirection`] and the hello slots its side can fill.
@@ -237,19 +242,18 @@ impl DirParser {
             ContentType::APPLICATION_DATA => totals.application_data.add(length),
             _ => totals.heartbeat.add(length),
         }
-        if dir.records.len() < RECORD_DETAIL_CAP {
-            dir.records.push(TlsRecord {
-                index,
-                offset,
-                content_type,
-                version,
-                length,
-                first,
-                complete: None,
-                missing: 0,
-                opaque,
-            });
-        }
+        let record = TlsRecord {
+            index,
+            offset,
+            content_type,
+            version,
+            length,
+            first,
+            complete: None,
+            missing: 0,
+            opaque,
+        };
+        push_capped(&mut dir.records, record, FIRST_RECORDS, RECORD_DETAIL_CAP);
         if content_type == ContentType::CHANGE_CIPHER_SPEC {
             self.ccs_seen = true;
             dir.change_cipher_spec.get_or_insert(index);
@@ -556,17 +560,17 @@ impl HandshakeLayer {
             return;
         };
         let dir = out.dir();
-        if dir.messages.len() < MESSAGE_DETAIL_CAP {
-            dir.messages.push(HandshakeMessage {
-                msg_type: m.msg_type,
-                length: m.length,
-                record: m.record,
-                offset: m.offset,
-                first: m.first,
-                complete,
-                missing: u32::try_from(m.missing).unwrap_or(u32::MAX),
-            });
-        }
+        let message = HandshakeMessage {
+            msg_type: m.msg_type,
+            length: m.length,
+            record: m.record,
+            offset: m.offset,
+            first: m.first,
+            complete,
+            missing: u32::try_from(m.missing).unwrap_or(u32::MAX),
+        };
+        // TLS 1.3 shows one plaintext message each way (the hellos)
+        push_capped(&mut dir.messages, message, 1, MESSAGE_DETAIL_CAP);
         let (Some(body), Some(complete)) = (m.body, complete) else {
             return;
         };
