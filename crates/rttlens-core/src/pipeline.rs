@@ -403,8 +403,8 @@ fn report_of(
 pub fn frame_marks(reader: &mut dyn FrameSource) -> Result<Vec<(u64, FrameMark)>, CaptureError> {
     let mut marks = Vec::new();
     let mut take = |c: Box<Conn<Protocols>>, _: Timestamp| {
-        for h in c.half {
-            marks.extend(h.marks.into_iter().flatten().map(|(m, k)| (m.frame, k)));
+        for mut h in c.half {
+            marks.extend(h.take_marks().into_iter().map(|(m, k)| (m.frame, k)));
         }
     };
     let options = Options::default();

@@ -369,7 +369,7 @@ fn only_a_block_the_ack_already_covers_is_a_duplicate_sack() {
     let mut seen = 0;
     analyses("sv_tcp-empty-sack.pcap", &mut |a| {
         let client = &a.conn.half[0];
-        for r in &client.retx {
+        for r in client.retx() {
             match r.at.frame {
                 27 => assert!(!r.spurious, "frame 27 filled a hole: {r:?}"),
                 28 => assert!(r.spurious, "frame 28 was D-SACKed: {r:?}"),

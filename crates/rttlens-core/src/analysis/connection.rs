@@ -171,7 +171,7 @@ impl Analysis {
             let closed = fc.ts.max(fs.ts);
             let delivered = c.half.iter().all(|h| {
                 h.snd_nxt.saturating_sub(h.acked) <= CLOSE_TAIL
-                    && !h.retx.iter().any(|r| {
+                    && !h.retx().iter().any(|r| {
                         r.at.ts > closed && r.offset + u64::from(r.len) + CLOSE_TAIL < h.snd_nxt
                     })
             });
@@ -194,7 +194,7 @@ impl Analysis {
         to: crate::base::time::Timestamp,
     ) -> Duration {
         let iv: smallvec::SmallVec<[_; 8]> = self.conn.half[sender.index()]
-            .nagle
+            .nagle()
             .iter()
             .filter_map(|st| {
                 let (s, e) = (st.y.ts.max(from), st.x.ts.min(to));
@@ -273,8 +273,8 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
         // half[x] scales the window its peer advertised
         window_scale_inferred: [conn.half[1].wscale_evidence, conn.half[0].wscale_evidence],
         zero_windows: [
-            conn.half[1].zero_windows.len() as u64,
-            conn.half[0].zero_windows.len() as u64,
+            conn.half[1].zero_windows().len() as u64,
+            conn.half[0].zero_windows().len() as u64,
         ],
         unseen_bytes: [conn.half[0].dropped_bytes, conn.half[1].dropped_bytes],
     };
@@ -567,7 +567,7 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
             // (the wait for a lost one is the network's, not the server's)
             if let Some(sh) = t.server_hello {
                 let hello = c.half[Side::Client.index()]
-                    .retx
+                    .retx()
                     .iter()
                     .filter(|r| r.offset == 0 && r.at.ts < sh.ts)
                     .map(|r| r.at)

@@ -20,7 +20,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             continue;
         }
         let evidence = h
-            .drops
+            .drops()
             .iter()
             .take(4)
             .map(|d| {

@@ -30,9 +30,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let half = &a.conn.half[sender.index()];
         // a stall Nagle explains is reported by `nagle`
         let stalls: Vec<&AckStall> = half
-            .ack_stalls
+            .ack_stalls()
             .iter()
-            .filter(|st| !half.nagle.iter().any(|n| n.x.frame == st.x.frame))
+            .filter(|st| !half.nagle().iter().any(|n| n.x.frame == st.x.frame))
             .collect();
         let Some(first) = stalls.first() else {
             continue;

@@ -185,13 +185,13 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             (ID_RTO, RetxKind::Rto),
         ] {
             let list: Vec<&Retransmission> = h
-                .retx
+                .retx()
                 .iter()
                 .filter(|r| r.kind == kind && !r.spurious && !dark.contains(&r.offset))
                 .collect();
             out.extend(finding(a, id, side, &list));
         }
-        let spurious: Vec<&Retransmission> = h.retx.iter().filter(|r| r.spurious).collect();
+        let spurious: Vec<&Retransmission> = h.retx().iter().filter(|r| r.spurious).collect();
         if spurious.len() >= SPURIOUS_REPORT_MIN || spurious.iter().any(|r| r.kind == RetxKind::Rto)
         {
             out.extend(finding(a, ID_SPURIOUS, side, &spurious));

@@ -83,7 +83,7 @@ impl Backoff {
 /// acknowledged within the capture.
 pub(crate) fn episodes(half: &Half) -> Vec<Backoff> {
     let mut by_offset: Vec<(u64, Vec<&Retransmission>)> = Vec::new();
-    for r in &half.retx {
+    for r in half.retx() {
         // acknowledged later: the loss was repaired (an `rto`, not this)
         if half.acked > r.offset {
             continue;

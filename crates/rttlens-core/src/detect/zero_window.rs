@@ -18,19 +18,19 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for sender in [Side::Client, Side::Server] {
         let h = &a.conn.half[sender.index()];
-        if h.zero_windows.is_empty() {
+        if h.zero_windows().is_empty() {
             continue;
         }
         let receiver = sender.peer().as_str();
         let end_of = |z: &crate::flow::half::ZeroWindow| z.end.unwrap_or(a.conn.last);
         let span: Vec<_> = h
-            .zero_windows
+            .zero_windows()
             .iter()
             .map(|z| (z.start.ts, end_of(z).ts))
             .collect();
         let cost = a.cost(union_len(&span));
         let mut evidence = Vec::new();
-        for z in h.zero_windows.iter().take(3) {
+        for z in h.zero_windows().iter().take(3) {
             evidence.push(ev(
                 z.start.frame,
                 format!("{receiver} advertises a zero window"),
@@ -52,7 +52,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         out.push(Finding {
             id: ID,
             connection: a.conn.index,
-            title: format!("{receiver} closed its receive window {} time{}: the {} had to stop sending", h.zero_windows.len(), if h.zero_windows.len() == 1 { "" } else { "s" }, sender.as_str()),
+            title: format!("{receiver} closed its receive window {} time{}: the {} had to stop sending", h.zero_windows().len(), if h.zero_windows().len() == 1 { "" } else { "s" }, sender.as_str()),
             cost,
             evidence,
             confidence: conf(Level::High, "window 0 advertised in the ACKs"),

@@ -80,6 +80,13 @@ pub struct Reassembler {
 }
 
 impl Reassembler {
+    /// Gives back the room of the out-of-order list when it is empty.
+    pub(crate) fn release_empty(&mut self) {
+        if self.pending.is_empty() {
+            self.pending = Vec::new();
+        }
+    }
+
     /// The next stream offset expected in order.
     pub fn next_offset(&self) -> u64 {
         self.next

@@ -436,7 +436,7 @@ impl<P: Trackers> FlowTable<P> {
                 let mut c = Box::new(Conn::new(index, seg, at, &self.ctx));
                 if self.marks {
                     for h in &mut c.half {
-                        h.marks = Some(Vec::new());
+                        h.keep_marks();
                     }
                 }
                 if self.trace {
@@ -461,7 +461,13 @@ impl<P: Trackers> FlowTable<P> {
         };
         conn.push(seg, at);
         slot.last = conn.last.ts;
+        let was_closed = slot.closed;
         slot.closed = conn.is_closed();
+        if slot.closed && !was_closed {
+            for h in &mut conn.half {
+                h.release_empty();
+            }
+        }
         if slot.closed {
             // `last` may go back (timestamps out of order): queue again
             // whenever the deadline moved earlier than the queued one

@@ -224,7 +224,7 @@ fn dupacks_make_a_fast_retransmit() {
     n.seg(false, 30.2, ACK, 2001, 2, 1000, TcpOptions::default()); // retransmission
     n.seg(true, 30.3, ACK, 2, 7001, 0, TcpOptions::default());
     let c = n.finish().remove(0);
-    let r = &c.half[Side::Server.index()].retx;
+    let r = &c.half[Side::Server.index()].retx();
     assert_eq!(r.len(), 1);
     assert_eq!(r[0].kind, RetxKind::FastRetransmit);
     assert!(r[0].dupacks >= 3 && !r[0].spurious);
@@ -238,7 +238,7 @@ fn long_silence_makes_an_rto() {
     burst(&mut n, 20.0, 0, 2);
     n.seg(false, 320.0, ACK, 1001, 2, 1000, TcpOptions::default());
     let c = n.finish().remove(0);
-    let r = &c.half[Side::Server.index()].retx;
+    let r = &c.half[Side::Server.index()].retx();
     assert_eq!(r.len(), 1);
     assert_eq!(r[0].kind, RetxKind::Rto);
 }
@@ -265,7 +265,7 @@ fn acked_unseen_data_is_a_capture_drop() {
     let c = n.finish().remove(0);
     let h = &c.half[Side::Server.index()];
     assert_eq!(h.dropped_bytes, 1000);
-    assert_eq!(h.drops[0].at.frame, 5);
+    assert_eq!(h.drops()[0].at.frame, 5);
     assert_eq!(h.retx_count, 0);
 }
 
@@ -289,7 +289,7 @@ fn lone_segment_then_ack(ack_after: f64, ack_len: u32) -> Conn {
 #[test]
 fn a_held_pure_ack_that_releases_the_sender_is_an_ack_stall() {
     let c = lone_segment_then_ack(45.0, 0);
-    let st = &c.half[Side::Server.index()].ack_stalls;
+    let st = &c.half[Side::Server.index()].ack_stalls();
     assert_eq!(st.len(), 1, "{st:?}");
     assert_eq!((st[0].y.frame, st[0].ack.frame, st[0].x.frame), (5, 6, 7));
     assert_eq!(st[0].flight, 1000);
@@ -311,17 +311,17 @@ fn a_late_ack_of_many_segments_is_no_ack_stall() {
     n.seg(true, 65.3, ACK, 201, 901 + 4200, 0, o());
     n.seg(false, 75.3, ACK, 901 + 4200, 201, 1400, o());
     let c = n.finish().remove(0);
-    assert!(c.half[Side::Server.index()].ack_stalls.is_empty());
+    assert!(c.half[Side::Server.index()].ack_stalls().is_empty());
 }
 
 #[test]
 fn a_prompt_ack_or_an_answer_is_no_ack_stall() {
     // acknowledged at once: the pause is the path's, not a timer's
     let quick = lone_segment_then_ack(0.1, 0);
-    assert!(quick.half[Side::Server.index()].ack_stalls.is_empty());
+    assert!(quick.half[Side::Server.index()].ack_stalls().is_empty());
     // the client spoke: what the server sends next may answer it
     let answered = lone_segment_then_ack(45.0, 50);
-    assert!(answered.half[Side::Server.index()].ack_stalls.is_empty());
+    assert!(answered.half[Side::Server.index()].ack_stalls().is_empty());
 }
 
 /// The server's small last segment is ACKed at once, the client closes,
@@ -341,8 +341,8 @@ fn a_segment_answering_the_peers_fin_is_not_nagle() {
     let mut c = n.finish().remove(0);
     let h = &mut c.half[Side::Server.index()];
     h.finish_nagle(); // as the analysis does: a pending stall is confirmed
-    assert!(h.nagle.is_empty(), "{:?}", h.nagle);
-    assert!(h.ack_stalls.is_empty(), "{:?}", h.ack_stalls);
+    assert!(h.nagle().is_empty(), "{:?}", h.nagle());
+    assert!(h.ack_stalls().is_empty(), "{:?}", h.ack_stalls());
 }
 
 /// A connection of SYNs only is kept as its SYNs and replayed into a whole
@@ -372,7 +372,7 @@ fn syns_only_replay_into_the_same_connection() {
             .into_iter()
             .map(|mut c| {
                 for h in &mut c.half {
-                    h.marks = None;
+                    h.take_marks();
                 }
                 format!("{c:?}")
             })

@@ -110,8 +110,9 @@ impl Half {
             (RetxKind::FastRetransmit, true)
         };
         self.mark(at, FrameMark::Retransmission(kind));
-        if self.retx.len() < MAX_RETX_KEPT {
-            self.retx.push(Retransmission {
+        let retx = &mut self.events_mut().retx;
+        if retx.len() < MAX_RETX_KEPT {
+            retx.push(Retransmission {
                 at,
                 original: None,
                 // the first byte the capture saw: the hole's bytes are

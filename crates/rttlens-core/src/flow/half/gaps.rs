@@ -28,8 +28,9 @@ pub(super) struct Hole {
 impl Half {
     fn note_drop(&mut self, at: FrameRef, bytes: u64) {
         self.dropped_bytes += bytes;
-        if self.drops.len() < MAX_EVENTS_KEPT {
-            self.drops.push(CaptureDrop { at, bytes });
+        let drops = &mut self.events_mut().drops;
+        if drops.len() < MAX_EVENTS_KEPT {
+            drops.push(CaptureDrop { at, bytes });
         }
     }
 

@@ -149,21 +149,15 @@ pub struct Half {
     /// capture one large segment for several on the wire. Counted only when
     /// the MSS is known from the SYNs.
     pub(crate) oversized: u64,
-    /// Retransmissions (first [`MAX_RETX_KEPT`]).
-    pub retx: Vec<Retransmission>,
-    /// Every frame's TCP analysis marks, in capture order; `None` unless
-    /// asked for ([`crate::flow::FlowTable::with_marks`]).
-    pub(crate) marks: Option<Vec<(FrameRef, FrameMark)>>,
+    /// The events few connections have (retransmissions, stalls, zero
+    /// windows, capture drops, marks): boxed at the first one.
+    events: Option<Box<Events>>,
     /// Retransmissions in total.
     pub(crate) retx_count: u64,
     /// Segments that filled a hole soon after it opened: reordering.
     pub(crate) out_of_order: u64,
-    /// Zero-window episodes the peer imposed (first [`MAX_EVENTS_KEPT`]).
-    pub(crate) zero_windows: Vec<ZeroWindow>,
     /// Segments sent while the flight filled the peer's window.
     pub(crate) window_full: u64,
-    /// ACKs for data the capture never saw (first [`MAX_EVENTS_KEPT`]).
-    pub(crate) drops: Vec<CaptureDrop>,
     /// Bytes acknowledged but never seen, in total.
     pub(crate) dropped_bytes: u64,
     /// Rounds of this sender.
@@ -186,15 +180,31 @@ pub struct Half {
     pub(crate) mss: u64,
     /// What the stall watchers remember of the last segments and their ACKs.
     stalls: StallWatch,
-    /// Nagle stalls (first [`MAX_EVENTS_KEPT`]).
-    pub(crate) nagle: Vec<NagleStall>,
     /// The peer sent data since the last small segment: what follows may
     /// answer it.
     pub(crate) peer_spoke: bool,
     /// The peer sent data since the last new-data segment.
     pub(crate) peer_spoke_since_data: bool,
+}
+
+/// What a direction keeps of its rare events, in a box of its own: a
+/// clean connection's halves hold none (a crowd of open connections costs
+/// less).
+#[derive(Debug, Default)]
+struct Events {
+    /// Retransmissions (first [`MAX_RETX_KEPT`]).
+    retx: Vec<Retransmission>,
+    /// Zero-window episodes the peer imposed (first [`MAX_EVENTS_KEPT`]).
+    zero_windows: Vec<ZeroWindow>,
+    /// ACKs for data the capture never saw (first [`MAX_EVENTS_KEPT`]).
+    drops: Vec<CaptureDrop>,
+    /// Nagle stalls (first [`MAX_EVENTS_KEPT`]).
+    nagle: Vec<NagleStall>,
     /// Stalls on a delayed ACK (first [`MAX_EVENTS_KEPT`]).
-    pub(crate) ack_stalls: Vec<AckStall>,
+    ack_stalls: Vec<AckStall>,
+    /// Every frame's TCP analysis marks, in capture order; `None` unless
+    /// asked for ([`crate::flow::FlowTable::with_marks`]).
+    marks: Option<Vec<(FrameRef, FrameMark)>>,
 }
 
 impl Half {
@@ -226,28 +236,108 @@ impl Half {
             max_payload: 0,
             max_payload_count: 0,
             oversized: 0,
-            retx: Vec::new(),
-            marks: None,
             retx_count: 0,
             out_of_order: 0,
-            zero_windows: Vec::new(),
             window_full: 0,
-            drops: Vec::new(),
             dropped_bytes: 0,
             rounds: RoundTracker::default(),
             reasm: Reassembler::default(),
             fin: None,
             full_acks: Vec::new(),
             last_full_ack: None,
+            events: None,
             awaiting_full_ack: false,
             ts_echo: TsEcho::default(),
             mss: 0,
             stalls: StallWatch::default(),
-            nagle: Vec::new(),
             peer_spoke: false,
             peer_spoke_since_data: false,
-            ack_stalls: Vec::new(),
         }
+    }
+
+    /// Retransmissions (first [`MAX_RETX_KEPT`]).
+    pub fn retx(&self) -> &[Retransmission] {
+        self.events.as_ref().map_or(&[], |e| &e.retx)
+    }
+
+    /// Zero-window episodes the peer imposed (first [`MAX_EVENTS_KEPT`]).
+    pub(crate) fn zero_windows(&self) -> &[ZeroWindow] {
+        self.events.as_ref().map_or(&[], |e| &e.zero_windows)
+    }
+
+    /// ACKs for data the capture never saw (first [`MAX_EVENTS_KEPT`]).
+    pub(crate) fn drops(&self) -> &[CaptureDrop] {
+        self.events.as_ref().map_or(&[], |e| &e.drops)
+    }
+
+    /// Nagle stalls (first [`MAX_EVENTS_KEPT`]).
+    pub(crate) fn nagle(&self) -> &[NagleStall] {
+        self.events.as_ref().map_or(&[], |e| &e.nagle)
+    }
+
+    /// Stalls on a delayed ACK (first [`MAX_EVENTS_KEPT`]).
+    pub(crate) fn ack_stalls(&self) -> &[AckStall] {
+        self.events.as_ref().map_or(&[], |e| &e.ack_stalls)
+    }
+
+    /// Keep every frame's TCP analysis marks from now on.
+    pub(crate) fn keep_marks(&mut self) {
+        self.events_mut().marks = Some(Vec::new());
+    }
+
+    /// The marks kept ([`Half::keep_marks`]), in capture order; the box
+    /// goes too when it held nothing else.
+    pub(crate) fn take_marks(&mut self) -> Vec<(FrameRef, FrameMark)> {
+        let Some(e) = self.events.as_mut() else {
+            return Vec::new();
+        };
+        let marks = e.marks.take().unwrap_or_default();
+        let Events {
+            retx,
+            zero_windows,
+            drops,
+            nagle,
+            ack_stalls,
+            marks: _,
+        } = &**e;
+        if retx.is_empty()
+            && zero_windows.is_empty()
+            && drops.is_empty()
+            && nagle.is_empty()
+            && ack_stalls.is_empty()
+        {
+            self.events = None;
+        }
+        marks
+    }
+
+    /// The events' box, made at the first one.
+    fn events_mut(&mut self) -> &mut Events {
+        self.events.get_or_insert_with(Box::default)
+    }
+
+    /// Gives back the room of the working queues left empty (unacknowledged
+    /// segments, ACKs not yet eligible, TSvals awaiting their echo, holes,
+    /// out-of-order data): called once the connection closed, which then
+    /// waits in the table for late segments ([`CLOSED_LINGER`]) holding
+    /// only what its report needs. A late segment makes room again.
+    ///
+    /// [`CLOSED_LINGER`]: crate::flow::CLOSED_LINGER
+    pub(crate) fn release_empty(&mut self) {
+        fn release<T>(q: &mut VecDeque<T>) {
+            if q.is_empty() && q.capacity() > 0 {
+                *q = VecDeque::new();
+            } else {
+                q.shrink_to_fit();
+            }
+        }
+        release(&mut self.retx_state.unacked);
+        release(&mut self.hist);
+        release(self.ts_echo.pending_mut());
+        if self.holes.is_empty() {
+            self.holes = Vec::new();
+        }
+        self.reasm.release_empty();
     }
 
     /// Everything this side sent so far has been acknowledged (true before
@@ -376,7 +466,7 @@ impl Half {
     }
 
     fn mark(&mut self, at: FrameRef, m: FrameMark) {
-        if let Some(v) = &mut self.marks {
+        if let Some(v) = self.events.as_mut().and_then(|e| e.marks.as_mut()) {
             v.push((at, m));
         }
     }

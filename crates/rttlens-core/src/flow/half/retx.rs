@@ -224,7 +224,8 @@ impl Half {
                 && (hi <= off
                     || second.is_some_and(|(l2, r2)| l2 <= lo && hi <= r2 && (l2, r2) != (lo, hi)));
             if dsack {
-                for r in self.retx.iter_mut().rev().take(32) {
+                let retx = self.events.as_mut().map_or(&mut [][..], |e| &mut e.retx);
+                for r in retx.iter_mut().rev().take(32) {
                     if r.offset < hi && r.offset + r.len as u64 > lo {
                         r.spurious = true;
                     }
@@ -310,8 +311,9 @@ impl Half {
             self.retx_state.rto_recovery = Some(self.snd_nxt);
         }
         self.mark(at, FrameMark::Retransmission(kind));
-        if self.retx.len() < MAX_RETX_KEPT {
-            self.retx.push(Retransmission {
+        let retx = &mut self.events_mut().retx;
+        if retx.len() < MAX_RETX_KEPT {
+            retx.push(Retransmission {
                 at,
                 original,
                 offset: off,

@@ -32,6 +32,13 @@ pub(super) struct TsEcho {
     last_tsecr: Option<u32>,
 }
 
+impl TsEcho {
+    /// The TSvals awaiting their echo (for [`Half::release_empty`]).
+    pub(super) fn pending_mut(&mut self) -> &mut VecDeque<(u32, Timestamp)> {
+        &mut self.pending
+    }
+}
+
 impl Half {
     /// Karn RTT sample: the newest never-retransmitted segment the peer's
     /// ACK at `at`, advancing to stream offset `off`, covers; the segments

@@ -148,8 +148,9 @@ impl Half {
     }
 
     fn confirm_nagle(&mut self, st: NagleStall) {
-        if self.nagle.len() < MAX_EVENTS_KEPT {
-            self.nagle.push(st);
+        let nagle = &mut self.events_mut().nagle;
+        if nagle.len() < MAX_EVENTS_KEPT {
+            nagle.push(st);
         }
     }
 
@@ -235,9 +236,9 @@ impl Half {
         if y_end <= off
             && released_by_ack(at, y, a, h_x, rtt_min)
             && held >= DELAYED_ACK_MIN
-            && self.ack_stalls.len() < MAX_EVENTS_KEPT
+            && self.ack_stalls().len() < MAX_EVENTS_KEPT
         {
-            self.ack_stalls.push(AckStall {
+            self.events_mut().ack_stalls.push(AckStall {
                 y,
                 y_len,
                 flight,

@@ -76,15 +76,15 @@ impl Half {
         if !known {
             // a RST: no window news
         } else if window == 0 {
-            if self.zero_windows.last().is_none_or(|z| z.end.is_some())
-                && self.zero_windows.len() < MAX_EVENTS_KEPT
+            if self.zero_windows().last().is_none_or(|z| z.end.is_some())
+                && self.zero_windows().len() < MAX_EVENTS_KEPT
             {
-                self.zero_windows.push(ZeroWindow {
+                self.events_mut().zero_windows.push(ZeroWindow {
                     start: at,
                     end: None,
                 });
             }
-        } else if let Some(z) = self.zero_windows.last_mut() {
+        } else if let Some(z) = self.events.as_mut().and_then(|e| e.zero_windows.last_mut()) {
             if z.end.is_none() && window > 0 {
                 z.end = Some(at);
             }
