@@ -271,7 +271,10 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
         out_of_order: [conn.half[0].out_of_order, conn.half[1].out_of_order],
         window_full: [conn.half[0].window_full, conn.half[1].window_full],
         // half[x] scales the window its peer advertised
-        window_scale_inferred: [conn.half[1].wscale_evidence, conn.half[0].wscale_evidence],
+        window_scale_inferred: [
+            conn.half[1].wscale_evidence.as_deref().copied(),
+            conn.half[0].wscale_evidence.as_deref().copied(),
+        ],
         zero_windows: [
             conn.half[1].zero_windows().len() as u64,
             conn.half[0].zero_windows().len() as u64,
@@ -455,7 +458,7 @@ fn coverage_notes(conn: &Conn<Protocols>, coverage: Coverage, rtt_known: bool) -
             if h.window.max(h.max_window) == 0 {
                 continue;
             }
-            notes.push(match h.wscale_evidence {
+            notes.push(match h.wscale_evidence.as_deref() {
                 Some(e) => format!(
                     "{}'s window scale not in the capture: at least {} (×{}), since frame {} \
                      had {} B in flight under a window field of {}; its windows are lower bounds",

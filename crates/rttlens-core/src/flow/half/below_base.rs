@@ -67,13 +67,13 @@ impl Half {
                 }
             }
             _ => {
-                self.below = Some(BelowBase {
+                self.below = Some(Box::new(BelowBase {
                     ack,
                     window,
                     first: at,
                     dupacks: 0,
                     sack_above,
-                })
+                }))
             }
         }
     }
@@ -91,7 +91,9 @@ impl Half {
         at: FrameRef,
         rtt_min: Duration,
     ) {
-        let Some(b) = self.below else { return };
+        let Some(b) = self.below.as_deref().copied() else {
+            return;
+        };
         let Some(base) = self.base else { return };
         if seq.diff(b.ack) < 0 || base.diff(seq) <= 0 {
             return;

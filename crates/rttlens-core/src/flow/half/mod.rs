@@ -116,7 +116,7 @@ pub struct Half {
     /// (RFC 7323 §2.2), not an inferred lower bound.
     pub(crate) wscale_known: bool,
     /// Without the SYNs: the segment that raised the inferred shift last.
-    pub(crate) wscale_evidence: Option<WscaleEvidence>,
+    pub(crate) wscale_evidence: Option<Box<WscaleEvidence>>,
     /// The peer's ACKs not yet eligible for the sender, oldest first.
     hist: VecDeque<AckEv>,
     /// What the sender had seen of the peer's ACKs.
@@ -125,7 +125,7 @@ pub struct Half {
     /// peer's next ACK answers it and is no duplicate ACK.
     keepalive_out: bool,
     /// Mid-stream: the peer's ACKs below the first byte the capture saw.
-    below: Option<BelowBase>,
+    below: Option<Box<BelowBase>>,
     /// The unacknowledged segments and the retransmission state.
     retx_state: RetxState,
     /// Bytes the capture missed between segments, until filled or ACKed.

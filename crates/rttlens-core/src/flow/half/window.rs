@@ -55,12 +55,16 @@ impl Half {
         while self.peer_wscale < 14 && self.scaled(self.elig.window) < flight {
             self.peer_wscale += 1;
         }
-        self.wscale_evidence = Some(WscaleEvidence {
+        let evidence = WscaleEvidence {
             at,
             flight,
             raw: self.elig.window,
             shift: self.peer_wscale,
-        });
+        };
+        match &mut self.wscale_evidence {
+            Some(e) => **e = evidence,
+            None => self.wscale_evidence = Some(Box::new(evidence)),
+        }
     }
 
     /// The peer's ACK at `at` carried the raw window field `window`
