@@ -5,10 +5,13 @@
 //!
 //! - the heap's peak (MB) and the connections open then;
 //! - the most connections open at once;
-//! - the **marginal bytes per open connection**: the least-squares slope of
-//!   live heap bytes over open connections, what one more open connection
-//!   costs beyond the fixed base (the read buffer, the histograms);
-//! - the intercept (MB): that base.
+//! - the **marginal bytes per open connection**: what one more open
+//!   connection costs beyond the fixed base, from a least-squares fit of
+//!   the live heap to the connections open and to those handed on in the
+//!   last 60 s of capture time (the table's tombstones, ~24 B each, which
+//!   grow with the connection rate as the open ones do: without them the
+//!   slope would take them for connection state);
+//! - the intercept (MB): the base (the read buffer, the histograms).
 //!
 //! The allocator is `cap`'s counting wrapper around the system allocator
 //! (no allocator statistics of our own, no `unsafe` here), so the figures
@@ -19,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 use std::alloc::System;
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -64,20 +68,39 @@ fn measure(path: &Path) -> Result<String, Box<dyn std::error::Error>> {
         open_connections: Some(Arc::clone(&open)),
         ..Options::default()
     };
+    // (open connections, handed on in the last 60 s, live heap bytes above
+    // the start) at each step
+    let mut samples: Vec<[f64; 3]> = Vec::with_capacity(1 << 16);
     let base = ALLOC.allocated();
-    // (open connections, live heap bytes above the start) at each step
-    let mut samples: Vec<(f64, f64)> = Vec::with_capacity(1 << 16);
     let mut peak = (0usize, 0u64);
-    let summary = pipeline::run_with(&mut reader, &options, &mut drop, &mut |_| {
-        let live = ALLOC.allocated().saturating_sub(base);
-        let n = open.load(Ordering::Relaxed);
-        if live > peak.0 {
-            peak = (live, n);
-        }
-        if samples.len() < samples.capacity() {
-            samples.push((n as f64, live as f64));
-        }
-    })?;
+    // the end (s) of each connection handed on in the last 60 s
+    let recent = std::cell::RefCell::new(VecDeque::<f64>::new());
+    let summary = pipeline::run_with(
+        &mut reader,
+        &options,
+        &mut |c| {
+            let end = c.start_s + c.duration_ms / 1e3;
+            let mut r = recent.borrow_mut();
+            let latest = r.back().map_or(end, |&b| b.max(end));
+            r.push_back(latest);
+            while r.front().is_some_and(|&f| f < latest - TOMBSTONE_S) {
+                r.pop_front();
+            }
+        },
+        &mut |_| {
+            // the heap but for this program's own list of ends
+            let own = recent.borrow().capacity() * std::mem::size_of::<f64>();
+            let live = ALLOC.allocated().saturating_sub(base + own);
+            let n = open.load(Ordering::Relaxed);
+            if live > peak.0 {
+                peak = (live, n);
+            }
+            if samples.len() < samples.capacity() {
+                let closed = recent.borrow().len();
+                samples.push([n as f64, closed as f64, live as f64]);
+            }
+        },
+    )?;
     let (slope, intercept) = least_squares(&samples);
     let mb = |b: f64| b / f64::from(1 << 20);
     Ok(format!(
@@ -93,20 +116,35 @@ fn measure(path: &Path) -> Result<String, Box<dyn std::error::Error>> {
     ))
 }
 
-/// Slope and intercept of the least-squares line through `xy`.
-fn least_squares(xy: &[(f64, f64)]) -> (f64, f64) {
-    let n = xy.len() as f64;
-    if xy.len() < 2 {
+/// [`pipeline::Options`] keeps the 4-tuples of closed connections this long
+/// (`rttlens_core::flow::TOMBSTONE`), in seconds.
+const TOMBSTONE_S: f64 = 60.0;
+
+/// The least-squares fit `y = b0 + b1·x1 + b2·x2` through `[x1, x2, y]`:
+/// (b1, b0). With `x2` constant (no connection closed) it is the line
+/// through (x1, y).
+fn least_squares(s: &[[f64; 3]]) -> (f64, f64) {
+    if s.len() < 3 {
         return (f64::NAN, f64::NAN);
     }
-    let (sx, sy) = xy.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
-    let (mx, my) = (sx / n, sy / n);
-    let (sxy, sxx) = xy.iter().fold((0.0, 0.0), |(a, b), (x, y)| {
-        (a + (x - mx) * (y - my), b + (x - mx) * (x - mx))
-    });
-    if sxx == 0.0 {
-        return (f64::NAN, my);
-    }
-    let slope = sxy / sxx;
-    (slope, my - slope * mx)
+    let n = s.len() as f64;
+    let mean = |i: usize| s.iter().map(|r| r[i]).sum::<f64>() / n;
+    let m = [mean(0), mean(1), mean(2)];
+    let cov = |i: usize, j: usize| s.iter().map(|r| (r[i] - m[i]) * (r[j] - m[j])).sum::<f64>();
+    let (s11, s22, s12, s1y, s2y) = (cov(0, 0), cov(1, 1), cov(0, 1), cov(0, 2), cov(1, 2));
+    let det = s11 * s22 - s12 * s12;
+    let b1 = if s22 == 0.0 || det.abs() < 1e-9 * s11 * s22 {
+        if s11 == 0.0 {
+            return (f64::NAN, m[2]);
+        }
+        s1y / s11
+    } else {
+        (s1y * s22 - s2y * s12) / det
+    };
+    let b2 = if s22 == 0.0 || det.abs() < 1e-9 * s11 * s22 {
+        0.0
+    } else {
+        (s2y * s11 - s1y * s12) / det
+    };
+    (b1, m[2] - b1 * m[0] - b2 * m[1])
 }
