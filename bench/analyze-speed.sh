@@ -47,7 +47,9 @@ namespaces), then prints, per capture, in one run: cat (the read limit),
 tcptrace -ln, rttlens on 1 thread and on all threads in text, json and jsonl,
 and tshark without TCP reassembly: wall time (best of N for cat and rttlens,
 one run for the peers), packets/s, MB/s, peak RSS, the ratio to cat and how
-many times faster than tcptrace each row is (tcptrace is timed first).
+many times faster than tcptrace each row is (tcptrace is timed first). Then
+the heap per open connection on each capture (examples/conn_memory, built
+beside rttlens: the engine of this checkout, whatever --bin times).
 
 Captures (bench/data/, git-ignored):
   bulk   $BULK
@@ -117,9 +119,13 @@ if [[ -n $BIN ]]; then
 else
     BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/rttlens"
 fi
+# the heap per open connection (issue 27): the engine of this checkout, a
+# counting allocator around the system's (crates/rttlens-core/examples)
+MEMBIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/conn_memory"
 if ((BUILD)); then
-    note "building: cargo build --release -p rttlens"
-    (cd -- "$ROOT" && cargo build --release -q -p rttlens) || die "cargo build failed"
+    note "building: cargo build --release -p rttlens; the conn_memory example"
+    (cd -- "$ROOT" && cargo build --release -q -p rttlens \
+        && cargo build --release -q -p rttlens-core --example conn_memory) || die "cargo build failed"
 fi
 [[ -x $BIN && -f $BIN ]] || die "$BIN not found or not executable (build it, drop --no-build, or give --bin)"
 LABEL="rttlens"
@@ -366,6 +372,21 @@ echo
 if ((PEERS)); then PEERS_NOTE="one run for tcptrace and tshark"; else PEERS_NOTE="tcptrace and tshark skipped (--no-peers)"; fi
 echo "wall: best of $RUNS for cat and rttlens$ALT, $PEERS_NOTE; MB = MiB; page cache warm (dropped, then read once with cat)"
 echo "× cat = wall / cat's wall (times slower than reading the file); × tcptrace = tcptrace's wall / wall (times faster than tcptrace -ln)"
+
+# ---- memory per open connection ----------------------------------------------
+mem_caps=()
+wanted conns && mem_caps+=("$CONNS")
+wanted storm && mem_caps+=("$STORM")
+wanted wrk && mem_caps+=("$WRK")
+wanted bulk && mem_caps+=("$BULK")
+if [[ -x $MEMBIN ]]; then
+    echo
+    echo "### heap per open connection (conn_memory: this checkout's engine, 1 thread, requested bytes)"
+    echo
+    "$MEMBIN" "${mem_caps[@]}" | sed "s#$ROOT/##" || note "conn_memory failed"
+else
+    note "no $MEMBIN (cargo build --release -p rttlens-core --example conn_memory): heap per open connection skipped"
+fi
 
 # ---- 10 GB: memory stays flat ---------------------------------------------------
 ((BIG_GB > 0)) || exit 0
