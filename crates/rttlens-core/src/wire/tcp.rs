@@ -177,6 +177,24 @@ impl TcpOptions {
     /// is wrong for its kind (then [`malformed`](Self::malformed) is set).
     /// Unknown kinds are skipped by their length.
     pub(crate) fn parse(bytes: &[u8]) -> TcpOptions {
+        // most segments of a Linux or BSD peer carry timestamps alone, laid
+        // out as RFC 7323 Appendix A suggests: NOP, NOP, TS (what the loop
+        // below makes of them, read in one step)
+        if let [kind::NOP, kind::NOP, kind::TIMESTAMPS, 10, v0, v1, v2, v3, e0, e1, e2, e3] = *bytes
+        {
+            return TcpOptions {
+                timestamps: Some((
+                    u32::from_be_bytes([v0, v1, v2, v3]),
+                    u32::from_be_bytes([e0, e1, e2, e3]),
+                )),
+                ..TcpOptions::default()
+            };
+        }
+        Self::parse_all(bytes)
+    }
+
+    /// [`TcpOptions::parse`] option by option.
+    fn parse_all(bytes: &[u8]) -> TcpOptions {
         let mut opts = TcpOptions::default();
         let mut rest = bytes;
         while let Some((&kind, after_kind)) = rest.split_first() {
@@ -366,6 +384,28 @@ mod tests {
 
     fn opts(bytes: &[u8]) -> TcpOptions {
         TcpOptions::parse(bytes)
+    }
+
+    proptest::proptest! {
+        /// The timestamps-only layout read in one step reads as the loop
+        /// reads it, and so does anything else.
+        #[test]
+        fn timestamps_alone_read_as_option_by_option(
+            tsval in proptest::prelude::any::<u32>(),
+            tsecr in proptest::prelude::any::<u32>(),
+            other in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40),
+        ) {
+            let mut ts = vec![1, 1, 8, 10];
+            ts.extend(tsval.to_be_bytes());
+            ts.extend(tsecr.to_be_bytes());
+            let fast = TcpOptions::parse(&ts);
+            proptest::prop_assert_eq!(fast, TcpOptions::parse_all(&ts));
+            proptest::prop_assert_eq!(fast.timestamps, Some((tsval, tsecr)));
+            proptest::prop_assert_eq!(TcpOptions::parse(&other), TcpOptions::parse_all(&other));
+            let mut longer = ts.clone();
+            longer.extend(&other);
+            proptest::prop_assert_eq!(TcpOptions::parse(&longer), TcpOptions::parse_all(&longer));
+        }
     }
 
     #[test]
