@@ -118,16 +118,21 @@ fn ladder_ms(doc: &Value, phase: &str, n: usize) -> Vec<f64> {
 /// byte read), so on a paced run it may only add the client's own
 /// processing and wake-ups to what the wire shows: within 1.5 ms (or 10 %),
 /// never less. In a storm the generator shares two cores with the server
-/// and the link and wakes up late (a connect p90 of 19 ms at the client for
-/// 10 ms on the wire was seen), which also moves where bench's `tls` begins:
-/// there the two agree within 25 ms or 10 %. Returns the note that shows
-/// both.
+/// and the link and wakes up late, which also moves where bench's `tls`
+/// begins: there the medians agree within 25 ms or 10 %. How late it woke
+/// at its slowest tenth grows with the overload (connect p90 of 19, 21 and
+/// 38 ms at the client for 10 ms on the wire were seen): that excess is the
+/// connect p90's whole difference, so there only a wire slower than the
+/// client's account (by more than the slack) fails, and the excess widens
+/// the tls and ttfb p90s' slack. Returns the note that shows both.
 fn agree(name: &str, bench: &Value, doc: &Value, paced: bool) -> String {
-    let slack = if paced { 1.5 } else { 25.0 };
+    let slack: f64 = if paced { 1.5 } else { 25.0 };
     let n = bench["connections"]["succeeded"]
         .as_u64()
         .expect("succeeded") as usize;
     let mut note = format!("{name}: {n} connections; bench / capture (ms):");
+    // the client's lateness at its slowest tenth (unpaced runs only)
+    let mut late: f64 = 0.0;
     for (b, ladder) in [("connect", "connect"), ("tls", "tls"), ("ttfb", "request")] {
         let v = ladder_ms(doc, ladder, n);
         assert!(
@@ -142,10 +147,22 @@ fn agree(name: &str, bench: &Value, doc: &Value, paced: bool) -> String {
             // paced, the wire cannot be slower than the client's own
             // account (HDR rounds to 0.1 %)
             let bound = !paced || got <= want * 1.002 + 0.1;
+            // a storm's connect p90: only the wire's side is held (the
+            // client's is its lateness)
+            let one_sided = !paced && b == "connect" && q == 0.9;
+            let diff = if one_sided {
+                got - want
+            } else {
+                (want - got).abs()
+            };
+            let slack = if q == 0.9 { slack.max(late) } else { slack };
             assert!(
-                bound && (want - got).abs() <= (0.1 * want).max(slack),
+                bound && diff <= (0.1 * want).max(slack),
                 "{name}: {b} {key}: bench {want:.3} ms, capture {got:.3} ms\n{note}"
             );
+            if one_sided {
+                late = want - got;
+            }
         }
     }
     note
