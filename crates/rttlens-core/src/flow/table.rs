@@ -514,7 +514,7 @@ impl<P: Trackers> FlowTable<P> {
         slot.closed = conn.is_closed();
         if slot.closed && !was_closed {
             for h in &mut conn.half {
-                h.release_empty();
+                h.trim_queues();
             }
         }
         if slot.closed {

@@ -260,4 +260,24 @@ mod tests {
         assert_eq!(h.hist.len(), 1);
         assert!(rest.is_some_and(|a| a.ts > horizon && a.last_ts == mark(0, 1_009).ts));
     }
+
+    /// A closed connection's queues are trimmed while it waits for late
+    /// segments: what it holds and does with what comes later is unchanged.
+    #[test]
+    fn trimmed_queues_hold_and_do_the_same() {
+        let mut kept = downloading_client(3);
+        let mut trimmed = downloading_client(3);
+        // the request acknowledged: nothing unacknowledged; the ACK waits
+        assert!(trimmed.retx_state.unacked.is_empty());
+        assert_eq!(trimmed.hist.len(), 1);
+        let hist_room = trimmed.hist.capacity();
+        trimmed.trim_queues();
+        assert_eq!(trimmed.retx_state.unacked.capacity(), 0);
+        assert!(trimmed.hist.capacity() <= hist_room);
+        assert_eq!(format!("{trimmed:?}"), format!("{kept:?}"));
+        // a late request (queues grow again): the same as untrimmed
+        second_request(&mut kept, 520);
+        second_request(&mut trimmed, 520);
+        assert_eq!(format!("{trimmed:?}"), format!("{kept:?}"));
+    }
 }

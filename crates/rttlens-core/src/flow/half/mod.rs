@@ -316,14 +316,15 @@ impl Half {
         self.events.get_or_insert_with(Box::default)
     }
 
-    /// Gives back the room of the working queues left empty (unacknowledged
-    /// segments, ACKs not yet eligible, TSvals awaiting their echo, holes,
-    /// out-of-order data): called once the connection closed, which then
-    /// waits in the table for late segments ([`CLOSED_LINGER`]) holding
-    /// only what its report needs. A late segment makes room again.
+    /// Trims the working queues (unacknowledged segments, ACKs not yet
+    /// eligible, TSvals awaiting their echo, holes, out-of-order data): the
+    /// empty ones give back all their room, the others what they do not
+    /// hold. Called once the connection closed, which then waits in the
+    /// table for late segments ([`CLOSED_LINGER`]); a late segment makes
+    /// room again.
     ///
     /// [`CLOSED_LINGER`]: crate::flow::CLOSED_LINGER
-    pub(crate) fn release_empty(&mut self) {
+    pub(crate) fn trim_queues(&mut self) {
         fn release<T>(q: &mut VecDeque<T>) {
             if q.is_empty() && q.capacity() > 0 {
                 *q = VecDeque::new();

@@ -33,7 +33,7 @@ pub(super) struct TsEcho {
 }
 
 impl TsEcho {
-    /// The TSvals awaiting their echo (for [`Half::release_empty`]).
+    /// The TSvals awaiting their echo (for [`Half::trim_queues`]).
     pub(super) fn pending_mut(&mut self) -> &mut VecDeque<(u32, Timestamp)> {
         &mut self.pending
     }
