@@ -11,7 +11,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::{bin, scratch};
+use common::{analyze_ok, bin, scratch};
 use rttlens_lab_server::builtin::{AcceptStall, Server, ServerConfig};
 use serde_json::Value;
 
@@ -572,24 +572,13 @@ fn a_captured_storm_analyses_the_same_on_one_thread_and_many() {
     let done = f(&r, &["connections", "succeeded"]);
     assert!(done >= 2000.0, "{r}");
     let analyze = |format: &str, threads: &str| {
-        let out = bin()
-            .args([
-                "analyze",
-                "--no-progress",
-                "--format",
-                format,
-                "--threads",
-                threads,
-            ])
-            .arg(&cap)
-            .output()
-            .expect("run analyze");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out.stdout
+        analyze_ok([
+            "--format".as_ref(),
+            format.as_ref(),
+            "--threads".as_ref(),
+            threads.as_ref(),
+            cap.as_os_str(),
+        ])
     };
     let doc: Value = serde_json::from_slice(&analyze("json", "1")).expect("JSON");
     let sum = &doc["capture"];

@@ -11,7 +11,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{bin, scratch};
+use common::{analyze_ok, bin, scratch};
 use serde_json::Value;
 
 /// Fail with a clear message when the lab cannot run here.
@@ -49,21 +49,9 @@ fn storm(name: &str, args: &[&str]) -> (Value, Value) {
         String::from_utf8_lossy(&out.stderr)
     );
     let bench: Value = serde_json::from_slice(&out.stdout).expect("bench JSON");
-    let out = bin()
-        .args(["analyze", "--no-progress", "--format", "json"])
-        .arg(&cap)
-        .output()
-        .expect("running rttlens analyze");
-    assert!(
-        out.status.success(),
-        "{name}: analyze: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let doc = analyze_ok(["--format".as_ref(), "json".as_ref(), cap.as_os_str()]);
     let _ = std::fs::remove_file(&cap);
-    (
-        bench,
-        serde_json::from_slice(&out.stdout).expect("analyze JSON"),
-    )
+    (bench, serde_json::from_slice(&doc).expect("analyze JSON"))
 }
 
 fn ids(doc: &Value) -> Vec<String> {
