@@ -40,7 +40,7 @@ fn ack_wait(a: &Analysis, sender: Side, st: &NagleStall) -> Duration {
 pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for sender in [Side::Client, Side::Server] {
-        let stalls = &a.conn.half[sender.index()].nagle();
+        let stalls = a.conn.half[sender.index()].nagle();
         if stalls.is_empty() {
             continue;
         }

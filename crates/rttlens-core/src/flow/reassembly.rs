@@ -80,11 +80,10 @@ pub struct Reassembler {
 }
 
 impl Reassembler {
-    /// Gives back the room of the out-of-order list when it is empty.
-    pub(crate) fn release_empty(&mut self) {
-        if self.pending.is_empty() {
-            self.pending = Vec::new();
-        }
+    /// The out-of-order list trimmed to what it holds (all its room given
+    /// back when empty).
+    pub(crate) fn trim(&mut self) {
+        self.pending.shrink_to_fit();
     }
 
     /// The next stream offset expected in order.

@@ -224,7 +224,7 @@ fn dupacks_make_a_fast_retransmit() {
     n.seg(false, 30.2, ACK, 2001, 2, 1000, TcpOptions::default()); // retransmission
     n.seg(true, 30.3, ACK, 2, 7001, 0, TcpOptions::default());
     let c = n.finish().remove(0);
-    let r = &c.half[Side::Server.index()].retx();
+    let r = c.half[Side::Server.index()].retx();
     assert_eq!(r.len(), 1);
     assert_eq!(r[0].kind, RetxKind::FastRetransmit);
     assert!(r[0].dupacks >= 3 && !r[0].spurious);
@@ -238,7 +238,7 @@ fn long_silence_makes_an_rto() {
     burst(&mut n, 20.0, 0, 2);
     n.seg(false, 320.0, ACK, 1001, 2, 1000, TcpOptions::default());
     let c = n.finish().remove(0);
-    let r = &c.half[Side::Server.index()].retx();
+    let r = c.half[Side::Server.index()].retx();
     assert_eq!(r.len(), 1);
     assert_eq!(r[0].kind, RetxKind::Rto);
 }
@@ -289,7 +289,7 @@ fn lone_segment_then_ack(ack_after: f64, ack_len: u32) -> Conn {
 #[test]
 fn a_held_pure_ack_that_releases_the_sender_is_an_ack_stall() {
     let c = lone_segment_then_ack(45.0, 0);
-    let st = &c.half[Side::Server.index()].ack_stalls();
+    let st = c.half[Side::Server.index()].ack_stalls();
     assert_eq!(st.len(), 1, "{st:?}");
     assert_eq!((st[0].y.frame, st[0].ack.frame, st[0].x.frame), (5, 6, 7));
     assert_eq!(st[0].flight, 1000);

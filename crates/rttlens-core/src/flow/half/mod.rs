@@ -317,28 +317,18 @@ impl Half {
     }
 
     /// Trims the working queues (unacknowledged segments, ACKs not yet
-    /// eligible, TSvals awaiting their echo, holes, out-of-order data): the
-    /// empty ones give back all their room, the others what they do not
-    /// hold. Called once the connection closed, which then waits in the
-    /// table for late segments ([`CLOSED_LINGER`]); a late segment makes
-    /// room again.
+    /// eligible, TSvals awaiting their echo, holes, out-of-order data) to
+    /// what they hold: an empty one gives back all its room. Called once
+    /// the connection closed, which then waits in the table for late
+    /// segments ([`CLOSED_LINGER`]); a late segment makes room again.
     ///
     /// [`CLOSED_LINGER`]: crate::flow::CLOSED_LINGER
     pub(crate) fn trim_queues(&mut self) {
-        fn release<T>(q: &mut VecDeque<T>) {
-            if q.is_empty() && q.capacity() > 0 {
-                *q = VecDeque::new();
-            } else {
-                q.shrink_to_fit();
-            }
-        }
-        release(&mut self.retx_state.unacked);
-        release(&mut self.hist);
-        release(self.ts_echo.pending_mut());
-        if self.holes.is_empty() {
-            self.holes = Vec::new();
-        }
-        self.reasm.release_empty();
+        self.retx_state.unacked.shrink_to_fit();
+        self.hist.shrink_to_fit();
+        self.ts_echo.trim();
+        self.holes.shrink_to_fit();
+        self.reasm.trim();
     }
 
     /// Everything this side sent so far has been acknowledged (true before

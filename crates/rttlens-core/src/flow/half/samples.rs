@@ -33,9 +33,10 @@ pub(super) struct TsEcho {
 }
 
 impl TsEcho {
-    /// The TSvals awaiting their echo (for [`Half::trim_queues`]).
-    pub(super) fn pending_mut(&mut self) -> &mut VecDeque<(u32, Timestamp)> {
-        &mut self.pending
+    /// The TSvals awaiting their echo trimmed to what they hold (for
+    /// [`Half::trim_queues`]).
+    pub(super) fn trim(&mut self) {
+        self.pending.shrink_to_fit();
     }
 }
 
