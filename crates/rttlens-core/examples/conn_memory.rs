@@ -132,19 +132,15 @@ fn least_squares(s: &[[f64; 3]]) -> (f64, f64) {
     let m = [mean(0), mean(1), mean(2)];
     let cov = |i: usize, j: usize| s.iter().map(|r| (r[i] - m[i]) * (r[j] - m[j])).sum::<f64>();
     let (s11, s22, s12, s1y, s2y) = (cov(0, 0), cov(1, 1), cov(0, 1), cov(0, 2), cov(1, 2));
+    if s11 == 0.0 {
+        return (f64::NAN, m[2]);
+    }
     let det = s11 * s22 - s12 * s12;
-    let b1 = if s22 == 0.0 || det.abs() < 1e-9 * s11 * s22 {
-        if s11 == 0.0 {
-            return (f64::NAN, m[2]);
-        }
-        s1y / s11
+    // x2 constant or moving with x1: the line through (x1, y) alone
+    let (b1, b2) = if s22 == 0.0 || det.abs() < 1e-9 * s11 * s22 {
+        (s1y / s11, 0.0)
     } else {
-        (s1y * s22 - s2y * s12) / det
-    };
-    let b2 = if s22 == 0.0 || det.abs() < 1e-9 * s11 * s22 {
-        0.0
-    } else {
-        (s2y * s11 - s1y * s12) / det
+        ((s1y * s22 - s2y * s12) / det, (s2y * s11 - s1y * s12) / det)
     };
     (b1, m[2] - b1 * m[0] - b2 * m[1])
 }
