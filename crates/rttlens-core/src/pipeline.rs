@@ -7,6 +7,7 @@ pub(crate) mod parallel;
 
 use crate::analysis;
 use crate::base::side::FrameRef;
+use crate::base::text;
 use crate::base::time::Timestamp;
 use crate::capture::keylog::KeyStore;
 use crate::capture::{CaptureError, Frame, FrameSource, SharedFrame};
@@ -14,8 +15,8 @@ use crate::detect;
 use crate::filter::Filter;
 use crate::flow::half::FrameMark;
 use crate::flow::{Conn, FlowTable, SWEEP_EVERY, SWEEP_INTERVAL, SWEEP_MIN};
-use crate::model::ConnReport;
 use crate::model::QuicReport;
+use crate::model::{ConnReport, ShownFloor};
 use crate::proto::protocols::Protocols;
 use crate::quic::conn::QuicConn;
 use crate::quic::table::QuicTable;
@@ -272,6 +273,11 @@ pub struct Options {
     /// exporter's `rttlens_live_open_connections`). Kept by a one-thread
     /// run only (`threads` ≤ 1); with more it is left alone.
     pub open_connections: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// The rank below which the output shows no connection (text shows
+    /// the costliest few): such connections are judged plain, their
+    /// findings' and ladder's sentences left empty ([`ShownFloor`]).
+    /// `None`: every report whole.
+    pub shown_floor: Option<std::sync::Arc<ShownFloor>>,
 }
 
 /// [`run`], keeping what `options` asks for.
@@ -347,7 +353,12 @@ fn run_counted(
     }
     let mut findings_by_id: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut finish = |conn: Box<Conn<Protocols>>, start: Timestamp| {
-        let report = report_of(conn, start, &mut findings_by_id);
+        let report = report_of(
+            conn,
+            start,
+            &mut findings_by_id,
+            options.shown_floor.as_deref(),
+        );
         on_conn(report);
     };
     let table = if options.trace {
@@ -363,17 +374,43 @@ fn run_counted(
 
 /// The analysis of one finished connection: analysis, detectors, report;
 /// its findings counted by id.
+///
+/// Below `floor`, the connection is judged plain ([`crate::base::text`]):
+/// only one that ranks at or above it is judged again with its sentences.
 fn report_of(
     conn: Box<Conn<Protocols>>,
     start: Timestamp,
     findings_by_id: &mut BTreeMap<&'static str, u64>,
+    floor: Option<&ShownFloor>,
 ) -> ConnReport {
-    let mut a = analysis::analyze(conn);
+    let (mut a, findings) = match floor {
+        Some(floor) => {
+            let (mut a, findings) = text::plain(|| {
+                let a = analysis::analyze(conn);
+                let findings = detect::run_all(&a);
+                (a, findings)
+            });
+            if floor.admits(
+                crate::model::findings_ms(&findings),
+                crate::model::duration_ms(&a),
+            ) {
+                a.remake_ladder();
+                let findings = detect::run_all(&a);
+                (a, findings)
+            } else {
+                (a, findings)
+            }
+        }
+        None => {
+            let a = analysis::analyze(conn);
+            let findings = detect::run_all(&a);
+            (a, findings)
+        }
+    };
     let trace = a.conn.take_trace().map(|mut t| {
         t.labels = crate::analysis::connection::frame_labels(&a);
         t
     });
-    let findings = detect::run_all(&a);
     if cfg!(debug_assertions) {
         let bad = detect::self_check::check(&a, &findings);
         assert!(

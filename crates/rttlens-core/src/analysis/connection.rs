@@ -9,6 +9,7 @@ use crate::analysis::tls::TlsKind;
 use crate::analysis::transfer::Transfer;
 use crate::base::cost::round3;
 use crate::base::side::{FrameRef, Side};
+use crate::base::text::{self, text};
 use crate::base::time::Duration;
 use crate::flow::half::{WscaleEvidence, MIN_MSS};
 use crate::flow::rounds::{Limit, Round};
@@ -523,18 +524,26 @@ fn tcp_timeline(conn: &Conn<Protocols>) -> AppTimeline {
     }
 }
 
+impl Analysis {
+    /// Makes the ladder again, with its sentences if they are wanted now
+    /// ([`crate::base::text`]): for an analysis made plain.
+    pub(crate) fn remake_ladder(&mut self) {
+        self.ladder = build_ladder(self);
+    }
+}
+
 fn build_ladder(a: &Analysis) -> Vec<Phase> {
     let clock = a.clock();
     let mut ladder = Vec::new();
     let c = &a.conn;
     let mut connect_end = None;
     if let (Some(syn), Some(sa)) = (c.syn, c.syn_ack) {
-        let mut detail = "SYN → SYN-ACK".to_string();
+        let mut detail = text::owned("SYN → SYN-ACK");
         if syn.count > 1 {
-            detail = format!("SYN sent {} times, then SYN-ACK", syn.count);
+            detail = text!("SYN sent {} times, then SYN-ACK", syn.count);
         }
         if syn.data_len > 0 {
-            detail.push_str(&format!(
+            detail.push_str(&text!(
                 "; {} B of data in the SYN (TCP Fast Open)",
                 syn.data_len
             ));
@@ -558,7 +567,7 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
                 "tls",
                 (start, ClientDir::Received),
                 (done, dir),
-                format!(
+                text!(
                     "TLS {} handshake, {} (nominal {} RTT)",
                     t.info.version,
                     t.kind.as_str(),
@@ -595,7 +604,7 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
             "request",
             (q, ClientDir::Sent),
             (r, ClientDir::Received),
-            "first request byte sent → first response byte received (TTFB)".to_string(),
+            text::owned("first request byte sent → first response byte received (TTFB)"),
         );
         let last = app.request_last.unwrap_or(q);
         let total = Duration::from_millis_f64(p.ms);
@@ -615,7 +624,7 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
                 "first-decrypted-byte",
                 (r, ClientDir::Received),
                 (fr.complete, ClientDir::Received),
-                format!("first application record ({} B) complete", fr.len),
+                text!("first application record ({} B) complete", fr.len),
             ));
         }
     }
@@ -625,7 +634,7 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
         } else {
             ClientDir::Sent
         };
-        let mut detail = format!(
+        let mut detail = text!(
             "{} B in {} round{}, {:.2} MB/s",
             t.bytes,
             t.rounds.len(),
@@ -633,7 +642,7 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
             t.bytes_per_sec / 1e6
         );
         if let Some(b) = t.bound {
-            detail.push_str(&format!(
+            detail.push_str(&text!(
                 "; bound by {}: {} B in flight / RTT = {:.2} MB/s",
                 b.limit.as_str(),
                 b.flight,
@@ -649,9 +658,9 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
     if let Some(first_fin) = fins.iter().min_by_key(|m| m.frame) {
         let end = c.last;
         let detail = match c.rst {
-            Some((side, _)) => format!("FIN, then RST from the {}", side.as_str()),
-            None if fins.len() == 2 => "FIN from both sides".to_string(),
-            None => "FIN from one side only".to_string(),
+            Some((side, _)) => text!("FIN, then RST from the {}", side.as_str()),
+            None if fins.len() == 2 => text::owned("FIN from both sides"),
+            None => text::owned("FIN from one side only"),
         };
         let mut p = clock.phase(
             "close",

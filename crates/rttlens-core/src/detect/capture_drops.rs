@@ -7,6 +7,7 @@ use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
 use crate::base::side::Side;
+use crate::base::text::{self, text};
 
 /// Finding id.
 pub(crate) const ID: &str = "capture-drops";
@@ -26,7 +27,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             .map(|d| {
                 ev(
                     d.at.frame,
-                    format!(
+                    text!(
                         "ACK covers {} B of {} data the capture never saw",
                         d.bytes,
                         side.as_str()
@@ -37,11 +38,11 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         out.push(Finding {
             id: ID,
             connection: a.conn.index,
-            title: format!("capture missed {} B of {} data that the {} acknowledged", h.dropped_bytes, side.as_str(), side.peer().as_str()),
+            title: text!("capture missed {} B of {} data that the {} acknowledged", h.dropped_bytes, side.as_str(), side.peer().as_str()),
             cost: Cost::ZERO,
             evidence,
             confidence: conf(Level::High, "acknowledged sequence numbers never seen in the capture"),
-            fix: "Capture again with fewer drops: a larger buffer (`tcpdump -B 65536`), headers only (`-s 128`), a capture filter for the hosts involved, and on the end host rather than a SPAN port.".to_string(),
+            fix: text::owned("Capture again with fewer drops: a larger buffer (`tcpdump -B 65536`), headers only (`-s 128`), a capture filter for the hosts involved, and on the end host rather than a SPAN port."),
             references: vec!["docs/design.md §4 (capture quality)"],
             span: Vec::new(),
         });

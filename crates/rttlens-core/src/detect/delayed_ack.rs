@@ -17,6 +17,7 @@
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
 use crate::base::side::Side;
+use crate::base::text::text;
 use crate::base::time::union_len;
 use crate::flow::half::AckStall;
 
@@ -47,13 +48,13 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let mut evidence = Vec::new();
         for st in stalls.iter().take(3) {
             let in_flight = if st.flight_here == st.flight {
-                format!(
+                text!(
                     "{} B ({:.1} MSS) in flight",
                     st.flight,
                     st.flight as f64 / mss as f64
                 )
             } else {
-                format!(
+                text!(
                     "{} B in flight by the ACKs seen here ({} B, {:.1} MSS, as the {} had it: later ACKs were still on their way to it)",
                     st.flight_here,
                     st.flight,
@@ -63,7 +64,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             };
             evidence.push(ev(
                 st.y.frame,
-                format!(
+                text!(
                     "{} B from the {} with {in_flight}; nothing more follows",
                     st.y_len,
                     sender.as_str(),
@@ -71,14 +72,14 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ));
             evidence.push(ev(
                 st.ack.frame,
-                format!(
+                text!(
                     "the {receiver}'s pure ACK of it, held {:.1} ms by its delayed-ACK timer",
                     st.held.as_millis_f64()
                 ),
             ));
             evidence.push(ev(
                 st.x.frame,
-                format!(
+                text!(
                     "the {}'s next segment leaves as soon as that ACK arrives, {:.1} ms after the previous one",
                     sender.as_str(),
                     (st.x.ts - st.y.ts).as_millis_f64()
@@ -86,10 +87,10 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ));
         }
         let n = stalls.len();
-        let title = format!(
+        let title = text!(
             "Delayed ACK: the {} waited {} for the {receiver}'s delayed ACK ({:.0} ms the first time) before it could send more",
             sender.as_str(),
-            if n == 1 { "once".to_string() } else { format!("{n} times") },
+            if n == 1 { "once".to_string() } else { text!("{n} times") },
             first.held.as_millis_f64()
         );
         out.push(Finding {
@@ -102,7 +103,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 Level::Medium,
                 "the next segment left exactly when a held pure ACK arrived; assumes it was ready and held back by the window, not by the application",
             ),
-            fix: format!(
+            fix: text!(
                 "On the {receiver}, acknowledge at once: Linux `ip route change ROUTE quickack 1` or `setsockopt(TCP_QUICKACK, 1)` after each read; Windows `TcpAckFrequency=1`. On the {}, find why only one segment (or an odd tail) could be in flight: a small or locked congestion window (`ip route … initcwnd`/`cwnd lock`), a small SO_SNDBUF or peer window.",
                 sender.as_str()
             ),

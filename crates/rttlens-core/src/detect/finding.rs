@@ -2,6 +2,7 @@
 //! evidence frames, confidence and fix.
 
 use crate::base::cost::Cost;
+use crate::base::text;
 use crate::base::time::Timestamp;
 
 /// One frame that proves a finding, and what it shows.
@@ -80,8 +81,10 @@ impl Finding {
             Level::High => Level::Medium,
             _ => Level::Low,
         };
-        self.confidence.why.push_str("; ");
-        self.confidence.why.push_str(why);
+        if text::wanted() {
+            self.confidence.why.push_str("; ");
+            self.confidence.why.push_str(why);
+        }
     }
 }
 
@@ -89,7 +92,11 @@ impl Finding {
 pub(crate) fn ev(frame: u64, what: impl Into<String>) -> Evidence {
     Evidence {
         frame,
-        what: what.into(),
+        what: if text::wanted() {
+            what.into()
+        } else {
+            String::new()
+        },
     }
 }
 
@@ -110,6 +117,10 @@ pub(crate) fn ev_by_frame(lines: impl IntoIterator<Item = (u64, String)>) -> Vec
 pub(crate) fn conf(level: Level, why: impl Into<String>) -> Confidence {
     Confidence {
         level,
-        why: why.into(),
+        why: if text::wanted() {
+            why.into()
+        } else {
+            String::new()
+        },
     }
 }

@@ -14,6 +14,7 @@
 
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
+use crate::base::text::text;
 use crate::base::time::union_len;
 
 /// Finding id.
@@ -28,7 +29,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let n = q.released.len();
     let mut evidence = vec![ev(
         q.settings.frame,
-        format!(
+        text!(
             "the server's SETTINGS: SETTINGS_MAX_CONCURRENT_STREAMS = {}",
             q.limit
         ),
@@ -40,7 +41,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         ));
         evidence.push(ev(
             r.headers.frame,
-            format!(
+            text!(
                 "stream {} opens {:.1} ms later: until that close the {} stream{} the server allows were open",
                 r.stream,
                 (r.headers.ts - r.freed_by.ts).as_millis_f64(),
@@ -52,7 +53,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     evidence.sort_by_key(|e| e.frame);
     evidence.dedup_by_key(|e| e.frame);
     let refused = if q.refused > 0 {
-        format!(
+        text!(
             "; {} stream{} sent before the client knew the limit were refused (REFUSED_STREAM) and sent again",
             q.refused,
             if q.refused == 1 { "" } else { "s" }
@@ -74,14 +75,14 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     vec![Finding {
         id: ID,
         connection: a.conn.index,
-        title: format!(
+        title: text!(
             "HTTP/2: {n} requests went out one by one as earlier streams closed: the server allows {} at once{refused}",
             q.limit
         ),
         cost,
         evidence,
         confidence: conf(level, why),
-        fix: format!(
+        fix: text!(
             "Raise the server's concurrent stream limit to what its clients send at once (it is {}): nginx \
              `http2_max_concurrent_streams` (default 128), Go `http2.Server.MaxConcurrentStreams` / gRPC-Go \
              `grpc.MaxConcurrentStreams`, Envoy `max_concurrent_streams`, h2o `http2-max-concurrent-requests-per-connection`; \

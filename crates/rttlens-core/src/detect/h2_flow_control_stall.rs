@@ -10,6 +10,7 @@
 
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
+use crate::base::text::text;
 use crate::base::time::union_len;
 use crate::proto::h2::Window;
 
@@ -35,14 +36,14 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             "its connection window (stream 0, grown only by WINDOW_UPDATE)",
         ),
         Window::Stream(id) => (
-            format!("stream {id}'s window of {} B", first.size),
+            text!("stream {id}'s window of {} B", first.size),
             "SETTINGS_INITIAL_WINDOW_SIZE",
         ),
     };
     let bound = (a.rtt_min.as_secs_f64() > 0.0 && matches!(first.window, Window::Stream(_)))
         .then(|| first.size as f64 / a.rtt_min.as_secs_f64())
         .map(|bps| {
-            format!(
+            text!(
                 " — at most {} B per RTT, {:.2} MB/s at this path's RTT",
                 first.size,
                 bps / 1e6
@@ -53,25 +54,25 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     for s in stalls.iter().take(3) {
         let (w, size) = match s.window {
             Window::Connection => ("the connection window".to_string(), String::new()),
-            Window::Stream(id) => (format!("stream {id}'s window"), format!(" ({} B)", s.size)),
+            Window::Stream(id) => (text!("stream {id}'s window"), text!(" ({} B)", s.size)),
         };
         evidence.push(ev(
             s.exhausted.frame,
-            format!("DATA uses up {w}{size}: the {sender} must wait"),
+            text!("DATA uses up {w}{size}: the {sender} must wait"),
         ));
         evidence.push(ev(
             s.update.frame,
-            format!("WINDOW_UPDATE from the {receiver} reopens {w}"),
+            text!("WINDOW_UPDATE from the {receiver} reopens {w}"),
         ));
         evidence.push(ev(
             s.resumed.frame,
-            format!(
+            text!(
                 "the {sender}'s next DATA, {:.1} ms after it stopped",
                 (s.resumed.ts - s.exhausted.ts).as_millis_f64()
             ),
         ));
     }
-    let fix = format!(
+    let fix = text!(
         "Let the {receiver} advertise a window of at least the path's bandwidth × RTT ({setting}{bound}). \
          Go `http2.Transport`/`http2.Server` and gRPC-Go: `InitialWindowSize`/`InitialConnWindowSize` \
          (or leave gRPC's BDP estimation on); nginx as the receiver of request bodies: `http2_body_preread_size`; \
@@ -81,7 +82,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     vec![Finding {
         id: ID,
         connection: a.conn.index,
-        title: format!(
+        title: text!(
             "HTTP/2 flow control: the {sender} waited {} time{} for the {receiver}'s WINDOW_UPDATE ({which})",
             count,
             if count == 1 { "" } else { "s" },

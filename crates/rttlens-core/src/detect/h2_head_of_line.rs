@@ -15,6 +15,7 @@
 
 use super::finding::{conf, ev_by_frame, Finding, Level};
 use crate::analysis::Analysis;
+use crate::base::text::text;
 use crate::base::time::union_len;
 
 /// Finding id.
@@ -41,15 +42,15 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let behind = if w.behind == 0 {
             "another stream's".to_string()
         } else {
-            format!("stream {}'s", w.behind)
+            text!("stream {}'s", w.behind)
         };
         lines.push((
             w.delivered.frame,
-            format!("fills the hole in {behind} bytes (lost before the capture point): only now can TCP deliver what follows"),
+            text!("fills the hole in {behind} bytes (lost before the capture point): only now can TCP deliver what follows"),
         ));
         lines.push((
             w.arrived.frame,
-            format!(
+            text!(
                 "stream {}'s frame captured here, {:.1} ms before TCP could deliver it",
                 w.stream,
                 (w.delivered.ts - w.arrived.ts).as_millis_f64()
@@ -62,7 +63,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     vec![Finding {
         id: ID,
         connection: a.conn.index,
-        title: format!(
+        title: text!(
             "HTTP/2 head-of-line blocking: {n} stream{} ({}{}) waited for a TCP retransmission of another stream's bytes",
             if n == 1 { "" } else { "s" },
             list.join(", "),

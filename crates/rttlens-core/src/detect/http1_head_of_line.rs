@@ -11,6 +11,7 @@
 use super::finding::{conf, ev_by_frame, Finding, Level};
 use crate::analysis::requests::RequestRow;
 use crate::analysis::Analysis;
+use crate::base::text::text;
 use crate::base::time::{union_len, Duration};
 
 /// Finding id.
@@ -49,7 +50,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         if let Some(q) = w.request_last_at {
             lines.push((
                 q.frame,
-                format!(
+                text!(
                     "{} sent (pipelined) while an earlier response was still going out",
                     w.label()
                 ),
@@ -58,7 +59,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         if let Some(p) = w.behind_of {
             lines.push((
                 p.frame,
-                format!(
+                text!(
                     "the earlier response's last byte, {:.1} ms later: only now could {} be answered",
                     d.as_millis_f64(),
                     w.label()
@@ -66,7 +67,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ));
         }
         if let Some(r) = w.response_at {
-            lines.push((r.frame, format!("first byte of {}'s response", w.label())));
+            lines.push((r.frame, text!("first byte of {}'s response", w.label())));
         }
     }
     let evidence = ev_by_frame(lines);
@@ -74,7 +75,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     vec![Finding {
         id: ID,
         connection: a.conn.index,
-        title: format!(
+        title: text!(
             "HTTP/1.1 pipelining: {n} response{} waited behind earlier ones (longest: {}, {:.1} ms)",
             if n == 1 { "" } else { "s" },
             worst.label(),

@@ -9,6 +9,7 @@
 
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
+use crate::base::text::{self, text};
 
 /// Finding id.
 pub(crate) const ID: &str = "large-tls-record";
@@ -29,14 +30,14 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut evidence = vec![
         ev(
             fr.first.frame,
-            format!(
+            text!(
                 "first byte of a {} B application record (spans ~{segments} segments)",
                 fr.len
             ),
         ),
         ev(
             fr.complete.frame,
-            format!(
+            text!(
                 "record complete {:.1} ms later: first decrypted byte",
                 wait.as_millis_f64()
             ),
@@ -52,7 +53,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 1,
                 ev(
                     r.first.frame,
-                    format!(
+                    text!(
                         "round {} starts: the record did not fit in the previous round",
                         r.index
                     ),
@@ -63,7 +64,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     vec![Finding {
         id: ID,
         connection: a.conn.index,
-        title: format!(
+        title: text!(
             "first TLS record of the response is {} B: the first decrypted byte waited {} for it to complete",
             fr.len,
             cost.describe()
@@ -71,7 +72,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         cost,
         evidence,
         confidence: conf(Level::High, "record boundaries read from the TLS record headers"),
-        fix: "Send small records at the start of a response: nginx `ssl_buffer_size 4k;` (default 16k), HAProxy `tune.ssl.maxrecord 1400`, or a server with dynamic record sizing (small records for the first flights, 16 KB once the window is open).".to_string(),
+        fix: text::owned("Send small records at the start of a response: nginx `ssl_buffer_size 4k;` (default 16k), HAProxy `tune.ssl.maxrecord 1400`, or a server with dynamic record sizing (small records for the first flights, 16 KB once the window is open)."),
         references: vec!["RFC 8446 §5.1 (record size)", "nginx ssl_buffer_size"],
         span: span.to_vec(),
     }]

@@ -24,6 +24,7 @@ use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
 use crate::base::side::Side;
+use crate::base::text::{self, text};
 use crate::base::time::union_len;
 use crate::flow::half::{Retransmission, RetxKind};
 
@@ -65,14 +66,15 @@ fn finding(
             shown.push(o.frame);
             evidence.push(ev(
                 o.frame,
-                format!(
+                text!(
                     "original transmission of {} B at offset {}",
-                    r.len, r.offset
+                    r.len,
+                    r.offset
                 ),
             ));
         }
         let what = match id {
-            ID_FAST => format!(
+            ID_FAST => text!(
                 "fast retransmission after {} duplicate ACKs{}",
                 r.dupacks,
                 if r.inferred {
@@ -81,20 +83,20 @@ fn finding(
                     ""
                 }
             ),
-            ID_TLP => format!(
+            ID_TLP => text!(
                 "tail loss probe after {:.1} ms of silence",
                 r.silence.as_millis_f64()
             ),
-            ID_RTO => format!(
+            ID_RTO => text!(
                 "retransmission timeout after {:.1} ms of silence{}",
                 r.silence.as_millis_f64(),
                 if r.backoff > 0 {
-                    format!(" (backoff ×{})", 1u32 << r.backoff.min(16))
+                    text!(" (backoff ×{})", 1u32 << r.backoff.min(16))
                 } else {
                     String::new()
                 }
             ),
-            _ if r.kind == RetxKind::Rto && r.lost_ack.is_some() => format!(
+            _ if r.kind == RetxKind::Rto && r.lost_ack.is_some() => text!(
                 "timeout after {:.1} ms of silence, resending data the capture saw acknowledged: the ACKs were lost on the way to the {}",
                 r.silence.as_millis_f64(),
                 sender.as_str()
@@ -107,7 +109,7 @@ fn finding(
         {
             evidence.push(ev(
                 k,
-                format!(
+                text!(
                     "the {}'s ACK of these bytes: seen here in time, never heard by the {}",
                     sender.peer().as_str(),
                     sender.as_str()
@@ -120,35 +122,35 @@ fn finding(
     let who = sender.as_str();
     let (title, fix, refs, level, why): (String, &str, Vec<&'static str>, Level, String) = match id {
         ID_FAST => (
-            format!("{n} segment{} from the {who} lost and fast-retransmitted", if n == 1 { "" } else { "s" }),
+            text!("{n} segment{} from the {who} lost and fast-retransmitted", if n == 1 { "" } else { "s" }),
             "Packet loss on the path: look for drops (`ip -s link`, `tc -s qdisc`, `nstat -az TcpExtTCPLostRetransmit`), a policer or a full queue; keep SACK on (`net.ipv4.tcp_sack=1`); a loss-tolerant congestion control (`net.ipv4.tcp_congestion_control=bbr`) loses less throughput.",
             vec!["RFC 5681 §3.2", "RFC 6675", "RFC 8985 §6", "Linux tcp_fastretrans_alert()"],
             if first.inferred { Level::Medium } else { Level::High },
             if first.inferred { "retransmitted without 3 dupACKs or SACK seen: RACK or a trigger the capture missed".to_string() } else { "duplicate ACKs / SACK blocks preceded the retransmission".to_string() },
         ),
         ID_TLP => (
-            format!("{n} tail loss probe{} by the {who}: the last segment of a flight went unacknowledged", if n == 1 { "" } else { "s" }),
+            text!("{n} tail loss probe{} by the {who}: the last segment of a flight went unacknowledged", if n == 1 { "" } else { "s" }),
             "Tail loss (the last packets of a burst): TLP (RFC 8985) already shortened the stall; keep `net.ipv4.tcp_early_retrans=3`; if frequent, look for a policer dropping burst tails or pace the sender (`tc qdisc add … fq`).",
             vec!["RFC 8985 §7", "Linux tcp_send_loss_probe()"],
             Level::Medium,
             "highest segment resent after ~2·SRTT of silence without dupACKs".to_string(),
         ),
         ID_RTO => (
-            format!("{n} retransmission timeout{} at the {who}: the connection stalled until the timer fired", if n == 1 { "" } else { "s" }),
+            text!("{n} retransmission timeout{} at the {who}: the connection stalled until the timer fired", if n == 1 { "" } else { "s" }),
             "A timeout stall: the loss could not be repaired by ACKs (whole flight or retransmission lost, or no SACK). Keep SACK and RACK-TLP on (`net.ipv4.tcp_sack=1`, `net.ipv4.tcp_recovery=1`); on low-RTT paths lower the minimum RTO (`ip route change <route> rto_min 20ms`); find the loss (queue drops, flapping link).",
             vec!["RFC 6298 §5", "Linux tcp_retransmit_timer(), TCP_RTO_MIN"],
             Level::High,
-            format!("≥ {} ms of silence before the retransmission", crate::flow::half::RTO_MIN.as_millis_f64()),
+            text!("≥ {} ms of silence before the retransmission", crate::flow::half::RTO_MIN.as_millis_f64()),
         ),
         _ if !span.is_empty() => (
-            format!("{n} spurious retransmission{} by the {who}: data the receiver already had, resent on a timeout because the ACKs were lost on the way to the {who}, which sent nothing new until its timer fired", if n == 1 { "" } else { "s" }),
+            text!("{n} spurious retransmission{} by the {who}: data the receiver already had, resent on a timeout because the ACKs were lost on the way to the {who}, which sent nothing new until its timer fired", if n == 1 { "" } else { "s" }),
             "ACKs lost between the receiver and the sender: look for loss on the return path (a policer, a full queue, a flapping link); a lower minimum RTO on low-RTT paths shortens the stall (`ip route change <route> rto_min 20ms`); keep `net.ipv4.tcp_frto=2` so the cwnd cut is undone.",
             vec!["RFC 6298 §5", "RFC 5682 (F-RTO)", "Linux tcp_retransmit_timer(), tcp_try_undo_*()"],
             Level::Medium,
             "the ACKs covering the data were seen in time for the sender, which resent it after a timer's silence".to_string(),
         ),
         _ => (
-            format!("{n} spurious retransmission{} by the {who}: data the receiver already had (no time lost by itself; a spurious RTO cuts cwnd unless undone)", if n == 1 { "" } else { "s" }),
+            text!("{n} spurious retransmission{} by the {who}: data the receiver already had (no time lost by itself; a spurious RTO cuts cwnd unless undone)", if n == 1 { "" } else { "s" }),
             "The sender's timers fired too early or ACKs were lost/delayed: a delay spike on the path, or ACK loss. Keep `net.ipv4.tcp_frto=2` (F-RTO undoes the cwnd cut) and D-SACK (`net.ipv4.tcp_dsack=1`); look for ACK-path loss or bufferbloat.",
             vec!["RFC 2883 (D-SACK)", "RFC 5682 (F-RTO)", "Linux tcp_try_undo_*()"],
             Level::High,
@@ -162,7 +164,7 @@ fn finding(
         cost,
         evidence,
         confidence: conf(level, why),
-        fix: fix.to_string(),
+        fix: text::owned(fix),
         references: refs,
         span,
     })

@@ -17,6 +17,7 @@
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
 use crate::base::side::Side;
+use crate::base::text::text;
 use crate::base::time::union_len;
 use crate::base::time::Duration;
 use crate::flow::half::NagleStall;
@@ -58,7 +59,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 let w = ack_wait(a, sender, st);
                 evidence.push(ev(
                     st.y.frame,
-                    format!(
+                    text!(
                         "small segment ({} B) from the {}; nothing more follows",
                         st.y_len,
                         sender.as_str()
@@ -67,20 +68,20 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 evidence.push(ev(
                     st.ack.frame,
                     if w >= DELAYED_ACK_MIN {
-                        format!(
+                        text!(
                             "the {receiver}'s pure ACK of it, held {:.1} ms by delayed ACK",
                             w.as_millis_f64()
                         )
                     } else {
-                        format!("the {receiver}'s pure ACK of it")
+                        text!("the {receiver}'s pure ACK of it")
                     },
                 ));
-                evidence.push(ev(st.x.frame, format!("the next small segment ({} B) leaves as soon as that ACK arrives, {:.1} ms after the first", st.x_len, (st.x.ts - st.y.ts).as_millis_f64())));
+                evidence.push(ev(st.x.frame, text!("the next small segment ({} B) leaves as soon as that ACK arrives, {:.1} ms after the first", st.x_len, (st.x.ts - st.y.ts).as_millis_f64())));
             }
             let title = if id == ID_DELAYED_ACK {
-                format!("Nagle × delayed ACK: the {} held a small segment until the {receiver}'s delayed ACK ({:.0} ms) came back", sender.as_str(), wait.as_millis_f64())
+                text!("Nagle × delayed ACK: the {} held a small segment until the {receiver}'s delayed ACK ({:.0} ms) came back", sender.as_str(), wait.as_millis_f64())
             } else {
-                format!("Nagle: the {} held a small segment for a round trip, until the ACK of the previous one came back", sender.as_str())
+                text!("Nagle: the {} held a small segment for a round trip, until the ACK of the previous one came back", sender.as_str())
             };
             out.push(Finding {
                 id,
@@ -89,7 +90,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 cost,
                 evidence,
                 confidence: conf(Level::Medium, "small segment released exactly by a pure ACK; assumes its data was ready when the previous segment left"),
-                fix: format!(
+                fix: text!(
                     "Set TCP_NODELAY on the {} (nginx `tcp_nodelay on;`, Go's default, `setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, 1)`), or write what belongs together in one write (`writev`, TCP_CORK then uncork){}.",
                     sender.as_str(),
                     if id == ID_DELAYED_ACK { "; the receiver's delayed ACK (TCP_QUICKACK, Windows `TcpAckFrequency`) is the other half" } else { "" }

@@ -23,6 +23,7 @@ use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::rtt::RttRise;
 use crate::analysis::Analysis;
 use crate::base::side::Side;
+use crate::base::text::{self, text};
 use crate::base::time::Duration;
 use crate::flow::rtt::RttSample;
 use smallvec::SmallVec;
@@ -112,11 +113,11 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut evidence = vec![
         ev(
             q.first.at.frame,
-            format!("first RTT sample: {:.1} ms (minimum {:.1} ms)", ms(q.first.d + q.near), ms(base)),
+            text!("first RTT sample: {:.1} ms (minimum {:.1} ms)", ms(q.first.d + q.near), ms(base)),
         ),
         ev(
             q.late_sample.at.frame,
-            format!(
+            text!(
                 "later in the transfer: {:.1} ms, {:.1} ms above the minimum (median of the later samples)",
                 ms(q.late),
                 ms(extra)
@@ -124,12 +125,12 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         ),
         ev(
             q.peak.at.frame,
-            format!("highest: {:.1} ms", ms(q.peak.d + q.near)),
+            text!("highest: {:.1} ms", ms(q.peak.d + q.near)),
         ),
     ];
     evidence.sort_by_key(|e| e.frame);
     evidence.dedup_by_key(|e| e.frame);
-    let mut title = format!(
+    let mut title = text!(
         "RTT rose from {:.1} ms to {:.1} ms while data was in flight: packets waited {:.1} ms in a queue on the path",
         ms(q.early),
         ms(q.late),
@@ -137,7 +138,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     );
     if let Some(t) = a.transfer.as_ref().filter(|t| t.bytes_per_sec > 0.0) {
         let queued = t.bytes_per_sec * extra.as_secs_f64();
-        title.push_str(&format!(
+        title.push_str(&text!(
             "; the bottleneck delivered {:.2} Mbit/s with about {:.0} kB queued in front of it",
             t.bytes_per_sec * 8.0 / 1e6,
             queued / 1e3
@@ -156,14 +157,14 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         evidence,
         confidence: conf(
             level,
-            format!(
+            text!(
                 "{} RTT samples: the later half's median {:.1} ms against {:.1} ms early on; random jitter does not rise over time",
                 q.samples,
                 ms(q.late),
                 ms(q.early)
             ),
         ),
-        fix: "Queueing at the bottleneck (bufferbloat): a bigger window or buffer cannot help, the link is full. Give the bottleneck an AQM (`tc qdisc replace dev <dev> root fq_codel`, or `cake bandwidth <rate>` on a shaped link), pace and use a delay-based congestion control on the sender (`net.core.default_qdisc=fq`, `net.ipv4.tcp_congestion_control=bbr`), shrink oversized device queues (`txqueuelen`, BQL), and keep unsent data out of the socket (`net.ipv4.tcp_notsent_lowat=131072`).".to_string(),
+        fix: text::owned("Queueing at the bottleneck (bufferbloat): a bigger window or buffer cannot help, the link is full. Give the bottleneck an AQM (`tc qdisc replace dev <dev> root fq_codel`, or `cake bandwidth <rate>` on a shaped link), pace and use a delay-based congestion control on the sender (`net.core.default_qdisc=fq`, `net.ipv4.tcp_congestion_control=bbr`), shrink oversized device queues (`txqueuelen`, BQL), and keep unsent data out of the socket (`net.ipv4.tcp_notsent_lowat=131072`)."),
         references: vec![
             "RFC 8289 (CoDel)",
             "RFC 8290 (fq_codel)",

@@ -16,6 +16,7 @@ use super::finding::{conf, ev, Finding, Level};
 use super::util::{quic_cost as cost, quic_ms as ms};
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::side::Side;
+use crate::base::text::{self, text};
 use crate::base::time::Duration;
 use crate::quic::conn::PacketRec;
 use crate::quic::packet::PacketType;
@@ -91,17 +92,17 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     }
     let unlock = unlock.expect("checked");
     let chain = match a.handshake.certificate_bytes {
-        Some(n) => format!("; the certificate chain is {n} bytes"),
+        Some(n) => text!("; the certificate chain is {n} bytes"),
         None => String::new(),
     };
     let mut evidence = vec![
         ev(
             a.handshake.client_initial.expect("checked").frame,
-            format!("the client's first flight: {} bytes, so the server may send {budget} until the client's address is validated", budget / FACTOR),
+            text!("the client's first flight: {} bytes, so the server may send {budget} until the client's address is validated", budget / FACTOR),
         ),
-        ev(last.at.frame, format!("the server stops after {sent} bytes ({:.0} % of the limit){chain}", 100.0 * sent as f64 / budget as f64)),
+        ev(last.at.frame, text!("the server stops after {sent} bytes ({:.0} % of the limit){chain}", 100.0 * sent as f64 / budget as f64)),
         ev(unlock.at.frame, "the client's first datagram after the server's flight began: when it reaches the server, the budget grows"),
-        ev(after.at.frame, format!("the server's Handshake data resumes, {} after it stopped", ms(gap))),
+        ev(after.at.frame, text!("the server's Handshake data resumes, {} after it stopped", ms(gap))),
     ];
     evidence.sort_by_key(|e| e.frame);
     let (level, why) = if a.handshake.certificate_bytes.is_some() {
@@ -115,11 +116,11 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     vec![Finding {
         id: ID,
         connection: c.index,
-        title: format!("Anti-amplification limit: the server's first flight stopped at 3× the client's {} bytes and waited {} for the client", budget / FACTOR, ms(gap)),
+        title: text!("Anti-amplification limit: the server's first flight stopped at 3× the client's {} bytes and waited {} for the client", budget / FACTOR, ms(gap)),
         cost: cost(a, gap),
         evidence,
         confidence: conf(level, why),
-        fix: "Make the server's first flight fit in 3× the client's Initial: an ECDSA P-256 certificate instead of RSA, a shorter chain (no cross-signed or root certificate sent), certificate compression (RFC 8879: BoringSSL/quic-go and rustls `CertificateCompressor`, nginx with BoringSSL), or have the client pad its Initial larger (up to the path MTU, e.g. 1350-1472 bytes) so the budget grows.".to_string(),
+        fix: text::owned("Make the server's first flight fit in 3× the client's Initial: an ECDSA P-256 certificate instead of RSA, a shorter chain (no cross-signed or root certificate sent), certificate compression (RFC 8879: BoringSSL/quic-go and rustls `CertificateCompressor`, nginx with BoringSSL), or have the client pad its Initial larger (up to the path MTU, e.g. 1350-1472 bytes) so the budget grows."),
         references: vec!["RFC 9000 §8.1", "RFC 9001 §4.1.3", "RFC 8879"],
         span: vec![],
     }]

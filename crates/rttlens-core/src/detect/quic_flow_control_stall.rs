@@ -9,6 +9,7 @@
 use super::finding::{conf, ev, Finding, Level};
 use super::util::{quic_cost as cost, quic_ms as ms};
 use crate::analysis::quic::QuicAnalysis;
+use crate::base::text::text;
 use crate::base::time::{union_len, Timestamp};
 
 /// Finding id.
@@ -45,11 +46,11 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         if evidence.len() < EVIDENCE_CAP * 2 {
             let stream = b
                 .stream
-                .map(|s| format!(" on stream {s}"))
+                .map(|s| text!(" on stream {s}"))
                 .unwrap_or_default();
             evidence.push(ev(
                 b.at.frame,
-                format!(
+                text!(
                     "{}: the {} is blocked at {} bytes{stream}",
                     b.kind,
                     b.side.as_str(),
@@ -59,7 +60,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
             if let Some(r) = raised {
                 evidence.push(ev(
                     r.at.frame,
-                    format!(
+                    text!(
                         "{} {} from the {}: {} later",
                         r.kind,
                         r.value,
@@ -86,16 +87,16 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
                     .or(t.initial_max_stream_data_bidi_remote)
             }
         })
-        .map(|v| format!(" (its transport parameters allowed {v} bytes at first)"))
+        .map(|v| text!(" (its transport parameters allowed {v} bytes at first)"))
         .unwrap_or_default();
     vec![Finding {
         id: ID,
         connection: c.index,
-        title: format!("Flow control: the {} was blocked at {value} bytes by the {}'s limit{initial}, {} waiting", side.as_str(), receiver.as_str(), ms(d)),
+        title: text!("Flow control: the {} was blocked at {value} bytes by the {}'s limit{initial}, {} waiting", side.as_str(), receiver.as_str(), ms(d)),
         cost: cost(a, d),
         evidence,
         confidence: conf(Level::High, "the sender said it was blocked (BLOCKED frame) and the limit was raised later"),
-        fix: format!("Raise the {}'s receive windows to at least the bandwidth-delay product: quic-go `Config.InitialConnectionReceiveWindow`/`InitialStreamReceiveWindow` (and the Max… bounds), quinn `TransportConfig::receive_window`/`stream_receive_window`, nginx `http3_stream_buffer_size`, lsquic `es_init_max_data`; a CDN edge serving large objects on mobile tuned `initial_max_data` from 1 MB to 4 MB.", receiver.as_str()),
+        fix: text!("Raise the {}'s receive windows to at least the bandwidth-delay product: quic-go `Config.InitialConnectionReceiveWindow`/`InitialStreamReceiveWindow` (and the Max… bounds), quinn `TransportConfig::receive_window`/`stream_receive_window`, nginx `http3_stream_buffer_size`, lsquic `es_init_max_data`; a CDN edge serving large objects on mobile tuned `initial_max_data` from 1 MB to 4 MB.", receiver.as_str()),
         references: vec!["RFC 9000 §4.1", "RFC 9000 §19.12", "RFC 9000 §19.13"],
         span: vec![],
     }]

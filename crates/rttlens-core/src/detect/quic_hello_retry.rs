@@ -6,6 +6,7 @@
 use super::finding::{conf, ev, Finding, Level};
 use super::util::{quic_cost as cost, quic_ms as ms};
 use crate::analysis::quic::QuicAnalysis;
+use crate::base::text::text;
 use crate::proto::tls::hello::group_name;
 
 /// Finding id.
@@ -31,7 +32,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     if let Some(f) = first {
         evidence.push(ev(
             f.frame,
-            format!(
+            text!(
                 "ClientHello with key shares for {}",
                 if offered.is_empty() {
                     "no group".to_string()
@@ -43,7 +44,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     }
     evidence.push(ev(
         hrr.first.frame,
-        format!("HelloRetryRequest: the server asks for {asked}"),
+        text!("HelloRetryRequest: the server asks for {asked}"),
     ));
     let second = h
         .client_hello
@@ -72,11 +73,11 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     vec![Finding {
         id: ID,
         connection: a.conn.index,
-        title: format!("HelloRetryRequest in the QUIC handshake: the server wanted {asked}, {} lost", ms(d)),
+        title: text!("HelloRetryRequest in the QUIC handshake: the server wanted {asked}, {} lost", ms(d)),
         cost: cost(a, d),
         evidence,
         confidence: conf(level, why),
-        fix: format!("Have the client send a key share for {asked} first (or the server accept the client's): quic-go `tls.Config.CurvePreferences`, rustls `CryptoProvider::kx_groups`, OpenSSL `Groups`; X25519 is what most clients send."),
+        fix: text!("Have the client send a key share for {asked} first (or the server accept the client's): quic-go `tls.Config.CurvePreferences`, rustls `CryptoProvider::kx_groups`, OpenSSL `Groups`; X25519 is what most clients send."),
         references: vec!["RFC 8446 §4.1.4", "RFC 9001 §4.7"],
         span: vec![],
     }]

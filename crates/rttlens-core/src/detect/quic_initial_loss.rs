@@ -12,6 +12,7 @@ use super::finding::{conf, ev, Finding, Level};
 use super::util::{quic_cost as cost, quic_ms as ms};
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::side::Side;
+use crate::base::text::{self, text};
 use crate::quic::conn::PacketRec;
 use crate::quic::packet::PacketType;
 
@@ -69,16 +70,16 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     };
     let d = last.at.ts - orig.at.ts;
     let what = |r: &PacketRec| {
-        format!(
+        text!(
             "{} packet{}",
             r.ty.as_str(),
-            r.pn.map(|p| format!(" {p}")).unwrap_or_default()
+            r.pn.map(|p| text!(" {p}")).unwrap_or_default()
         )
     };
     let mut evidence = vec![
         ev(
             orig.at.frame,
-            format!(
+            text!(
                 "{} from the {}: CRYPTO data first sent",
                 what(orig),
                 side.as_str()
@@ -86,7 +87,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         ),
         ev(
             retx.at.frame,
-            format!(
+            text!(
                 "{}: the same CRYPTO data sent again {} later (probe timeout)",
                 what(retx),
                 ms(retx.at.ts - orig.at.ts)
@@ -96,7 +97,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     if last.at != retx.at {
         evidence.push(ev(
             last.at.frame,
-            format!(
+            text!(
                 "{}: sent again once more, {} after the first",
                 what(last),
                 ms(d)
@@ -109,7 +110,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         .filter(|l| l.space < 2 && l.declared_by.is_none())
         .count();
     let why = if gaps > 0 {
-        format!("CRYPTO data sent again, and {gaps} handshake packet number(s) missing at the capture point")
+        text!("CRYPTO data sent again, and {gaps} handshake packet number(s) missing at the capture point")
     } else {
         "CRYPTO data sent again; the lost copy may have been lost before or after the capture point"
             .to_string()
@@ -117,11 +118,11 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     vec![Finding {
         id: ID,
         connection: c.index,
-        title: format!("Handshake packet lost: the {} sent its {} data again after {}, the handshake waited", side.as_str(), retx.ty.as_str(), ms(d)),
+        title: text!("Handshake packet lost: the {} sent its {} data again after {}, the handshake waited", side.as_str(), retx.ty.as_str(), ms(d)),
         cost: cost(a, d),
         evidence,
         confidence: conf(if gaps > 0 { Level::High } else { Level::Medium }, why),
-        fix: "Find the loss on the path (a policer dropping UDP bursts, a small buffer, Wi-Fi); on the server, send the first flight paced and small (ECDSA certificate, certificate compression) so fewer packets can be lost; clients with a cached RTT for the server start the PTO lower (RFC 9002 §6.2.2, `initial_rtt`).".to_string(),
+        fix: text::owned("Find the loss on the path (a policer dropping UDP bursts, a small buffer, Wi-Fi); on the server, send the first flight paced and small (ECDSA certificate, certificate compression) so fewer packets can be lost; clients with a cached RTT for the server start the PTO lower (RFC 9002 §6.2.2, `initial_rtt`)."),
         references: vec!["RFC 9002 §6.2", "RFC 9002 §6.2.2", "RFC 9000 §12.3"],
         span: vec![],
     }]

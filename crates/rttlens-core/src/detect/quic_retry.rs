@@ -7,6 +7,7 @@ use super::finding::{conf, ev, Finding, Level};
 use super::util::{quic_cost as cost, quic_ms as ms};
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::side::Side;
+use crate::base::text::{self, text};
 use crate::quic::packet::PacketType;
 
 /// Finding id.
@@ -29,7 +30,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     }
     evidence.push(ev(
         retry.at.frame,
-        format!(
+        text!(
             "Retry with a {}-byte token: the server asks the client to prove its address",
             retry.token_len
         ),
@@ -37,7 +38,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     if c.retry.len() > 1 {
         evidence.push(ev(
             c.retry[1].at.frame,
-            format!("{} Retry packets in all", c.retry.len()),
+            text!("{} Retry packets in all", c.retry.len()),
         ));
     }
     let (d, level, why) = match (first, again) {
@@ -65,11 +66,11 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     vec![Finding {
         id: ID,
         connection: c.index,
-        title: format!("Retry: the server validated the client's address first, {} before the handshake began", ms(d)),
+        title: text!("Retry: the server validated the client's address first, {} before the handshake began", ms(d)),
         cost: cost(a, d),
         evidence,
         confidence: conf(level, why),
-        fix: "Send Retry only under load or attack (an address-validation token is worth its round trip when spoofed Initials flood the server): nginx leaves `quic_retry off` (the default); quic-go `Transport.VerifySourceAddress` returning true only above a handshake rate; quinn `Incoming::retry()` only when `Incoming::remote_address_validated()` is false and the server is busy. Clients can skip it next time with the NEW_TOKEN the server sends (RFC 9000 §8.1.3).".to_string(),
+        fix: text::owned("Send Retry only under load or attack (an address-validation token is worth its round trip when spoofed Initials flood the server): nginx leaves `quic_retry off` (the default); quic-go `Transport.VerifySourceAddress` returning true only above a handshake rate; quinn `Incoming::retry()` only when `Incoming::remote_address_validated()` is false and the server is busy. Clients can skip it next time with the NEW_TOKEN the server sends (RFC 9000 §8.1.3)."),
         references: vec!["RFC 9000 §8.1.2", "RFC 9000 §17.2.5"],
         span: vec![],
     }]

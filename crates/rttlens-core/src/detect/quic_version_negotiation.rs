@@ -7,6 +7,7 @@ use super::finding::{conf, ev, Finding, Level};
 use super::util::{quic_cost as cost, quic_ms as ms};
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::side::Side;
+use crate::base::text::{self, text};
 use crate::quic::packet::PacketType;
 
 /// Finding id.
@@ -23,14 +24,14 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         .recs
         .iter()
         .find(|r| r.side == Side::Client && r.ty == PacketType::Initial && r.at.ts > vn.at.ts);
-    let versions: Vec<String> = vn.versions.iter().map(|v| format!("{v:#010x}")).collect();
+    let versions: Vec<String> = vn.versions.iter().map(|v| text!("{v:#010x}")).collect();
     let mut evidence = Vec::new();
     if let Some(f) = first {
         evidence.push(ev(f.frame, "the client's Initial"));
     }
     evidence.push(ev(
         vn.at.frame,
-        format!(
+        text!(
             "Version Negotiation: the server offers {}",
             versions.join(", ")
         ),
@@ -64,11 +65,11 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     vec![Finding {
         id: ID,
         connection: c.index,
-        title: format!("Version Negotiation: the client's first version was refused, {} lost before the handshake began", ms(d)),
+        title: text!("Version Negotiation: the client's first version was refused, {} lost before the handshake began", ms(d)),
         cost: cost(a, d),
         evidence,
         confidence: conf(level, why),
-        fix: "Have the client start with a version the server speaks (QUIC v1 everywhere, RFC 9000) or let it learn it from the server's Alt-Svc/HTTPS record (RFC 9460 `alpn`); on the server, enable the version clients try first (quic-go `Config.Versions`, nginx serves v1 only).".to_string(),
+        fix: text::owned("Have the client start with a version the server speaks (QUIC v1 everywhere, RFC 9000) or let it learn it from the server's Alt-Svc/HTTPS record (RFC 9460 `alpn`); on the server, enable the version clients try first (quic-go `Config.Versions`, nginx serves v1 only)."),
         references: vec!["RFC 9000 §6", "RFC 9000 §17.2.1", "RFC 9368"],
         span: vec![],
     }]

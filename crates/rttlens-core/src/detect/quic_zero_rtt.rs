@@ -7,6 +7,7 @@ use super::finding::{conf, ev, Finding, Level};
 use super::util::{quic_cost as cost, quic_ms as ms};
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::side::Side;
+use crate::base::text::{self, text};
 
 /// Finding id: 0-RTT rejected.
 pub(crate) const ID_REJECTED: &str = "quic-zero-rtt-rejected";
@@ -33,7 +34,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         if let Some((z, n, bytes)) = c.zero_rtt {
             evidence.push(ev(
                 z.frame,
-                format!("0-RTT: {n} packet(s), {bytes} bytes sent before the handshake"),
+                text!("0-RTT: {n} packet(s), {bytes} bytes sent before the handshake"),
             ));
         }
         if let Some(ee) = c.message(Side::Server, 1, 8) {
@@ -45,11 +46,11 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         return vec![Finding {
             id: ID_REJECTED,
             connection: c.index,
-            title: format!("0-RTT rejected: the early request waited for the handshake ({}) and went again", ms(wait)),
+            title: text!("0-RTT rejected: the early request waited for the handshake ({}) and went again", ms(wait)),
             cost: cost(a, wait),
             evidence,
             confidence: conf(Level::High, "the EncryptedExtensions was decrypted and has no early_data"),
-            fix: "On the server keep 0-RTT on and its ticket keys shared across the servers behind the address (nginx `ssl_early_data on;` with `ssl_session_ticket_key` files on every node; quic-go `Config.Allow0RTT`); a server restart or a different node rejects tickets it did not issue, and a server whose transport limits (initial_max_data, initial_max_stream_data_*, stream counts) fell below what the ticket remembers must reject 0-RTT (RFC 9000 §7.4.1): lower them only with new tickets.".to_string(),
+            fix: text::owned("On the server keep 0-RTT on and its ticket keys shared across the servers behind the address (nginx `ssl_early_data on;` with `ssl_session_ticket_key` files on every node; quic-go `Config.Allow0RTT`); a server restart or a different node rejects tickets it did not issue, and a server whose transport limits (initial_max_data, initial_max_stream_data_*, stream counts) fell below what the ticket remembers must reject 0-RTT (RFC 9000 §7.4.1): lower them only with new tickets."),
             references: vec!["RFC 9001 §4.6.2", "RFC 8446 §4.2.10"],
             span: vec![],
         }];
@@ -67,7 +68,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         if let Some(done) = h.client_done {
             evidence.push(ev(
                 done.frame,
-                format!(
+                text!(
                     "the client's handshake done {} after its Initial: only then the request",
                     ms(wait)
                 ),
@@ -76,11 +77,11 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         return vec![Finding {
             id: ID_UNUSED,
             connection: c.index,
-            title: format!("Resumed without 0-RTT: the request waited {} for the handshake", ms(wait)),
+            title: text!("Resumed without 0-RTT: the request waited {} for the handshake", ms(wait)),
             cost: cost(a, wait),
             evidence,
             confidence: conf(Level::Medium, "the session was resumed with no early data; whether the ticket allowed 0-RTT is in the earlier connection's NewSessionTicket"),
-            fix: "Let the server issue tickets that allow early data (nginx `ssl_early_data on;`, quic-go `Config.Allow0RTT`, rustls `max_early_data_size`) and have the client send idempotent requests as 0-RTT (curl/ngtcp2 `--ca-native` builds do for GET; quic-go `DialEarly`, quinn `Connecting::into_0rtt`).".to_string(),
+            fix: text::owned("Let the server issue tickets that allow early data (nginx `ssl_early_data on;`, quic-go `Config.Allow0RTT`, rustls `max_early_data_size`) and have the client send idempotent requests as 0-RTT (curl/ngtcp2 `--ca-native` builds do for GET; quic-go `DialEarly`, quinn `Connecting::into_0rtt`)."),
             references: vec!["RFC 9001 §4.6.1", "RFC 8470"],
             span: vec![],
         }];

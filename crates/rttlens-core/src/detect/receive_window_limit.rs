@@ -11,6 +11,7 @@ use super::util::{capped_cost, median, window_limited};
 use crate::analysis::rounds::UNSCALED_MAX_WINDOW;
 use crate::analysis::Analysis;
 use crate::base::side::Side;
+use crate::base::text::text;
 use crate::flow::rounds::Limit;
 
 /// Finding id.
@@ -39,8 +40,8 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut evidence = Vec::new();
     if let Some(syn) = a.syn_of(receiver) {
         let what = match syn.options.window_scale {
-            Some(s) => format!("{} SYN: window scale {s}", receiver.as_str()),
-            None => format!(
+            Some(s) => text!("{} SYN: window scale {s}", receiver.as_str()),
+            None => text!(
                 "{} SYN without a window-scale option: its window cannot exceed 65535 B",
                 receiver.as_str()
             ),
@@ -50,7 +51,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     for r in limited.iter().take(4) {
         evidence.push(ev(
             r.max_flight_frame,
-            format!(
+            text!(
                 "round {}: {} B in flight = the {} window of {} B",
                 r.index,
                 r.max_flight,
@@ -68,7 +69,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     }
     let mut confidence = conf(
         Level::High,
-        format!(
+        text!(
             "flight within one MSS of the advertised window in {} rounds",
             limited.len()
         ),
@@ -81,7 +82,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             Some(w) => {
                 evidence.push(ev(
                     w.at.frame,
-                    format!(
+                    text!(
                         "{} B in flight under a window field of {}: window scale at least {} (no SYN in the capture)",
                         w.flight, w.raw, w.shift
                     ),
@@ -106,7 +107,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     vec![Finding {
         id: ID,
         connection: a.conn.index,
-        title: format!(
+        title: text!(
             "{} bytes in flight held at the {}'s receive window ({rwnd} B) for {} rounds{}",
             t.sender.as_str(),
             receiver.as_str(),

@@ -14,6 +14,7 @@
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
 use crate::base::side::{FrameRef, Side};
+use crate::base::text::text;
 use crate::base::time::Duration;
 use crate::flow::half::{Half, Retransmission};
 
@@ -143,9 +144,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             Some((who, m)) if m.ts >= last.ts => (
                 m,
                 if who == side {
-                    format!("the {} gave up and reset the connection", side.as_str())
+                    text!("the {} gave up and reset the connection", side.as_str())
                 } else {
-                    format!("the {} reset the connection", who.as_str())
+                    text!("the {} reset the connection", who.as_str())
                 },
             ),
             _ => match a.conn.half[side.peer().index()]
@@ -154,7 +155,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             {
                 Some(f) => (
                     last,
-                    format!(
+                    text!(
                         "the {} closed its side meanwhile (FIN, frame {})",
                         side.peer().as_str(),
                         f.frame
@@ -170,14 +171,14 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         for (i, m) in b.attempts.iter().enumerate() {
             let what = match (i, prev) {
                 (0, _) if b.original => {
-                    format!("first transmission of the bytes at offset {}", b.offset)
+                    text!("first transmission of the bytes at offset {}", b.offset)
                 }
-                (_, Some(p)) => format!(
+                (_, Some(p)) => text!(
                     "attempt {}: {:.0} ms after the previous one",
                     i + 1,
                     (m.ts - p.ts).as_millis_f64()
                 ),
-                (_, None) => format!("attempt {} (the original was not captured)", i + 1),
+                (_, None) => text!("attempt {} (the original was not captured)", i + 1),
             };
             evidence.push(ev(m.frame, what));
             prev = Some(*m);
@@ -190,7 +191,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         out.push(Finding {
             id: ID,
             connection: a.conn.index,
-            title: format!(
+            title: text!(
                 "the {} sent the same bytes {} times over {:.1} s with the timer backing off ×{factor:.1}, never acknowledged: the {peer} or the path went dark; {ended}",
                 side.as_str(),
                 b.attempts.len(),
@@ -200,13 +201,13 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             evidence,
             confidence: conf(
                 Level::High,
-                format!(
+                text!(
                     "{retries} retransmissions of offset {}, gaps ≥ {} ms and growing, never acknowledged",
                     b.offset,
                     MIN_GAP.as_millis_f64()
                 ),
             ),
-            fix: format!(
+            fix: text!(
                 "Find out why the {peer} stopped answering: a host down or restarted without a RST, a firewall/NAT/load balancer that dropped the flow's state (idle timeouts), a route or MTU black hole (try `ping -M do -s 1472`; enable `net.ipv4.tcp_mtu_probing=1`). To fail faster, bound the wait: `TCP_USER_TIMEOUT` on the socket, a lower `net.ipv4.tcp_retries2`, or application timeouts (nginx `proxy_read_timeout`, `send_timeout`)."
             ),
             references: vec![

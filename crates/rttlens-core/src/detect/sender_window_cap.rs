@@ -10,6 +10,7 @@ use super::util::{
     capped_cost, capped_rounds_evidence, h2_flow_control_held, median, per_rtt_mb_s, window_limited,
 };
 use crate::analysis::Analysis;
+use crate::base::text::text;
 use crate::flow::rounds::Limit;
 
 /// Finding id.
@@ -40,13 +41,15 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     };
     let rate = per_rtt_mb_s(a, flight);
     let mut evidence = capped_rounds_evidence(&capped, |r| {
-        format!(
+        text!(
             "round {}: {} B in flight, receiver window {at_least}{} B",
-            r.index, r.max_flight, r.rwnd
+            r.index,
+            r.max_flight,
+            r.rwnd
         )
     });
     let near_64k = flight.abs_diff(65535) <= t.mss;
-    let mut fix = format!(
+    let mut fix = text!(
         "Let the {sender} keep more than {flight} B in flight: raise its send buffer (nginx `listen … sndbuf=4m` or remove a small `sndbuf=`; \
          `sysctl -w net.ipv4.tcp_wmem=\"4096 131072 16777216\"` and do not pin SO_SNDBUF, which disables autotuning); \
          look for a window clamp (TCP_WINDOW_CLAMP, `ip route … window`) or a proxy/middlebox that caps the flight."
@@ -62,7 +65,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     if let Some(w) = inferred {
         evidence.push(ev(
             w.at.frame,
-            format!(
+            text!(
                 "{} B in flight under a window field of {}: the receiver's window scale is at least {} (no SYN in the capture)",
                 w.flight, w.raw, w.shift
             ),
@@ -71,13 +74,13 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     vec![Finding {
         id: ID,
         connection: a.conn.index,
-        title: format!(
+        title: text!(
             "{sender}'s bytes in flight flat at {flight} B for {} rounds while the receiver offered {at_least}{rwnd} B: throughput bound {rate:.2} MB/s",
             capped.len()
         ),
         cost,
         evidence,
-        confidence: conf(level, format!("{} loss-free rounds within ±1 MSS of {flight} B, below the advertised window", capped.len())),
+        confidence: conf(level, text!("{} loss-free rounds within ±1 MSS of {flight} B, below the advertised window", capped.len())),
         fix,
         references: vec!["docs/design.md §4 (round limits)", "RFC 7323 §2 (window scale)", "Linux tcp_sndbuf_expand(), net.ipv4.tcp_wmem"],
         span,

@@ -15,6 +15,7 @@ use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::connection::OPTIONS_MAX;
 use crate::analysis::rounds::slow_start_rounds;
 use crate::analysis::Analysis;
+use crate::base::text::{self, text};
 use crate::flow::rounds::Limit;
 
 /// Finding id of a small initial window.
@@ -58,11 +59,11 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         out.push(Finding {
             id: ID_INITIAL_WINDOW,
             connection: a.conn.index,
-            title: format!("initial window of {} B ({:.1} segments) is below IW10", iw.bytes, iw.segments),
+            title: text!("initial window of {} B ({:.1} segments) is below IW10", iw.bytes, iw.segments),
             cost,
-            evidence: vec![ev(iw.frame, format!("first round: {} B in flight ({:.1} × {mss} B)", iw.bytes, iw.segments))],
+            evidence: vec![ev(iw.frame, text!("first round: {} B in flight ({:.1} × {mss} B)", iw.bytes, iw.segments))],
             confidence: conf(Level::Medium, "first transfer round measured from the capture; the sender may also have been app-limited"),
-            fix: "On the sender: use the RFC 6928 initial window (Linux ≥ 3.0 default; `ip route change <route> initcwnd 10 initrwnd 10`).".to_string(),
+            fix: text::owned("On the sender: use the RFC 6928 initial window (Linux ≥ 3.0 default; `ip route change <route> initcwnd 10 initrwnd 10`)."),
             references: vec!["RFC 6928", "Linux tcp_init_cwnd()"],
             span: vec![(t.first.ts, t.last.ts)],
         });
@@ -76,25 +77,26 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let growth: Vec<String> = ss.iter().map(|r| r.max_flight.to_string()).collect();
         let mut evidence = vec![ev(
             iw.frame,
-            format!(
+            text!(
                 "first round: {} B in flight ({:.1} segments)",
-                iw.bytes, iw.segments
+                iw.bytes,
+                iw.segments
             ),
         )];
         for r in ss.iter().skip(1).take(4) {
             evidence.push(ev(
                 r.max_flight_frame,
-                format!("round {}: {} B in flight", r.index, r.max_flight),
+                text!("round {}: {} B in flight", r.index, r.max_flight),
             ));
         }
         out.push(Finding {
             id: ID_SLOW_START,
             connection: a.conn.index,
-            title: format!("{} rounds of slow start from {} B (flight {} B)", spent, iw.bytes, growth.join(" → ")),
+            title: text!("{} rounds of slow start from {} B (flight {} B)", spent, iw.bytes, growth.join(" → ")),
             cost,
             evidence,
             confidence: conf(Level::Medium, "flight grew ≥ 1.3× per round; the cost assumes the final window was available from the start"),
-            fix: "Start with an open window: reuse connections (HTTP keep-alive, HTTP/2, connection pools) and set `net.ipv4.tcp_slow_start_after_idle=0` so idle keep-alive connections keep their cwnd; on the sender, a larger initial window (`ip route change <route> initcwnd 32`) if the path allows.".to_string(),
+            fix: text::owned("Start with an open window: reuse connections (HTTP keep-alive, HTTP/2, connection pools) and set `net.ipv4.tcp_slow_start_after_idle=0` so idle keep-alive connections keep their cwnd; on the sender, a larger initial window (`ip route change <route> initcwnd 32`) if the path allows."),
             references: vec!["RFC 5681 §3.1", "RFC 6928", "Linux tcp_slow_start(), tcp_slow_start_after_idle"],
             span: ss.first().zip(ss.last()).map(|(f, l)| (f.first.ts, l.last.ts)).into_iter().collect(),
         });

@@ -5,6 +5,7 @@
 
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
+use crate::base::text::{self, text};
 
 /// Finding id.
 pub(crate) const ID: &str = "syn-retransmission";
@@ -20,10 +21,10 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             continue;
         }
         let mut evidence = vec![
-            ev(s.first.frame, format!("first {what}")),
+            ev(s.first.frame, text!("first {what}")),
             ev(
                 s.last.frame,
-                format!("{what} sent again ({} transmissions in all)", s.count),
+                text!("{what} sent again ({} transmissions in all)", s.count),
             ),
         ];
         if what == "SYN" {
@@ -50,11 +51,11 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         out.push(Finding {
             id: ID,
             connection: a.conn.index,
-            title: format!("{what} sent {} times: {:.0} ms lost before the connection could start", s.count, lost.as_millis_f64()),
+            title: text!("{what} sent {} times: {:.0} ms lost before the connection could start", s.count, lost.as_millis_f64()),
             cost: a.cost(lost),
             evidence,
-            confidence: conf(Level::High, format!("same ISN sent {} times", s.count)),
-            fix: "The handshake packet was lost or dropped: check the server's accept queue (`nstat -az TcpExtListenOverflows TcpExtListenDrops`; raise `net.core.somaxconn` and the listen backlog, nginx `listen … backlog=`), SYN floods/`net.ipv4.tcp_syncookies`, firewall or conntrack drops (`nf_conntrack` table full).".to_string(),
+            confidence: conf(Level::High, text!("same ISN sent {} times", s.count)),
+            fix: text::owned("The handshake packet was lost or dropped: check the server's accept queue (`nstat -az TcpExtListenOverflows TcpExtListenDrops`; raise `net.core.somaxconn` and the listen backlog, nginx `listen … backlog=`), SYN floods/`net.ipv4.tcp_syncookies`, firewall or conntrack drops (`nf_conntrack` table full)."),
             references: vec!["RFC 6298 §5.7", "Linux TCP_TIMEOUT_INIT, tcp_retransmit_timer()"],
             span: vec![(s.first.ts, until)],
         });

@@ -11,6 +11,7 @@
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
+use crate::base::text::{self, text};
 use crate::base::time::Timestamp;
 use crate::flow::SynInfo;
 use crate::wire::FastOpen;
@@ -42,7 +43,7 @@ pub(crate) fn fell_back(syn: &SynInfo) -> bool {
 /// `" and N B of data"` for a SYN that carried data, else `none`.
 fn data_in(syn: &SynInfo, none: &str) -> String {
     if syn.data_len > 0 {
-        format!(" and {} B of data", syn.data_len)
+        text!(" and {} B of data", syn.data_len)
     } else {
         none.to_string()
     }
@@ -73,7 +74,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         cost,
         evidence,
         confidence: conf(level, why),
-        fix: fix.to_string(),
+        fix: text::owned(fix),
         references: REFS.to_vec(),
         span,
     };
@@ -91,12 +92,12 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let lost = until - syn.first.ts;
         let mut evidence = vec![ev(
             syn.first.frame,
-            format!("SYN with a TFO option{}", data_in(&syn, "")),
+            text!("SYN with a TFO option{}", data_in(&syn, "")),
         )];
         // evidence is sorted into capture order by run_all
         evidence.push(ev(
             plain.frame,
-            format!(
+            text!(
                 "plain SYN {:.0} ms after the first: TFO given up",
                 (plain.ts - syn.first.ts).as_millis_f64()
             ),
@@ -111,7 +112,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         ));
         return vec![finding(
             ID_FALLBACK,
-            format!("TCP Fast Open SYN went unanswered; the client fell back to a plain SYN {:.0} ms later", (plain.ts - syn.first.ts).as_millis_f64()),
+            text!("TCP Fast Open SYN went unanswered; the client fell back to a plain SYN {:.0} ms later", (plain.ts - syn.first.ts).as_millis_f64()),
             (a.cost(lost), vec![(syn.first.ts, until)]),
             evidence,
             Level::High,
@@ -123,7 +124,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         FastOpen::CookieRequest { .. } => {
             let (title, fix) = match granted {
                 Some(len) => (
-                    format!("TCP Fast Open cookie obtained ({len} B): the next connection to this server can carry its request in the SYN, saving 1 RTT"),
+                    text!("TCP Fast Open cookie obtained ({len} B): the next connection to this server can carry its request in the SYN, saving 1 RTT"),
                     "Nothing to fix: keep the client's TFO cache (curl `--tcp-fastopen`, `TCP_FASTOPEN_CONNECT`) so later connections use the cookie.",
                 ),
                 None => (
@@ -135,7 +136,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             evidence.push(ev(
                 sa.first.frame,
                 match granted {
-                    Some(len) => format!("SYN-ACK carries a {len} B cookie"),
+                    Some(len) => text!("SYN-ACK carries a {len} B cookie"),
                     None => "SYN-ACK without a cookie".to_string(),
                 },
             ));
@@ -154,9 +155,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             if accepted {
                 vec![finding(
                     ID_ACCEPTED,
-                    format!("TCP Fast Open: {} B of data sent in the SYN and accepted; the request left 1 RTT earlier", syn.data_len),
+                    text!("TCP Fast Open: {} B of data sent in the SYN and accepted; the request left 1 RTT earlier", syn.data_len),
                     free(),
-                    vec![ev(syn.first.frame, format!("SYN with a {len} B cookie and {} B of data", syn.data_len)), ev(sa.first.frame, "SYN-ACK acknowledges the SYN's data")],
+                    vec![ev(syn.first.frame, text!("SYN with a {len} B cookie and {} B of data", syn.data_len)), ev(sa.first.frame, "SYN-ACK acknowledges the SYN's data")],
                     Level::High,
                     "the SYN-ACK's acknowledgment number covers the SYN data",
                     "Nothing to fix: TFO saved the connect round trip.",
@@ -168,7 +169,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 let mut evidence = vec![
                     ev(
                         syn.first.frame,
-                        format!("SYN with a {len} B cookie{}", data_in(&syn, " but no data")),
+                        text!("SYN with a {len} B cookie{}", data_in(&syn, " but no data")),
                     ),
                     ev(
                         sa.first.frame,
@@ -195,7 +196,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 };
                 vec![finding(
                     ID_REFUSED,
-                    format!("TCP Fast Open data refused: the {} B in the SYN waited for the handshake (1 RTT)", syn.data_len),
+                    text!("TCP Fast Open data refused: the {} B in the SYN waited for the handshake (1 RTT)", syn.data_len),
                     cost,
                     evidence,
                     Level::High,

@@ -27,6 +27,7 @@ use crate::analysis::requests::RequestRow;
 use crate::analysis::rtt::Vantage;
 use crate::analysis::Analysis;
 use crate::base::side::{FrameRef, Side};
+use crate::base::text::{self, text};
 use crate::base::time::Duration;
 use smallvec::SmallVec;
 
@@ -193,13 +194,13 @@ fn server_think(
     // one request of several is named (its row in the requests table)
     let which = row
         .filter(|_| a.requests.len() > 1)
-        .map(|w| format!(" {}", w.label()))
+        .map(|w| text!(" {}", w.label()))
         .unwrap_or_default();
     let (what_q, what_r, title) = if turn.is_some() {
         (
             "the client's last data before the server answered",
             "the server's next data",
-            format!(
+            text!(
                 "server took {:.1} ms to answer after the client's data arrived (a request/response turn at the TCP level)",
                 think.as_millis_f64()
             ),
@@ -208,7 +209,7 @@ fn server_think(
         (
             "the server's last DATA of other streams before this answer: it was busy sending until here",
             "the stream's response HEADERS",
-            format!(
+            text!(
                 "server took {:.1} ms to answer{which} once it had sent the other streams' data",
                 think.as_millis_f64()
             ),
@@ -217,7 +218,7 @@ fn server_think(
         (
             "end of the previous response: the server could answer this pipelined request from here",
             "first byte of its response",
-            format!(
+            text!(
                 "server took {:.1} ms to answer{which} once the response ahead of it was sent",
                 think.as_millis_f64()
             ),
@@ -226,7 +227,7 @@ fn server_think(
         (
             "last byte of the request",
             "first byte of the response",
-            format!(
+            text!(
                 "server took {:.1} ms to answer{which} after {} arrived",
                 think.as_millis_f64(),
                 if which.is_empty() {
@@ -240,19 +241,19 @@ fn server_think(
     let mut e = vec![ev(q.frame, what_q)];
     if let Some((k, late)) = ack_late {
         let what = if delack(late) {
-            format!("the server's TCP acknowledged it {:.2} ms later, {:.2} ms more than {path}: its delayed-ACK timer, while the application had not answered", (k.ts - q.ts).as_millis_f64(), late.as_millis_f64())
+            text!("the server's TCP acknowledged it {:.2} ms later, {:.2} ms more than {path}: its delayed-ACK timer, while the application had not answered", (k.ts - q.ts).as_millis_f64(), late.as_millis_f64())
         } else if proxied {
-            format!("an ACK {:.2} ms later, from nearer than the server (its SYN-ACK took {:.2} ms): a NAT or proxy acknowledges for it", (k.ts - q.ts).as_millis_f64(), h_s.as_millis_f64())
+            text!("an ACK {:.2} ms later, from nearer than the server (its SYN-ACK took {:.2} ms): a NAT or proxy acknowledges for it", (k.ts - q.ts).as_millis_f64(), h_s.as_millis_f64())
         } else if late <= quick_ack {
-            format!("the server's TCP acknowledged it {:.2} ms later ({path} = {:.2} ms): network and kernel were quick", (k.ts - q.ts).as_millis_f64(), h_s.as_millis_f64())
+            text!("the server's TCP acknowledged it {:.2} ms later ({path} = {:.2} ms): network and kernel were quick", (k.ts - q.ts).as_millis_f64(), h_s.as_millis_f64())
         } else {
-            format!("the server's TCP acknowledged it {:.2} ms later, {:.2} ms more than {path}: the path or the server's kernel was slow as well", (k.ts - q.ts).as_millis_f64(), late.as_millis_f64())
+            text!("the server's TCP acknowledged it {:.2} ms later, {:.2} ms more than {path}: the path or the server's kernel was slow as well", (k.ts - q.ts).as_millis_f64(), late.as_millis_f64())
         };
         e.push(ev(k.frame, what));
     }
     e.push(ev(
         r.frame,
-        format!(
+        text!(
             "{what_r}, {:.1} ms later ({path} = {:.1} ms)",
             (r.ts - q.ts).as_millis_f64(),
             h_s.as_millis_f64()
@@ -267,7 +268,7 @@ fn server_think(
             cost: a.cost(think),
             evidence: e,
             confidence: conf(level, why),
-            fix: "Application latency at the server: profile the handler and its upstreams (nginx `$request_time` vs `$upstream_response_time` in the access log), caches, database calls.".to_string(),
+            fix: text::owned("Application latency at the server: profile the handler and its upstreams (nginx `$request_time` vs `$upstream_response_time` in the access log), caches, database calls."),
             references: vec!["docs/design.md §4 (think time)"],
             span: vec![(r.ts - think, r.ts)],
         },
@@ -334,14 +335,14 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         out.push(Finding {
             id: ID_CLIENT,
             connection: a.conn.index,
-            title: format!("client waited {:.1} ms before sending its request", think.as_millis_f64()),
+            title: text!("client waited {:.1} ms before sending its request", think.as_millis_f64()),
             cost: a.cost(think),
             evidence: vec![
                 ev(m.frame, "the client could send from here (connection / TLS handshake done)"),
                 ev(q.frame, "first byte of the request"),
             ],
             confidence: conf(level, why),
-            fix: "Client-side latency: the application was busy or slow to write the request (DNS, pool checkout, request building, certificate verification); send the request as soon as the connection is ready.".to_string(),
+            fix: text::owned("Client-side latency: the application was busy or slow to write the request (DNS, pool checkout, request building, certificate verification); send the request as soon as the connection is ready."),
             references: vec!["docs/design.md §4 (think time)"],
             span: vec![(q.ts - think, q.ts)],
         });

@@ -5,6 +5,7 @@
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::tls::TlsKind;
 use crate::analysis::Analysis;
+use crate::base::text::text;
 
 /// Finding id.
 pub(crate) const ID: &str = "tls12-full-handshake";
@@ -18,7 +19,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let client_offers_13 = t.client_max_version == "1.3";
     let mut evidence = vec![ev(
         t.client_hello.frame,
-        format!(
+        text!(
             "ClientHello offers up to TLS {}{}",
             t.client_max_version,
             if t.info.resumption_offered {
@@ -31,13 +32,13 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     if let Some(sh) = t.server_hello {
         evidence.push(ev(
             sh.frame,
-            format!(
+            text!(
                 "ServerHello selects TLS {}{}: full handshake",
                 t.info.version,
                 t.info
                     .cipher
                     .as_deref()
-                    .map(|c| format!(" ({c})"))
+                    .map(|c| text!(" ({c})"))
                     .unwrap_or_default()
             ),
         ));
@@ -67,7 +68,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     vec![Finding {
         id: ID,
         connection: a.conn.index,
-        title: format!("TLS 1.2 full handshake: {measured:.1} RTT before the request could go, 1 RTT more than TLS 1.3 or resumption"),
+        title: text!("TLS 1.2 full handshake: {measured:.1} RTT before the request could go, 1 RTT more than TLS 1.3 or resumption"),
         cost: a.cost(a.rtt_min),
         evidence,
         confidence: conf(Level::High, "ServerHello selected TLS 1.2 and sent a Certificate (no resumption)"),

@@ -8,6 +8,7 @@ use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::tls::TlsKind;
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
+use crate::base::text::{self, text};
 
 /// Finding id.
 pub(crate) const ID: &str = "tls-resumption";
@@ -35,7 +36,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ""
         };
         (
-            format!("TLS session resumed ({}){saved}", t.kind.as_str()),
+            text!("TLS session resumed ({}){saved}", t.kind.as_str()),
             "Nothing to fix.",
         )
     } else {
@@ -46,7 +47,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ));
         }
         (
-            format!("the client offered to resume its TLS session; the server declined ({})", t.kind.as_str()),
+            text!("the client offered to resume its TLS session; the server declined ({})", t.kind.as_str()),
             "Keep sessions resumable: nginx `ssl_session_cache shared:SSL:10m; ssl_session_timeout 1h; ssl_session_tickets on;`, and share ticket keys across the servers behind one name (`ssl_session_ticket_key`).",
         )
     };
@@ -57,7 +58,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         cost: Cost::ZERO,
         evidence,
         confidence: conf(Level::High, "read from the ClientHello and ServerHello"),
-        fix: fix.to_string(),
+        fix: text::owned(fix),
         references: vec!["RFC 5077", "RFC 8446 §2.2"],
         span: Vec::new(),
     }]

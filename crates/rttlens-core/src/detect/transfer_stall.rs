@@ -17,6 +17,7 @@
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
 use crate::base::side::Side;
+use crate::base::text::text;
 use crate::base::time::Duration;
 
 /// Finding id.
@@ -74,12 +75,12 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let receiver = side.peer();
         let (end, ended) = match c.rst {
             Some((who, m)) if m.ts > last.ts => {
-                (m, format!("the {} reset the connection", who.as_str()))
+                (m, text!("the {} reset the connection", who.as_str()))
             }
             _ => match c.half[receiver.index()].fin.filter(|f| f.ts > last.ts) {
                 Some(f) => (
                     f,
-                    format!("the {} gave up and closed (FIN)", receiver.as_str()),
+                    text!("the {} gave up and closed (FIN)", receiver.as_str()),
                 ),
                 None => (peer_last, "the capture ends".to_string()),
             },
@@ -87,7 +88,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let stall = end.ts - last.ts;
         let mut evidence = vec![ev(
             last.frame,
-            format!(
+            text!(
                 "last data from the {}: a full {last_len} B segment, more was coming",
                 side.as_str()
             ),
@@ -95,7 +96,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         if let Some(k) = h.full_acks.last().filter(|k| k.ts >= last.ts) {
             evidence.push(ev(
                 k.frame,
-                format!(
+                text!(
                     "the {} acknowledged everything, window {} B open",
                     receiver.as_str(),
                     h.scaled(h.window)
@@ -104,7 +105,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         }
         evidence.push(ev(
             end.frame,
-            format!(
+            text!(
                 "{:.1} s later, nothing more from the {}: {ended}",
                 stall.as_secs_f64(),
                 side.as_str()
@@ -113,7 +114,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         out.push(Finding {
             id: ID,
             connection: c.index,
-            title: format!(
+            title: text!(
                 "the transfer from the {} stopped mid-stream for {:.1} s with the {}'s window open, until {ended}",
                 side.as_str(),
                 stall.as_secs_f64(),
@@ -125,7 +126,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 Level::Medium,
                 "full-sized last segment, all data acknowledged, window open, no FIN: the sender had more and nothing arrived (its retransmissions were lost too, or it stalled)",
             ),
-            fix: format!(
+            fix: text!(
                 "Capture at the {} too: retransmissions backing off there (`rto-backoff`) mean the path or a middlebox went dark (firewall/NAT/load-balancer state lost, route or MTU black hole: enable `net.ipv4.tcp_mtu_probing=1`); none mean the sender's application stalled. Bound the wait on the receiver (`TCP_USER_TIMEOUT`, curl `--speed-limit/--speed-time`, application read timeouts).",
                 side.as_str()
             ),

@@ -3,6 +3,7 @@
 use crate::analysis::rounds::slow_start_rounds;
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
+use crate::base::text::text;
 use crate::base::time::Timestamp;
 use crate::flow::rounds::{Limit, Round};
 
@@ -101,7 +102,7 @@ pub(crate) fn capped_rounds_evidence(
     if let Some(r) = capped.last().filter(|_| capped.len() > 3) {
         evidence.push(super::finding::ev(
             r.max_flight_frame,
-            format!(
+            text!(
                 "round {}: still {} B in flight ({} rounds flat)",
                 r.index,
                 r.max_flight,
@@ -171,7 +172,7 @@ pub(crate) fn quic_cost(
 
 /// `d` in ms, for titles and evidence.
 pub(crate) fn quic_ms(d: crate::base::time::Duration) -> String {
-    format!("{:.1} ms", d.as_millis_f64())
+    text!("{:.1} ms", d.as_millis_f64())
 }
 
 #[cfg(test)]

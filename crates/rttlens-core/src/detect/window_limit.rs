@@ -15,6 +15,7 @@ use super::finding::{conf, ev, Finding, Level};
 use super::util::{capped_cost, capped_rounds_evidence, median, per_rtt_mb_s, window_limited};
 use crate::analysis::rounds::FLAT_ROUNDS;
 use crate::analysis::Analysis;
+use crate::base::text::text;
 use crate::flow::rounds::Limit;
 
 /// Finding id.
@@ -46,7 +47,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let receiver = t.sender.peer().as_str();
     let rate = per_rtt_mb_s(a, flight);
     let mut evidence = capped_rounds_evidence(&capped, |r| {
-        format!(
+        text!(
             "round {}: {} B in flight, the {receiver}'s TCP window {}{} B",
             r.index,
             r.max_flight,
@@ -61,7 +62,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     if let Some(w) = a.tcp.window_scale_inferred[t.sender.peer().index()] {
         evidence.push(ev(
             w.at.frame,
-            format!(
+            text!(
                 "{} B in flight under a window field of {}: the {receiver}'s window scale is at least {} (no SYN in the capture), so its window is known only as a lower bound",
                 w.flight, w.raw, w.shift
             ),
@@ -75,15 +76,15 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let tcp_window = capped[0].limit == Limit::Window;
     let mut candidates = Vec::new();
     if tcp_window {
-        candidates.push(format!(
+        candidates.push(text!(
             "the {receiver}'s receive window (at least {rwnd} B; its scale is not in the capture)"
         ));
     }
     if h2 {
-        candidates.push(format!("the {receiver}'s HTTP/2 flow-control window"));
+        candidates.push(text!("the {receiver}'s HTTP/2 flow-control window"));
     }
-    candidates.push(format!("the {sender}'s send buffer"));
-    let mut why = format!(
+    candidates.push(text!("the {sender}'s send buffer"));
+    let mut why = text!(
         "{rounds} loss-free, ACK-clocked rounds within ±1 MSS of {flight} B: the cap is certain, whose window it was is not"
     );
     why.push_str(if h2 {
@@ -93,23 +94,23 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     });
     let mut fix = String::from("Find out whose window it is: ");
     if tcp_window {
-        fix.push_str(&format!(
+        fix.push_str(&text!(
             "a capture with the connection's SYNs shows the {receiver}'s window scale; "
         ));
     }
     if h2 {
         fix.push_str("the TLS keys (`SSLKEYLOGFILE`, `rttlens analyze --keylog`) and a full snapshot length show the HTTP/2 WINDOW_UPDATEs (`h2-flow-control-stall`); ");
     }
-    fix.push_str(&format!(
+    fix.push_str(&text!(
         "or `ss -tmi` on either host (`rcv_space`/`rcv_wnd` on the {receiver}, `snd_wnd`/`skmem` on the {sender})."
     ));
     if tcp_window {
-        fix.push_str(&format!(" If the {receiver}'s TCP window: let its receive buffer grow (`net.ipv4.tcp_rmem` max, e.g. `4096 131072 16777216`; do not pin SO_RCVBUF; keep `net.ipv4.tcp_moderate_rcvbuf=1`)."));
+        fix.push_str(&text!(" If the {receiver}'s TCP window: let its receive buffer grow (`net.ipv4.tcp_rmem` max, e.g. `4096 131072 16777216`; do not pin SO_RCVBUF; keep `net.ipv4.tcp_moderate_rcvbuf=1`)."));
     }
     if h2 {
-        fix.push_str(&format!(" If HTTP/2's: let the {receiver} advertise a larger window (Go/gRPC `InitialWindowSize`/`InitialConnWindowSize`, Envoy `initial_stream_window_size`, nginx `http2_body_preread_size` for request bodies)."));
+        fix.push_str(&text!(" If HTTP/2's: let the {receiver} advertise a larger window (Go/gRPC `InitialWindowSize`/`InitialConnWindowSize`, Envoy `initial_stream_window_size`, nginx `http2_body_preread_size` for request bodies)."));
     }
-    fix.push_str(&format!(" If the {sender}'s: raise its send buffer (`net.ipv4.tcp_wmem`, nginx `listen … sndbuf=`; do not pin SO_SNDBUF) and look for a window clamp (TCP_WINDOW_CLAMP, `ip route … window`)."));
+    fix.push_str(&text!(" If the {sender}'s: raise its send buffer (`net.ipv4.tcp_wmem`, nginx `listen … sndbuf=`; do not pin SO_SNDBUF) and look for a window clamp (TCP_WINDOW_CLAMP, `ip route … window`)."));
     let mut references = vec!["docs/design.md §4 (round limits)"];
     if tcp_window {
         references.push("RFC 7323 §2.2 (window scale only in the SYNs)");
@@ -123,7 +124,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     vec![Finding {
         id: ID,
         connection: a.conn.index,
-        title: format!(
+        title: text!(
             "{sender}'s bytes in flight flat at {flight} B for {rounds} rounds: a window capped it — {}; throughput bound {rate:.2} MB/s",
             candidates.join(" or ")
         ),

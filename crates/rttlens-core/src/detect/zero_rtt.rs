@@ -7,6 +7,7 @@
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
+use crate::base::text::text;
 
 /// Finding id.
 pub(crate) const ID: &str = "zero-rtt";
@@ -24,18 +25,18 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     if let Some(f) = e.first {
         evidence.push(ev(
             f.frame,
-            format!("{} B of early data in {} record(s)", e.bytes, e.records),
+            text!("{} B of early data in {} record(s)", e.bytes, e.records),
         ));
     }
     let (title, cost, level, fix) = match e.accepted {
         Some(true) => (
-            format!("0-RTT: {} B of early data accepted; the request rode with the ClientHello (1 RTT saved)", e.bytes),
+            text!("0-RTT: {} B of early data accepted; the request rode with the ClientHello (1 RTT saved)", e.bytes),
             Cost::ZERO,
             Level::High,
             "Nothing to fix (make sure the request is idempotent: early data can be replayed, RFC 8446 §8).",
         ),
         Some(false) => (
-            format!("0-RTT rejected: the {} B of early data had to be sent again after the handshake", e.bytes),
+            text!("0-RTT rejected: the {} B of early data had to be sent again after the handshake", e.bytes),
             if e.bytes > 0 { a.cost(a.rtt_min) } else { Cost::ZERO },
             Level::Medium,
             "The server declined early data: enable it (nginx `ssl_early_data on;`, rustls `max_early_data_size`), keep ticket keys shared, and keep the client's ticket fresh (a HelloRetryRequest also rejects 0-RTT).",

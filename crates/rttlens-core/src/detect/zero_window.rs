@@ -8,6 +8,7 @@
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
 use crate::base::side::Side;
+use crate::base::text::text;
 use crate::base::time::union_len;
 
 /// Finding id.
@@ -33,12 +34,12 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         for z in h.zero_windows().iter().take(3) {
             evidence.push(ev(
                 z.start.frame,
-                format!("{receiver} advertises a zero window"),
+                text!("{receiver} advertises a zero window"),
             ));
             match z.end {
                 Some(e) => evidence.push(ev(
                     e.frame,
-                    format!(
+                    text!(
                         "window opens again after {:.1} ms",
                         (e.ts - z.start.ts).as_millis_f64()
                     ),
@@ -52,11 +53,11 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         out.push(Finding {
             id: ID,
             connection: a.conn.index,
-            title: format!("{receiver} closed its receive window {} time{}: the {} had to stop sending", h.zero_windows().len(), if h.zero_windows().len() == 1 { "" } else { "s" }, sender.as_str()),
+            title: text!("{receiver} closed its receive window {} time{}: the {} had to stop sending", h.zero_windows().len(), if h.zero_windows().len() == 1 { "" } else { "s" }, sender.as_str()),
             cost,
             evidence,
             confidence: conf(Level::High, "window 0 advertised in the ACKs"),
-            fix: format!("The {receiver}'s application does not read fast enough (slow consumer, blocked thread, full downstream): read the socket sooner or in a dedicated thread; a larger receive buffer (`net.ipv4.tcp_rmem`, SO_RCVBUF) only absorbs bursts."),
+            fix: text!("The {receiver}'s application does not read fast enough (slow consumer, blocked thread, full downstream): read the socket sooner or in a dedicated thread; a larger receive buffer (`net.ipv4.tcp_rmem`, SO_RCVBUF) only absorbs bursts."),
             references: vec!["RFC 9293 §3.8.6.1", "Linux tcp_probe_timer()"],
             span,
         });

@@ -52,7 +52,7 @@ use crate::base::time::Timestamp;
 use crate::capture::keylog::KeyStore;
 use crate::capture::{CaptureError, FrameSource};
 use crate::flow::{Conn, FlowTable};
-use crate::model::ConnReport;
+use crate::model::{ConnReport, ShownFloor};
 use crate::proto::protocols::Protocols;
 use crate::wire::{self, TcpSegment};
 
@@ -186,7 +186,7 @@ pub(super) fn run(
 ) -> Result<CaptureSummary, CaptureError> {
     // the reader is one of the threads; the others are flow threads
     let flow = options.threads.max(2) - 1;
-    let pool = Pool::new(flow, options.trace, &reader.key_store());
+    let pool = Pool::new(flow, options, &reader.key_store());
     let n = pool.len();
     let bytes_read = AtomicU64::new(0);
     let frames_read = AtomicU64::new(0);
@@ -363,14 +363,19 @@ struct Shard {
 
 /// Runs one batch of `shard`'s frames through flow tracking, analysis and
 /// detectors: the answer for the merger, and the emptied batch.
-fn process(shard: &mut Shard, batch: Batch, send: &mut dyn FnMut(Answer)) -> (Answer, Batch) {
+fn process(
+    shard: &mut Shard,
+    batch: Batch,
+    floor: Option<&ShownFloor>,
+    send: &mut dyn FnMut(Answer),
+) -> (Answer, Batch) {
     let table = &mut shard.table;
     let mut a = Answer::new(batch.seq, shard.index, 0);
     let start = batch.start;
     let end = |c: Box<Conn<Protocols>>, frame: u64, phase: EventKind, a: &mut Answer| {
         a.oversized += c.half[0].oversized + c.half[1].oversized;
         let local = c.index;
-        let report = report_of(c, start, &mut a.findings_by_id);
+        let report = report_of(c, start, &mut a.findings_by_id, floor);
         a.events.push(Event {
             frame,
             phase,
@@ -478,6 +483,8 @@ struct Pool {
     shards: Vec<Mutex<Shard>>,
     /// Flow threads.
     flow: usize,
+    /// [`Options::shown_floor`].
+    floor: Option<Arc<ShownFloor>>,
 }
 
 /// Stops the pool when the thread holding it panics (the others would
@@ -494,7 +501,8 @@ impl Drop for StopOnPanic<'_> {
 
 impl Pool {
     /// A pool for `flow` flow threads and the reader.
-    fn new(flow: usize, trace: bool, keys: &KeyStore) -> Pool {
+    fn new(flow: usize, options: &Options, keys: &KeyStore) -> Pool {
+        let trace = options.trace;
         let n = flow + 1;
         let table = || {
             if trace {
@@ -513,6 +521,7 @@ impl Pool {
             work: Condvar::new(),
             room: Condvar::new(),
             flow,
+            floor: options.shown_floor.clone(),
             shards: (0..n)
                 .map(|index| {
                     Mutex::new(Shard {
@@ -607,7 +616,7 @@ impl Pool {
             };
             let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
             // a part that cannot be sent: the final answer's send fails too
-            process(&mut slot, batch, &mut |part| {
+            process(&mut slot, batch, self.floor.as_deref(), &mut |part| {
                 let _ = out.answers.send(part);
             })
         };
@@ -885,7 +894,7 @@ mod tests {
     #[test]
     fn threads_take_their_own_shard_first_then_the_readers() {
         // flow threads 0 and 1 own shards 0 and 1, the reader shard 2
-        let pool = Pool::new(2, false, &KeyStore::default());
+        let pool = Pool::new(2, &Options::default(), &KeyStore::default());
         assert_eq!(pool.len(), 3);
         for shard in [2, 1, 0] {
             assert!(pool.push(shard, batch(0)));
@@ -903,7 +912,7 @@ mod tests {
 
     #[test]
     fn a_shard_is_processed_by_one_thread_at_a_time_in_order() {
-        let pool = Pool::new(1, false, &KeyStore::default());
+        let pool = Pool::new(1, &Options::default(), &KeyStore::default());
         let (answers, got) = mpsc::sync_channel(16);
         let (recycle, _back) = mpsc::channel();
         let out = Outlets { answers, recycle };
@@ -925,7 +934,7 @@ mod tests {
 
     #[test]
     fn stop_wakes_a_waiting_thread_and_close_ends_an_empty_pool() {
-        let pool = Pool::new(1, false, &KeyStore::default());
+        let pool = Pool::new(1, &Options::default(), &KeyStore::default());
         std::thread::scope(|s| {
             let (tx, rx) = mpsc::channel();
             let pool = &pool;
@@ -935,7 +944,7 @@ mod tests {
             assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(true));
         });
         assert!(!pool.push(0, batch(0)), "a stopped pool takes nothing");
-        let pool = Pool::new(1, false, &KeyStore::default());
+        let pool = Pool::new(1, &Options::default(), &KeyStore::default());
         pool.close();
         assert!(pool.take(Taker::Flow(0), true).is_none());
     }
