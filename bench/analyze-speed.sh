@@ -18,6 +18,7 @@ WRK="$DATA/wrk.pcap"
 BIG="$DATA/big.pcap"
 RUNS=${RUNS:-3}
 BUILD=1
+MEMBUILD=1
 BIG_GB=0
 PEERS=1
 ONLY=""
@@ -71,8 +72,9 @@ Captures (bench/data/, git-ignored):
 Options:
   --runs N        timed runs of cat and rttlens, the best is shown (default $RUNS)
   --no-build      do not run cargo build
-  --bin PATH      time this rttlens binary and build nothing (env RTTLENS_BIN);
-                  it also makes missing lab captures
+  --bin PATH      time this rttlens binary, not this checkout's (env RTTLENS_BIN);
+                  it also makes missing lab captures. Only the conn_memory
+                  example is built (the heap table is this checkout's engine)
   --compare PATH  also time this second rttlens binary, its runs alternating
                   with the first's (A, B, A, B, ...), in rows labelled with
                   its file name
@@ -93,7 +95,7 @@ note() { printf '%s\n' "$*" >&2; }
 while (($#)); do
     case $1 in
         --runs)     [[ $# -ge 2 ]] || die "$1 needs a value"; RUNS=$2; shift 2 ;;
-        --no-build) BUILD=0; shift ;;
+        --no-build) BUILD=0; MEMBUILD=0; shift ;;
         --bin)      [[ $# -ge 2 ]] || die "$1 needs a value"; BIN=$2; shift 2 ;;
         --compare)  [[ $# -ge 2 ]] || die "$1 needs a value"; COMPARE=$2; shift 2 ;;
         --no-peers) PEERS=0; shift ;;
@@ -126,6 +128,11 @@ if ((BUILD)); then
     note "building: cargo build --release -p rttlens; the conn_memory example"
     (cd -- "$ROOT" && cargo build --release -q -p rttlens \
         && cargo build --release -q -p rttlens-core --example conn_memory) || die "cargo build failed"
+elif ((MEMBUILD)); then
+    # --bin times another binary: the heap table is still this checkout's
+    note "building: the conn_memory example"
+    (cd -- "$ROOT" && cargo build --release -q -p rttlens-core --example conn_memory) \
+        || die "cargo build failed"
 fi
 [[ -x $BIN && -f $BIN ]] || die "$BIN not found or not executable (build it, drop --no-build, or give --bin)"
 LABEL="rttlens"
