@@ -52,15 +52,31 @@ struct FlowKey {
 }
 
 impl FlowKey {
+    /// The key of `seg`'s connection: its two ends in `(IpAddr, port)`
+    /// order, the lower first, whichever sent it.
     fn of(seg: &TcpSegment<'_>) -> FlowKey {
-        let x = (seg.src, seg.src_port);
-        let y = (seg.dst, seg.dst_port);
-        let (l, h) = if x <= y { (x, y) } else { (y, x) };
+        let (src, dst) = ((seg.src, seg.src_port), (seg.dst, seg.dst_port));
+        let (l, h) = if Self::rank(src) <= Self::rank(dst) {
+            (src, dst)
+        } else {
+            (dst, src)
+        };
         FlowKey {
             a: l.0,
             b: h.0,
             pa: l.1,
             pb: h.1,
+        }
+    }
+
+    /// `(IpAddr, port)`'s order as integers: IPv4 before IPv6, then the
+    /// address as a big-endian number (its octets in order), then the
+    /// port. `IpAddr`'s own `Ord` compares the octets as a slice, a call
+    /// to `memcmp` for every segment (2 % of a run over a storm).
+    fn rank((ip, port): (IpAddr, u16)) -> (bool, u128, u16) {
+        match ip {
+            IpAddr::V4(a) => (false, u128::from(a.to_bits()), port),
+            IpAddr::V6(a) => (true, a.to_bits(), port),
         }
     }
 }
@@ -628,6 +644,31 @@ impl<P: Trackers> FlowTable<P> {
 mod tests {
     use super::{FlowKey, Tombstones, TOMBSTONE};
     use crate::base::time::{Duration, Timestamp};
+    use proptest::prelude::*;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    /// An address of either family, often one of a few (so that equal
+    /// addresses, ports and IPv4-mapped IPv6 ones come up).
+    fn ip() -> impl Strategy<Value = IpAddr> {
+        prop_oneof![
+            any::<u32>().prop_map(|a| IpAddr::V4(Ipv4Addr::from_bits(a))),
+            any::<u128>().prop_map(|a| IpAddr::V6(Ipv6Addr::from_bits(a))),
+            (0u32..4).prop_map(|a| IpAddr::V4(Ipv4Addr::from_bits(0x0a00_0000 | a))),
+            (0u32..4)
+                .prop_map(|a| IpAddr::V6(Ipv4Addr::from_bits(0x0a00_0000 | a).to_ipv6_mapped())),
+        ]
+    }
+
+    proptest! {
+        /// `FlowKey::rank` orders ends as `(IpAddr, u16)`'s `Ord` does.
+        #[test]
+        fn rank_orders_ends_as_ip_addr_does(
+            x in (ip(), prop_oneof![Just(443u16), any::<u16>()]),
+            y in (ip(), prop_oneof![Just(443u16), any::<u16>()]),
+        ) {
+            prop_assert_eq!(FlowKey::rank(x).cmp(&FlowKey::rank(y)), x.cmp(&y));
+        }
+    }
 
     fn key(a: &str, pa: u16, b: &str, pb: u16) -> FlowKey {
         FlowKey {
