@@ -219,12 +219,17 @@ impl<P> Syns<P> {
     /// Keeps `syn` (a [`bare_syn`]); `false` when it would be one kind too
     /// many.
     fn keep(&mut self, syn: TcpSegment<'static>, at: FrameRef) -> bool {
+        // the same SYN sent again: equal but for the IPv4 Identification
+        // and the timestamps option. A bare SYN has no payload: comparing
+        // the empty slices (`TcpSegment`'s `==`) was a call to `memcmp`
+        // for every SYN of a storm
         let plain = |s: &TcpSegment<'static>| {
-            let mut s = *s;
-            s.ip_id = 0;
-            s.options.timestamps = None;
-            s
+            let mut o = s.options;
+            o.timestamps = None;
+            let (ports, numbers) = ((s.src_port, s.dst_port), (s.seq, s.ack));
+            (s.src, s.dst, ports, numbers, s.flags, s.window, o)
         };
+        debug_assert!(syn.payload.is_empty() && syn.payload_len == 0);
         let p = plain(&syn);
         let kind = if plain(&self.first) == p {
             0
