@@ -302,6 +302,12 @@ impl Trackers for Protocols {
         if let Some(t) = self.tls.as_mut() {
             t.push(side, offset, data, at);
             self.inside();
+            // a stream its first bytes show to be TLS is dropped by the HTTP
+            // tracker below anyway (`settle`): it need not copy a
+            // ClientHello into its header buffer first
+            if self.tls.as_ref().is_some_and(|t| t.is_tls() == Some(true)) {
+                self.http = None;
+            }
         }
         if let Some(h) = self.http.as_mut() {
             h.push(side, offset, data, at);
