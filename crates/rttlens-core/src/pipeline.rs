@@ -16,7 +16,7 @@ use crate::filter::Filter;
 use crate::flow::half::FrameMark;
 use crate::flow::{Conn, FlowTable, SWEEP_EVERY, SWEEP_INTERVAL, SWEEP_MIN};
 use crate::model::QuicReport;
-use crate::model::{ConnReport, ShownFloor};
+use crate::model::{self, ConnReport, ShownFloor};
 use crate::proto::protocols::Protocols;
 use crate::quic::conn::QuicConn;
 use crate::quic::table::QuicTable;
@@ -383,30 +383,19 @@ fn report_of(
     findings_by_id: &mut BTreeMap<&'static str, u64>,
     floor: Option<&ShownFloor>,
 ) -> ConnReport {
-    let (mut a, findings) = match floor {
-        Some(floor) => {
-            let (mut a, findings) = text::plain(|| {
-                let a = analysis::analyze(conn);
-                let findings = detect::run_all(&a);
-                (a, findings)
-            });
-            if floor.admits(
-                crate::model::findings_ms(&findings),
-                crate::model::duration_ms(&a),
-            ) {
-                a.remake_ladder();
-                let findings = detect::run_all(&a);
-                (a, findings)
-            } else {
-                (a, findings)
-            }
-        }
-        None => {
-            let a = analysis::analyze(conn);
-            let findings = detect::run_all(&a);
-            (a, findings)
-        }
+    let judge = |conn| {
+        let a = analysis::analyze(conn);
+        let findings = detect::run_all(&a);
+        (a, findings)
     };
+    let (mut a, mut findings) = match floor {
+        Some(_) => text::plain(|| judge(conn)),
+        None => judge(conn),
+    };
+    if floor.is_some_and(|f| f.admits(model::findings_ms(&findings), model::duration_ms(&a))) {
+        a.remake_ladder();
+        findings = detect::run_all(&a);
+    }
     let trace = a.conn.take_trace().map(|mut t| {
         t.labels = crate::analysis::connection::frame_labels(&a);
         t
