@@ -111,8 +111,12 @@ fn ladder_ms(doc: &Value, phase: &str, n: usize) -> Vec<f64> {
 /// at its slowest tenth grows with the overload (connect p90 of 19, 21 and
 /// 38 ms at the client for 10 ms on the wire were seen): that excess is the
 /// connect p90's whole difference, so there only a wire slower than the
-/// client's account (by more than the slack) fails, and the excess widens
-/// the tls and ttfb p90s' slack. Returns the note that shows both.
+/// client's account (by more than the slack) fails, and the excess is added
+/// to the tls and ttfb slacks: the generator wakes that late at either end
+/// of a phase as well, on top of the 10 % (a Go storm of 3000 connections
+/// in 3 s: tls p50 301.3 ms at the client for 270.9 ms on the wire, 10.1 %,
+/// with connect p90 26.3 ms at the client for 10.05 ms on the wire).
+/// Returns the note that shows both.
 fn agree(name: &str, bench: &Value, doc: &Value, paced: bool) -> String {
     let slack: f64 = if paced { 1.5 } else { 25.0 };
     let n = bench["connections"]["succeeded"]
@@ -143,13 +147,12 @@ fn agree(name: &str, bench: &Value, doc: &Value, paced: bool) -> String {
             } else {
                 (want - got).abs()
             };
-            let slack = if q == 0.9 { slack.max(late) } else { slack };
             assert!(
-                bound && diff <= (0.1 * want).max(slack),
+                bound && diff <= (0.1 * want).max(slack) + late,
                 "{name}: {b} {key}: bench {want:.3} ms, capture {got:.3} ms\n{note}"
             );
             if one_sided {
-                late = want - got;
+                late = (want - got).max(0.0);
             }
         }
     }
