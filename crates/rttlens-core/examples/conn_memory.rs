@@ -29,6 +29,7 @@ use std::sync::Arc;
 
 use cap::Cap;
 use rttlens_core::capture::CaptureReader;
+use rttlens_core::flow::TOMBSTONE;
 use rttlens_core::pipeline::{self, Options};
 
 #[global_allocator]
@@ -75,6 +76,7 @@ fn measure(path: &Path) -> Result<String, Box<dyn std::error::Error>> {
     let mut peak = (0usize, 0u64);
     // the end (s) of each connection handed on in the last 60 s
     let recent = std::cell::RefCell::new(VecDeque::<f64>::new());
+    let tombstone_s = TOMBSTONE.as_millis_f64() / 1e3;
     let summary = pipeline::run_with(
         &mut reader,
         &options,
@@ -83,7 +85,8 @@ fn measure(path: &Path) -> Result<String, Box<dyn std::error::Error>> {
             let mut r = recent.borrow_mut();
             let latest = r.back().map_or(end, |&b| b.max(end));
             r.push_back(latest);
-            while r.front().is_some_and(|&f| f < latest - TOMBSTONE_S) {
+            // the table keeps the 4-tuples of closed connections this long
+            while r.front().is_some_and(|&f| f < latest - tombstone_s) {
                 r.pop_front();
             }
         },
@@ -115,10 +118,6 @@ fn measure(path: &Path) -> Result<String, Box<dyn std::error::Error>> {
         mb(intercept),
     ))
 }
-
-/// [`pipeline::Options`] keeps the 4-tuples of closed connections this long
-/// (`rttlens_core::flow::TOMBSTONE`), in seconds.
-const TOMBSTONE_S: f64 = 60.0;
 
 /// The least-squares fit `y = b0 + b1·x1 + b2·x2` through `[x1, x2, y]`:
 /// (b1, b0). With `x2` constant (no connection closed) it is the line
