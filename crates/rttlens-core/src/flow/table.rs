@@ -25,8 +25,8 @@ pub const CLOSED_LINGER: Duration = Duration::from_millis(1_000);
 /// TIME_WAIT (RFC 9293 §3.6.1), instead of opening a phantom connection.
 pub const TOMBSTONE: Duration = Duration::from_millis(60_000);
 /// How often (capture time) the sweeps remove the tombstones older than
-/// [`TOMBSTONE`]: a tombstone is a 4-tuple and a time (24 B in the map for IPv4,
-/// see `Tombstones`), one per connection closed in the last minute.
+/// [`TOMBSTONE`]: a tombstone is a 4-tuple and a time (24 B in the map for
+/// IPv4, see `Tombstones`), one per connection closed in the last minute.
 const PURGE_EVERY: Duration = Duration::from_millis(1_000);
 /// A connection without a packet for this long is handed on.
 pub const IDLE_TIMEOUT: Duration = Duration::from_millis(300_000);
