@@ -39,10 +39,11 @@ pub(crate) fn plain<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// `s` as an owned sentence, or an empty one inside [`plain`].
-pub(crate) fn owned(s: &str) -> String {
+/// `s` as an owned sentence, or an empty one inside [`plain`] (a `&str`
+/// is then not copied).
+pub(crate) fn owned(s: impl Into<String>) -> String {
     if wanted() {
-        s.to_owned()
+        s.into()
     } else {
         String::new()
     }

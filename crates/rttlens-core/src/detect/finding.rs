@@ -92,11 +92,7 @@ impl Finding {
 pub(crate) fn ev(frame: u64, what: impl Into<String>) -> Evidence {
     Evidence {
         frame,
-        what: if text::wanted() {
-            what.into()
-        } else {
-            String::new()
-        },
+        what: text::owned(what),
     }
 }
 
@@ -117,10 +113,6 @@ pub(crate) fn ev_by_frame(lines: impl IntoIterator<Item = (u64, String)>) -> Vec
 pub(crate) fn conf(level: Level, why: impl Into<String>) -> Confidence {
     Confidence {
         level,
-        why: if text::wanted() {
-            why.into()
-        } else {
-            String::new()
-        },
+        why: text::owned(why),
     }
 }
