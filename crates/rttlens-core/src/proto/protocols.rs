@@ -305,7 +305,7 @@ impl Trackers for Protocols {
             // a stream its first bytes show to be TLS is dropped by the HTTP
             // tracker below anyway (`settle`): it need not copy a
             // ClientHello into its header buffer first
-            if self.tls.as_ref().is_some_and(|t| t.is_tls() == Some(true)) {
+            if self.http.is_some() && self.tls.as_ref().is_some_and(|t| t.is_tls() == Some(true)) {
                 self.http = None;
             }
         }
