@@ -29,6 +29,10 @@ pub struct Protocols {
     pending: Option<Option<KeyStore>>,
     tls: Option<Box<TlsTracker>>,
     http: Option<Box<HttpTracker>>,
+    /// HTTP/1.x is a candidate whose tracker is not made yet: it is made
+    /// by the first bytes or gap it is to see, so a stream whose first
+    /// bytes are TLS never allocates one.
+    http_unmade: bool,
     /// HTTP/2 in clear.
     h2: Option<Box<H2Tracker>>,
     /// Where HTTP/2 in clear begins in each direction's stream (0 by prior
@@ -57,6 +61,7 @@ impl Default for Protocols {
             pending: Some(None),
             tls: None,
             http: None,
+            http_unmade: false,
             h2: None,
             h2_from: [0; 2],
             upgrade: None,
@@ -124,8 +129,27 @@ impl Protocols {
                 Some(keys) => TlsTracker::with_keys(keys),
                 None => TlsTracker::default(),
             }));
+            self.http_unmade = true;
+        }
+    }
+
+    /// HTTP/1.x is still a candidate (its tracker made or not).
+    fn http_candidate(&self) -> bool {
+        self.http.is_some() || self.http_unmade
+    }
+
+    /// HTTP/1.x is not this stream's protocol.
+    fn drop_http(&mut self) {
+        self.http = None;
+        self.http_unmade = false;
+    }
+
+    /// The HTTP/1.x tracker, made now if it is a candidate not made yet.
+    fn http_made(&mut self) -> Option<&mut HttpTracker> {
+        if std::mem::take(&mut self.http_unmade) {
             self.http = Some(Box::default());
         }
+        self.http.as_deref_mut()
     }
 
     fn settle(&mut self) {
@@ -133,7 +157,7 @@ impl Protocols {
             Some(false) => self.tls = None,
             // a TLS stream is not plain HTTP, and `finish` keeps TLS: the
             // HTTP tracker would only scan ciphertext for header ends
-            Some(true) => self.http = None,
+            Some(true) => self.drop_http(),
             None => {}
         }
         if self
@@ -203,7 +227,7 @@ impl Protocols {
             from: [q_end, r.offset + u64::from(r.head_len)],
             h2: H2Tracker::after_upgrade(&q.method, &q.target, q.first, last),
         }));
-        self.http = None;
+        self.drop_http();
     }
 
     /// Bytes after a protocol switch: HTTP/2 if they open it (the client's
@@ -273,17 +297,17 @@ impl Trackers for Protocols {
     fn wants_bytes(&self) -> bool {
         self.pending.is_some()
             || self.tls.is_some()
-            || self.http.is_some()
+            || self.http_candidate()
             || self.h2.is_some()
             || self.upgrade.is_some()
     }
 
     fn data(&mut self, side: Side, offset: u64, data: &[u8], at: FrameRef) {
         self.start();
-        if offset == 0 && self.h2.is_none() && self.http.is_some() && Self::opens_h2(side, data) {
+        if offset == 0 && self.h2.is_none() && self.http_candidate() && Self::opens_h2(side, data) {
             // HTTP/2 in clear by prior knowledge: neither TLS nor HTTP/1.x
             self.h2 = Some(Box::default());
-            self.http = None;
+            self.drop_http();
             self.tls = None;
         }
         if self.upgrade.is_some() {
@@ -303,13 +327,14 @@ impl Trackers for Protocols {
             t.push(side, offset, data, at);
             self.inside();
             // a stream its first bytes show to be TLS is dropped by the HTTP
-            // tracker below anyway (`settle`): it need not copy a
-            // ClientHello into its header buffer first
-            if self.http.is_some() && self.tls.as_ref().is_some_and(|t| t.is_tls() == Some(true)) {
-                self.http = None;
+            // tracker below anyway (`settle`): its tracker need not be made,
+            // nor copy a ClientHello into its header buffer first
+            if self.http_candidate() && self.tls.as_ref().is_some_and(|t| t.is_tls() == Some(true))
+            {
+                self.drop_http();
             }
         }
-        if let Some(h) = self.http.as_mut() {
+        if let Some(h) = self.http_made() {
             h.push(side, offset, data, at);
             if h.upgraded() {
                 self.switched();
@@ -344,9 +369,49 @@ impl Trackers for Protocols {
             t.gap(side, offset, len);
             self.inside();
         }
-        if let Some(h) = self.http.as_mut() {
+        if let Some(h) = self.http_made() {
             h.gap(side, offset, len);
         }
         self.settle();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(frame: u64) -> FrameRef {
+        FrameRef {
+            frame,
+            ..FrameRef::default()
+        }
+    }
+
+    #[test]
+    fn a_tls_stream_never_makes_an_http_tracker() {
+        let mut p = Protocols::default();
+        assert!(p.wants_bytes());
+        // a handshake record header and the ClientHello's type byte
+        p.data(Side::Client, 0, &[22, 3, 1, 0, 5, 1, 0, 0, 1, 0], at(4));
+        assert_eq!(p.tls.as_ref().and_then(|t| t.is_tls()), Some(true));
+        assert!(p.http.is_none() && !p.http_unmade);
+        assert!(matches!(p.finish(), Found::Tls(..)));
+    }
+
+    #[test]
+    fn the_http_tracker_is_made_by_the_first_bytes_tls_does_not_claim() {
+        let mut p = Protocols::default();
+        p.data(Side::Client, 0, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", at(4));
+        assert!(p.tls.is_none());
+        assert!(p.http.is_some() && !p.http_unmade);
+        p.data(Side::Server, 0, b"HTTP/1.1 204 No Content\r\n\r\n", at(6));
+        assert!(matches!(p.finish(), Found::Http(h) if h.exchanges().len() == 1));
+
+        // a gap first: the HTTP tracker is made to see it (and, its stream's
+        // start lost, drops out as it did when made with the TLS tracker)
+        let mut p = Protocols::default();
+        p.gap(Side::Client, 0, 100);
+        assert!(!p.http_unmade && p.http.is_none());
+        assert!(p.tls.is_some() && p.wants_bytes());
     }
 }
