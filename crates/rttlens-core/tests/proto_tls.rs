@@ -456,9 +456,9 @@ fn tls13_full_handshake() {
     assert_eq!((sapp.length, sapp.first.frame), (5000, 7));
     let ch = s.client_hello.as_ref().unwrap();
     assert!(ch.offers_tls13());
-    assert_eq!(ch.supported_versions, [0x0304, 0x0303]);
-    assert_eq!(ch.key_share_groups, [0x1d]);
-    assert_eq!(ch.psk_key_exchange_modes, [1]);
+    assert_eq!(ch.supported_versions.as_slice(), [0x0304, 0x0303]);
+    assert_eq!(ch.key_share_groups.as_slice(), [0x1d]);
+    assert_eq!(ch.psk_key_exchange_modes.as_slice(), [1]);
     assert_eq!(s.server_hello.as_ref().unwrap().key_share_group, Some(0x1d));
     assert_eq!(s.version(), Some(0x0304));
 }
@@ -603,9 +603,16 @@ fn hello_retry_request() {
     let hrr = s.hello_retry_request.as_ref().unwrap();
     assert!(hrr.hello_retry_request);
     assert_eq!(hrr.key_share_group, Some(0x1d));
-    assert_eq!(s.client_hello.as_ref().unwrap().key_share_groups, [0x17]);
     assert_eq!(
-        s.second_client_hello.as_ref().unwrap().key_share_groups,
+        s.client_hello.as_ref().unwrap().key_share_groups.as_slice(),
+        [0x17]
+    );
+    assert_eq!(
+        s.second_client_hello
+            .as_ref()
+            .unwrap()
+            .key_share_groups
+            .as_slice(),
         [0x1d]
     );
     // The hellos after the compatibility CCS were read as plaintext.
@@ -1094,4 +1101,30 @@ proptest! {
         let _ = (s.handshake(), s.resumption_offered(), s.resumption_accepted(), t.is_tls());
         let _ = serde_json::to_string(s).unwrap();
     }
+}
+
+/// Real OpenSSL hellos (every fixture, TLS 1.2 and 1.3, resumed, 0-RTT,
+/// HelloRetryRequest) keep their short lists inline: a hello costs no
+/// allocation for them (issue 27: per-connection state sized for crowds).
+#[test]
+fn hello_lists_stay_inline() {
+    let mut listed = 0;
+    for (name, _) in fixtures() {
+        let s = real(name);
+        let hellos = [s.client_hello.as_ref(), s.second_client_hello.as_deref()];
+        for ch in hellos.into_iter().flatten() {
+            listed += usize::from(!ch.supported_versions.is_empty());
+            assert!(
+                !ch.supported_versions.spilled()
+                    && !ch.key_share_groups.spilled()
+                    && !ch.psk_key_exchange_modes.spilled(),
+                "{name}: {ch:?}"
+            );
+        }
+        let servers = [s.server_hello.as_ref(), s.hello_retry_request.as_deref()];
+        assert!(servers.iter().any(Option::is_some), "{name}");
+    }
+    // the five TLS 1.3 ClientHellos (two after a HelloRetryRequest) listed
+    // their versions, groups and PSK modes
+    assert_eq!(listed, 5);
 }

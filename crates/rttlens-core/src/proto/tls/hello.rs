@@ -15,8 +15,18 @@ use tls_parser::{
     TlsExtension, TlsExtensionType,
 };
 
+use smallvec::SmallVec;
+
 use crate::base::side::FrameRef;
 use crate::proto::lossy_truncated;
+
+/// A hello's list of 16-bit values (versions, groups), inline up to the
+/// few that clients send: a hello costs no allocation for it.
+pub type U16List = SmallVec<[u16; 4]>;
+/// A `legacy_session_id` (0–32 bytes, RFC 8446 §4.1.2), inline.
+pub type SessionId = SmallVec<[u8; 32]>;
+/// `psk_key_exchange_modes` (one or two bytes in practice), inline.
+pub type ByteList = SmallVec<[u8; 8]>;
 
 /// `ServerHello.random` of a HelloRetryRequest (RFC 8446 §4.1.3: the
 /// SHA-256 of `"HelloRetryRequest"`).
@@ -25,7 +35,7 @@ pub const HELLO_RETRY_REQUEST_RANDOM: [u8; 32] = [
     0xC2, 0xA2, 0x11, 0x16, 0x7A, 0xBB, 0x8C, 0x5E, 0x07, 0x9E, 0x09, 0xE2, 0xC8, 0xA8, 0x33, 0x9C,
 ];
 
-/// Most entries kept per list (ALPN names, versions, groups, extension types).
+/// Most entries kept per list (ALPN names, versions, groups).
 const LIST_CAP: usize = 64;
 /// Longest SNI / ALPN name kept, in characters (RFC 6066 §3 host names are at
 /// most 255 bytes).
@@ -42,14 +52,14 @@ pub struct ClientHelloInfo {
     /// `supported_versions` extension, in the client's order (empty if
     /// absent; GREASE values included). Contains `0x0304` for a TLS 1.3
     /// client.
-    pub supported_versions: Vec<u16>,
+    pub supported_versions: U16List,
     /// Number of cipher suites offered.
     pub cipher_suites: u16,
     /// `legacy_session_id` (0–32 bytes). A TLS 1.2 client resuming by
     /// session id sends the cached id; TLS 1.3 clients in middlebox
     /// compatibility mode send 32 random bytes (RFC 8446 §D.4).
     #[serde(serialize_with = "hex")]
-    pub(crate) session_id: Vec<u8>,
+    pub(crate) session_id: SessionId,
     /// `server_name` host name (lossy UTF-8).
     pub(crate) sni: Option<String>,
     /// `application_layer_protocol_negotiation` names offered (lossy UTF-8).
@@ -63,11 +73,9 @@ pub struct ClientHelloInfo {
     /// `early_data` extension present (TLS 1.3 0-RTT offered).
     pub early_data: bool,
     /// `psk_key_exchange_modes` (0 = psk_ke, 1 = psk_dhe_ke).
-    pub psk_key_exchange_modes: Vec<u8>,
+    pub psk_key_exchange_modes: ByteList,
     /// Named groups of the `key_share` entries sent.
-    pub key_share_groups: Vec<u16>,
-    /// Extension types in the order sent (at most 64).
-    pub(crate) extensions: Vec<u16>,
+    pub key_share_groups: U16List,
     /// Body length of the handshake message, in bytes.
     pub(crate) length: u32,
     /// Index of the record that carried the message's first byte.
@@ -109,7 +117,7 @@ pub struct ServerHelloInfo {
     /// `legacy_session_id` (TLS 1.2: equal to the ClientHello's non-empty id
     /// when resuming, RFC 5246 §7.4.1.3; TLS 1.3: the echo of the client's).
     #[serde(serialize_with = "hex")]
-    pub(crate) session_id: Vec<u8>,
+    pub(crate) session_id: SessionId,
     /// `session_ticket` extension present (TLS 1.2: a NewSessionTicket will
     /// follow, RFC 5077 §3.2).
     pub session_ticket: bool,
@@ -121,8 +129,6 @@ pub struct ServerHelloInfo {
     /// Group of the `key_share` (for a HelloRetryRequest: the group the
     /// server asks for).
     pub key_share_group: Option<u16>,
-    /// Extension types in the order sent (at most 64).
-    pub(crate) extensions: Vec<u16>,
     /// Body length of the handshake message, in bytes.
     pub(crate) length: u32,
     /// Index of the record that carried the message's first byte.
@@ -181,18 +187,10 @@ const CLIENT_EXTENSIONS_READ: [TlsExtensionType; 8] = [
     TlsExtensionType::KeyShare,
 ];
 
-fn push_capped<T>(list: &mut Vec<T>, item: T) {
-    if list.len() < LIST_CAP {
-        list.push(item);
+fn push_capped<T, L: Extend<T> + AsRef<[T]>>(list: &mut L, item: T) {
+    if list.as_ref().len() < LIST_CAP {
+        list.extend(std::iter::once(item));
     }
-}
-
-/// The number of extensions in `block` (up to [`LIST_CAP`]): the list of
-/// their types is made at its size, not grown four times a hello.
-fn extension_count(block: &[u8]) -> usize {
-    let mut n = 0;
-    for_each_extension(block, |_, _| n += 1);
-    n.min(LIST_CAP)
 }
 
 /// Splits an extension block into whole extensions (`type | len | data`,
@@ -254,8 +252,8 @@ pub(crate) fn client_hello_extension(body: &[u8], ty: u16) -> Option<&[u8]> {
 
 /// `KeyShareClientHello` (RFC 8446 §4.2.8): `u16` list length, then entries
 /// of `group u16 | key_exchange<1..2^16-1>`.
-fn client_key_share_groups(data: &[u8]) -> Vec<u16> {
-    let mut groups = Vec::new();
+fn client_key_share_groups(data: &[u8]) -> U16List {
+    let mut groups = U16List::new();
     let mut list = data.get(2..).unwrap_or_default();
     while let (Some(group), Some(len)) = (be16(list), list.get(2..).and_then(be16)) {
         push_capped(&mut groups, group);
@@ -286,12 +284,10 @@ pub(crate) fn parse_client_hello(body: &[u8]) -> Parsed<ClientHelloInfo> {
         legacy_version: ch.version.0,
         random: ch.random.try_into().unwrap_or_default(),
         cipher_suites: u16::try_from(ch.ciphers.len()).unwrap_or(u16::MAX),
-        session_id: ch.session_id.unwrap_or_default().to_vec(),
-        extensions: Vec::with_capacity(extension_count(ch.ext.unwrap_or_default())),
+        session_id: SessionId::from_slice(ch.session_id.unwrap_or_default()),
         ..ClientHelloInfo::default()
     };
     let walked = for_each_extension(ch.ext.unwrap_or_default(), |ty, whole| {
-        push_capped(&mut info.extensions, ty);
         // only the extensions read below: tls-parser allocates for the
         // others too (signature algorithms, groups, …), a few times a hello
         if !CLIENT_EXTENSIONS_READ.contains(&TlsExtensionType(ty)) {
@@ -345,12 +341,10 @@ pub(crate) fn parse_server_hello(body: &[u8]) -> Parsed<ServerHelloInfo> {
         hello_retry_request: sh.random == HELLO_RETRY_REQUEST_RANDOM,
         cipher_suite: sh.cipher.0,
         cipher_suite_name: cipher_suite_name(sh.cipher.0),
-        session_id: sh.session_id.unwrap_or_default().to_vec(),
-        extensions: Vec::with_capacity(extension_count(sh.ext.unwrap_or_default())),
+        session_id: SessionId::from_slice(sh.session_id.unwrap_or_default()),
         ..ServerHelloInfo::default()
     };
-    let walked = for_each_extension(sh.ext.unwrap_or_default(), |ty, whole| {
-        push_capped(&mut info.extensions, ty);
+    let walked = for_each_extension(sh.ext.unwrap_or_default(), |_, whole| {
         let Ok((_, ext)) = parse_tls_server_hello_extension(whole) else {
             return;
         };
@@ -394,7 +388,7 @@ mod tests {
     fn key_share_groups() {
         // list len 10: x25519 (len 2) + secp256r1 (len 0), then truncated garbage
         let d = [0, 10, 0, 0x1d, 0, 2, 1, 2, 0, 0x17, 0, 0, 0xff];
-        assert_eq!(client_key_share_groups(&d), vec![0x1d, 0x17]);
+        assert_eq!(client_key_share_groups(&d).as_slice(), [0x1d, 0x17]);
         assert!(client_key_share_groups(&[0]).is_empty());
     }
 
@@ -422,7 +416,6 @@ mod tests {
         body.extend_from_slice(&block);
         let (info, problem) = parse_client_hello(&body).unwrap();
         assert_eq!(info.sni.as_deref(), Some("a.example"));
-        assert_eq!(info.extensions, [0]);
         assert_eq!(problem, Some("ClientHello extensions"));
         // An extension block longer than the message: no extensions at all.
         let n = body.len();
