@@ -5,6 +5,8 @@
 //! directions (by frame number: frames are global and increasing) and record
 //! sizes. The rules, each with its source, are on [`Handshake`].
 
+use smallvec::SmallVec;
+
 use super::{
     ClientHelloInfo, ContentType, HandshakeMessage, HandshakeType, ServerHelloInfo, TlsDirection,
     TlsRecord, TlsSummary,
@@ -373,8 +375,9 @@ fn tls12(
     Some(())
 }
 
-/// A direction's detailed type-23 records after record index `after`.
-fn app_records(d: &TlsDirection, after: u64) -> Vec<&TlsRecord> {
+/// A direction's detailed type-23 records after record index `after`: on
+/// the stack for a handshake's few (a classification costs no allocation).
+fn app_records(d: &TlsDirection, after: u64) -> SmallVec<[&TlsRecord; 16]> {
     d.records
         .iter()
         .filter(|r| r.index > after && r.content_type == ContentType::APPLICATION_DATA)
