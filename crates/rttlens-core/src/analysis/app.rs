@@ -157,7 +157,7 @@ fn tls(s: &TlsSummary, conn: &Conn<Protocols>) -> (Option<AppTimeline>, Option<T
             .records
             .iter()
             .filter(|r| {
-                r.index >= q.record
+                r.index() >= q.record
                     && r.content_type == ContentType::APPLICATION_DATA
                     && r.first.frame < limit
             })

@@ -83,7 +83,7 @@ impl Step {
     fn record(side: Side, r: &TlsRecord) -> Step {
         Step {
             side,
-            record: r.index,
+            record: r.index(),
             offset: r.offset,
             length: u32::from(r.length),
             first: r.first,
@@ -380,7 +380,7 @@ fn tls12(
 fn app_records(d: &TlsDirection, after: u64) -> SmallVec<[&TlsRecord; 16]> {
     d.records
         .iter()
-        .filter(|r| r.index > after && r.content_type == ContentType::APPLICATION_DATA)
+        .filter(|r| r.index() > after && r.content_type == ContentType::APPLICATION_DATA)
         .collect()
 }
 
@@ -406,8 +406,8 @@ fn tls13(s: &TlsSummary, ch: &ClientHelloInfo, sh: &ServerHelloInfo, h: &mut Han
             .records
             .iter()
             .filter(|r| {
-                r.index > ch.record
-                    && r.index < answered
+                r.index() > ch.record
+                    && r.index() < answered
                     && r.content_type == ContentType::APPLICATION_DATA
             })
             .collect();
@@ -497,7 +497,7 @@ fn tls13(s: &TlsSummary, ch: &ClientHelloInfo, sh: &ServerHelloInfo, h: &mut Han
     // when the server accepted early data, else tickets sent before the client
     // Finished (allowed by RFC 8446 §4.6.1) when of ticket size.
     let finished_index = h.server_finished.as_ref().map_or(u64::MAX, |f| f.record);
-    let half_rtt = flight.iter().filter(|r| r.index > finished_index);
+    let half_rtt = flight.iter().filter(|r| r.index() > finished_index);
     let early_answer = h.early_data.accepted == Some(true);
     let is_ticket = |r: &TlsRecord, tickets: &[Step]| {
         tickets.len() < NST_MAX_COUNT

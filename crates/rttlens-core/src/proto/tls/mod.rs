@@ -157,26 +157,28 @@ impl HandshakeType {
 }
 
 /// One TLS record of one direction.
+///
+/// 56 bytes: a TLS connection keeps up to [`RECORD_DETAIL_CAP`] of them
+/// per direction, so their fields are as narrow as their ranges allow.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TlsRecord {
-    /// Position among this direction's records (0 = first).
-    pub(crate) index: u64,
     /// Stream offset of the record header's first byte.
     pub offset: u64,
-    /// Content type.
-    pub content_type: ContentType,
-    /// Record-layer `legacy_record_version` (`0x0301` in many first
-    /// ClientHellos, `0x0303` after).
-    pub(crate) version: u16,
-    /// Payload length in bytes (without the 5-byte header).
-    pub length: u16,
     /// Segment that carried the header's first byte.
     pub first: FrameRef,
     /// Segment that delivered the record's last byte; `None` while the record
     /// is incomplete, or when its last byte fell in a capture gap.
     pub complete: Option<FrameRef>,
-    /// Payload bytes the capture never saw (gaps), 0 normally.
-    pub missing: u32,
+    /// Position among this direction's records (0 = first; the detailed
+    /// ones are the first [`RECORD_DETAIL_CAP`]), see [`TlsRecord::index`].
+    pub(crate) position: u16,
+    /// Payload length in bytes (without the 5-byte header).
+    pub length: u16,
+    /// Payload bytes the capture never saw (gaps), 0 normally; at most
+    /// [`length`](Self::length).
+    pub missing: u16,
+    /// Content type.
+    pub content_type: ContentType,
     /// The payload is encrypted (or otherwise unreadable): always for type
     /// 23 and 24; for a handshake record after this direction's
     /// ChangeCipherSpec unless it reads as a plaintext hello (TLS 1.3
@@ -185,7 +187,14 @@ pub struct TlsRecord {
     pub opaque: bool,
 }
 
+const _: () = assert!(RECORD_DETAIL_CAP <= u16::MAX as usize);
+
 impl TlsRecord {
+    /// Position among this direction's records (0 = first).
+    pub(crate) fn index(&self) -> u64 {
+        u64::from(self.position)
+    }
+
     /// Stream offset just past the record (header + payload).
     pub fn end_offset(&self) -> u64 {
         self.offset + 5 + u64::from(self.length)

@@ -173,7 +173,6 @@ impl DirParser {
     fn on_header(&mut self, h: [u8; 5], at: FrameRef, out: &mut Out<'_>) {
         let (offset, first) = self.header_start.take().unwrap_or((self.pos - 5, at));
         let content_type = ContentType(h[0]);
-        let version = u16::from_be_bytes([h[1], h[2]]);
         let length = u16::from_be_bytes([h[3], h[4]]);
         let problem = if !(20..=24).contains(&h[0]) {
             Some("unknown record content type")
@@ -243,14 +242,14 @@ impl DirParser {
             _ => totals.heartbeat.add(length),
         }
         let record = TlsRecord {
-            index,
             offset,
-            content_type,
-            version,
-            length,
             first,
             complete: None,
+            // a record past the detailed ones is not kept
+            position: u16::try_from(index).unwrap_or(u16::MAX),
+            length,
             missing: 0,
+            content_type,
             opaque,
         };
         push_capped(&mut dir.records, record, FIRST_RECORDS, RECORD_DETAIL_CAP);
@@ -363,7 +362,7 @@ impl DirParser {
         let Some(cur) = self.current.take() else {
             return;
         };
-        let missing = u32::try_from(cur.missing).unwrap_or(u32::MAX);
+        let missing = u16::try_from(cur.missing).unwrap_or(u16::MAX);
         if let Some(r) = out.record_mut(cur.index) {
             r.complete = complete;
             r.missing = missing;
@@ -439,7 +438,7 @@ impl DirParser {
                 let left = self.framer.body_left();
                 let (index, missing) = (cur.index, cur.missing + left);
                 if let Some(r) = out.record_mut(index) {
-                    r.missing = u32::try_from(missing).unwrap_or(u32::MAX);
+                    r.missing = u16::try_from(missing).unwrap_or(u16::MAX);
                 }
                 cur.offset + 5 + u64::from(cur.length)
             }
