@@ -1,6 +1,8 @@
 //! From what the protocol trackers found to the [`AppTimeline`] the ladder
 //! is built on and the [`TlsFacts`] the TLS detectors read.
 
+use std::borrow::Cow;
+
 use crate::analysis::tls::{EarlyDataFacts, TlsFacts, TlsInfo, TlsKind};
 use crate::base::side::{FrameRef, Side};
 use crate::flow::Conn;
@@ -53,7 +55,8 @@ pub(crate) fn from_found(
     conn: &Conn<Protocols>,
 ) -> (Option<AppTimeline>, Option<TlsFacts>) {
     match found {
-        Found::Tls(s, _, inner) => {
+        Found::Tls(t, _, inner) => {
+            let s = t.summary();
             let (mut timeline, facts) = tls(s, conn);
             if let (Some(t), Some(inner)) = (timeline.as_mut(), inner) {
                 decrypted(t, s, inner);
@@ -67,10 +70,10 @@ pub(crate) fn from_found(
 }
 
 /// `"TLS 1.2"` → `"1.2"`.
-fn short_version(v: u16) -> String {
+fn short_version(v: u16) -> Cow<'static, str> {
     match version_name(v) {
-        Some(n) => n.trim_start_matches("TLS ").to_string(),
-        None => format!("0x{v:04x}"),
+        Some(n) => Cow::Borrowed(n.trim_start_matches("TLS ")),
+        None => Cow::Owned(format!("0x{v:04x}")),
     }
 }
 
@@ -112,9 +115,9 @@ fn tls(s: &TlsSummary, conn: &Conn<Protocols>) -> (Option<AppTimeline>, Option<T
             version: short_version(hs.version),
             sni: s.sni().map(str::to_string),
             alpn: s.alpn_selected().map(str::to_string),
-            cipher: s.cipher_suite().map(|(id, name)| {
-                name.map(str::to_string)
-                    .unwrap_or_else(|| format!("0x{id:04x}"))
+            cipher: s.cipher_suite().map(|(id, name)| match name {
+                Some(name) => Cow::Borrowed(name),
+                None => Cow::Owned(format!("0x{id:04x}")),
             }),
             resumption_offered: hs.resumption_offered,
             resumed: hs.resumption_accepted,

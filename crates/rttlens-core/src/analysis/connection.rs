@@ -342,7 +342,7 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
     }
     let notes = coverage_notes(&conn, coverage, rtt.is_some());
     let h2_alpn = matches!(&found, Found::Tls(t, ..)
-        if t.alpn_selected().is_some_and(|a| a == "h2" || a.starts_with("h2-")));
+        if t.summary().alpn_selected().is_some_and(|a| a == "h2" || a.starts_with("h2-")));
     let (decryption, inner) = match found {
         Found::Tls(_, d, inner) => (d, inner),
         Found::Http(h) => (None, Some(Inner::Http1(h))),

@@ -2,6 +2,8 @@
 //! the frames of its milestones. Filled from the protocol layer's summary
 //! ([`crate::proto::tls`]) by `crate::analysis::app`.
 
+use std::borrow::Cow;
+
 use crate::base::side::FrameRef;
 
 /// Handshake kinds (docs/design.md §2 "Handshake kinds") with their round
@@ -49,14 +51,15 @@ impl TlsKind {
 /// What a TLS connection negotiated, as people and the JSON output read it.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct TlsInfo {
-    /// Negotiated version, e.g. `1.2`.
-    pub version: String,
+    /// Negotiated version, e.g. `1.2` (borrowed for the known ones: no
+    /// allocation per connection).
+    pub version: Cow<'static, str>,
     /// Server name (SNI), when sent.
     pub sni: Option<String>,
     /// ALPN protocol selected, when any.
     pub alpn: Option<String>,
     /// Cipher suite selected (name, or hex code).
-    pub cipher: Option<String>,
+    pub cipher: Option<Cow<'static, str>>,
     /// The client offered resumption (session id, ticket or PSK).
     pub(crate) resumption_offered: bool,
     /// The server resumed the session.
@@ -80,7 +83,7 @@ pub struct TlsFacts {
     /// The ClientHello (first segment).
     pub(crate) client_hello: FrameRef,
     /// Highest version the client offered, e.g. `1.3`.
-    pub(crate) client_max_version: String,
+    pub(crate) client_max_version: Cow<'static, str>,
     /// The ServerHello.
     pub(crate) server_hello: Option<FrameRef>,
     /// Segment completing the server's first flight (ServerHelloDone in 1.2,

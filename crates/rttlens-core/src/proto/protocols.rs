@@ -16,7 +16,7 @@ use crate::flow::reassembly::Trackers;
 use crate::proto::h2::{H2Summary, H2Tracker};
 use crate::proto::http::HttpTracker;
 use crate::proto::tls::decrypt::{Decryption, Plain};
-use crate::proto::tls::{TlsSummary, TlsTracker};
+use crate::proto::tls::TlsTracker;
 
 /// The protocol trackers of one connection.
 #[derive(Debug)]
@@ -110,8 +110,10 @@ pub(crate) enum Inner {
 #[derive(Debug, Default)]
 pub(crate) enum Found {
     /// TLS records and handshake; with keys, what decryption did and the
-    /// protocol inside.
-    Tls(Box<TlsSummary>, Option<Decryption>, Option<Inner>),
+    /// protocol inside. The tracker is kept whole (its summary read through
+    /// [`TlsTracker::summary`]): moving the summary into a box of its own
+    /// would cost an allocation and a 1 KB copy per connection.
+    Tls(Box<TlsTracker>, Option<Decryption>, Option<Inner>),
     /// HTTP/1.x messages.
     Http(Box<HttpTracker>),
     /// HTTP/2 in clear.
@@ -272,7 +274,7 @@ impl Protocols {
                 Some(InnerTracker::H2(h)) => Some(Inner::H2(Box::new(h.finish()))),
                 None => None,
             };
-            return Found::Tls(Box::new(t.into_summary()), decryption, inner);
+            return Found::Tls(t, decryption, inner);
         }
         if let Some(h) = self.h2 {
             return Found::H2(Box::new(h.finish()));
