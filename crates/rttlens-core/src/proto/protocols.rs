@@ -382,19 +382,18 @@ impl Trackers for Protocols {
 mod tests {
     use super::*;
 
-    fn at(frame: u64) -> FrameRef {
-        FrameRef {
-            frame,
-            ..FrameRef::default()
-        }
-    }
+    // the frames do not matter here
+    const AT: FrameRef = FrameRef {
+        frame: 4,
+        ts: crate::base::time::Timestamp { nanos: 0 },
+    };
 
     #[test]
     fn a_tls_stream_never_makes_an_http_tracker() {
         let mut p = Protocols::default();
         assert!(p.wants_bytes());
         // a handshake record header and the ClientHello's type byte
-        p.data(Side::Client, 0, &[22, 3, 1, 0, 5, 1, 0, 0, 1, 0], at(4));
+        p.data(Side::Client, 0, &[22, 3, 1, 0, 5, 1, 0, 0, 1, 0], AT);
         assert_eq!(p.tls.as_ref().and_then(|t| t.is_tls()), Some(true));
         assert!(p.http.is_none() && !p.http_unmade);
         assert!(matches!(p.finish(), Found::Tls(..)));
@@ -403,10 +402,10 @@ mod tests {
     #[test]
     fn the_http_tracker_is_made_by_the_first_bytes_tls_does_not_claim() {
         let mut p = Protocols::default();
-        p.data(Side::Client, 0, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", at(4));
+        p.data(Side::Client, 0, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", AT);
         assert!(p.tls.is_none());
         assert!(p.http.is_some() && !p.http_unmade);
-        p.data(Side::Server, 0, b"HTTP/1.1 204 No Content\r\n\r\n", at(6));
+        p.data(Side::Server, 0, b"HTTP/1.1 204 No Content\r\n\r\n", AT);
         assert!(matches!(p.finish(), Found::Http(h) if h.exchanges().len() == 1));
 
         // a gap first: the HTTP tracker is made to see it (and, its stream's
