@@ -1,10 +1,12 @@
 //! Feeding the protocol trackers (TLS, HTTP/1.1, HTTP/2) from the
 //! reassembled streams.
 //!
-//! The TLS and HTTP/1.1 trackers get the first bytes of every connection;
-//! each says as soon as it can whether the stream is its protocol, and one
-//! that says no is dropped, so a connection costs at most one tracker after
-//! its first bytes and none when it is neither. HTTP/2 in clear (`h2c` by
+//! The TLS tracker gets the first bytes of every connection, the HTTP/1.1
+//! tracker every byte and gap TLS has not claimed by then (it is made by the
+//! first of them, so a TLS stream never makes one); each says as soon as it
+//! can whether the stream is its protocol, and one that says no is dropped,
+//! so a connection costs at most one tracker after its first bytes and none
+//! when it is neither. HTTP/2 in clear (`h2c` by
 //! prior knowledge) is recognised by the client's connection preface or the
 //! server's first SETTINGS frame at the stream's start. Inside TLS, with
 //! keys, the decrypted application data goes to HTTP/2 when ALPN chose `h2`
@@ -21,9 +23,10 @@ use crate::proto::tls::TlsTracker;
 /// The protocol trackers of one connection.
 #[derive(Debug)]
 pub struct Protocols {
-    /// No byte seen yet: the TLS and HTTP trackers are made by the first
-    /// bytes or gap (`start`), so a connection that never carries data (a
-    /// storm's SYNs sent again and again) holds none. `Some` with the keys
+    /// No byte seen yet: the TLS tracker is made by the first bytes or gap
+    /// (`start`), the HTTP one when it is to see them (`http_made`), so a
+    /// connection that never carries data (a storm's SYNs sent again and
+    /// again) holds none. `Some` with the keys
     /// the connection's TLS tracker gets, when the key store had any as the
     /// connection began.
     pending: Option<Option<KeyStore>>,
