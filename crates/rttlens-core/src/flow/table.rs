@@ -411,8 +411,8 @@ impl<P: Trackers> FlowTable<P> {
     }
 
     /// An empty table whose connections keep every frame's TCP analysis
-    /// marks ([`crate::flow::half::Half::marks`]): memory grows with the capture, so only
-    /// for cross-checks.
+    /// marks ([`crate::flow::half::Half::take_marks`]): memory grows with
+    /// the capture, so only for cross-checks.
     pub(crate) fn with_marks() -> FlowTable<P> {
         Self {
             marks: true,

@@ -1,6 +1,6 @@
 //! The per-direction walker: records by their 5-byte headers, plaintext
 //! handshake messages by their 4-byte headers (both through
-//! [`Framer`](crate::proto::stream::Framer)), alerts by their two bytes.
+//! [`crate::proto::stream::Framer`]), alerts by their two bytes.
 
 use super::decrypt::Sealed;
 use super::hello::{parse_client_hello, parse_server_hello, ClientHelloInfo, ServerHelloInfo};
