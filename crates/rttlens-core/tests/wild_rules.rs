@@ -199,7 +199,11 @@ fn a_syn_ack_lost_after_the_capture_point_is_said_so() {
     let f = r
         .findings
         .iter()
-        .find(|f| f.id == "syn-retransmission" && f.evidence[0].what == "first SYN")
+        .find(|f| {
+            f.id == "syn-retransmission"
+                && f.evidence[0].facts[0].kind == "syn-retransmission.first"
+                && f.evidence[0].facts[0].args.str("packet") == "SYN"
+        })
         .expect("syn-retransmission of the SYN");
     let frames: Vec<u64> = f.evidence.iter().map(|e| e.frame).collect();
     assert!(
@@ -207,7 +211,7 @@ fn a_syn_ack_lost_after_the_capture_point_is_said_so() {
         "in capture order: {frames:?}"
     );
     assert!(
-        f.evidence[1].what.contains("lost on its way to the client"),
+        f.evidence[1].facts[0].kind == "syn-retransmission.syn-ack-lost",
         "{:?}",
         f.evidence
     );
@@ -248,7 +252,7 @@ fn the_self_check_catches_a_cost_nobody_paid() {
         f.evidence.reverse();
         f.evidence.push(detect::Evidence {
             frame: a.conn.last.frame + 1,
-            what: "beyond the connection".to_string(),
+            facts: Default::default(),
         });
         let bad = self_check::check(a, &findings);
         let has = |s: &str| bad.iter().any(|b| b.contains(s));

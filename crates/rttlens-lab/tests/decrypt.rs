@@ -298,11 +298,9 @@ fn grpc_go_calls_decrypt_with_their_methods_status_and_the_slow_one_named() {
         .find(|f| f.id == "server-think-time")
         .expect("the slow call's think time");
     assert!(
-        think
-            .title
-            .contains(&format!("stream {}", slow.stream.unwrap())),
+        rttlens_report::words::title(think).contains(&format!("stream {}", slow.stream.unwrap())),
         "{}",
-        think.title
+        rttlens_report::words::title(think)
     );
     same_headers_frames_as_tshark(&conns, &path, &keylog);
 }

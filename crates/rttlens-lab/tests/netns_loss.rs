@@ -263,7 +263,7 @@ fn rto_after_lost_tail_and_probe() {
             .find(|e| e.frame == rto.frame)
             .expect("cited");
         assert!(
-            e.what.contains("silence"),
+            rttlens_report::words::evidence(e).contains("silence"),
             "{}: rto evidence should say how long the sender was silent: {e:?}",
             a.name()
         );
@@ -297,7 +297,7 @@ fn lone_tail_probe_is_a_tlp_not_an_rto() {
         let f = cites(&a, "rto", rto.frame, "the RTO retransmission");
         let e = f.evidence.iter().find(|e| e.frame == rto.frame);
         assert!(
-            e.is_some_and(|e| !e.what.contains("backoff")),
+            e.is_some_and(|e| !rttlens_report::words::evidence(e).contains("backoff")),
             "{}: frame {} is the first RTO (no backoff yet): {e:?}",
             a.name(),
             rto.frame
@@ -794,7 +794,7 @@ fn capture_drops_from_a_deleted_segment() {
             .find(|e| e.frame == ack.frame)
             .expect("cited");
         assert!(
-            e.what.contains(&format!("{MSS} B")),
+            rttlens_report::words::evidence(e).contains(&format!("{MSS} B")),
             "{}: the ACK covers the {MSS} B deleted: {e:?}",
             h.name()
         );
@@ -861,7 +861,12 @@ fn black_holed_segment_is_an_rto_backoff() {
             attempts.len()
         );
         let f = a.finding("rto-backoff");
-        println!("{}: {} ({:?})", a.name(), f.title, f.cost);
+        println!(
+            "{}: {} ({:?})",
+            a.name(),
+            rttlens_report::words::title(f),
+            f.cost
+        );
         // every retransmission is cited, in order
         for t in &attempts[1..] {
             assert!(
@@ -880,10 +885,12 @@ fn black_holed_segment_is_an_rto_backoff() {
             f.cost
         );
         assert!(
-            f.title.contains("×2.0") || f.title.contains("×1.9") || f.title.contains("×2.1"),
+            rttlens_report::words::title(f).contains("×2.0")
+                || rttlens_report::words::title(f).contains("×1.9")
+                || rttlens_report::words::title(f).contains("×2.1"),
             "{}: the timer doubles: {}",
             a.name(),
-            f.title
+            rttlens_report::words::title(f)
         );
         for id in ["rto", "tail-loss-probe"] {
             assert!(
@@ -923,7 +930,12 @@ fn dead_path_is_a_transfer_stall_at_the_receiver() {
     let [client, _] = doomed_download(&mut lab, 3);
     let client = analyze(&client);
     let f = client.finding("transfer-stall");
-    println!("{}: {} ({:?})", client.name(), f.title, f.cost);
+    println!(
+        "{}: {} ({:?})",
+        client.name(),
+        rttlens_report::words::title(f),
+        f.cost
+    );
     assert!(
         f.cost.ms >= 2_000.0,
         "{}: the stall lasts until curl gives up (~3 s): {:?}",
@@ -931,10 +943,10 @@ fn dead_path_is_a_transfer_stall_at_the_receiver() {
         f.cost
     );
     assert!(
-        f.title.contains("client"),
+        rttlens_report::words::title(f).contains("client"),
         "{}: names who gave up: {}",
         client.name(),
-        f.title
+        rttlens_report::words::title(f)
     );
     assert!(
         !client.ids().iter().any(|id| LOSS.contains(id)),
@@ -998,7 +1010,12 @@ fn bottleneck_link_is_not_a_window_cap() {
         }
         if a.ids().contains(&"queueing-delay") {
             let f = a.finding("queueing-delay");
-            assert!(f.title.contains("Mbit/s"), "{}: {}", a.name(), f.title);
+            assert!(
+                rttlens_report::words::title(f).contains("Mbit/s"),
+                "{}: {}",
+                a.name(),
+                rttlens_report::words::title(f)
+            );
         }
     }
 }

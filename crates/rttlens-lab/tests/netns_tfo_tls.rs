@@ -90,7 +90,11 @@ fn tfo_cookie_then_request_in_the_syn() {
         .iter()
         .find(|f| f.id == "tfo-cookie")
         .unwrap_or_else(|| panic!("tfo-cookie on the first connection: {:?}", ids(first)));
-    assert!(cookie.title.contains("cookie obtained"), "{}", cookie.title);
+    assert!(
+        rttlens_report::words::title(cookie).contains("cookie obtained"),
+        "{}",
+        rttlens_report::words::title(cookie)
+    );
     assert_eq!(
         cookie.evidence[0].frame, first.first_frame,
         "the SYN with the cookie request"
@@ -182,7 +186,11 @@ fn tls13_resumption_and_zero_rtt() {
         .iter()
         .find(|f| f.id == "tls-resumption")
         .expect("tls-resumption on the second");
-    assert!(resumed.title.contains("resumed"), "{}", resumed.title);
+    assert!(
+        rttlens_report::words::title(resumed).contains("resumed"),
+        "{}",
+        rttlens_report::words::title(resumed)
+    );
     assert!(conns[1].tls.as_ref().is_some_and(|t| t.info.resumed));
 
     let zero = conns[2]
@@ -190,7 +198,11 @@ fn tls13_resumption_and_zero_rtt() {
         .iter()
         .find(|f| f.id == "zero-rtt")
         .unwrap_or_else(|| panic!("zero-rtt on the third: {:?}", ids(&conns[2])));
-    assert!(zero.title.contains("accepted"), "{}", zero.title);
+    assert!(
+        rttlens_report::words::title(zero).contains("accepted"),
+        "{}",
+        rttlens_report::words::title(zero)
+    );
     assert_eq!(zero.cost.ms, 0.0, "an accepted 0-RTT costs nothing");
     // the request rode with the ClientHello: first response byte ~1 RTT after the SYN-ACK
     let rtt = conns[2].rtt.as_ref().expect("rtt").min_ms;

@@ -16,6 +16,7 @@ pub mod json;
 pub mod population;
 pub mod probe;
 pub mod text;
+pub mod words;
 
 use std::cmp::Ordering;
 use std::io::{self, Write};

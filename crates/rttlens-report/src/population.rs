@@ -212,7 +212,7 @@ fn write_findings(w: &mut dyn Write, p: &PopulationReport) -> io::Result<()> {
             x.id,
             x.title,
             x.confidence.level.as_str(),
-            x.confidence.why
+            crate::words::why(&x.confidence)
         )?;
         let rtts = x
             .cost

@@ -269,19 +269,25 @@ fn write_findings(w: &mut dyn Write, findings: &[Finding]) -> io::Result<()> {
                 },
                 f.confidence.level.as_str()
             )?;
-            writeln!(w, "    {}", f.title)?;
+            writeln!(w, "    {}", crate::words::title(f))?;
             for (i, e) in f.evidence.iter().enumerate() {
                 let label = if i == 0 { "evidence" } else { "" };
-                writeln!(w, "    {:<9} frame {:<7} {}", label, e.frame, e.what)?;
+                writeln!(
+                    w,
+                    "    {:<9} frame {:<7} {}",
+                    label,
+                    e.frame,
+                    crate::words::evidence(e)
+                )?;
             }
             writeln!(
                 w,
                 "    {:<9} {} ({})",
                 "why",
-                f.confidence.why,
+                crate::words::why(&f.confidence),
                 f.confidence.level.as_str()
             )?;
-            writeln!(w, "    {:<9} {}", "fix", f.fix)?;
+            writeln!(w, "    {:<9} {}", "fix", crate::words::fix(f))?;
             writeln!(w, "    {:<9} {}", "see", f.references.join("; "))?;
         }
     }

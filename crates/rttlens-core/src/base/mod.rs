@@ -6,6 +6,7 @@
 //! Nothing here imports any other module of the crate.
 
 pub mod cost;
+pub mod fact;
 pub(crate) mod list;
 pub mod seq;
 pub mod side;

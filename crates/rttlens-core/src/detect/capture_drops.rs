@@ -36,6 +36,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             })
             .collect();
         out.push(Finding {
+            facts: Default::default(),
             id: ID,
             connection: a.conn.index,
             title: text!("capture missed {} B of {} data that the {} acknowledged", h.dropped_bytes, side.as_str(), side.peer().as_str()),

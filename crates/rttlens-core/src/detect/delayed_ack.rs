@@ -94,6 +94,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             first.held.as_millis_f64()
         );
         out.push(Finding {
+            facts: Default::default(),
             id: ID,
             connection: a.conn.index,
             title,

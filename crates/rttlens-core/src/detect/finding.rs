@@ -1,17 +1,27 @@
 //! The finding contract (docs/design.md §5): one named cause with its cost,
 //! evidence frames, confidence and fix.
 
+use smallvec::SmallVec;
+
 use crate::base::cost::Cost;
+pub use crate::base::fact::{Args, Fact, Value};
 use crate::base::text;
 use crate::base::time::Timestamp;
+
+/// The kind of a fact that is still a sentence the engine wrote (its one
+/// value `text`): what a detector not yet moved to typed facts says. The
+/// report prints it as it is.
+pub const TEXT: &str = "text";
 
 /// One frame that proves a finding, and what it shows.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Evidence {
     /// Wireshark frame number (1-based).
     pub frame: u64,
-    /// What this frame shows, in a person's words.
-    pub what: String,
+    /// What this frame shows: typed facts the report writes as one
+    /// sentence each, joined by `; ` (usually one; several requests or
+    /// streams often share a segment).
+    pub facts: SmallVec<[Fact; 1]>,
 }
 
 /// How sure the detector is.
@@ -37,13 +47,14 @@ impl Level {
     }
 }
 
-/// Confidence and the reason for it.
+/// Confidence and the reasons for it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Confidence {
     /// Level.
     pub level: Level,
-    /// Why that level.
-    pub why: String,
+    /// Why that level: the detector's reason, then one per lowering
+    /// ([`Finding::lower_confidence`]); the report joins them with `; `.
+    pub why: SmallVec<[Fact; 1]>,
 }
 
 /// One named cause of lost time.
@@ -53,7 +64,8 @@ pub struct Finding {
     pub id: &'static str,
     /// Connection index.
     pub(crate) connection: u64,
-    /// One line a person reads.
+    /// One line a person reads, from a detector that still writes its own
+    /// (empty for one whose title the report writes from [`Self::facts`]).
     pub title: String,
     /// What it cost.
     pub cost: Cost,
@@ -61,8 +73,13 @@ pub struct Finding {
     pub evidence: Vec<Evidence>,
     /// How sure.
     pub confidence: Confidence,
-    /// Concrete fix: the directive, sysctl, socket option or code change.
+    /// Concrete fix: the directive, sysctl, socket option or code change,
+    /// from a detector that still writes its own (empty for one whose fix
+    /// the report writes from [`Self::facts`]).
     pub fix: String,
+    /// The finding's own typed parameters (the cap in bytes, the rounds it
+    /// held, the side that waited…): what its title and fix are written from.
+    pub facts: Args,
     /// Sources: RFC sections, kernel functions.
     pub references: Vec<&'static str>,
     /// When the time was lost (capture clock): the intervals the cost
@@ -76,43 +93,61 @@ pub struct Finding {
 
 impl Finding {
     /// Lower the confidence by one level, adding the reason.
-    pub fn lower_confidence(&mut self, why: &str) {
+    pub fn lower_confidence(&mut self, why: Fact) {
         self.confidence.level = match self.confidence.level {
             Level::High => Level::Medium,
             _ => Level::Low,
         };
-        if text::wanted() {
-            self.confidence.why.push_str("; ");
-            self.confidence.why.push_str(why);
-        }
+        self.confidence.why.push(why);
     }
+}
+
+/// A [`TEXT`] fact: a sentence the engine still writes.
+pub(crate) fn text_fact(what: impl Into<String>) -> Fact {
+    Fact::new(TEXT).with("text", text::owned(what))
+}
+
+/// Shorthand for an [`Evidence`] entry that is still a sentence.
+pub(crate) fn ev(frame: u64, what: impl Into<String>) -> Evidence {
+    evf(frame, text_fact(what))
 }
 
 /// Shorthand for an [`Evidence`] entry.
-pub(crate) fn ev(frame: u64, what: impl Into<String>) -> Evidence {
+pub(crate) fn evf(frame: u64, fact: Fact) -> Evidence {
     Evidence {
         frame,
-        what: text::owned(what),
+        facts: smallvec::smallvec![fact],
     }
 }
 
-/// Evidence from `(frame, what)` lines, one per frame in frame order, the
-/// lines of a frame joined by `; ` (several requests or streams often
-/// share a segment).
+/// Evidence from `(frame, what)` lines that are still sentences, one per
+/// frame in frame order, the lines of a frame joined by `; ` (several
+/// requests or streams often share a segment).
 pub(crate) fn ev_by_frame(lines: impl IntoIterator<Item = (u64, String)>) -> Vec<Evidence> {
-    let mut by: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
-    for (frame, what) in lines {
-        by.entry(frame).or_default().push(what);
+    evf_by_frame(lines.into_iter().map(|(f, w)| (f, text_fact(w))))
+}
+
+/// Evidence from `(frame, fact)` pairs: one entry per frame in frame
+/// order, holding that frame's facts in the order given.
+pub(crate) fn evf_by_frame(facts: impl IntoIterator<Item = (u64, Fact)>) -> Vec<Evidence> {
+    let mut by: std::collections::BTreeMap<u64, SmallVec<[Fact; 1]>> = Default::default();
+    for (frame, fact) in facts {
+        by.entry(frame).or_default().push(fact);
     }
     by.into_iter()
-        .map(|(frame, what)| ev(frame, what.join("; ")))
+        .map(|(frame, facts)| Evidence { frame, facts })
         .collect()
 }
 
-/// Shorthand for a [`Confidence`].
+/// Shorthand for a [`Confidence`] whose reason is still a sentence.
 pub(crate) fn conf(level: Level, why: impl Into<String>) -> Confidence {
+    conff(level, text_fact(why))
+}
+
+/// Shorthand for a [`Confidence`].
+pub(crate) fn conff(level: Level, why: Fact) -> Confidence {
     Confidence {
         level,
-        why: text::owned(why),
+        why: smallvec::smallvec![why],
     }
 }

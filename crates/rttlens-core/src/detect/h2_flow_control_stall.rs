@@ -80,6 +80,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
          nghttp2/h2load: `-w`/`-W`. Send WINDOW_UPDATE before the window runs out (at half, as most stacks do), not after."
     );
     vec![Finding {
+        facts: Default::default(),
         id: ID,
         connection: a.conn.index,
         title: text!(

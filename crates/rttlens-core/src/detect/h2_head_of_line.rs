@@ -61,6 +61,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let n = streams.len();
     let list: Vec<String> = streams.iter().take(8).map(u32::to_string).collect();
     vec![Finding {
+        facts: Default::default(),
         id: ID,
         connection: a.conn.index,
         title: text!(

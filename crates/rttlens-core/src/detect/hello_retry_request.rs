@@ -15,6 +15,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         return vec![];
     };
     vec![Finding {
+        facts: Default::default(),
         id: ID,
         connection: a.conn.index,
         title: "HelloRetryRequest: the server wanted a different key share, one extra round trip".to_string(),

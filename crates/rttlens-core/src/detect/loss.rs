@@ -158,6 +158,7 @@ fn finding(
         ),
     };
     Some(Finding {
+        facts: Default::default(),
         id,
         connection: a.conn.index,
         title,

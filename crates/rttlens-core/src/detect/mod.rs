@@ -43,6 +43,7 @@ pub(crate) mod zero_window;
 
 use crate::analysis::Analysis;
 pub use crate::base::cost::Cost;
+use crate::base::fact::fact;
 use crate::base::time::union_len;
 use crate::base::time::Timestamp;
 pub use finding::{Confidence, Evidence, Finding, Level};
@@ -207,7 +208,7 @@ pub fn run_all(a: &Analysis) -> Vec<Finding> {
     let drops = a.conn.half.iter().any(|h| h.dropped_bytes > 0);
     if drops {
         for f in out.iter_mut().filter(|f| !ALWAYS_REPORTED.contains(&f.id)) {
-            f.lower_confidence("the capture dropped packets of this connection");
+            f.lower_confidence(fact!("common.capture-dropped"));
         }
     }
     out.sort_by(|a, b| b.cost.ms.total_cmp(&a.cost.ms).then(a.id.cmp(b.id)));

@@ -84,6 +84,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 text!("Nagle: the {} held a small segment for a round trip, until the ACK of the previous one came back", sender.as_str())
             };
             out.push(Finding {
+                facts: Default::default(),
                 id,
                 connection: a.conn.index,
                 title,

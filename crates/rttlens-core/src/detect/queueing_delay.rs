@@ -150,6 +150,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         Level::Medium
     };
     vec![Finding {
+        facts: Default::default(),
         id: ID,
         connection: a.conn.index,
         title,

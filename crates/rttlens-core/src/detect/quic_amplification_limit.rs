@@ -114,6 +114,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         (Level::Medium, "from datagram sizes and times (Handshake packets not decrypted): the pause comes where the server's bytes reach three times the client's")
     };
     vec![Finding {
+        facts: Default::default(),
         id: ID,
         connection: c.index,
         title: text!("Anti-amplification limit: the server's first flight stopped at 3× the client's {} bytes and waited {} for the client", budget / FACTOR, ms(gap)),

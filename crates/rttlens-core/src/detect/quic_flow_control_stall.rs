@@ -90,6 +90,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         .map(|v| text!(" (its transport parameters allowed {v} bytes at first)"))
         .unwrap_or_default();
     vec![Finding {
+        facts: Default::default(),
         id: ID,
         connection: c.index,
         title: text!("Flow control: the {} was blocked at {value} bytes by the {}'s limit{initial}, {} waiting", side.as_str(), receiver.as_str(), ms(d)),

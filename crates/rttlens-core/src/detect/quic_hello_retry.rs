@@ -71,6 +71,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         },
     };
     vec![Finding {
+        facts: Default::default(),
         id: ID,
         connection: a.conn.index,
         title: text!("HelloRetryRequest in the QUIC handshake: the server wanted {asked}, {} lost", ms(d)),

@@ -116,6 +116,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
             .to_string()
     };
     vec![Finding {
+        facts: Default::default(),
         id: ID,
         connection: c.index,
         title: text!("Handshake packet lost: the {} sent its {} data again after {}, the handshake waited", side.as_str(), retx.ty.as_str(), ms(d)),

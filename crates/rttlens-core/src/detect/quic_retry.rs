@@ -64,6 +64,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         },
     };
     vec![Finding {
+        facts: Default::default(),
         id: ID,
         connection: c.index,
         title: text!("Retry: the server validated the client's address first, {} before the handshake began", ms(d)),

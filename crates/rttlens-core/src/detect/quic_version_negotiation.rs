@@ -63,6 +63,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         },
     };
     vec![Finding {
+        facts: Default::default(),
         id: ID,
         connection: c.index,
         title: text!("Version Negotiation: the client's first version was refused, {} lost before the handshake began", ms(d)),

@@ -44,6 +44,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
             ));
         }
         return vec![Finding {
+            facts: Default::default(),
             id: ID_REJECTED,
             connection: c.index,
             title: text!("0-RTT rejected: the early request waited for the handshake ({}) and went again", ms(wait)),
@@ -75,6 +76,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
             ));
         }
         return vec![Finding {
+            facts: Default::default(),
             id: ID_UNUSED,
             connection: c.index,
             title: text!("Resumed without 0-RTT: the request waited {} for the handshake", ms(wait)),

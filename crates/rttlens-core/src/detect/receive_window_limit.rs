@@ -6,12 +6,11 @@
 //! (without window scale the window cannot exceed 65535 B); Linux
 //! `tcp_rcv_space_adjust()` (receive buffer autotuning), `net.ipv4.tcp_rmem`.
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Finding, Level, Value};
 use super::util::{capped_cost, median, window_limited};
 use crate::analysis::rounds::UNSCALED_MAX_WINDOW;
 use crate::analysis::Analysis;
-use crate::base::side::Side;
-use crate::base::text::text;
+use crate::base::fact::{args, fact};
 use crate::flow::rounds::Limit;
 
 /// Finding id.
@@ -39,89 +38,75 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         .is_some_and(|s| s.options.window_scale.is_none());
     let mut evidence = Vec::new();
     if let Some(syn) = a.syn_of(receiver) {
-        let what = match syn.options.window_scale {
-            Some(s) => text!("{} SYN: window scale {s}", receiver.as_str()),
-            None => text!(
-                "{} SYN without a window-scale option: its window cannot exceed 65535 B",
-                receiver.as_str()
+        let fact = match syn.options.window_scale {
+            Some(s) => fact!(
+                "receive-window-limit.syn-wscale",
+                receiver = receiver,
+                shift = Value::Count(u64::from(s))
             ),
+            None => fact!("receive-window-limit.syn-no-wscale", receiver = receiver),
         };
-        evidence.push(ev(syn.first.frame, what));
+        evidence.push(evf(syn.first.frame, fact));
     }
     for r in limited.iter().take(4) {
-        evidence.push(ev(
+        evidence.push(evf(
             r.max_flight_frame,
-            text!(
-                "round {}: {} B in flight = the {} window of {} B",
-                r.index,
-                r.max_flight,
-                receiver.as_str(),
-                r.rwnd
+            fact!(
+                "receive-window-limit.round-at-window",
+                round = Value::Count(u64::from(r.index)),
+                flight_bytes = Value::Bytes(r.max_flight),
+                receiver = receiver,
+                rwnd_bytes = Value::Bytes(r.rwnd),
             ),
         ));
     }
-    let mut fix = match receiver {
-        Side::Client => "On the client (receiver): let its receive buffer grow — raise `net.ipv4.tcp_rmem` max (e.g. `4096 131072 16777216`), do not pin SO_RCVBUF (curl `--buffer`/app socket options), keep `net.ipv4.tcp_moderate_rcvbuf=1`.".to_string(),
-        Side::Server => "On the server (receiver): raise `net.ipv4.tcp_rmem` max, do not pin SO_RCVBUF (nginx `listen … rcvbuf=`), keep `net.ipv4.tcp_moderate_rcvbuf=1`.".to_string(),
-    };
-    if no_wscale {
-        fix.push_str(" Its SYN had no window-scale option: enable `net.ipv4.tcp_window_scaling=1` (or fix the middlebox stripping the option).");
-    }
-    let mut confidence = conf(
+    let mut confidence = conff(
         Level::High,
-        text!(
-            "flight within one MSS of the advertised window in {} rounds",
-            limited.len()
+        fact!(
+            "receive-window-limit.flight-at-window",
+            rounds = Value::Count(limited.len() as u64)
         ),
     );
     // without the SYNs the scale is a lower bound: the rounds were kept as
     // `rwnd` only on the evidence `rounds::classify` names, said here
-    if !a.conn.half[t.sender.index()].wscale_known {
+    let wscale_known = a.conn.half[t.sender.index()].wscale_known;
+    if !wscale_known {
         confidence.level = Level::Medium;
-        match a.tcp.window_scale_inferred[receiver.index()] {
-            Some(w) => {
-                evidence.push(ev(
-                    w.at.frame,
-                    text!(
-                        "{} B in flight under a window field of {}: window scale at least {} (no SYN in the capture)",
-                        w.flight, w.raw, w.shift
-                    ),
-                ));
-                confidence.why.push_str("; window scale inferred (no SYN)");
-            }
-            None => confidence
-                .why
-                .push_str("; no SYN in the capture: no window scaling assumed"),
+        let inferred = a.tcp.window_scale_inferred[receiver.index()];
+        if let Some(w) = inferred {
+            evidence.push(evf(
+                w.at.frame,
+                fact!(
+                    "receive-window-limit.wscale-inferred",
+                    flight_bytes = Value::Bytes(w.flight),
+                    window_field = Value::Count(w.raw),
+                    shift = Value::Count(u64::from(w.shift)),
+                ),
+            ));
         }
-        if rwnd == UNSCALED_MAX_WINDOW {
-            confidence
-                .why
-                .push_str(": the window field sat at 65535, the most an unscaled window can say");
-            fix.push_str(" The window field sat at 65535 throughout: the receiver most likely does not scale its window (no SYN in the capture to prove it) — check `net.ipv4.tcp_window_scaling=1` and middleboxes that strip the option.");
-        } else {
-            confidence
-                .why
-                .push_str(": the flight followed the window as it changed or met it to the byte");
-        }
+        confidence.why.push(fact!(
+            "receive-window-limit.no-syn",
+            wscale_inferred = inferred.is_some(),
+            unscaled_max = rwnd == UNSCALED_MAX_WINDOW,
+        ));
     }
     vec![Finding {
+        facts: args!(
+            sender = t.sender,
+            receiver = receiver,
+            rwnd_bytes = Value::Bytes(rwnd),
+            rounds = Value::Count(limited.len() as u64),
+            syn_without_wscale = no_wscale,
+            wscale_known = wscale_known,
+            unscaled_max = rwnd == UNSCALED_MAX_WINDOW,
+        ),
         id: ID,
         connection: a.conn.index,
-        title: text!(
-            "{} bytes in flight held at the {}'s receive window ({rwnd} B) for {} rounds{}",
-            t.sender.as_str(),
-            receiver.as_str(),
-            limited.len(),
-            if no_wscale {
-                "; its SYN had no window-scale option"
-            } else {
-                ""
-            }
-        ),
+        title: String::new(),
         cost,
         evidence,
         confidence,
-        fix,
+        fix: String::new(),
         references: vec![
             "docs/design.md §4 (round limits)",
             "RFC 7323 §2.2",

@@ -189,6 +189,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let factor = b.factor();
         let peer = side.peer().as_str();
         out.push(Finding {
+            facts: Default::default(),
             id: ID,
             connection: a.conn.index,
             title: text!(

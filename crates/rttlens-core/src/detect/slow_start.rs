@@ -57,6 +57,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let rounds_iw10 = slow_start_rounds(t.bytes, IW10 * mss, u64::MAX);
         let cost = a.cost(a.rtt_min * rounds_now.saturating_sub(rounds_iw10) as i64);
         out.push(Finding {
+            facts: Default::default(),
             id: ID_INITIAL_WINDOW,
             connection: a.conn.index,
             title: text!("initial window of {} B ({:.1} segments) is below IW10", iw.bytes, iw.segments),
@@ -90,6 +91,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ));
         }
         out.push(Finding {
+            facts: Default::default(),
             id: ID_SLOW_START,
             connection: a.conn.index,
             title: text!("{} rounds of slow start from {} B (flight {} B)", spent, iw.bytes, growth.join(" → ")),

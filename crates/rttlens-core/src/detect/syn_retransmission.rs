@@ -3,9 +3,9 @@
 //! §2.1 / 5.7; Linux `TCP_TIMEOUT_INIT`) before it could even start. A SYN
 //! resent without the TCP Fast Open it first carried is `tfo-fallback`'s.
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Finding, Level, Value};
 use crate::analysis::Analysis;
-use crate::base::text::{self, text};
+use crate::base::fact::{args, fact};
 
 /// Finding id.
 pub(crate) const ID: &str = "syn-retransmission";
@@ -21,20 +21,27 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             continue;
         }
         let mut evidence = vec![
-            ev(s.first.frame, text!("first {what}")),
-            ev(
+            evf(
+                s.first.frame,
+                fact!("syn-retransmission.first", packet = what),
+            ),
+            evf(
                 s.last.frame,
-                text!("{what} sent again ({} transmissions in all)", s.count),
+                fact!(
+                    "syn-retransmission.again",
+                    packet = what,
+                    transmissions = Value::Count(u64::from(s.count))
+                ),
             ),
         ];
         if what == "SYN" {
             if let Some(sa) = a.conn.syn_ack {
-                evidence.push(ev(
+                evidence.push(evf(
                     sa.first.frame,
                     if sa.first.frame < s.last.frame {
-                        "SYN-ACK seen here, yet the client sent its SYN again: lost on its way to the client"
+                        fact!("syn-retransmission.syn-ack-lost")
                     } else {
-                        "SYN-ACK finally answers"
+                        fact!("syn-retransmission.syn-ack-answers")
                     },
                 ));
             }
@@ -51,12 +58,26 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         out.push(Finding {
             id: ID,
             connection: a.conn.index,
-            title: text!("{what} sent {} times: {:.0} ms lost before the connection could start", s.count, lost.as_millis_f64()),
+            facts: args!(
+                packet = what,
+                transmissions = Value::Count(u64::from(s.count)),
+                lost = lost,
+            ),
+            title: String::new(),
             cost: a.cost(lost),
             evidence,
-            confidence: conf(Level::High, text!("same ISN sent {} times", s.count)),
-            fix: text::owned("The handshake packet was lost or dropped: check the server's accept queue (`nstat -az TcpExtListenOverflows TcpExtListenDrops`; raise `net.core.somaxconn` and the listen backlog, nginx `listen … backlog=`), SYN floods/`net.ipv4.tcp_syncookies`, firewall or conntrack drops (`nf_conntrack` table full)."),
-            references: vec!["RFC 6298 §5.7", "Linux TCP_TIMEOUT_INIT, tcp_retransmit_timer()"],
+            confidence: conff(
+                Level::High,
+                fact!(
+                    "syn-retransmission.same-isn",
+                    transmissions = Value::Count(u64::from(s.count))
+                ),
+            ),
+            fix: String::new(),
+            references: vec![
+                "RFC 6298 §5.7",
+                "Linux TCP_TIMEOUT_INIT, tcp_retransmit_timer()",
+            ],
             span: vec![(s.first.ts, until)],
         });
     }

@@ -68,6 +68,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                    level,
                    why: &str,
                    fix: &str| Finding {
+        facts: Default::default(),
         id,
         connection: a.conn.index,
         title,

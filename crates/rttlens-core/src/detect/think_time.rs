@@ -262,6 +262,7 @@ fn server_think(
     Some((
         think,
         Finding {
+            facts: Default::default(),
             id: ID_SERVER,
             connection: a.conn.index,
             title,
@@ -333,6 +334,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             return out;
         }
         out.push(Finding {
+            facts: Default::default(),
             id: ID_CLIENT,
             connection: a.conn.index,
             title: text!("client waited {:.1} ms before sending its request", think.as_millis_f64()),

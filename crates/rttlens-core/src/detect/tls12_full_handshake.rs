@@ -66,6 +66,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         fix.push_str(" The client offered a session to resume and the server declined it: check the session cache / ticket keys are shared across servers.");
     }
     vec![Finding {
+        facts: Default::default(),
         id: ID,
         connection: a.conn.index,
         title: text!("TLS 1.2 full handshake: {measured:.1} RTT before the request could go, 1 RTT more than TLS 1.3 or resumption"),

@@ -52,6 +52,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         )
     };
     vec![Finding {
+        facts: Default::default(),
         id: ID,
         connection: a.conn.index,
         title,

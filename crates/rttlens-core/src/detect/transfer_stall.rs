@@ -112,6 +112,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ),
         ));
         out.push(Finding {
+            facts: Default::default(),
             id: ID,
             connection: c.index,
             title: text!(

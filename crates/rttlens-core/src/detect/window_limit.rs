@@ -122,6 +122,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         "Linux tcp_rcv_space_adjust(), tcp_sndbuf_expand(), net.ipv4.tcp_rmem, net.ipv4.tcp_wmem",
     );
     vec![Finding {
+        facts: Default::default(),
         id: ID,
         connection: a.conn.index,
         title: text!(

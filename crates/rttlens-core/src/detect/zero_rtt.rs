@@ -52,6 +52,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         evidence.push(ev(c.frame, "client Finished"));
     }
     vec![Finding {
+        facts: Default::default(),
         id: ID,
         connection: a.conn.index,
         title,

@@ -51,6 +51,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             }
         }
         out.push(Finding {
+            facts: Default::default(),
             id: ID,
             connection: a.conn.index,
             title: text!("{receiver} closed its receive window {} time{}: the {} had to stop sending", h.zero_windows().len(), if h.zero_windows().len() == 1 { "" } else { "s" }, sender.as_str()),

@@ -534,7 +534,7 @@ fn expectations(
                 expect: e,
                 found: true,
                 id: Some(f.id),
-                title: f.title.clone(),
+                title: rttlens_report::words::title(f),
                 cost_ms: f.cost.ms,
                 cost_rtts: f.cost.rtts,
                 evidence: f.evidence.iter().map(|e| e.frame).collect(),

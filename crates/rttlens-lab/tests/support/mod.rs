@@ -731,10 +731,19 @@ pub fn check_contract(a: &Analyzed) {
                     e.frame,
                     a.summary.frames
                 );
-                assert!(!e.what.trim().is_empty(), "{at}: evidence without text");
+                assert!(
+                    !rttlens_report::words::evidence(e).trim().is_empty(),
+                    "{at}: evidence without text"
+                );
             }
-            assert!(!f.fix.trim().is_empty(), "{at}: no fix");
-            assert!(!f.title.trim().is_empty(), "{at}: no title");
+            assert!(
+                !rttlens_report::words::fix(f).trim().is_empty(),
+                "{at}: no fix"
+            );
+            assert!(
+                !rttlens_report::words::title(f).trim().is_empty(),
+                "{at}: no title"
+            );
             assert!(
                 f.cost.ms >= 0.0 && f.cost.rtts.is_none_or(|r| r >= 0.0),
                 "{at}: negative cost {:?}",

@@ -52,7 +52,12 @@ fn evidence(c: &ConnReport) -> impl Iterator<Item = (&'static str, u64, String)>
             (
                 f.id,
                 e.frame,
-                format!("{} · frame {}: {}", f.id, e.frame, e.what),
+                format!(
+                    "{} · frame {}: {}",
+                    f.id,
+                    e.frame,
+                    crate::words::evidence(e)
+                ),
             )
         })
     })

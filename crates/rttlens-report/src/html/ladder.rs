@@ -319,14 +319,14 @@ pub fn ladder(c: &ConnReport, t: &Trace, max_packets: usize) -> Figure {
             t_m
         );
         // findings citing this frame, at the right
-        let cited: Vec<(&str, &str)> = c
+        let cited: Vec<(&str, String)> = c
             .findings
             .iter()
             .flat_map(|f| {
                 f.evidence
                     .iter()
                     .filter(|e| e.frame == p.at.frame)
-                    .map(move |e| (f.id, e.what.as_str()))
+                    .map(move |e| (f.id, crate::words::evidence(e)))
             })
             .collect();
         if !cited.is_empty() {

@@ -533,23 +533,23 @@ fn finding_articles(w: &mut dyn Write, findings: &[Finding]) -> io::Result<()> {
             "<article class=\"finding\" data-finding=\"{}\"><h4><code>{}</code> {}</h4>\n<p class=\"cost\">cost {} · confidence {} ({})</p>\n<ul class=\"evidence\">",
             f.id,
             f.id,
-            esc(&f.title),
+            esc(&crate::words::title(f)),
             esc(&f.cost.describe()),
             f.confidence.level.as_str(),
-            esc(&f.confidence.why)
+            esc(&crate::words::why(&f.confidence))
         )?;
         for e in &f.evidence {
             writeln!(
                 w,
                 "<li><span class=\"frame\">frame {}</span> {}</li>",
                 e.frame,
-                esc(&e.what)
+                esc(&crate::words::evidence(e))
             )?;
         }
         writeln!(
             w,
             "</ul>\n<p class=\"fix\"><b>fix</b> {}</p>\n<p class=\"refs\">{}</p></article>",
-            esc(&f.fix),
+            esc(&crate::words::fix(f)),
             esc(&f.references.join("; "))
         )?;
     }

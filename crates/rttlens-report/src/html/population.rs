@@ -268,7 +268,7 @@ fn finding(w: &mut dyn Write, prefix: &str, x: &PopFinding, shown: &[u64]) -> io
         x.cost.connections,
         num(x.cost.per_connection_ms),
         x.confidence.level.as_str(),
-        esc(&x.confidence.why)
+        esc(&crate::words::why(&x.confidence))
     )?;
     for e in &x.evidence {
         let tag = match (e.connection, e.interval) {
@@ -965,7 +965,13 @@ mod tests {
                 ],
                 confidence: Confidence {
                     level: Level::High,
-                    why: "SYN-ACKs resent".to_string(),
+                    why: std::iter::once(
+                        rttlens_core::detect::finding::Fact::new(
+                            rttlens_core::detect::finding::TEXT,
+                        )
+                        .with("text", "SYN-ACKs resent"),
+                    )
+                    .collect(),
                 },
                 fix: "raise the backlog".to_string(),
                 references: vec!["RFC 9293"],

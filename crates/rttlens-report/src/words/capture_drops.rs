@@ -1,0 +1,18 @@
+//! The words of `capture-drops` (`rttlens_core::detect::capture_drops`).
+
+use super::prelude::*;
+
+/// The title, from the finding's facts (`None`: the detector still writes it).
+pub(super) fn title(_f: &Finding) -> Option<String> {
+    None
+}
+
+/// The fix, from the finding's facts (`None`: the detector still writes it).
+pub(super) fn fix(_f: &Finding) -> Option<String> {
+    None
+}
+
+/// A fact of kind `capture-drops.*` as a sentence.
+pub(super) fn fact(_kind: &str, _a: &Args) -> Option<String> {
+    None
+}

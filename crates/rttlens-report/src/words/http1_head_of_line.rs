@@ -1,0 +1,18 @@
+//! The words of `http1-head-of-line` (`rttlens_core::detect::http1_head_of_line`).
+
+use super::prelude::*;
+
+/// The title, from the finding's facts (`None`: the detector still writes it).
+pub(super) fn title(_f: &Finding) -> Option<String> {
+    None
+}
+
+/// The fix, from the finding's facts (`None`: the detector still writes it).
+pub(super) fn fix(_f: &Finding) -> Option<String> {
+    None
+}
+
+/// A fact of kind `http1-head-of-line.*` as a sentence.
+pub(super) fn fact(_kind: &str, _a: &Args) -> Option<String> {
+    None
+}
