@@ -29,39 +29,10 @@ use crate::cert::SelfSigned;
 use crate::flight::FlightStream;
 use crate::{Error, Result, TlsVersion};
 
-pub use crate::flight::SECOND_WRITE_BYTES;
+pub use crate::flight::{HandshakeWrites, SECOND_WRITE_BYTES};
 
 /// Largest body `GET /size/N` serves: 1 GiB.
 pub const MAX_BODY_BYTES: usize = 1 << 30;
-
-/// How the server's first TLS handshake flight is handed to the kernel.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum HandshakeWrites {
-    /// The whole flight in one `writev(2)` (what rustls + tokio-rustls do).
-    #[default]
-    One,
-    /// The flight in two `write(2)` calls, the second carrying its last
-    /// [`SECOND_WRITE_BYTES`] (≈ CertificateVerify + Finished in TLS 1.3).
-    /// With `nodelay: false` the second write waits for the ACK of the
-    /// first (Nagle, RFC 896; `tcp_nagle_check` in `net/ipv4/tcp_output.c`):
-    /// the seed case of a TLS 1.3 handshake taking 2 RTT.
-    Two,
-}
-
-impl std::str::FromStr for HandshakeWrites {
-    type Err = Error;
-
-    /// `one` / `1` or `two` / `2`.
-    fn from_str(s: &str) -> Result<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "one" | "1" => Ok(HandshakeWrites::One),
-            "two" | "2" => Ok(HandshakeWrites::Two),
-            _ => Err(Error::Config(format!(
-                "handshake_writes: '{s}' is not one or two"
-            ))),
-        }
-    }
-}
 
 /// The knobs of the built-in server. `Default` gives a plain, well-behaved
 /// server: TLS 1.2 and 1.3, TCP_NODELAY on, one flight write, 16 KiB

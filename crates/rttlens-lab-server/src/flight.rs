@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::builtin::HandshakeWrites;
+use crate::{Error, Result};
 
 /// Bytes the second write carries with [`HandshakeWrites::Two`]: the size of
 /// a TLS 1.3 CertificateVerify with this crate's ECDSA P-256 key (≈ 80 B:
@@ -25,6 +25,35 @@ use crate::builtin::HandshakeWrites;
 /// SHA-256 suite (36 B) and the AEAD record overhead (1 inner type + 16 tag),
 /// RFC 8446 §4.4.3, §4.4.4, §5.2. Clamped to half of the first write.
 pub const SECOND_WRITE_BYTES: usize = 133;
+
+/// How the server's first TLS handshake flight is handed to the kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HandshakeWrites {
+    /// The whole flight in one `writev(2)` (what rustls + tokio-rustls do).
+    #[default]
+    One,
+    /// The flight in two `write(2)` calls, the second carrying its last
+    /// [`SECOND_WRITE_BYTES`] (≈ CertificateVerify + Finished in TLS 1.3).
+    /// With `nodelay: false` the second write waits for the ACK of the
+    /// first (Nagle, RFC 896; `tcp_nagle_check` in `net/ipv4/tcp_output.c`):
+    /// the seed case of a TLS 1.3 handshake taking 2 RTT.
+    Two,
+}
+
+impl std::str::FromStr for HandshakeWrites {
+    type Err = Error;
+
+    /// `one` / `1` or `two` / `2`.
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "one" | "1" => Ok(HandshakeWrites::One),
+            "two" | "2" => Ok(HandshakeWrites::Two),
+            _ => Err(Error::Config(format!(
+                "handshake_writes: '{s}' is not one or two"
+            ))),
+        }
+    }
+}
 
 struct Pending {
     buf: Vec<u8>,
