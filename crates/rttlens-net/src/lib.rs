@@ -24,6 +24,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod error;
 pub mod link;
 pub mod netns;
 pub mod pcapng;
