@@ -675,6 +675,11 @@ pub fn catalogue() -> &'static [Scenario] {
     &CATALOGUE
 }
 
+/// Find a scenario of the catalogue by name.
+pub fn find(name: &str) -> Option<&'static Scenario> {
+    catalogue().iter().find(|s| s.name == name)
+}
+
 fn nagle_nginx(c: &mut ScenarioCtx, nodelay: bool) -> Result<(), LabError> {
     c.nginx(443, |n| {
         n.tcp_nodelay = nodelay;

@@ -25,8 +25,8 @@ pub mod go_server;
 pub mod h2_client;
 pub mod scenario;
 
-pub use catalogue::catalogue;
+pub use catalogue::{catalogue, find};
 pub use scenario::{
-    find, run_scenario, run_scenario_beside, Beside, BesideOutcome, ExpectationResult, Scenario,
+    run_scenario, run_scenario_beside, Beside, BesideOutcome, ExpectationResult, Scenario,
     ScenarioCtx, ScenarioOutcome, Variant, VariantOutcome,
 };

@@ -2,7 +2,7 @@
 //! configuration, a client action and the findings the engine must report
 //! on a capture of what happened.
 //!
-//! [`catalogue()`] lists them; [`run_scenario`] (in `run.rs`; and
+//! [`catalogue()`](crate::catalogue()) lists them; [`run_scenario`] (in `run.rs`; and
 //! [`run_scenario_beside`], with a program of the caller's running in a
 //! namespace throughout) builds a
 //! fresh [`rttlens_net::Lab`] for one, captures on the client's TUN device (tcpdump; the server's for
@@ -30,8 +30,6 @@ use rttlens_core::detect::finding::Finding;
 use rttlens_core::model::{ConnReport, QuicReport};
 use rttlens_net::link::LinkConfig;
 use rttlens_net::{Host, LabError};
-
-use crate::catalogue::catalogue;
 
 /// The programs a scenario run may start, with their Debian packages.
 pub const PROGRAMS: [(&str, &str); 5] = [
@@ -153,11 +151,6 @@ impl Variant {
             Variant::Snaplen => "snaplen",
         }
     }
-}
-
-/// Find a scenario by name.
-pub fn find(name: &str) -> Option<&'static Scenario> {
-    catalogue().iter().find(|s| s.name == name)
 }
 
 /// `[N:]id[|id…]` → (connection, alternatives).

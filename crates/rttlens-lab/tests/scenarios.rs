@@ -122,6 +122,6 @@ fn catalogue_is_well_formed() {
             "{} twice",
             s.name
         );
-        assert!(scenario::find(s.name).is_some());
+        assert!(rttlens_lab::find(s.name).is_some());
     }
 }

@@ -78,7 +78,7 @@ fn agreement_with_wireshark_tcp_analysis() {
     std::fs::create_dir_all(&dir).expect("scratch directory");
     let mut captures = Vec::new();
     for name in SCENARIOS {
-        let s = scenario::find(name).expect("scenario in the catalogue");
+        let s = rttlens_lab::find(name).expect("scenario in the catalogue");
         let o = scenario::run_scenario(s, Duration::from_millis(20), Some(&dir))
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         captures.push(o.client_capture.clone());

@@ -27,7 +27,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
     }
     let mut chosen: Vec<&'static Scenario> = Vec::new();
     for name in &args.scenarios {
-        match scenario::find(name) {
+        match rttlens_lab::find(name) {
             Some(s) => chosen.push(s),
             None => {
                 let names: Vec<&str> = all.iter().map(|s| s.name).collect();

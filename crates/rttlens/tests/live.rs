@@ -591,7 +591,7 @@ fn a_live_capture_over_lab_scenarios_names_the_findings_of_their_files() {
         ("nagle-response", &["nagle-stall", "nagle-delayed-ack"][..]),
         ("sndbuf-cap", &["sender-window-cap"][..]),
     ] {
-        let s = scenario::find(name).unwrap_or_else(|| panic!("no scenario {name}"));
+        let s = rttlens_lab::find(name).unwrap_or_else(|| panic!("no scenario {name}"));
         let mut cmd = bin();
         // --duration bounds it should the SIGINT go astray
         cmd.args([
