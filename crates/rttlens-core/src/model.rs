@@ -110,7 +110,9 @@ pub struct ConnReport {
     pub tcp: TcpFacts,
     /// TLS facts, for TLS connections.
     pub tls: Option<TlsReport>,
-    /// The ladder of phases.
+    /// The ladder of phases. Not serialized here: the JSON renderer
+    /// (`rttlens_report::json`) writes it with each phase's sentence.
+    #[serde(skip)]
     pub ladder: Vec<Phase>,
     /// The response transfer.
     pub transfer: Option<TransferReport>,
@@ -118,7 +120,9 @@ pub struct ConnReport {
     /// with a key log); absent when there were none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub requests: Vec<crate::analysis::requests::RequestRow>,
-    /// Findings, highest cost first.
+    /// Findings, highest cost first. Not serialized here: the JSON
+    /// renderer (`rttlens_report::json`) writes them with their sentences.
+    #[serde(skip)]
     pub findings: Vec<Finding>,
     /// What part of the connection the capture holds (mid-stream start,
     /// one direction only).
@@ -465,12 +469,16 @@ pub struct QuicReport {
     /// server's]`: lost before it, not captured, or skipped on purpose by
     /// the sender (RFC 9000 §21.4), so no proof of loss alone.
     pub pn_gaps: [u64; 2],
-    /// The ladder of phases.
+    /// The ladder of phases. Not serialized here: the JSON renderer
+    /// (`rttlens_report::json`) writes it with each phase's sentence.
+    #[serde(skip)]
     pub ladder: Vec<Phase>,
     /// HTTP/3 request streams (decrypted).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub streams: Vec<QuicStreamRow>,
-    /// Findings, highest cost first.
+    /// Findings, highest cost first. Not serialized here: the JSON
+    /// renderer (`rttlens_report::json`) writes them with their sentences.
+    #[serde(skip)]
     pub findings: Vec<Finding>,
     /// CONNECTION_CLOSE frames: `side: error (reason)`.
     #[serde(skip_serializing_if = "Vec::is_empty")]

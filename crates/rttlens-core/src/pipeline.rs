@@ -161,7 +161,9 @@ pub struct CaptureSummary {
     pub quic_datagrams: u64,
     /// QUIC connections, in order of first packet (absent without QUIC;
     /// docs/json.md "QUIC connections").
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// Not serialized here: the JSON renderer (`rttlens_report::json`)
+    /// writes them with their findings' sentences.
+    #[serde(skip)]
     pub quic: Vec<QuicReport>,
     /// Findings per id over all connections.
     pub findings_by_id: BTreeMap<&'static str, u64>,

@@ -1,7 +1,7 @@
 //! JSON output: one document, streamed.
 //!
 //! ```text
-//! {"schema_version": 2, "tool": "rttlens 0.1.0", "source": "capture.pcap",
+//! {"schema_version": 3, "tool": "rttlens 0.1.0", "source": "capture.pcap",
 //!  "connections": [ <connection>, … ],
 //!  "capture": <summary>}
 //! ```
@@ -12,13 +12,188 @@
 
 use std::io::{self, Write};
 
+use rttlens_core::analysis::ladder::Phase;
+use rttlens_core::detect::finding::{Confidence, Evidence, Finding};
 use rttlens_core::model::{ConnReport, QuicReport};
 use rttlens_core::pipeline::CaptureSummary;
+use rttlens_core::population::PopFinding;
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
 
-use crate::{Renderer, Source};
+use crate::{words, Renderer, Source};
 
-/// Version of the JSON schema documented in `docs/json.md`.
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version of the JSON schema documented in `docs/json.md`. 3: a finding
+/// carries its typed parameters (`facts`), each evidence frame and each
+/// reason its typed facts, beside the sentences (docs/json.md "From 2 to 3").
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// A finding as the JSON writes it: the engine's typed record and the
+/// sentences [`words`] writes from it.
+pub struct FindingJson<'a>(pub &'a Finding);
+
+impl Serialize for FindingJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = self.0;
+        let mut m = s.serialize_struct("Finding", 9)?;
+        m.serialize_field("id", f.id)?;
+        m.serialize_field("connection", &f.connection())?;
+        m.serialize_field("title", &words::title(f))?;
+        m.serialize_field("cost", &f.cost)?;
+        m.serialize_field("evidence", &Seq(&f.evidence, EvidenceJson))?;
+        m.serialize_field("confidence", &ConfidenceJson(&f.confidence))?;
+        m.serialize_field("fix", &words::fix(f))?;
+        m.serialize_field("references", &f.references)?;
+        m.serialize_field("facts", &f.facts)?;
+        m.end()
+    }
+}
+
+/// One evidence frame: `frame`, `what` (the sentence) and `facts`.
+struct EvidenceJson<'a>(&'a Evidence);
+
+impl Serialize for EvidenceJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_struct("Evidence", 3)?;
+        m.serialize_field("frame", &self.0.frame)?;
+        m.serialize_field("what", &words::evidence(self.0))?;
+        m.serialize_field("facts", &self.0.facts)?;
+        m.end()
+    }
+}
+
+/// `level`, `why` (the sentence) and `reasons` (its typed facts).
+struct ConfidenceJson<'a>(&'a Confidence);
+
+impl Serialize for ConfidenceJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_struct("Confidence", 3)?;
+        m.serialize_field("level", &self.0.level)?;
+        m.serialize_field("why", &words::why(self.0))?;
+        m.serialize_field("reasons", &self.0.why)?;
+        m.end()
+    }
+}
+
+/// A population finding: its fields, with the confidence's sentence.
+struct PopFindingJson<'a>(&'a PopFinding);
+
+impl Serialize for PopFindingJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = self.0;
+        let mut m = s.serialize_struct("PopFinding", 7)?;
+        m.serialize_field("id", f.id)?;
+        m.serialize_field("title", &f.title)?;
+        m.serialize_field("cost", &f.cost)?;
+        m.serialize_field("evidence", &f.evidence)?;
+        m.serialize_field("confidence", &ConfidenceJson(&f.confidence))?;
+        m.serialize_field("fix", &f.fix)?;
+        m.serialize_field("references", &f.references)?;
+        m.end()
+    }
+}
+
+/// A slice serialized through the wrapper `W` of each item.
+struct Seq<'a, T, W>(&'a [T], fn(&'a T) -> W);
+
+impl<'a, T, W: Serialize> Serialize for Seq<'a, T, W> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(self.1))
+    }
+}
+
+/// A ladder phase: its fields, `detail` (the sentence) and `facts` (the
+/// detail's typed values).
+struct PhaseJson<'a>(&'a Phase);
+
+impl Serialize for PhaseJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let p = self.0;
+        let mut m = s.serialize_struct("Phase", 8)?;
+        m.serialize_field("name", p.name)?;
+        m.serialize_field("start_frame", &p.start_frame)?;
+        m.serialize_field("end_frame", &p.end_frame)?;
+        m.serialize_field("ms", &p.ms)?;
+        m.serialize_field("rtts", &p.rtts)?;
+        m.serialize_field("detail", &words::phase_detail(p))?;
+        m.serialize_field("facts", &p.detail.args)?;
+        m.serialize_field("parts", &p.parts)?;
+        m.end()
+    }
+}
+
+/// A TCP connection: the engine's report, then its ladder and findings.
+#[derive(Serialize)]
+pub struct ConnJson<'a> {
+    #[serde(flatten)]
+    conn: &'a ConnReport,
+    ladder: Seq<'a, Phase, PhaseJson<'a>>,
+    findings: Seq<'a, Finding, FindingJson<'a>>,
+}
+
+impl<'a> ConnJson<'a> {
+    /// The JSON of `conn`.
+    pub fn new(conn: &'a ConnReport) -> Self {
+        ConnJson {
+            conn,
+            ladder: Seq(&conn.ladder, PhaseJson),
+            findings: Seq(&conn.findings, FindingJson),
+        }
+    }
+}
+
+/// A QUIC connection: the engine's report, then its ladder and findings.
+#[derive(Serialize)]
+pub struct QuicJson<'a> {
+    #[serde(flatten)]
+    quic: &'a QuicReport,
+    ladder: Seq<'a, Phase, PhaseJson<'a>>,
+    findings: Seq<'a, Finding, FindingJson<'a>>,
+}
+
+impl<'a> QuicJson<'a> {
+    /// The JSON of `quic`.
+    pub fn new(quic: &'a QuicReport) -> Self {
+        QuicJson {
+            quic,
+            ladder: Seq(&quic.ladder, PhaseJson),
+            findings: Seq(&quic.findings, FindingJson),
+        }
+    }
+}
+
+/// The capture summary, with its QUIC connections (none when jsonl gave
+/// each its own line) and population findings, both with their sentences.
+#[derive(Serialize)]
+pub struct SummaryJson<'a> {
+    #[serde(flatten)]
+    summary: &'a CaptureSummary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    quic: Option<Seq<'a, QuicReport, QuicJson<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    population_findings: Option<Seq<'a, PopFinding, PopFindingJson<'a>>>,
+}
+
+impl<'a> SummaryJson<'a> {
+    /// The JSON of `summary`, its QUIC connections with it when `with_quic`.
+    pub fn new(summary: &'a CaptureSummary, with_quic: bool) -> Self {
+        let pop = &summary.population.population_findings;
+        SummaryJson {
+            summary,
+            quic: (with_quic && !summary.quic.is_empty()).then(|| {
+                Seq(
+                    &summary.quic,
+                    QuicJson::new as fn(&'a QuicReport) -> QuicJson<'a>,
+                )
+            }),
+            population_findings: (!pop.is_empty()).then(|| {
+                Seq(
+                    pop.as_slice(),
+                    PopFindingJson as fn(&'a PopFinding) -> PopFindingJson<'a>,
+                )
+            }),
+        }
+    }
+}
 
 /// Streams the JSON document.
 #[derive(Debug, Default)]
@@ -54,7 +229,7 @@ impl Renderer for JsonRenderer {
             self.buf.push(b',');
         }
         self.buf.push(b'\n');
-        serde_json::to_writer(&mut self.buf, &conn).map_err(to_io)?;
+        serde_json::to_writer(&mut self.buf, &ConnJson::new(&conn)).map_err(to_io)?;
         w.write_all(&self.buf)?;
         self.count += 1;
         Ok(())
@@ -62,7 +237,7 @@ impl Renderer for JsonRenderer {
 
     fn end(&mut self, w: &mut dyn Write, summary: &CaptureSummary) -> io::Result<()> {
         w.write_all(b"\n],\"capture\":")?;
-        serde_json::to_writer(&mut *w, summary).map_err(to_io)?;
+        serde_json::to_writer(&mut *w, &SummaryJson::new(summary, true)).map_err(to_io)?;
         w.write_all(b"}\n")
     }
 }
@@ -72,7 +247,7 @@ impl Renderer for JsonRenderer {
 /// says which:
 ///
 /// ```text
-/// {"type":"header","schema_version":2,"tool":"rttlens 0.1.0","source":"capture.pcap"}
+/// {"type":"header","schema_version":3,"tool":"rttlens 0.1.0","source":"capture.pcap"}
 /// {"type":"connection", <the fields of a connection>}
 /// {"type":"quic_connection", <the fields of a QUIC connection>}
 /// …
@@ -97,7 +272,7 @@ impl Renderer for JsonlRenderer {
 
     fn connection(&mut self, w: &mut dyn Write, conn: ConnReport) -> io::Result<()> {
         self.buf.clear();
-        serde_json::to_writer(&mut self.buf, &conn).map_err(to_io)?;
+        serde_json::to_writer(&mut self.buf, &ConnJson::new(&conn)).map_err(to_io)?;
         // the type goes first, inside the connection's own object
         let fields = self.buf.strip_prefix(b"{").unwrap_or(&self.buf);
         w.write_all(b"{\"type\":\"connection\",")?;
@@ -107,7 +282,7 @@ impl Renderer for JsonlRenderer {
 
     fn quic_connection(&mut self, w: &mut dyn Write, quic: &QuicReport) -> io::Result<()> {
         self.buf.clear();
-        serde_json::to_writer(&mut self.buf, quic).map_err(to_io)?;
+        serde_json::to_writer(&mut self.buf, &QuicJson::new(quic)).map_err(to_io)?;
         let fields = self.buf.strip_prefix(b"{").unwrap_or(&self.buf);
         w.write_all(b"{\"type\":\"quic_connection\",")?;
         w.write_all(fields)?;
@@ -116,14 +291,8 @@ impl Renderer for JsonlRenderer {
 
     fn end(&mut self, w: &mut dyn Write, summary: &CaptureSummary) -> io::Result<()> {
         w.write_all(b"{\"type\":\"summary\",\"capture\":")?;
-        if summary.quic.is_empty() {
-            serde_json::to_writer(&mut *w, summary).map_err(to_io)?;
-        } else {
-            // each QUIC connection had its own line
-            let mut without = summary.clone();
-            without.quic.clear();
-            serde_json::to_writer(&mut *w, &without).map_err(to_io)?;
-        }
+        // each QUIC connection had its own line
+        serde_json::to_writer(&mut *w, &SummaryJson::new(summary, false)).map_err(to_io)?;
         w.write_all(b"}\n")
     }
 }

@@ -227,7 +227,7 @@ fn write_ladder(w: &mut dyn Write, ladder: &[Phase]) -> io::Result<()> {
             "phase", "ms", "RTTs", "frames"
         )?;
         for p in ladder {
-            let mut detail = p.detail.clone();
+            let mut detail = crate::words::phase_detail(p);
             if !p.parts.is_empty() {
                 let parts: Vec<String> = p
                     .parts

@@ -8,8 +8,8 @@ use crate::analysis::rtt::{RttEstimate, Vantage};
 use crate::analysis::tls::TlsKind;
 use crate::analysis::transfer::Transfer;
 use crate::base::cost::round3;
+use crate::base::fact::{fact, Value};
 use crate::base::side::{FrameRef, Side};
-use crate::base::text::{self, text};
 use crate::base::time::Duration;
 use crate::flow::half::{WscaleEvidence, MIN_MSS};
 use crate::flow::rounds::{Limit, Round};
@@ -538,16 +538,11 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
     let c = &a.conn;
     let mut connect_end = None;
     if let (Some(syn), Some(sa)) = (c.syn, c.syn_ack) {
-        let mut detail = text::owned("SYN → SYN-ACK");
-        if syn.count > 1 {
-            detail = text!("SYN sent {} times, then SYN-ACK", syn.count);
-        }
-        if syn.data_len > 0 {
-            detail.push_str(&text!(
-                "; {} B of data in the SYN (TCP Fast Open)",
-                syn.data_len
-            ));
-        }
+        let detail = fact!(
+            "ladder.connect",
+            syn_transmissions = Value::Count(u64::from(syn.count)),
+            syn_data_bytes = Value::Bytes(u64::from(syn.data_len)),
+        );
         ladder.push(clock.phase(
             "connect",
             (syn.first, ClientDir::Sent),
@@ -567,11 +562,11 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
                 "tls",
                 (start, ClientDir::Received),
                 (done, dir),
-                text!(
-                    "TLS {} handshake, {} (nominal {} RTT)",
-                    t.info.version,
-                    t.kind.as_str(),
-                    t.kind.nominal_rtts()
+                fact!(
+                    "ladder.tls",
+                    version = t.info.version.clone(),
+                    kind = t.kind.as_str(),
+                    nominal_rtts = Value::Count(u64::from(t.kind.nominal_rtts())),
                 ),
             );
             // server processing: ClientHello in → ServerHello out, from
@@ -604,7 +599,7 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
             "request",
             (q, ClientDir::Sent),
             (r, ClientDir::Received),
-            text::owned("first request byte sent → first response byte received (TTFB)"),
+            fact!("ladder.request"),
         );
         let last = app.request_last.unwrap_or(q);
         let total = Duration::from_millis_f64(p.ms);
@@ -624,7 +619,10 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
                 "first-decrypted-byte",
                 (r, ClientDir::Received),
                 (fr.complete, ClientDir::Received),
-                text!("first application record ({} B) complete", fr.len),
+                fact!(
+                    "ladder.first-decrypted-byte",
+                    record_bytes = Value::Bytes(fr.len as u64)
+                ),
             ));
         }
     }
@@ -634,20 +632,17 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
         } else {
             ClientDir::Sent
         };
-        let mut detail = text!(
-            "{} B in {} round{}, {:.2} MB/s",
-            t.bytes,
-            t.rounds.len(),
-            if t.rounds.len() == 1 { "" } else { "s" },
-            t.bytes_per_sec / 1e6
+        let mut detail = fact!(
+            "ladder.transfer",
+            bytes = Value::Bytes(t.bytes),
+            rounds = Value::Count(t.rounds.len() as u64),
+            bytes_per_sec = Value::Number(t.bytes_per_sec),
         );
         if let Some(b) = t.bound {
-            detail.push_str(&text!(
-                "; bound by {}: {} B in flight / RTT = {:.2} MB/s",
-                b.limit.as_str(),
-                b.flight,
-                b.bytes_per_sec / 1e6
-            ));
+            detail = detail
+                .with("bound_by", b.limit.as_str())
+                .with("bound_flight_bytes", Value::Bytes(b.flight))
+                .with("bound_bytes_per_sec", Value::Number(b.bytes_per_sec));
         }
         ladder.push(clock.phase("transfer", (t.first, dir), (t.last, dir), detail));
     }
@@ -658,9 +653,8 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
     if let Some(first_fin) = fins.iter().min_by_key(|m| m.frame) {
         let end = c.last;
         let detail = match c.rst {
-            Some((side, _)) => text!("FIN, then RST from the {}", side.as_str()),
-            None if fins.len() == 2 => text::owned("FIN from both sides"),
-            None => text::owned("FIN from one side only"),
+            Some((side, _)) => fact!("ladder.close", rst_from = side),
+            None => fact!("ladder.close", fins = Value::Count(fins.len() as u64)),
         };
         let mut p = clock.phase(
             "close",

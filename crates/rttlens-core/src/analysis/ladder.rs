@@ -7,6 +7,7 @@
 //! times are the capture's own. Phase names follow curl's `-w` timings
 //! (`connect`, `appconnect`, `starttransfer`) where they exist.
 
+use crate::base::fact::Fact;
 use crate::base::side::FrameRef;
 use crate::base::time::{Duration, Timestamp};
 
@@ -24,8 +25,11 @@ pub struct Phase {
     pub ms: f64,
     /// Duration in round trips (`ms / rtt_min`).
     pub rtts: f64,
-    /// What happened, in a person's words.
-    pub detail: String,
+    /// What happened, as a typed fact (kind `ladder.<phase>`) the report
+    /// writes as a sentence. Not serialized here: the JSON renderer writes
+    /// it with its sentence.
+    #[serde(skip)]
+    pub detail: Fact,
     /// Named parts of the phase (e.g. `network`, `server-think`), in ms.
     pub parts: Vec<Part>,
 }
@@ -74,7 +78,7 @@ impl ClientClock {
         name: &'static str,
         start: (FrameRef, ClientDir),
         end: (FrameRef, ClientDir),
-        detail: String,
+        detail: Fact,
     ) -> Phase {
         let d = self.at(end.0, end.1) - self.at(start.0, start.1);
         let d = d.max(Duration::ZERO);

@@ -8,6 +8,7 @@
 //! the application space; Initial and Handshake ACKs are sent at once).
 
 use crate::analysis::ladder::{ClientClock, ClientDir, Phase};
+use crate::base::fact::{fact, Value};
 use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
 use crate::proto::tls::hello::{ClientHelloInfo, ServerHelloInfo};
@@ -192,26 +193,13 @@ impl QuicAnalysis {
         let mut out = Vec::new();
         let h = &self.handshake;
         if let (Some(ci), Some(done)) = (h.client_initial, h.client_done) {
-            let mut extra = Vec::new();
-            if !self.conn.version_negotiation.is_empty() {
-                extra.push("Version Negotiation");
-            }
-            if !self.conn.retry.is_empty() {
-                extra.push("Retry");
-            }
-            if h.hello_retry.is_some() {
-                extra.push("HelloRetryRequest");
-            }
-            let how = if h.finished_seen {
-                "the client's Finished"
-            } else {
-                "the client's first 1-RTT packet (Finished not decrypted)"
-            };
-            let detail = if extra.is_empty() {
-                format!("client Initial to {how}")
-            } else {
-                format!("client Initial to {how}, with {}", extra.join(", "))
-            };
+            let detail = fact!(
+                "ladder.quic-handshake",
+                finished_seen = h.finished_seen,
+                version_negotiation = !self.conn.version_negotiation.is_empty(),
+                retry = !self.conn.retry.is_empty(),
+                hello_retry = h.hello_retry.is_some(),
+            );
             out.push(clock.phase(
                 "quic-handshake",
                 (ci, ClientDir::Sent),
@@ -228,24 +216,28 @@ impl QuicAnalysis {
             let (Some(req), Some(resp)) = (s.request_headers, s.response_headers) else {
                 return out;
             };
-            let what = format!(
-                "{} {} on stream {}",
-                s.method.as_deref().unwrap_or("request"),
-                s.path.as_deref().unwrap_or(""),
-                s.id
-            );
+            let mut detail = fact!("ladder.h3-request", stream = Value::Count(s.id));
+            if let Some(m) = &s.method {
+                detail = detail.with("method", m.clone());
+            }
+            if let Some(p) = &s.path {
+                detail = detail.with("path", p.clone());
+            }
             out.push(clock.phase(
                 "request",
                 (req, ClientDir::Sent),
                 (resp, ClientDir::Received),
-                format!("{what}: HEADERS to the response's HEADERS"),
+                detail,
             ));
             if let (Some(first), Some(end)) = (s.response_first_data, s.response_end) {
                 out.push(clock.phase(
                     "transfer",
                     (first, ClientDir::Received),
                     (end, ClientDir::Received),
-                    format!("{} response bytes", s.data_bytes[Side::Server.index()]),
+                    fact!(
+                        "ladder.h3-transfer",
+                        bytes = Value::Bytes(s.data_bytes[Side::Server.index()])
+                    ),
                 ));
             }
         }

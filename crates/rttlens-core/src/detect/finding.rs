@@ -92,6 +92,11 @@ pub struct Finding {
 }
 
 impl Finding {
+    /// Index of the connection it was found on.
+    pub fn connection(&self) -> u64 {
+        self.connection
+    }
+
     /// Lower the confidence by one level, adding the reason.
     pub fn lower_confidence(&mut self, why: Fact) {
         self.confidence.level = match self.confidence.level {

@@ -596,7 +596,9 @@ pub struct PopulationReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub over_time: Option<OverTime>,
     /// What only the population proves, costliest first.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// Not serialized here: the JSON renderer (`rttlens_report::json`)
+    /// writes them with their sentences.
+    #[serde(skip)]
     pub population_findings: Vec<PopFinding>,
 }
 

@@ -722,7 +722,7 @@ fn phase_table(w: &mut dyn Write, ladder: &[Phase]) -> io::Result<()> {
             ph.start_frame,
             ph.end_frame,
             100.0 * ph.ms / total,
-            esc(&ph.detail)
+            esc(&crate::words::phase_detail(ph))
         )?;
     }
     writeln!(w, "</tbody></table>")

@@ -14,6 +14,7 @@
 //! precision (`{:.1} ms`), and a few change with a value (singular or
 //! plural, a clause only when a flag is set).
 
+use rttlens_core::analysis::ladder::Phase;
 use rttlens_core::detect::finding::{Args, Confidence, Evidence, Fact, Finding, TEXT};
 
 /// What each words file takes.
@@ -29,6 +30,7 @@ mod h2_flow_control_stall;
 mod h2_head_of_line;
 mod hello_retry_request;
 mod http1_head_of_line;
+mod ladder;
 mod large_tls_record;
 mod loss;
 mod nagle;
@@ -69,6 +71,7 @@ struct Words {
 #[rustfmt::skip]
 const WORDS: &[Words] = &[
     Words { fact: common::fact, prefix: "common", ids: &[], title: common::title, fix: common::fix },
+    Words { fact: ladder::fact, prefix: "ladder", ids: &[], title: ladder::title, fix: ladder::fix },
     Words { fact: capture_drops::fact, prefix: "capture-drops", ids: &["capture-drops"], title: capture_drops::title, fix: capture_drops::fix },
     Words { fact: delayed_ack::fact, prefix: "delayed-ack", ids: &["delayed-ack"], title: delayed_ack::title, fix: delayed_ack::fix },
     Words { fact: h2_concurrency_limit::fact, prefix: "h2-concurrency-limit", ids: &["h2-concurrency-limit"], title: h2_concurrency_limit::title, fix: h2_concurrency_limit::fix },
@@ -132,6 +135,11 @@ pub fn fact(fact: &Fact) -> String {
         .find(|w| w.prefix == prefix)
         .and_then(|w| (w.fact)(fact.kind, &fact.args))
         .unwrap_or_else(|| raw(fact))
+}
+
+/// What happened in a ladder phase.
+pub fn phase_detail(p: &Phase) -> String {
+    fact(&p.detail)
 }
 
 /// What one frame of evidence shows: its facts joined by `; `.
