@@ -3,11 +3,11 @@
 //! that depend on those holes get a lower confidence (docs/design.md §4
 //! "Capture quality").
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
+use crate::base::fact::{args, fact};
 use crate::base::side::Side;
-use crate::base::text::{self, text};
 
 /// Finding id.
 pub(crate) const ID: &str = "capture-drops";
@@ -25,25 +25,29 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             .iter()
             .take(4)
             .map(|d| {
-                ev(
+                evf(
                     d.at.frame,
-                    text!(
-                        "ACK covers {} B of {} data the capture never saw",
-                        d.bytes,
-                        side.as_str()
+                    fact!(
+                        "capture-drops.acked-unseen",
+                        bytes = Value::Bytes(d.bytes),
+                        sender = side,
                     ),
                 )
             })
             .collect();
         out.push(Finding {
-            facts: Default::default(),
+            facts: args!(
+                sender = side,
+                receiver = side.peer(),
+                dropped_bytes = Value::Bytes(h.dropped_bytes),
+            ),
             id: ID,
             connection: a.conn.index,
-            title: text!("capture missed {} B of {} data that the {} acknowledged", h.dropped_bytes, side.as_str(), side.peer().as_str()),
+            title: String::new(),
             cost: Cost::ZERO,
             evidence,
-            confidence: conf(Level::High, "acknowledged sequence numbers never seen in the capture"),
-            fix: text::owned("Capture again with fewer drops: a larger buffer (`tcpdump -B 65536`), headers only (`-s 128`), a capture filter for the hosts involved, and on the end host rather than a SPAN port."),
+            confidence: conff(Level::High, fact!("capture-drops.acked-never-seen")),
+            fix: String::new(),
             references: vec!["docs/design.md §4 (capture quality)"],
             span: Vec::new(),
         });

@@ -14,10 +14,10 @@
 //! Cost: the time each ACK was held beyond the path, summed over the stalls
 //! (overlaps counted once).
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Finding, Level, Value};
 use crate::analysis::Analysis;
+use crate::base::fact::{args, fact};
 use crate::base::side::Side;
-use crate::base::text::text;
 use crate::base::time::union_len;
 use crate::flow::half::AckStall;
 
@@ -43,71 +43,52 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             .map(|st| (st.ack.ts - st.held, st.ack.ts))
             .collect();
         let cost = a.cost(union_len(&span));
-        let receiver = sender.peer().as_str();
+        let receiver = sender.peer();
         let mss = a.tcp.mss[sender.index()].max(1);
         let mut evidence = Vec::new();
         for st in stalls.iter().take(3) {
-            let in_flight = if st.flight_here == st.flight {
-                text!(
-                    "{} B ({:.1} MSS) in flight",
-                    st.flight,
-                    st.flight as f64 / mss as f64
-                )
-            } else {
-                text!(
-                    "{} B in flight by the ACKs seen here ({} B, {:.1} MSS, as the {} had it: later ACKs were still on their way to it)",
-                    st.flight_here,
-                    st.flight,
-                    st.flight as f64 / mss as f64,
-                    sender.as_str()
-                )
-            };
-            evidence.push(ev(
+            evidence.push(evf(
                 st.y.frame,
-                text!(
-                    "{} B from the {} with {in_flight}; nothing more follows",
-                    st.y_len,
-                    sender.as_str(),
+                fact!(
+                    "delayed-ack.last-segment",
+                    bytes = Value::Bytes(u64::from(st.y_len)),
+                    sender = sender,
+                    flight_bytes = Value::Bytes(st.flight),
+                    flight_here_bytes = Value::Bytes(st.flight_here),
+                    mss_bytes = Value::Bytes(mss),
                 ),
             ));
-            evidence.push(ev(
+            evidence.push(evf(
                 st.ack.frame,
-                text!(
-                    "the {receiver}'s pure ACK of it, held {:.1} ms by its delayed-ACK timer",
-                    st.held.as_millis_f64()
+                fact!(
+                    "delayed-ack.held-ack",
+                    receiver = receiver,
+                    held_ms = st.held,
                 ),
             ));
-            evidence.push(ev(
+            evidence.push(evf(
                 st.x.frame,
-                text!(
-                    "the {}'s next segment leaves as soon as that ACK arrives, {:.1} ms after the previous one",
-                    sender.as_str(),
-                    (st.x.ts - st.y.ts).as_millis_f64()
+                fact!(
+                    "delayed-ack.released",
+                    sender = sender,
+                    after_ms = st.x.ts - st.y.ts,
                 ),
             ));
         }
-        let n = stalls.len();
-        let title = text!(
-            "Delayed ACK: the {} waited {} for the {receiver}'s delayed ACK ({:.0} ms the first time) before it could send more",
-            sender.as_str(),
-            if n == 1 { "once".to_string() } else { text!("{n} times") },
-            first.held.as_millis_f64()
-        );
         out.push(Finding {
-            facts: Default::default(),
+            facts: args!(
+                sender = sender,
+                receiver = receiver,
+                stalls = Value::Count(stalls.len() as u64),
+                first_held_ms = first.held,
+            ),
             id: ID,
             connection: a.conn.index,
-            title,
+            title: String::new(),
             cost,
             evidence,
-            confidence: conf(
-                Level::Medium,
-                "the next segment left exactly when a held pure ACK arrived; assumes it was ready and held back by the window, not by the application",
-            ),
-            fix: text!(
-                "On the {receiver}, acknowledge at once: Linux `ip route change ROUTE quickack 1` or `setsockopt(TCP_QUICKACK, 1)` after each read; Windows `TcpAckFrequency=1`. On the {}, find why only one segment (or an odd tail) could be in flight: a small or locked congestion window (`ip route … initcwnd`/`cwnd lock`), a small SO_SNDBUF or peer window.",
-                sender.as_str()
-            ),
+            confidence: conff(Level::Medium, fact!("delayed-ack.released-by-held-ack")),
+            fix: String::new(),
             references: vec![
                 "RFC 1122 §4.2.3.2",
                 "RFC 5681 §4.2",

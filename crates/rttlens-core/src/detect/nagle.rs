@@ -14,10 +14,10 @@
 //! when y left; confidence says so). Sources: RFC 896, RFC 1122 §4.2.3.4,
 //! Linux `tcp_nagle_check()`, `tcp_minshall_check()`, `tcp_send_delayed_ack()`.
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Finding, Level, Value};
 use crate::analysis::Analysis;
+use crate::base::fact::{args, fact};
 use crate::base::side::Side;
-use crate::base::text::text;
 use crate::base::time::union_len;
 use crate::base::time::Duration;
 use crate::flow::half::NagleStall;
@@ -53,50 +53,56 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             let span: Vec<_> = list.iter().map(|st| (st.y.ts, st.x.ts)).collect();
             let cost = a.cost(union_len(&span));
             let wait = ack_wait(a, sender, first);
-            let receiver = sender.peer().as_str();
+            let receiver = sender.peer();
             let mut evidence = Vec::new();
             for st in list.iter().take(3) {
                 let w = ack_wait(a, sender, st);
-                evidence.push(ev(
+                evidence.push(evf(
                     st.y.frame,
-                    text!(
-                        "small segment ({} B) from the {}; nothing more follows",
-                        st.y_len,
-                        sender.as_str()
+                    fact!(
+                        "nagle.small-segment",
+                        bytes = Value::Bytes(u64::from(st.y_len)),
+                        sender = sender,
                     ),
                 ));
-                evidence.push(ev(
+                evidence.push(evf(
                     st.ack.frame,
-                    if w >= DELAYED_ACK_MIN {
-                        text!(
-                            "the {receiver}'s pure ACK of it, held {:.1} ms by delayed ACK",
-                            w.as_millis_f64()
-                        )
-                    } else {
-                        text!("the {receiver}'s pure ACK of it")
-                    },
+                    fact!(
+                        "nagle.pure-ack",
+                        receiver = receiver,
+                        delayed = w >= DELAYED_ACK_MIN,
+                        held_ms = w,
+                    ),
                 ));
-                evidence.push(ev(st.x.frame, text!("the next small segment ({} B) leaves as soon as that ACK arrives, {:.1} ms after the first", st.x_len, (st.x.ts - st.y.ts).as_millis_f64())));
+                evidence.push(evf(
+                    st.x.frame,
+                    fact!(
+                        "nagle.released",
+                        bytes = Value::Bytes(u64::from(st.x_len)),
+                        after_ms = st.x.ts - st.y.ts,
+                    ),
+                ));
             }
-            let title = if id == ID_DELAYED_ACK {
-                text!("Nagle × delayed ACK: the {} held a small segment until the {receiver}'s delayed ACK ({:.0} ms) came back", sender.as_str(), wait.as_millis_f64())
-            } else {
-                text!("Nagle: the {} held a small segment for a round trip, until the ACK of the previous one came back", sender.as_str())
-            };
             out.push(Finding {
-                facts: Default::default(),
+                facts: args!(
+                    sender = sender,
+                    receiver = receiver,
+                    wait_ms = wait,
+                    stalls = Value::Count(list.len() as u64),
+                ),
                 id,
                 connection: a.conn.index,
-                title,
+                title: String::new(),
                 cost,
                 evidence,
-                confidence: conf(Level::Medium, "small segment released exactly by a pure ACK; assumes its data was ready when the previous segment left"),
-                fix: text!(
-                    "Set TCP_NODELAY on the {} (nginx `tcp_nodelay on;`, Go's default, `setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, 1)`), or write what belongs together in one write (`writev`, TCP_CORK then uncork){}.",
-                    sender.as_str(),
-                    if id == ID_DELAYED_ACK { "; the receiver's delayed ACK (TCP_QUICKACK, Windows `TcpAckFrequency`) is the other half" } else { "" }
-                ),
-                references: vec!["RFC 896", "RFC 1122 §4.2.3.4", "RFC 1122 §4.2.3.2", "Linux tcp_nagle_check(), tcp_minshall_check(), TCP_DELACK_MIN"],
+                confidence: conff(Level::Medium, fact!("nagle.released-by-ack")),
+                fix: String::new(),
+                references: vec![
+                    "RFC 896",
+                    "RFC 1122 §4.2.3.4",
+                    "RFC 1122 §4.2.3.2",
+                    "Linux tcp_nagle_check(), tcp_minshall_check(), TCP_DELACK_MIN",
+                ],
                 span,
             });
         }

@@ -12,11 +12,11 @@
 //! sent a datagram in the pause, and Handshake packets follow it. With a
 //! key log the certificate chain's size is named too.
 
-use super::finding::{conf, ev, Finding, Level};
-use super::util::{quic_cost as cost, quic_ms as ms};
+use super::finding::{conff, evf, Finding, Level, Value};
+use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
+use crate::base::fact::{args, fact};
 use crate::base::side::Side;
-use crate::base::text::{self, text};
 use crate::base::time::Duration;
 use crate::quic::conn::PacketRec;
 use crate::quic::packet::PacketType;
@@ -91,37 +91,63 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         return vec![];
     }
     let unlock = unlock.expect("checked");
-    let chain = match a.handshake.certificate_bytes {
-        Some(n) => text!("; the certificate chain is {n} bytes"),
-        None => String::new(),
-    };
+    let mut stops = fact!(
+        "quic-amplification-limit.server-stops",
+        sent_bytes = Value::Bytes(sent),
+        budget_bytes = Value::Bytes(budget),
+    );
+    if let Some(n) = a.handshake.certificate_bytes {
+        stops = stops.with("certificate_bytes", Value::Bytes(u64::from(n)));
+    }
     let mut evidence = vec![
-        ev(
+        evf(
             a.handshake.client_initial.expect("checked").frame,
-            text!("the client's first flight: {} bytes, so the server may send {budget} until the client's address is validated", budget / FACTOR),
+            fact!(
+                "quic-amplification-limit.client-flight",
+                client_bytes = Value::Bytes(budget / FACTOR),
+                budget_bytes = Value::Bytes(budget),
+            ),
         ),
-        ev(last.at.frame, text!("the server stops after {sent} bytes ({:.0} % of the limit){chain}", 100.0 * sent as f64 / budget as f64)),
-        ev(unlock.at.frame, "the client's first datagram after the server's flight began: when it reaches the server, the budget grows"),
-        ev(after.at.frame, text!("the server's Handshake data resumes, {} after it stopped", ms(gap))),
+        evf(last.at.frame, stops),
+        evf(
+            unlock.at.frame,
+            fact!("quic-amplification-limit.client-datagram"),
+        ),
+        evf(
+            after.at.frame,
+            fact!("quic-amplification-limit.resumes", gap_ms = gap),
+        ),
     ];
     evidence.sort_by_key(|e| e.frame);
     let (level, why) = if a.handshake.certificate_bytes.is_some() {
         (
             Level::High,
-            "the handshake was decrypted: the flight paused mid-way at the limit",
+            fact!("quic-amplification-limit.decrypted-pause"),
         )
     } else {
-        (Level::Medium, "from datagram sizes and times (Handshake packets not decrypted): the pause comes where the server's bytes reach three times the client's")
+        (
+            Level::Medium,
+            fact!("quic-amplification-limit.sizes-and-times"),
+        )
     };
+    let mut facts = args!(
+        client_bytes = Value::Bytes(budget / FACTOR),
+        budget_bytes = Value::Bytes(budget),
+        sent_bytes = Value::Bytes(sent),
+        gap_ms = gap,
+    );
+    if let Some(n) = a.handshake.certificate_bytes {
+        facts.set("certificate_bytes", Value::Bytes(u64::from(n)));
+    }
     vec![Finding {
-        facts: Default::default(),
+        facts,
         id: ID,
         connection: c.index,
-        title: text!("Anti-amplification limit: the server's first flight stopped at 3× the client's {} bytes and waited {} for the client", budget / FACTOR, ms(gap)),
+        title: String::new(),
         cost: cost(a, gap),
         evidence,
-        confidence: conf(level, why),
-        fix: text::owned("Make the server's first flight fit in 3× the client's Initial: an ECDSA P-256 certificate instead of RSA, a shorter chain (no cross-signed or root certificate sent), certificate compression (RFC 8879: BoringSSL/quic-go and rustls `CertificateCompressor`, nginx with BoringSSL), or have the client pad its Initial larger (up to the path MTU, e.g. 1350-1472 bytes) so the budget grows."),
+        confidence: conff(level, why),
+        fix: String::new(),
         references: vec!["RFC 9000 §8.1", "RFC 9001 §4.1.3", "RFC 8879"],
         span: vec![],
     }]

@@ -6,10 +6,10 @@
 //! Needs decrypted 1-RTT packets (a key log). Stacks that never send the
 //! BLOCKED frames are not caught here.
 
-use super::finding::{conf, ev, Finding, Level};
-use super::util::{quic_cost as cost, quic_ms as ms};
+use super::finding::{conff, evf, Finding, Level, Value};
+use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
-use crate::base::text::text;
+use crate::base::fact::{args, fact};
 use crate::base::time::{union_len, Timestamp};
 
 /// Finding id.
@@ -44,28 +44,25 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         spans.push((b.at.ts, until));
         limit_named.get_or_insert((b.kind, b.value, b.side));
         if evidence.len() < EVIDENCE_CAP * 2 {
-            let stream = b
-                .stream
-                .map(|s| text!(" on stream {s}"))
-                .unwrap_or_default();
-            evidence.push(ev(
-                b.at.frame,
-                text!(
-                    "{}: the {} is blocked at {} bytes{stream}",
-                    b.kind,
-                    b.side.as_str(),
-                    b.value
-                ),
-            ));
+            let mut blocked = fact!(
+                "quic-flow-control-stall.blocked",
+                frame_type = b.kind,
+                sender = b.side,
+                limit_bytes = Value::Bytes(b.value),
+            );
+            if let Some(s) = b.stream {
+                blocked = blocked.with("stream", Value::Count(s));
+            }
+            evidence.push(evf(b.at.frame, blocked));
             if let Some(r) = raised {
-                evidence.push(ev(
+                evidence.push(evf(
                     r.at.frame,
-                    text!(
-                        "{} {} from the {}: {} later",
-                        r.kind,
-                        r.value,
-                        r.side.as_str(),
-                        ms(r.at.ts - b.at.ts)
+                    fact!(
+                        "quic-flow-control-stall.raised",
+                        frame_type = r.kind,
+                        limit_bytes = Value::Bytes(r.value),
+                        receiver = r.side,
+                        after_ms = r.at.ts - b.at.ts,
                     ),
                 ));
             }
@@ -78,26 +75,36 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     evidence.sort_by_key(|e| e.frame);
     let receiver = side.peer();
     let tp = c.transport[receiver.index()].as_ref();
-    let initial = tp
-        .and_then(|t| {
-            if kind == "DATA_BLOCKED" {
-                t.initial_max_data
-            } else {
-                t.initial_max_stream_data_bidi_local
-                    .or(t.initial_max_stream_data_bidi_remote)
-            }
-        })
-        .map(|v| text!(" (its transport parameters allowed {v} bytes at first)"))
-        .unwrap_or_default();
+    let initial = tp.and_then(|t| {
+        if kind == "DATA_BLOCKED" {
+            t.initial_max_data
+        } else {
+            t.initial_max_stream_data_bidi_local
+                .or(t.initial_max_stream_data_bidi_remote)
+        }
+    });
+    let mut facts = args!(
+        frame_type = kind,
+        sender = side,
+        receiver = receiver,
+        limit_bytes = Value::Bytes(value),
+        blocked_ms = d,
+    );
+    if let Some(v) = initial {
+        facts.set("initial_limit_bytes", Value::Bytes(v));
+    }
     vec![Finding {
-        facts: Default::default(),
+        facts,
         id: ID,
         connection: c.index,
-        title: text!("Flow control: the {} was blocked at {value} bytes by the {}'s limit{initial}, {} waiting", side.as_str(), receiver.as_str(), ms(d)),
+        title: String::new(),
         cost: cost(a, d),
         evidence,
-        confidence: conf(Level::High, "the sender said it was blocked (BLOCKED frame) and the limit was raised later"),
-        fix: text!("Raise the {}'s receive windows to at least the bandwidth-delay product: quic-go `Config.InitialConnectionReceiveWindow`/`InitialStreamReceiveWindow` (and the Max… bounds), quinn `TransportConfig::receive_window`/`stream_receive_window`, nginx `http3_stream_buffer_size`, lsquic `es_init_max_data`; a CDN edge serving large objects on mobile tuned `initial_max_data` from 1 MB to 4 MB.", receiver.as_str()),
+        confidence: conff(
+            Level::High,
+            fact!("quic-flow-control-stall.blocked-then-raised"),
+        ),
+        fix: String::new(),
         references: vec!["RFC 9000 §4.1", "RFC 9000 §19.12", "RFC 9000 §19.13"],
         span: vec![],
     }]

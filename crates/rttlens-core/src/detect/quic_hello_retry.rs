@@ -3,10 +3,10 @@
 //! share the client sent suits it; a second ClientHello follows: one more
 //! round trip.
 
-use super::finding::{conf, ev, Finding, Level};
-use super::util::{quic_cost as cost, quic_ms as ms};
+use super::finding::{conff, evf, Args, Finding, Level};
+use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
-use crate::base::text::text;
+use crate::base::fact::{args, fact, Fact};
 use crate::proto::tls::hello::group_name;
 
 /// Finding id.
@@ -18,10 +18,17 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     let Some(hrr) = &h.hello_retry else {
         return vec![];
     };
-    let asked = hrr
-        .key_share_group
-        .map(group_name)
-        .unwrap_or_else(|| "another group".to_string());
+    // the group asked for, by name; absent when the HelloRetryRequest
+    // names none
+    let asked = hrr.key_share_group.map(group_name);
+    let with_asked = |mut args: Args| {
+        if let Some(g) = &asked {
+            args.set("asked_group", g.clone());
+        }
+        args
+    };
+    // the groups of the client's key shares, by name (a list of names,
+    // `, `-separated: a value has no list type)
     let offered: Vec<String> = h
         .client_hello
         .iter()
@@ -30,21 +37,20 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     let mut evidence = Vec::new();
     let first = h.first_client_hello.or(h.client_initial);
     if let Some(f) = first {
-        evidence.push(ev(
+        evidence.push(evf(
             f.frame,
-            text!(
-                "ClientHello with key shares for {}",
-                if offered.is_empty() {
-                    "no group".to_string()
-                } else {
-                    offered.join(", ")
-                }
+            fact!(
+                "quic-hello-retry.client-hello",
+                offered_groups = offered.join(", ")
             ),
         ));
     }
-    evidence.push(ev(
+    evidence.push(evf(
         hrr.first.frame,
-        text!("HelloRetryRequest: the server asks for {asked}"),
+        Fact {
+            kind: "quic-hello-retry.hello-retry-request",
+            args: with_asked(Args::new()),
+        },
     ));
     let second = h
         .client_hello
@@ -53,32 +59,31 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         .filter(|s| Some(*s) != first);
     let (d, level, why) = match (first, second) {
         (Some(f), Some(s)) => {
-            evidence.push(ev(s.frame, "second ClientHello"));
-            (s.ts - f.ts, Level::High, "ServerHello.random equals the HelloRetryRequest value and the second ClientHello follows".to_string())
+            evidence.push(evf(s.frame, fact!("quic-hello-retry.second-client-hello")));
+            (
+                s.ts - f.ts,
+                Level::High,
+                fact!("quic-hello-retry.second-hello-follows"),
+            )
         }
         _ => match a.rtt_min() {
-            Some(rtt) => (
-                rtt,
-                Level::High,
-                "ServerHello.random equals the HelloRetryRequest value: one RTT counted"
-                    .to_string(),
-            ),
+            Some(rtt) => (rtt, Level::High, fact!("quic-hello-retry.one-rtt-counted")),
             None => (
                 hrr.first.ts - a.conn.first.ts,
                 Level::Medium,
-                "no RTT: the time to the HelloRetryRequest counted".to_string(),
+                fact!("quic-hello-retry.time-to-hrr-counted"),
             ),
         },
     };
     vec![Finding {
-        facts: Default::default(),
+        facts: with_asked(args!(lost_ms = d)),
         id: ID,
         connection: a.conn.index,
-        title: text!("HelloRetryRequest in the QUIC handshake: the server wanted {asked}, {} lost", ms(d)),
+        title: String::new(),
         cost: cost(a, d),
         evidence,
-        confidence: conf(level, why),
-        fix: text!("Have the client send a key share for {asked} first (or the server accept the client's): quic-go `tls.Config.CurvePreferences`, rustls `CryptoProvider::kx_groups`, OpenSSL `Groups`; X25519 is what most clients send."),
+        confidence: conff(level, why),
+        fix: String::new(),
         references: vec!["RFC 8446 §4.1.4", "RFC 9001 §4.7"],
         span: vec![],
     }]

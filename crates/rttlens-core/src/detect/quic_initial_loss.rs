@@ -8,11 +8,11 @@
 //! log. CRYPTO data sent again because of a Retry or Version Negotiation
 //! is no loss.
 
-use super::finding::{conf, ev, Finding, Level};
-use super::util::{quic_cost as cost, quic_ms as ms};
+use super::finding::{conff, evf, Finding, Level, Value};
+use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
+use crate::base::fact::{args, fact};
 use crate::base::side::Side;
-use crate::base::text::{self, text};
 use crate::quic::conn::PacketRec;
 use crate::quic::packet::PacketType;
 
@@ -69,39 +69,28 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         return vec![];
     };
     let d = last.at.ts - orig.at.ts;
-    let what = |r: &PacketRec| {
-        text!(
-            "{} packet{}",
-            r.ty.as_str(),
-            r.pn.map(|p| text!(" {p}")).unwrap_or_default()
-        )
+    // a fact naming the packet `r`: its type and, when known, its number
+    let about = |kind: &'static str, r: &PacketRec| {
+        let f = fact!(kind, packet_type = r.ty.as_str());
+        match r.pn {
+            Some(p) => f.with("pn", Value::Count(p)),
+            None => f,
+        }
     };
     let mut evidence = vec![
-        ev(
+        evf(
             orig.at.frame,
-            text!(
-                "{} from the {}: CRYPTO data first sent",
-                what(orig),
-                side.as_str()
-            ),
+            about("quic-initial-loss.first-sent", orig).with("sender", side),
         ),
-        ev(
+        evf(
             retx.at.frame,
-            text!(
-                "{}: the same CRYPTO data sent again {} later (probe timeout)",
-                what(retx),
-                ms(retx.at.ts - orig.at.ts)
-            ),
+            about("quic-initial-loss.sent-again", retx).with("after_ms", retx.at.ts - orig.at.ts),
         ),
     ];
     if last.at != retx.at {
-        evidence.push(ev(
+        evidence.push(evf(
             last.at.frame,
-            text!(
-                "{}: sent again once more, {} after the first",
-                what(last),
-                ms(d)
-            ),
+            about("quic-initial-loss.sent-again-more", last).with("after_ms", d),
         ));
     }
     let gaps = c
@@ -109,21 +98,19 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         .iter()
         .filter(|l| l.space < 2 && l.declared_by.is_none())
         .count();
-    let why = if gaps > 0 {
-        text!("CRYPTO data sent again, and {gaps} handshake packet number(s) missing at the capture point")
-    } else {
-        "CRYPTO data sent again; the lost copy may have been lost before or after the capture point"
-            .to_string()
-    };
+    let why = fact!(
+        "quic-initial-loss.crypto-again",
+        missing_packets = Value::Count(gaps as u64)
+    );
     vec![Finding {
-        facts: Default::default(),
+        facts: args!(sender = side, packet_type = retx.ty.as_str(), waited_ms = d,),
         id: ID,
         connection: c.index,
-        title: text!("Handshake packet lost: the {} sent its {} data again after {}, the handshake waited", side.as_str(), retx.ty.as_str(), ms(d)),
+        title: String::new(),
         cost: cost(a, d),
         evidence,
-        confidence: conf(if gaps > 0 { Level::High } else { Level::Medium }, why),
-        fix: text::owned("Find the loss on the path (a policer dropping UDP bursts, a small buffer, Wi-Fi); on the server, send the first flight paced and small (ECDSA certificate, certificate compression) so fewer packets can be lost; clients with a cached RTT for the server start the PTO lower (RFC 9002 §6.2.2, `initial_rtt`)."),
+        confidence: conff(if gaps > 0 { Level::High } else { Level::Medium }, why),
+        fix: String::new(),
         references: vec!["RFC 9002 §6.2", "RFC 9002 §6.2.2", "RFC 9000 §12.3"],
         span: vec![],
     }]

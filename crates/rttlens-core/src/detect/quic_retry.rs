@@ -3,11 +3,11 @@
 //! any work; the client sends its Initial again with the token: one more
 //! round trip.
 
-use super::finding::{conf, ev, Finding, Level};
-use super::util::{quic_cost as cost, quic_ms as ms};
+use super::finding::{conff, evf, Finding, Level, Value};
+use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
+use crate::base::fact::{args, fact};
 use crate::base::side::Side;
-use crate::base::text::{self, text};
 use crate::quic::packet::PacketType;
 
 /// Finding id.
@@ -26,52 +26,55 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         .find(|r| r.side == Side::Client && r.ty == PacketType::Initial && r.at.ts > retry.at.ts);
     let mut evidence = Vec::new();
     if let Some(f) = first {
-        evidence.push(ev(f.frame, "the client's Initial"));
+        evidence.push(evf(f.frame, fact!("quic-retry.client-initial")));
     }
-    evidence.push(ev(
+    evidence.push(evf(
         retry.at.frame,
-        text!(
-            "Retry with a {}-byte token: the server asks the client to prove its address",
-            retry.token_len
+        fact!(
+            "quic-retry.retry",
+            token_bytes = Value::Bytes(retry.token_len as u64)
         ),
     ));
     if c.retry.len() > 1 {
-        evidence.push(ev(
+        evidence.push(evf(
             c.retry[1].at.frame,
-            text!("{} Retry packets in all", c.retry.len()),
+            fact!(
+                "quic-retry.retries",
+                retries = Value::Count(c.retry.len() as u64)
+            ),
         ));
     }
     let (d, level, why) = match (first, again) {
         (Some(f), Some(g)) => {
-            evidence.push(ev(g.at.frame, "the client's Initial again, with the token"));
+            evidence.push(evf(g.at.frame, fact!("quic-retry.initial-again")));
             (
                 g.at.ts - f.ts,
                 Level::High,
-                "the Retry and the Initial with its token are in the capture".to_string(),
+                fact!("quic-retry.both-in-capture"),
             )
         }
         _ => match a.rtt_min() {
-            Some(rtt) => (
-                rtt,
-                Level::Medium,
-                "the Initial with the token is not in the capture: one RTT counted".to_string(),
-            ),
+            Some(rtt) => (rtt, Level::Medium, fact!("quic-retry.one-rtt-counted")),
             None => (
                 retry.at.ts - c.first.ts,
                 Level::Low,
-                "no RTT and no second Initial: the time to the Retry counted".to_string(),
+                fact!("quic-retry.time-to-retry-counted"),
             ),
         },
     };
     vec![Finding {
-        facts: Default::default(),
+        facts: args!(
+            token_bytes = Value::Bytes(retry.token_len as u64),
+            retries = Value::Count(c.retry.len() as u64),
+            lost_ms = d,
+        ),
         id: ID,
         connection: c.index,
-        title: text!("Retry: the server validated the client's address first, {} before the handshake began", ms(d)),
+        title: String::new(),
         cost: cost(a, d),
         evidence,
-        confidence: conf(level, why),
-        fix: text::owned("Send Retry only under load or attack (an address-validation token is worth its round trip when spoofed Initials flood the server): nginx leaves `quic_retry off` (the default); quic-go `Transport.VerifySourceAddress` returning true only above a handshake rate; quinn `Incoming::retry()` only when `Incoming::remote_address_validated()` is false and the server is busy. Clients can skip it next time with the NEW_TOKEN the server sends (RFC 9000 §8.1.3)."),
+        confidence: conff(level, why),
+        fix: String::new(),
         references: vec!["RFC 9000 §8.1.2", "RFC 9000 §17.2.5"],
         span: vec![],
     }]

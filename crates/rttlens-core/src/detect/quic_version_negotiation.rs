@@ -3,11 +3,11 @@
 //! §6, §17.2.1); the client starts again with another version: one more
 //! round trip.
 
-use super::finding::{conf, ev, Finding, Level};
-use super::util::{quic_cost as cost, quic_ms as ms};
+use super::finding::{conff, evf, Finding, Level, Value};
+use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
+use crate::base::fact::{args, fact};
 use crate::base::side::Side;
-use crate::base::text::{self, text};
 use crate::quic::packet::PacketType;
 
 /// Finding id.
@@ -24,53 +24,58 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         .recs
         .iter()
         .find(|r| r.side == Side::Client && r.ty == PacketType::Initial && r.at.ts > vn.at.ts);
-    let versions: Vec<String> = vn.versions.iter().map(|v| text!("{v:#010x}")).collect();
+    // the versions offered, each by its name (`0x00000001`), `, `-separated:
+    // a value has no list type
+    let versions: Vec<String> = vn.versions.iter().map(|v| format!("{v:#010x}")).collect();
     let mut evidence = Vec::new();
     if let Some(f) = first {
-        evidence.push(ev(f.frame, "the client's Initial"));
+        evidence.push(evf(
+            f.frame,
+            fact!("quic-version-negotiation.client-initial"),
+        ));
     }
-    evidence.push(ev(
+    evidence.push(evf(
         vn.at.frame,
-        text!(
-            "Version Negotiation: the server offers {}",
-            versions.join(", ")
+        fact!(
+            "quic-version-negotiation.offers",
+            versions = versions.join(", "),
+            version_count = Value::Count(vn.versions.len() as u64),
         ),
     ));
     let (d, level, why) = match (first, again) {
         (Some(f), Some(g)) => {
-            evidence.push(ev(
+            evidence.push(evf(
                 g.at.frame,
-                "the client's Initial again, in the version chosen",
+                fact!("quic-version-negotiation.initial-again"),
             ));
             (
                 g.at.ts - f.ts,
                 Level::High,
-                "Version Negotiation and the new Initial are in the capture".to_string(),
+                fact!("quic-version-negotiation.both-in-capture"),
             )
         }
         _ => match a.rtt_min() {
             Some(rtt) => (
                 rtt,
                 Level::Medium,
-                "the new Initial is not in the capture: one RTT counted".to_string(),
+                fact!("quic-version-negotiation.one-rtt-counted"),
             ),
             None => (
                 vn.at.ts - c.first.ts,
                 Level::Low,
-                "no RTT and no new Initial: the time to the Version Negotiation counted"
-                    .to_string(),
+                fact!("quic-version-negotiation.time-to-vn-counted"),
             ),
         },
     };
     vec![Finding {
-        facts: Default::default(),
+        facts: args!(lost_ms = d),
         id: ID,
         connection: c.index,
-        title: text!("Version Negotiation: the client's first version was refused, {} lost before the handshake began", ms(d)),
+        title: String::new(),
         cost: cost(a, d),
         evidence,
-        confidence: conf(level, why),
-        fix: text::owned("Have the client start with a version the server speaks (QUIC v1 everywhere, RFC 9000) or let it learn it from the server's Alt-Svc/HTTPS record (RFC 9460 `alpn`); on the server, enable the version clients try first (quic-go `Config.Versions`, nginx serves v1 only)."),
+        confidence: conff(level, why),
+        fix: String::new(),
         references: vec!["RFC 9000 §6", "RFC 9000 §17.2.1", "RFC 9368"],
         span: vec![],
     }]

@@ -2,17 +2,54 @@
 
 use super::prelude::*;
 
-/// The title, from the finding's facts (`None`: the detector still writes it).
-pub(super) fn title(_f: &Finding) -> Option<String> {
-    None
+/// The title, from the finding's facts.
+pub(super) fn title(f: &Finding) -> Option<String> {
+    let a = &f.facts;
+    let initial = a
+        .get("initial_limit_bytes")
+        .and_then(|v| v.as_u64())
+        .map(|v| format!(" (its transport parameters allowed {v} bytes at first)"))
+        .unwrap_or_default();
+    Some(format!(
+        "Flow control: the {} was blocked at {} bytes by the {}'s limit{initial}, {:.1} ms waiting",
+        a.str("sender"),
+        a.u64("limit_bytes"),
+        a.str("receiver"),
+        a.f64("blocked_ms")
+    ))
 }
 
-/// The fix, from the finding's facts (`None`: the detector still writes it).
-pub(super) fn fix(_f: &Finding) -> Option<String> {
-    None
+/// The fix, from the finding's facts.
+pub(super) fn fix(f: &Finding) -> Option<String> {
+    Some(format!("Raise the {}'s receive windows to at least the bandwidth-delay product: quic-go `Config.InitialConnectionReceiveWindow`/`InitialStreamReceiveWindow` (and the Max… bounds), quinn `TransportConfig::receive_window`/`stream_receive_window`, nginx `http3_stream_buffer_size`, lsquic `es_init_max_data`; a CDN edge serving large objects on mobile tuned `initial_max_data` from 1 MB to 4 MB.", f.facts.str("receiver")))
 }
 
 /// A fact of kind `quic-flow-control-stall.*` as a sentence.
-pub(super) fn fact(_kind: &str, _a: &Args) -> Option<String> {
-    None
+pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+    Some(match kind {
+        "quic-flow-control-stall.blocked" => {
+            let stream = a
+                .get("stream")
+                .and_then(|v| v.as_u64())
+                .map(|s| format!(" on stream {s}"))
+                .unwrap_or_default();
+            format!(
+                "{}: the {} is blocked at {} bytes{stream}",
+                a.str("frame_type"),
+                a.str("sender"),
+                a.u64("limit_bytes")
+            )
+        }
+        "quic-flow-control-stall.raised" => format!(
+            "{} {} from the {}: {:.1} ms later",
+            a.str("frame_type"),
+            a.u64("limit_bytes"),
+            a.str("receiver"),
+            a.f64("after_ms")
+        ),
+        "quic-flow-control-stall.blocked-then-raised" => {
+            "the sender said it was blocked (BLOCKED frame) and the limit was raised later".into()
+        }
+        _ => return None,
+    })
 }

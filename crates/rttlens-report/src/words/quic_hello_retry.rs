@@ -2,17 +2,50 @@
 
 use super::prelude::*;
 
-/// The title, from the finding's facts (`None`: the detector still writes it).
-pub(super) fn title(_f: &Finding) -> Option<String> {
-    None
+/// The group the server asked for: its name, or `another group` when the
+/// HelloRetryRequest named none.
+fn asked(a: &Args) -> &str {
+    a.get("asked_group")
+        .and_then(|v| v.as_str())
+        .unwrap_or("another group")
 }
 
-/// The fix, from the finding's facts (`None`: the detector still writes it).
-pub(super) fn fix(_f: &Finding) -> Option<String> {
-    None
+/// The title, from the finding's facts.
+pub(super) fn title(f: &Finding) -> Option<String> {
+    let a = &f.facts;
+    Some(format!(
+        "HelloRetryRequest in the QUIC handshake: the server wanted {}, {:.1} ms lost",
+        asked(a),
+        a.f64("lost_ms")
+    ))
+}
+
+/// The fix, from the finding's facts.
+pub(super) fn fix(f: &Finding) -> Option<String> {
+    Some(format!("Have the client send a key share for {} first (or the server accept the client's): quic-go `tls.Config.CurvePreferences`, rustls `CryptoProvider::kx_groups`, OpenSSL `Groups`; X25519 is what most clients send.", asked(&f.facts)))
 }
 
 /// A fact of kind `quic-hello-retry.*` as a sentence.
-pub(super) fn fact(_kind: &str, _a: &Args) -> Option<String> {
-    None
+pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+    Some(match kind {
+        "quic-hello-retry.client-hello" => format!(
+            "ClientHello with key shares for {}",
+            match a.str("offered_groups") {
+                "" => "no group",
+                groups => groups,
+            }
+        ),
+        "quic-hello-retry.hello-retry-request" => {
+            format!("HelloRetryRequest: the server asks for {}", asked(a))
+        }
+        "quic-hello-retry.second-client-hello" => "second ClientHello".into(),
+        "quic-hello-retry.second-hello-follows" => "ServerHello.random equals the HelloRetryRequest value and the second ClientHello follows".into(),
+        "quic-hello-retry.one-rtt-counted" => {
+            "ServerHello.random equals the HelloRetryRequest value: one RTT counted".into()
+        }
+        "quic-hello-retry.time-to-hrr-counted" => {
+            "no RTT: the time to the HelloRetryRequest counted".into()
+        }
+        _ => return None,
+    })
 }
