@@ -153,7 +153,7 @@ fn thu_iw10_slow_start_and_large_record() {
         Some(32),
         "record completes in frame 32"
     );
-    assert!(f.title.contains("16408"), "{}", f.title);
+    assert_eq!(f.facts.u64("record_bytes"), 16408, "{:?}", f.facts);
     let fdb = phase(&c, "first-decrypted-byte");
     assert!(
         within(fdb.rtts, 1.0, 0.3),

@@ -12,9 +12,9 @@
 //! to send is not in the capture, hence the confidence: medium for two
 //! releases, high for more.
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Finding, Level, Value};
 use crate::analysis::Analysis;
-use crate::base::text::text;
+use crate::base::fact::{args, fact};
 use crate::base::time::union_len;
 
 /// Finding id.
@@ -27,70 +27,46 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     };
     let cost = a.cost(union_len(&q.spans));
     let n = q.released.len();
-    let mut evidence = vec![ev(
+    let limit = Value::Count(u64::from(q.limit));
+    let mut evidence = vec![evf(
         q.settings.frame,
-        text!(
-            "the server's SETTINGS: SETTINGS_MAX_CONCURRENT_STREAMS = {}",
-            q.limit
-        ),
+        fact!("h2-concurrency-limit.settings", limit = limit.clone()),
     )];
     for r in q.released.iter().take(3) {
-        evidence.push(ev(
+        evidence.push(evf(
             r.freed_by.frame,
-            "a stream closes: a slot frees".to_string(),
+            fact!("h2-concurrency-limit.stream-closes"),
         ));
-        evidence.push(ev(
+        evidence.push(evf(
             r.headers.frame,
-            text!(
-                "stream {} opens {:.1} ms later: until that close the {} stream{} the server allows were open",
-                r.stream,
-                (r.headers.ts - r.freed_by.ts).as_millis_f64(),
-                q.limit,
-                if q.limit == 1 { "" } else { "s" }
+            fact!(
+                "h2-concurrency-limit.stream-opens",
+                stream = Value::Count(u64::from(r.stream)),
+                wait_ms = r.headers.ts - r.freed_by.ts,
+                limit = limit.clone(),
             ),
         ));
     }
     evidence.sort_by_key(|e| e.frame);
     evidence.dedup_by_key(|e| e.frame);
-    let refused = if q.refused > 0 {
-        text!(
-            "; {} stream{} sent before the client knew the limit were refused (REFUSED_STREAM) and sent again",
-            q.refused,
-            if q.refused == 1 { "" } else { "s" }
-        )
+    let why = if n > 2 {
+        conff(Level::High, fact!("h2-concurrency-limit.each-time"))
     } else {
-        String::new()
-    };
-    let (level, why) = if n > 2 {
-        (
-            Level::High,
-            "stream after stream opened the moment another closed, the server's limit reached each time",
-        )
-    } else {
-        (
-            Level::Medium,
-            "two streams opened the moment another closed at the server's limit; the client may only then have wanted them",
-        )
+        conff(Level::Medium, fact!("h2-concurrency-limit.two-streams"))
     };
     vec![Finding {
-        facts: Default::default(),
+        facts: args!(
+            limit = limit,
+            requests = Value::Count(n as u64),
+            refused = Value::Count(u64::from(q.refused)),
+        ),
         id: ID,
         connection: a.conn.index,
-        title: text!(
-            "HTTP/2: {n} requests went out one by one as earlier streams closed: the server allows {} at once{refused}",
-            q.limit
-        ),
+        title: String::new(),
         cost,
         evidence,
-        confidence: conf(level, why),
-        fix: text!(
-            "Raise the server's concurrent stream limit to what its clients send at once (it is {}): nginx \
-             `http2_max_concurrent_streams` (default 128), Go `http2.Server.MaxConcurrentStreams` / gRPC-Go \
-             `grpc.MaxConcurrentStreams`, Envoy `max_concurrent_streams`, h2o `http2-max-concurrent-requests-per-connection`; \
-             or let the client open more connections when one is full (Go `http.Transport` does unless \
-             `StrictMaxConcurrentRequests`; gRPC: several channels).",
-            q.limit
-        ),
+        confidence: why,
+        fix: String::new(),
         references: vec!["RFC 9113 §5.1.2", "RFC 9113 §6.5.2"],
         span: q.spans.clone(),
     }]

@@ -13,13 +13,19 @@
 //! Cost: per waiting stream, from the capture of its bytes to the frame
 //! that filled the hole ahead of them, their union over the connection.
 
-use super::finding::{conf, ev_by_frame, Finding, Level};
+use super::finding::{conff, evf_by_frame, Finding, Level, Value};
 use crate::analysis::Analysis;
-use crate::base::text::text;
+use crate::base::fact::{args, fact};
 use crate::base::time::union_len;
 
 /// Finding id.
 pub(crate) const ID: &str = "h2-head-of-line";
+
+/// The names of the first waiting streams in the finding's facts, in
+/// order (the title lists them).
+const LISTED: [&str; 8] = [
+    "stream_1", "stream_2", "stream_3", "stream_4", "stream_5", "stream_6", "stream_7", "stream_8",
+];
 
 /// See the module docs.
 pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
@@ -39,48 +45,37 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     longest.sort_by_key(|w| std::cmp::Reverse(w.delivered.ts - w.arrived.ts));
     let mut lines = Vec::new();
     for w in longest.iter().take(3) {
-        let behind = if w.behind == 0 {
-            "another stream's".to_string()
-        } else {
-            text!("stream {}'s", w.behind)
-        };
+        // stream 0: the stream of the bytes that filled the hole is not known
         lines.push((
             w.delivered.frame,
-            text!("fills the hole in {behind} bytes (lost before the capture point): only now can TCP deliver what follows"),
+            fact!(
+                "h2-head-of-line.hole-filled",
+                behind_stream = Value::Count(u64::from(w.behind))
+            ),
         ));
         lines.push((
             w.arrived.frame,
-            text!(
-                "stream {}'s frame captured here, {:.1} ms before TCP could deliver it",
-                w.stream,
-                (w.delivered.ts - w.arrived.ts).as_millis_f64()
+            fact!(
+                "h2-head-of-line.frame-waited",
+                stream = Value::Count(u64::from(w.stream)),
+                wait_ms = w.delivered.ts - w.arrived.ts,
             ),
         ));
     }
-    let evidence = ev_by_frame(lines);
-    let n = streams.len();
-    let list: Vec<String> = streams.iter().take(8).map(u32::to_string).collect();
+    let evidence = evf_by_frame(lines);
+    let mut facts = args!(streams = Value::Count(streams.len() as u64));
+    for (name, id) in LISTED.iter().zip(&streams) {
+        facts.set(name, Value::Count(u64::from(*id)));
+    }
     vec![Finding {
-        facts: Default::default(),
+        facts,
         id: ID,
         connection: a.conn.index,
-        title: text!(
-            "HTTP/2 head-of-line blocking: {n} stream{} ({}{}) waited for a TCP retransmission of another stream's bytes",
-            if n == 1 { "" } else { "s" },
-            list.join(", "),
-            if n > 8 { ", …" } else { "" }
-        ),
+        title: String::new(),
         cost,
         evidence,
-        confidence: conf(
-            Level::High,
-            "the waiting frames were captured before the lost bytes ahead of them were resent, and TCP delivers in order",
-        ),
-        fix: "One lost TCP segment stalls every HTTP/2 stream behind it. Cut the loss at its source (see the \
-              loss findings), or let streams that must not wait for each other travel independently: HTTP/3 \
-              (QUIC streams are delivered independently, RFC 9000 §2.2; nginx `listen 443 quic;`), or separate \
-              connections for bulk transfers and latency-sensitive requests."
-            .to_string(),
+        confidence: conff(Level::High, fact!("h2-head-of-line.in-order-delivery")),
+        fix: String::new(),
         references: vec!["RFC 9113 §5", "RFC 9000 §2.2"],
         span,
     }]

@@ -8,10 +8,10 @@
 //! ahead of it (or its own first byte, if that came earlier), their union.
 //! Each row of the requests table shows its wait (`behind`).
 
-use super::finding::{conf, ev_by_frame, Finding, Level};
+use super::finding::{conff, evf_by_frame, Finding, Level, Value};
 use crate::analysis::requests::RequestRow;
 use crate::analysis::Analysis;
-use crate::base::text::text;
+use crate::base::fact::{args, fact};
 use crate::base::time::{union_len, Duration};
 
 /// Finding id.
@@ -50,49 +50,41 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         if let Some(q) = w.request_last_at {
             lines.push((
                 q.frame,
-                text!(
-                    "{} sent (pipelined) while an earlier response was still going out",
-                    w.label()
-                ),
+                fact!("http1-head-of-line.pipelined", request = w.label()),
             ));
         }
         if let Some(p) = w.behind_of {
             lines.push((
                 p.frame,
-                text!(
-                    "the earlier response's last byte, {:.1} ms later: only now could {} be answered",
-                    d.as_millis_f64(),
-                    w.label()
+                fact!(
+                    "http1-head-of-line.earlier-response-ends",
+                    wait_ms = *d,
+                    request = w.label(),
                 ),
             ));
         }
         if let Some(r) = w.response_at {
-            lines.push((r.frame, text!("first byte of {}'s response", w.label())));
+            lines.push((
+                r.frame,
+                fact!("http1-head-of-line.response-starts", request = w.label()),
+            ));
         }
     }
-    let evidence = ev_by_frame(lines);
+    let evidence = evf_by_frame(lines);
     let n = rows.len();
     vec![Finding {
-        facts: Default::default(),
+        facts: args!(
+            responses = Value::Count(n as u64),
+            longest_request = worst.label(),
+            longest_ms = longest,
+        ),
         id: ID,
         connection: a.conn.index,
-        title: text!(
-            "HTTP/1.1 pipelining: {n} response{} waited behind earlier ones (longest: {}, {:.1} ms)",
-            if n == 1 { "" } else { "s" },
-            worst.label(),
-            longest.as_millis_f64()
-        ),
+        title: String::new(),
         cost,
         evidence,
-        confidence: conf(
-            Level::High,
-            "each request was sent before the response ahead of it ended, and HTTP/1.1 answers in order",
-        ),
-        fix: "HTTP/1.1 answers pipelined requests in order, so one slow or large response holds the rest: \
-              use HTTP/2, where responses interleave (nginx `listen 443 ssl; http2 on;`, Go and most \
-              clients negotiate it by ALPN), or send independent requests on separate connections; \
-              never pipeline behind a request known to be slow."
-            .to_string(),
+        confidence: conff(Level::High, fact!("http1-head-of-line.in-order")),
+        fix: String::new(),
         references: vec!["RFC 9112 §9.3.2", "RFC 9113 §5"],
         span,
     }]

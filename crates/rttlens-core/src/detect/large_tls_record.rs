@@ -7,9 +7,9 @@
 //! records"; nginx `ssl_buffer_size` (default 16k); the "dynamic record
 //! sizing" technique (small records for the first ~1 MB, then 16 KB).
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Finding, Level, Value};
 use crate::analysis::Analysis;
-use crate::base::text::{self, text};
+use crate::base::fact::{args, fact};
 
 /// Finding id.
 pub(crate) const ID: &str = "large-tls-record";
@@ -28,19 +28,17 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mss = a.tcp.mss[1].max(1);
     let segments = fr.len.div_ceil(mss);
     let mut evidence = vec![
-        ev(
+        evf(
             fr.first.frame,
-            text!(
-                "first byte of a {} B application record (spans ~{segments} segments)",
-                fr.len
+            fact!(
+                "large-tls-record.first-byte",
+                record_bytes = Value::Bytes(fr.len),
+                segments = Value::Segments(segments),
             ),
         ),
-        ev(
+        evf(
             fr.complete.frame,
-            text!(
-                "record complete {:.1} ms later: first decrypted byte",
-                wait.as_millis_f64()
-            ),
+            fact!("large-tls-record.complete", wait_ms = wait),
         ),
     ];
     if let Some(t) = &a.transfer {
@@ -51,29 +49,33 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         if let Some(r) = split {
             evidence.insert(
                 1,
-                ev(
+                evf(
                     r.first.frame,
-                    text!(
-                        "round {} starts: the record did not fit in the previous round",
-                        r.index
+                    fact!(
+                        "large-tls-record.round-starts",
+                        round = Value::Count(u64::from(r.index))
                     ),
                 ),
             );
         }
     }
+    // the cost as the title gives it, before run_all bounds it
+    let mut facts = args!(
+        record_bytes = Value::Bytes(fr.len),
+        cost_ms = Value::Ms(cost.ms)
+    );
+    if let Some(r) = cost.rtts {
+        facts.set("cost_rtts", Value::Number(r));
+    }
     vec![Finding {
-        facts: Default::default(),
+        facts,
         id: ID,
         connection: a.conn.index,
-        title: text!(
-            "first TLS record of the response is {} B: the first decrypted byte waited {} for it to complete",
-            fr.len,
-            cost.describe()
-        ),
+        title: String::new(),
         cost,
         evidence,
-        confidence: conf(Level::High, "record boundaries read from the TLS record headers"),
-        fix: text::owned("Send small records at the start of a response: nginx `ssl_buffer_size 4k;` (default 16k), HAProxy `tune.ssl.maxrecord 1400`, or a server with dynamic record sizing (small records for the first flights, 16 KB once the window is open)."),
+        confidence: conff(Level::High, fact!("large-tls-record.record-headers")),
+        fix: String::new(),
         references: vec!["RFC 8446 §5.1 (record size)", "nginx ssl_buffer_size"],
         span: span.to_vec(),
     }]

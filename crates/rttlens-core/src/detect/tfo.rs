@@ -8,10 +8,10 @@
 //! (RFC 7413 §4.2), saving the round trip the request would otherwise wait
 //! for. Linux: `tcp_fastopen_cookie_check()`, `tcp_try_fastopen()`.
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Args, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
-use crate::base::text::{self, text};
+use crate::base::fact::{args, fact, Fact};
 use crate::base::time::Timestamp;
 use crate::flow::SynInfo;
 use crate::wire::FastOpen;
@@ -40,13 +40,9 @@ pub(crate) fn fell_back(syn: &SynInfo) -> bool {
         && syn.last_data_len == 0
 }
 
-/// `" and N B of data"` for a SYN that carried data, else `none`.
-fn data_in(syn: &SynInfo, none: &str) -> String {
-    if syn.data_len > 0 {
-        text!(" and {} B of data", syn.data_len)
-    } else {
-        none.to_string()
-    }
+/// The bytes of data a SYN carried.
+fn data_bytes(syn: &SynInfo) -> Value {
+    Value::Bytes(u64::from(syn.data_len))
 }
 
 /// See the module docs.
@@ -62,20 +58,19 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         _ => None,
     };
     let finding = |id: &'static str,
-                   title: String,
+                   facts: Args,
                    (cost, span): (Cost, Vec<(Timestamp, Timestamp)>),
                    evidence,
                    level,
-                   why: &str,
-                   fix: &str| Finding {
-        facts: Default::default(),
+                   why: Fact| Finding {
+        facts,
         id,
         connection: a.conn.index,
-        title,
+        title: String::new(),
         cost,
         evidence,
-        confidence: conf(level, why),
-        fix: text::owned(fix),
+        confidence: conff(level, why),
+        fix: String::new(),
         references: REFS.to_vec(),
         span,
     };
@@ -91,97 +86,89 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             .map_or(plain.ts, |d| d.ts.min(plain.ts))
             .max(syn.first.ts);
         let lost = until - syn.first.ts;
-        let mut evidence = vec![ev(
+        let after = plain.ts - syn.first.ts;
+        let mut evidence = vec![evf(
             syn.first.frame,
-            text!("SYN with a TFO option{}", data_in(&syn, "")),
+            fact!("tfo.syn-with-option", data_bytes = data_bytes(&syn)),
         )];
         // evidence is sorted into capture order by run_all
-        evidence.push(ev(
-            plain.frame,
-            text!(
-                "plain SYN {:.0} ms after the first: TFO given up",
-                (plain.ts - syn.first.ts).as_millis_f64()
-            ),
-        ));
-        evidence.push(ev(
+        evidence.push(evf(plain.frame, fact!("tfo.plain-syn", after_ms = after)));
+        evidence.push(evf(
             sa.first.frame,
             if sa.first.frame < plain.frame {
-                "SYN-ACK seen before the client gave up on TFO"
+                fact!("tfo.syn-ack-before-fallback")
             } else {
-                "SYN-ACK to the plain SYN"
+                fact!("tfo.syn-ack-to-plain-syn")
             },
         ));
         return vec![finding(
             ID_FALLBACK,
-            text!("TCP Fast Open SYN went unanswered; the client fell back to a plain SYN {:.0} ms later", (plain.ts - syn.first.ts).as_millis_f64()),
+            args!(fallback_after_ms = after, data_bytes = data_bytes(&syn)),
             (a.cost(lost), vec![(syn.first.ts, until)]),
             evidence,
             Level::High,
-            "the same ISN was resent without the TFO option",
-            "Something on the path drops SYNs with data or unknown options: fix or bypass the middlebox, or turn TFO off for this path (Linux then blackholes TFO for `net.ipv4.tcp_fastopen_blackhole_timeout_sec`).",
+            fact!("tfo.same-isn-without-option"),
         )];
     }
     match tfo {
         FastOpen::CookieRequest { .. } => {
-            let (title, fix) = match granted {
-                Some(len) => (
-                    text!("TCP Fast Open cookie obtained ({len} B): the next connection to this server can carry its request in the SYN, saving 1 RTT"),
-                    "Nothing to fix: keep the client's TFO cache (curl `--tcp-fastopen`, `TCP_FASTOPEN_CONNECT`) so later connections use the cookie.",
-                ),
-                None => (
-                    "the client asked for a TCP Fast Open cookie; the server did not give one".to_string(),
-                    "Enable TFO on the server: `sysctl -w net.ipv4.tcp_fastopen=3` and a listen queue (nginx `listen … fastopen=256`, or `TCP_FASTOPEN` on the listening socket).",
-                ),
-            };
-            let mut evidence = vec![ev(syn.first.frame, "SYN with a TFO cookie request")];
-            evidence.push(ev(
+            let mut facts = args!(granted = granted.is_some());
+            if let Some(len) = granted {
+                facts.set("cookie_bytes", Value::Bytes(u64::from(len)));
+            }
+            let mut evidence = vec![evf(syn.first.frame, fact!("tfo.cookie-request"))];
+            evidence.push(evf(
                 sa.first.frame,
                 match granted {
-                    Some(len) => text!("SYN-ACK carries a {len} B cookie"),
-                    None => "SYN-ACK without a cookie".to_string(),
+                    Some(len) => fact!(
+                        "tfo.syn-ack-cookie",
+                        cookie_bytes = Value::Bytes(u64::from(len))
+                    ),
+                    None => fact!("tfo.syn-ack-no-cookie"),
                 },
             ));
             vec![finding(
                 ID_COOKIE,
-                title,
+                facts,
                 free(),
                 evidence,
                 Level::High,
-                "TFO options read from the SYN and SYN-ACK",
-                fix,
+                fact!("tfo.options-read"),
             )]
         }
         FastOpen::Cookie { len, .. } => {
             let accepted = syn.data_len > 0 && sa.ack == syn.isn.add(1 + syn.data_len);
+            let syn_fact = fact!(
+                "tfo.syn-with-cookie",
+                cookie_bytes = Value::Bytes(u64::from(len)),
+                data_bytes = data_bytes(&syn),
+            );
+            let facts = args!(
+                cookie_bytes = Value::Bytes(u64::from(len)),
+                data_bytes = data_bytes(&syn),
+            );
             if accepted {
                 vec![finding(
                     ID_ACCEPTED,
-                    text!("TCP Fast Open: {} B of data sent in the SYN and accepted; the request left 1 RTT earlier", syn.data_len),
+                    facts,
                     free(),
-                    vec![ev(syn.first.frame, text!("SYN with a {len} B cookie and {} B of data", syn.data_len)), ev(sa.first.frame, "SYN-ACK acknowledges the SYN's data")],
+                    vec![
+                        evf(syn.first.frame, syn_fact),
+                        evf(sa.first.frame, fact!("tfo.syn-ack-takes-data")),
+                    ],
                     Level::High,
-                    "the SYN-ACK's acknowledgment number covers the SYN data",
-                    "Nothing to fix: TFO saved the connect round trip.",
+                    fact!("tfo.data-acknowledged"),
                 )]
             } else {
                 let resend = a.conn.half[0]
                     .first_data
                     .filter(|m| m.frame > sa.first.frame);
                 let mut evidence = vec![
-                    ev(
-                        syn.first.frame,
-                        text!("SYN with a {len} B cookie{}", data_in(&syn, " but no data")),
-                    ),
-                    ev(
-                        sa.first.frame,
-                        "SYN-ACK acknowledges the SYN only: the data was not taken",
-                    ),
+                    evf(syn.first.frame, syn_fact),
+                    evf(sa.first.frame, fact!("tfo.syn-ack-refuses-data")),
                 ];
                 if let Some(r) = resend {
-                    evidence.push(ev(
-                        r.frame,
-                        "the client sends the data again after the handshake",
-                    ));
+                    evidence.push(evf(r.frame, fact!("tfo.data-sent-again")));
                 }
                 // the data waited from the SYN-ACK to its resend: one RTT
                 let cost = match resend.filter(|_| syn.data_len > 0) {
@@ -197,12 +184,11 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 };
                 vec![finding(
                     ID_REFUSED,
-                    text!("TCP Fast Open data refused: the {} B in the SYN waited for the handshake (1 RTT)", syn.data_len),
+                    facts,
                     cost,
                     evidence,
                     Level::High,
-                    "the SYN-ACK did not acknowledge the SYN data",
-                    "The server refused the cookie or its TFO queue was full: check `nstat -az TcpExtTCPFastOpenPassiveFail TcpExtTCPFastOpenListenOverflow`, the listen queue (nginx `listen … fastopen=N`), and that all servers behind one address share `net.ipv4.tcp_fastopen_key`.",
+                    fact!("tfo.data-not-acknowledged"),
                 )]
             }
         }

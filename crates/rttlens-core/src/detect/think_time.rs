@@ -22,12 +22,12 @@
 //!   (p90 − minimum, without the sample the response itself gave), the path's
 //!   swing explains it: not claimed.
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Finding, Level};
 use crate::analysis::requests::RequestRow;
 use crate::analysis::rtt::Vantage;
 use crate::analysis::Analysis;
+use crate::base::fact::{args, fact};
 use crate::base::side::{FrameRef, Side};
-use crate::base::text::{self, text};
 use crate::base::time::Duration;
 use smallvec::SmallVec;
 
@@ -36,20 +36,17 @@ pub const ID_SERVER: &str = "server-think-time";
 /// Finding id of client think time.
 pub(crate) const ID_CLIENT: &str = "client-think-time";
 
-/// How sure a think time of `think` is: the vantage correction can be off by
-/// at most one RTT, so a think time of several RTTs is sure wherever the
-/// capture was taken.
+/// How sure a think time of `think` is, and the kind of the fact saying
+/// why: the vantage correction can be off by at most one RTT, so a think
+/// time of several RTTs is sure wherever the capture was taken.
 fn confidence(a: &Analysis, think: crate::base::time::Duration) -> (Level, &'static str) {
     if think.nanos >= a.rtt_min.nanos.saturating_mul(4) {
-        return (
-            Level::High,
-            "several RTTs long: no vantage correction could explain it",
-        );
+        return (Level::High, "think-time.several-rtts");
     }
     match a.vantage() {
-        Vantage::Client | Vantage::Server => (Level::High, "timed at an end host"),
-        Vantage::Middle => (Level::Medium, "timed mid-path, corrected by h_c / h_s"),
-        Vantage::Unknown => (Level::Low, "vantage point unknown"),
+        Vantage::Client | Vantage::Server => (Level::High, "think-time.end-host"),
+        Vantage::Middle => (Level::Medium, "think-time.mid-path"),
+        Vantage::Unknown => (Level::Low, "think-time.vantage-unknown"),
     }
 }
 
@@ -136,7 +133,6 @@ fn server_think(
     row: Option<&RequestRow>,
 ) -> Option<(Duration, Finding)> {
     let (h_s, proxied) = path_to_server(a);
-    let path = if proxied { "its SYN-ACK's time" } else { "h_s" };
     // time the server's kernel held the answer (Nagle) is not think time
     let think = (r.ts - q.ts) - h_s - a.held_by_nagle(Side::Server, q.ts, r.ts);
     // up to 256 rows per connection: the path's swing (a sort of its
@@ -180,96 +176,82 @@ fn server_think(
     };
     if ack_late.is_some_and(|(_, late)| late > quick_ack && !delack(late)) {
         level = level.min(Level::Medium);
-        why = "the server's ACK of the request was late too: part of the time may be the path's";
+        why = "think-time.ack-late-too";
     }
     // a turn at the TCP level answered by the ACK itself holds no proof
     // that the path did not take the extra time: a path whose RTT swings
     // (jitter, queues) by half of it is common, so such a wait must pass
     // h_s by more than half an RTT
     let unproven = turn.is_some_and(|k| k.frame == r.frame) && think <= a.rtt_min / 2;
-    // runs on every connection: skip the strings when it will be dropped
     if think <= path_swing || ack_with_answer || unproven {
         return None;
     }
-    // one request of several is named (its row in the requests table)
-    let which = row
-        .filter(|_| a.requests.len() > 1)
-        .map(|w| text!(" {}", w.label()))
-        .unwrap_or_default();
-    let (what_q, what_r, title) = if turn.is_some() {
-        (
-            "the client's last data before the server answered",
-            "the server's next data",
-            text!(
-                "server took {:.1} ms to answer after the client's data arrived (a request/response turn at the TCP level)",
-                think.as_millis_f64()
-            ),
-        )
+    // what the answer was timed from: a turn at the TCP level, the other
+    // streams' data, the response ahead of a pipelined request, or the request
+    let from = if turn.is_some() {
+        "tcp-turn"
     } else if row.is_some_and(|w| w.behind_of.is_some() && w.stream.is_some()) {
-        (
-            "the server's last DATA of other streams before this answer: it was busy sending until here",
-            "the stream's response HEADERS",
-            text!(
-                "server took {:.1} ms to answer{which} once it had sent the other streams' data",
-                think.as_millis_f64()
-            ),
-        )
+        "other-streams"
     } else if row.is_some_and(|w| w.behind_of.is_some()) {
-        (
-            "end of the previous response: the server could answer this pipelined request from here",
-            "first byte of its response",
-            text!(
-                "server took {:.1} ms to answer{which} once the response ahead of it was sent",
-                think.as_millis_f64()
-            ),
-        )
+        "previous-response"
     } else {
-        (
-            "last byte of the request",
-            "first byte of the response",
-            text!(
-                "server took {:.1} ms to answer{which} after {} arrived",
-                think.as_millis_f64(),
-                if which.is_empty() {
-                    "the request"
-                } else {
-                    "it"
-                }
-            ),
-        )
+        "request"
     };
-    let mut e = vec![ev(q.frame, what_q)];
-    if let Some((k, late)) = ack_late {
-        let what = if delack(late) {
-            text!("the server's TCP acknowledged it {:.2} ms later, {:.2} ms more than {path}: its delayed-ACK timer, while the application had not answered", (k.ts - q.ts).as_millis_f64(), late.as_millis_f64())
-        } else if proxied {
-            text!("an ACK {:.2} ms later, from nearer than the server (its SYN-ACK took {:.2} ms): a NAT or proxy acknowledges for it", (k.ts - q.ts).as_millis_f64(), h_s.as_millis_f64())
-        } else if late <= quick_ack {
-            text!("the server's TCP acknowledged it {:.2} ms later ({path} = {:.2} ms): network and kernel were quick", (k.ts - q.ts).as_millis_f64(), h_s.as_millis_f64())
-        } else {
-            text!("the server's TCP acknowledged it {:.2} ms later, {:.2} ms more than {path}: the path or the server's kernel was slow as well", (k.ts - q.ts).as_millis_f64(), late.as_millis_f64())
-        };
-        e.push(ev(k.frame, what));
+    let mut facts = args!(think_ms = think, timed_from = from);
+    // one request of several is named (its row in the requests table)
+    if let Some(w) = row.filter(|_| a.requests.len() > 1) {
+        facts.set("request", w.label());
     }
-    e.push(ev(
+    let mut e = vec![evf(q.frame, fact!("think-time.from", timed_from = from))];
+    if let Some((k, late)) = ack_late {
+        let after = k.ts - q.ts;
+        let what = if delack(late) {
+            fact!(
+                "think-time.ack-delayed",
+                after_ms = after,
+                late_ms = late,
+                proxied = proxied
+            )
+        } else if proxied {
+            fact!("think-time.ack-proxy", after_ms = after, path_ms = h_s)
+        } else if late <= quick_ack {
+            fact!(
+                "think-time.ack-quick",
+                after_ms = after,
+                proxied = proxied,
+                path_ms = h_s
+            )
+        } else {
+            fact!(
+                "think-time.ack-late",
+                after_ms = after,
+                late_ms = late,
+                proxied = proxied
+            )
+        };
+        e.push(evf(k.frame, what));
+    }
+    e.push(evf(
         r.frame,
-        text!(
-            "{what_r}, {:.1} ms later ({path} = {:.1} ms)",
-            (r.ts - q.ts).as_millis_f64(),
-            h_s.as_millis_f64()
+        fact!(
+            "think-time.answer",
+            timed_from = from,
+            after_ms = r.ts - q.ts,
+            proxied = proxied,
+            path_ms = h_s,
         ),
     ));
     Some((
         think,
         Finding {
-            facts: Default::default(),
+            facts,
             id: ID_SERVER,
             connection: a.conn.index,
-            title,
+            title: String::new(),
             cost: a.cost(think),
             evidence: e,
-            confidence: conf(level, why),
-            fix: text::owned("Application latency at the server: profile the handler and its upstreams (nginx `$request_time` vs `$upstream_response_time` in the access log), caches, database calls."),
+            confidence: conff(level, fact!(why)),
+            fix: String::new(),
             references: vec!["docs/design.md §4 (think time)"],
             span: vec![(r.ts - think, r.ts)],
         },
@@ -334,17 +316,17 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             return out;
         }
         out.push(Finding {
-            facts: Default::default(),
+            facts: args!(think_ms = think),
             id: ID_CLIENT,
             connection: a.conn.index,
-            title: text!("client waited {:.1} ms before sending its request", think.as_millis_f64()),
+            title: String::new(),
             cost: a.cost(think),
             evidence: vec![
-                ev(m.frame, "the client could send from here (connection / TLS handshake done)"),
-                ev(q.frame, "first byte of the request"),
+                evf(m.frame, fact!("think-time.client-ready")),
+                evf(q.frame, fact!("think-time.request-first-byte")),
             ],
-            confidence: conf(level, why),
-            fix: text::owned("Client-side latency: the application was busy or slow to write the request (DNS, pool checkout, request building, certificate verification); send the request as soon as the connection is ready."),
+            confidence: conff(level, fact!(why)),
+            fix: String::new(),
             references: vec!["docs/design.md §4 (think time)"],
             span: vec![(q.ts - think, q.ts)],
         });

@@ -2,10 +2,10 @@
 //! before the request can go; TLS 1.3 (RFC 8446 §2) or TLS 1.2 resumption
 //! (RFC 5077, abbreviated handshake) need one.
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Finding, Level, Value};
 use crate::analysis::tls::TlsKind;
 use crate::analysis::Analysis;
-use crate::base::text::text;
+use crate::base::fact::{args, fact};
 
 /// Finding id.
 pub(crate) const ID: &str = "tls12-full-handshake";
@@ -17,64 +17,56 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         return vec![];
     }
     let client_offers_13 = t.client_max_version == "1.3";
-    let mut evidence = vec![ev(
+    let mut evidence = vec![evf(
         t.client_hello.frame,
-        text!(
-            "ClientHello offers up to TLS {}{}",
-            t.client_max_version,
-            if t.info.resumption_offered {
-                ", with a session to resume"
-            } else {
-                ""
-            }
+        fact!(
+            "tls12-full-handshake.client-hello",
+            max_version = t.client_max_version.clone(),
+            resumption_offered = t.info.resumption_offered,
         ),
     )];
     if let Some(sh) = t.server_hello {
-        evidence.push(ev(
-            sh.frame,
-            text!(
-                "ServerHello selects TLS {}{}: full handshake",
-                t.info.version,
-                t.info
-                    .cipher
-                    .as_deref()
-                    .map(|c| text!(" ({c})"))
-                    .unwrap_or_default()
-            ),
-        ));
+        let mut f = fact!(
+            "tls12-full-handshake.server-hello",
+            version = t.info.version.clone()
+        );
+        if let Some(c) = &t.info.cipher {
+            f = f.with("cipher", c.clone());
+        }
+        evidence.push(evf(sh.frame, f));
     }
     if let Some(e) = t.server_flight_end {
-        evidence.push(ev(
+        evidence.push(evf(
             e.frame,
-            "server's first flight ends (ServerHelloDone): round trip 1",
+            fact!("tls12-full-handshake.server-flight-end"),
         ));
     }
     if let Some(f) = t.server_finished {
-        evidence.push(ev(
-            f.frame,
-            "server Finished reaches the client: round trip 2, the request can go",
-        ));
+        evidence.push(evf(f.frame, fact!("tls12-full-handshake.server-finished")));
     }
     let measured = a.phase("tls").map(|p| p.rtts).unwrap_or(2.0);
-    let mut fix = if client_offers_13 {
-        "The client offered TLS 1.3 but the server chose 1.2: enable TLS 1.3 on the server (nginx `ssl_protocols TLSv1.2 TLSv1.3;` with OpenSSL ≥ 1.1.1; Go `tls.Config{MinVersion: tls.VersionTLS12}` keeps 1.3 on)".to_string()
-    } else {
-        "The client did not offer TLS 1.3: upgrade its TLS library or allow 1.3 in its configuration".to_string()
-    };
-    fix.push_str("; for returning clients enable resumption (nginx `ssl_session_cache shared:SSL:10m; ssl_session_tickets on;`), which makes a TLS 1.2 handshake 1 RTT.");
-    if t.info.resumption_offered && !t.info.resumed {
-        fix.push_str(" The client offered a session to resume and the server declined it: check the session cache / ticket keys are shared across servers.");
-    }
     vec![Finding {
-        facts: Default::default(),
+        facts: args!(
+            tls_rtts = Value::Number(measured),
+            client_max_version = t.client_max_version.clone(),
+            client_offered_tls13 = client_offers_13,
+            resumption_offered = t.info.resumption_offered,
+            resumed = t.info.resumed,
+        ),
         id: ID,
         connection: a.conn.index,
-        title: text!("TLS 1.2 full handshake: {measured:.1} RTT before the request could go, 1 RTT more than TLS 1.3 or resumption"),
+        title: String::new(),
         cost: a.cost(a.rtt_min),
         evidence,
-        confidence: conf(Level::High, "ServerHello selected TLS 1.2 and sent a Certificate (no resumption)"),
-        fix,
+        confidence: conff(
+            Level::High,
+            fact!("tls12-full-handshake.tls12-with-certificate"),
+        ),
+        fix: String::new(),
         references: vec!["RFC 5246 §7.3", "RFC 8446 §2", "RFC 5077"],
-        span: vec![(t.client_hello.ts, t.done.map_or(t.client_hello.ts + a.rtt_min * 2, |d| d.ts))],
+        span: vec![(
+            t.client_hello.ts,
+            t.done.map_or(t.client_hello.ts + a.rtt_min * 2, |d| d.ts),
+        )],
     }]
 }

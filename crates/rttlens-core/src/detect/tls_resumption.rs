@@ -4,11 +4,10 @@
 //! certificate exchange (and in TLS 1.2 a round trip); a declined one in
 //! TLS 1.2 is costed by `tls12-full-handshake`.
 
-use super::finding::{conf, ev, Finding, Level};
-use crate::analysis::tls::TlsKind;
+use super::finding::{conff, evf, Finding, Level};
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
-use crate::base::text::{self, text};
+use crate::base::fact::{args, fact};
 
 /// Finding id.
 pub(crate) const ID: &str = "tls-resumption";
@@ -19,47 +18,26 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     if !t.info.resumption_offered {
         return vec![];
     }
-    let mut evidence = vec![ev(
-        t.client_hello.frame,
-        "ClientHello offers a session to resume",
-    )];
-    let (title, fix) = if t.info.resumed {
-        if let Some(sh) = t.server_hello {
-            evidence.push(ev(
-                sh.frame,
-                "ServerHello resumes it (no certificate exchange)",
-            ));
-        }
-        let saved = if t.kind == TlsKind::Tls12Abbreviated {
-            "; the handshake took 1 RTT instead of 2"
-        } else {
-            ""
-        };
-        (
-            text!("TLS session resumed ({}){saved}", t.kind.as_str()),
-            "Nothing to fix.",
-        )
-    } else {
-        if let Some(sh) = t.server_hello {
-            evidence.push(ev(
-                sh.frame,
-                "ServerHello starts a new session: resumption declined",
-            ));
-        }
-        (
-            text!("the client offered to resume its TLS session; the server declined ({})", t.kind.as_str()),
-            "Keep sessions resumable: nginx `ssl_session_cache shared:SSL:10m; ssl_session_timeout 1h; ssl_session_tickets on;`, and share ticket keys across the servers behind one name (`ssl_session_ticket_key`).",
-        )
-    };
+    let mut evidence = vec![evf(t.client_hello.frame, fact!("tls-resumption.offered"))];
+    if let Some(sh) = t.server_hello {
+        evidence.push(evf(
+            sh.frame,
+            if t.info.resumed {
+                fact!("tls-resumption.resumed")
+            } else {
+                fact!("tls-resumption.declined")
+            },
+        ));
+    }
     vec![Finding {
-        facts: Default::default(),
+        facts: args!(resumed = t.info.resumed, handshake = t.kind.as_str()),
         id: ID,
         connection: a.conn.index,
-        title,
+        title: String::new(),
         cost: Cost::ZERO,
         evidence,
-        confidence: conf(Level::High, "read from the ClientHello and ServerHello"),
-        fix: text::owned(fix),
+        confidence: conff(Level::High, fact!("tls-resumption.read-from-hellos")),
+        fix: String::new(),
         references: vec!["RFC 5077", "RFC 8446 §2.2"],
         span: Vec::new(),
     }]

@@ -4,10 +4,10 @@
 //! (cost 1 RTT). Acceptance is read from the client's EndOfEarlyData, which
 //! it sends only when the server accepted (RFC 8446 §4.5).
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
-use crate::base::text::text;
+use crate::base::fact::{args, fact};
 
 /// Finding id.
 pub(crate) const ID: &str = "zero-rtt";
@@ -21,48 +21,42 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     if !e.offered {
         return vec![];
     }
-    let mut evidence = vec![ev(t.client_hello.frame, "ClientHello offers early data")];
+    let mut evidence = vec![evf(t.client_hello.frame, fact!("zero-rtt.offered"))];
     if let Some(f) = e.first {
-        evidence.push(ev(
+        evidence.push(evf(
             f.frame,
-            text!("{} B of early data in {} record(s)", e.bytes, e.records),
+            fact!(
+                "zero-rtt.early-data",
+                early_data_bytes = Value::Bytes(e.bytes),
+                records = Value::Count(u64::from(e.records)),
+            ),
         ));
     }
-    let (title, cost, level, fix) = match e.accepted {
-        Some(true) => (
-            text!("0-RTT: {} B of early data accepted; the request rode with the ClientHello (1 RTT saved)", e.bytes),
-            Cost::ZERO,
-            Level::High,
-            "Nothing to fix (make sure the request is idempotent: early data can be replayed, RFC 8446 §8).",
-        ),
+    let (outcome, cost, level) = match e.accepted {
+        Some(true) => ("accepted", Cost::ZERO, Level::High),
         Some(false) => (
-            text!("0-RTT rejected: the {} B of early data had to be sent again after the handshake", e.bytes),
-            if e.bytes > 0 { a.cost(a.rtt_min) } else { Cost::ZERO },
+            "rejected",
+            if e.bytes > 0 {
+                a.cost(a.rtt_min)
+            } else {
+                Cost::ZERO
+            },
             Level::Medium,
-            "The server declined early data: enable it (nginx `ssl_early_data on;`, rustls `max_early_data_size`), keep ticket keys shared, and keep the client's ticket fresh (a HelloRetryRequest also rejects 0-RTT).",
         ),
-        None => (
-            "0-RTT offered; whether the server accepted it could not be told".to_string(),
-            Cost::ZERO,
-            Level::Low,
-            "Capture the whole handshake (both directions) to tell.",
-        ),
+        None => ("unknown", Cost::ZERO, Level::Low),
     };
     if let Some(c) = t.client_finished {
-        evidence.push(ev(c.frame, "client Finished"));
+        evidence.push(evf(c.frame, fact!("zero-rtt.client-finished")));
     }
     vec![Finding {
-        facts: Default::default(),
+        facts: args!(outcome = outcome, early_data_bytes = Value::Bytes(e.bytes),),
         id: ID,
         connection: a.conn.index,
-        title,
+        title: String::new(),
         cost,
         evidence,
-        confidence: conf(
-            level,
-            "early data and its acceptance read from record sizes (RFC 8446 §4.5)",
-        ),
-        fix: fix.to_string(),
+        confidence: conff(level, fact!("zero-rtt.read-from-record-sizes")),
+        fix: String::new(),
         references: vec!["RFC 8446 §2.3", "RFC 8446 §4.2.10", "RFC 8446 §4.5"],
         span: if cost.ms > 0.0 {
             vec![(

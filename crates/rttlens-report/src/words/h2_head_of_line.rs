@@ -2,17 +2,48 @@
 
 use super::prelude::*;
 
-/// The title, from the finding's facts (`None`: the detector still writes it).
-pub(super) fn title(_f: &Finding) -> Option<String> {
-    None
+/// The title, from the finding's facts.
+pub(super) fn title(f: &Finding) -> Option<String> {
+    let a = &f.facts;
+    let n = a.u64("streams");
+    let list: Vec<String> = (1..=n.min(8))
+        .map(|i| a.u64(&format!("stream_{i}")).to_string())
+        .collect();
+    Some(format!(
+        "HTTP/2 head-of-line blocking: {n} stream{} ({}{}) waited for a TCP retransmission of another stream's bytes",
+        if n == 1 { "" } else { "s" },
+        list.join(", "),
+        if n > 8 { ", …" } else { "" }
+    ))
 }
 
-/// The fix, from the finding's facts (`None`: the detector still writes it).
+/// The fix, from the finding's facts.
 pub(super) fn fix(_f: &Finding) -> Option<String> {
-    None
+    Some(
+        "One lost TCP segment stalls every HTTP/2 stream behind it. Cut the loss at its source (see the \
+         loss findings), or let streams that must not wait for each other travel independently: HTTP/3 \
+         (QUIC streams are delivered independently, RFC 9000 §2.2; nginx `listen 443 quic;`), or separate \
+         connections for bulk transfers and latency-sensitive requests."
+            .to_string(),
+    )
 }
 
 /// A fact of kind `h2-head-of-line.*` as a sentence.
-pub(super) fn fact(_kind: &str, _a: &Args) -> Option<String> {
-    None
+pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+    Some(match kind {
+        "h2-head-of-line.hole-filled" => {
+            let behind = match a.u64("behind_stream") {
+                0 => "another stream's".to_string(),
+                s => format!("stream {s}'s"),
+            };
+            format!("fills the hole in {behind} bytes (lost before the capture point): only now can TCP deliver what follows")
+        }
+        "h2-head-of-line.frame-waited" => format!(
+            "stream {}'s frame captured here, {:.1} ms before TCP could deliver it",
+            a.u64("stream"),
+            a.f64("wait_ms")
+        ),
+        "h2-head-of-line.in-order-delivery" => "the waiting frames were captured before the lost bytes ahead of them were resent, and TCP delivers in order".into(),
+        _ => return None,
+    })
 }

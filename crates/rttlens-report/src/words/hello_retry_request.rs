@@ -2,17 +2,26 @@
 
 use super::prelude::*;
 
-/// The title, from the finding's facts (`None`: the detector still writes it).
+/// The title, from the finding's facts.
 pub(super) fn title(_f: &Finding) -> Option<String> {
-    None
+    Some("HelloRetryRequest: the server wanted a different key share, one extra round trip".into())
 }
 
-/// The fix, from the finding's facts (`None`: the detector still writes it).
+/// The fix, from the finding's facts.
 pub(super) fn fix(_f: &Finding) -> Option<String> {
-    None
+    Some("Make the server's preferred group one the client sends a key share for, e.g. nginx `ssl_ecdh_curve X25519:prime256v1;` (OpenSSL `Groups`), or have the client send an X25519 share first.".into())
 }
 
 /// A fact of kind `hello-retry-request.*` as a sentence.
-pub(super) fn fact(_kind: &str, _a: &Args) -> Option<String> {
-    None
+pub(super) fn fact(kind: &str, _a: &Args) -> Option<String> {
+    Some(match kind {
+        "hello-retry-request.first-client-hello" => "first ClientHello".into(),
+        "hello-retry-request.hello-retry" => {
+            "HelloRetryRequest (ServerHello with the RFC 8446 §4.1.3 magic random)".into()
+        }
+        "hello-retry-request.magic-random" => {
+            "ServerHello.random equals the HelloRetryRequest value".into()
+        }
+        _ => return None,
+    })
 }

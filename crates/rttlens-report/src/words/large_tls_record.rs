@@ -2,17 +2,45 @@
 
 use super::prelude::*;
 
-/// The title, from the finding's facts (`None`: the detector still writes it).
-pub(super) fn title(_f: &Finding) -> Option<String> {
-    None
+/// The title, from the finding's facts.
+pub(super) fn title(f: &Finding) -> Option<String> {
+    let a = &f.facts;
+    // the cost as `Cost::describe` writes it
+    let cost = match a.get("cost_rtts").and_then(|r| r.as_f64()) {
+        Some(r) => format!("{:.1} ms ({r:.2} RTT)", a.f64("cost_ms")),
+        None => format!("{:.1} ms (RTT unknown)", a.f64("cost_ms")),
+    };
+    Some(format!(
+        "first TLS record of the response is {} B: the first decrypted byte waited {} for it to complete",
+        a.u64("record_bytes"),
+        cost
+    ))
 }
 
-/// The fix, from the finding's facts (`None`: the detector still writes it).
+/// The fix, from the finding's facts.
 pub(super) fn fix(_f: &Finding) -> Option<String> {
-    None
+    Some("Send small records at the start of a response: nginx `ssl_buffer_size 4k;` (default 16k), HAProxy `tune.ssl.maxrecord 1400`, or a server with dynamic record sizing (small records for the first flights, 16 KB once the window is open).".into())
 }
 
 /// A fact of kind `large-tls-record.*` as a sentence.
-pub(super) fn fact(_kind: &str, _a: &Args) -> Option<String> {
-    None
+pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+    Some(match kind {
+        "large-tls-record.first-byte" => format!(
+            "first byte of a {} B application record (spans ~{} segments)",
+            a.u64("record_bytes"),
+            a.u64("segments")
+        ),
+        "large-tls-record.complete" => format!(
+            "record complete {:.1} ms later: first decrypted byte",
+            a.f64("wait_ms")
+        ),
+        "large-tls-record.round-starts" => format!(
+            "round {} starts: the record did not fit in the previous round",
+            a.u64("round")
+        ),
+        "large-tls-record.record-headers" => {
+            "record boundaries read from the TLS record headers".into()
+        }
+        _ => return None,
+    })
 }

@@ -2,17 +2,110 @@
 
 use super::prelude::*;
 
-/// The title, from the finding's facts (`None`: the detector still writes it).
-pub(super) fn title(_f: &Finding) -> Option<String> {
-    None
+/// The title, from the finding's facts.
+pub(super) fn title(f: &Finding) -> Option<String> {
+    let a = &f.facts;
+    let think = a.f64("think_ms");
+    if f.id == "client-think-time" {
+        return Some(format!(
+            "client waited {think:.1} ms before sending its request"
+        ));
+    }
+    let which = a
+        .get("request")
+        .and_then(|r| r.as_str())
+        .map(|r| format!(" {r}"))
+        .unwrap_or_default();
+    Some(match a.str("timed_from") {
+        "tcp-turn" => format!(
+            "server took {think:.1} ms to answer after the client's data arrived (a request/response turn at the TCP level)"
+        ),
+        "other-streams" => format!(
+            "server took {think:.1} ms to answer{which} once it had sent the other streams' data"
+        ),
+        "previous-response" => format!(
+            "server took {think:.1} ms to answer{which} once the response ahead of it was sent"
+        ),
+        _ => format!(
+            "server took {think:.1} ms to answer{which} after {} arrived",
+            if which.is_empty() { "the request" } else { "it" }
+        ),
+    })
 }
 
-/// The fix, from the finding's facts (`None`: the detector still writes it).
-pub(super) fn fix(_f: &Finding) -> Option<String> {
-    None
+/// The fix, from the finding's facts.
+pub(super) fn fix(f: &Finding) -> Option<String> {
+    Some(if f.id == "client-think-time" {
+        "Client-side latency: the application was busy or slow to write the request (DNS, pool checkout, request building, certificate verification); send the request as soon as the connection is ready.".into()
+    } else {
+        "Application latency at the server: profile the handler and its upstreams (nginx `$request_time` vs `$upstream_response_time` in the access log), caches, database calls.".into()
+    })
+}
+
+/// What the server's time to the ACK is compared with: `h_s`, or the
+/// SYN-ACK's time when something nearer acknowledges for it.
+fn path(a: &Args) -> &'static str {
+    if a.flag("proxied") {
+        "its SYN-ACK's time"
+    } else {
+        "h_s"
+    }
 }
 
 /// A fact of kind `think-time.*` as a sentence.
-pub(super) fn fact(_kind: &str, _a: &Args) -> Option<String> {
-    None
+pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+    Some(match kind {
+        "think-time.from" => match a.str("timed_from") {
+            "tcp-turn" => "the client's last data before the server answered",
+            "other-streams" => "the server's last DATA of other streams before this answer: it was busy sending until here",
+            "previous-response" => "end of the previous response: the server could answer this pipelined request from here",
+            _ => "last byte of the request",
+        }
+        .into(),
+        "think-time.answer" => {
+            let what_r = match a.str("timed_from") {
+                "tcp-turn" => "the server's next data",
+                "other-streams" => "the stream's response HEADERS",
+                "previous-response" => "first byte of its response",
+                _ => "first byte of the response",
+            };
+            format!(
+                "{what_r}, {:.1} ms later ({} = {:.1} ms)",
+                a.f64("after_ms"),
+                path(a),
+                a.f64("path_ms")
+            )
+        }
+        "think-time.ack-delayed" => format!(
+            "the server's TCP acknowledged it {:.2} ms later, {:.2} ms more than {}: its delayed-ACK timer, while the application had not answered",
+            a.f64("after_ms"),
+            a.f64("late_ms"),
+            path(a)
+        ),
+        "think-time.ack-proxy" => format!(
+            "an ACK {:.2} ms later, from nearer than the server (its SYN-ACK took {:.2} ms): a NAT or proxy acknowledges for it",
+            a.f64("after_ms"),
+            a.f64("path_ms")
+        ),
+        "think-time.ack-quick" => format!(
+            "the server's TCP acknowledged it {:.2} ms later ({} = {:.2} ms): network and kernel were quick",
+            a.f64("after_ms"),
+            path(a),
+            a.f64("path_ms")
+        ),
+        "think-time.ack-late" => format!(
+            "the server's TCP acknowledged it {:.2} ms later, {:.2} ms more than {}: the path or the server's kernel was slow as well",
+            a.f64("after_ms"),
+            a.f64("late_ms"),
+            path(a)
+        ),
+        "think-time.several-rtts" => "several RTTs long: no vantage correction could explain it".into(),
+        "think-time.end-host" => "timed at an end host".into(),
+        "think-time.mid-path" => "timed mid-path, corrected by h_c / h_s".into(),
+        "think-time.vantage-unknown" => "vantage point unknown".into(),
+        "think-time.ack-late-too" => "the server's ACK of the request was late too: part of the time may be the path's".into(),
+        "think-time.client-ready" => "the client could send from here (connection / TLS handshake done)".into(),
+        "think-time.request-first-byte" => "first byte of the request".into(),
+        _ => return None,
+    })
 }

@@ -2,17 +2,56 @@
 
 use super::prelude::*;
 
-/// The title, from the finding's facts (`None`: the detector still writes it).
-pub(super) fn title(_f: &Finding) -> Option<String> {
-    None
+/// The title, from the finding's facts.
+pub(super) fn title(f: &Finding) -> Option<String> {
+    let measured = f.facts.f64("tls_rtts");
+    Some(format!("TLS 1.2 full handshake: {measured:.1} RTT before the request could go, 1 RTT more than TLS 1.3 or resumption"))
 }
 
-/// The fix, from the finding's facts (`None`: the detector still writes it).
-pub(super) fn fix(_f: &Finding) -> Option<String> {
-    None
+/// The fix, from the finding's facts.
+pub(super) fn fix(f: &Finding) -> Option<String> {
+    let a = &f.facts;
+    let mut fix = if a.flag("client_offered_tls13") {
+        "The client offered TLS 1.3 but the server chose 1.2: enable TLS 1.3 on the server (nginx `ssl_protocols TLSv1.2 TLSv1.3;` with OpenSSL ≥ 1.1.1; Go `tls.Config{MinVersion: tls.VersionTLS12}` keeps 1.3 on)".to_string()
+    } else {
+        "The client did not offer TLS 1.3: upgrade its TLS library or allow 1.3 in its configuration".to_string()
+    };
+    fix.push_str("; for returning clients enable resumption (nginx `ssl_session_cache shared:SSL:10m; ssl_session_tickets on;`), which makes a TLS 1.2 handshake 1 RTT.");
+    if a.flag("resumption_offered") && !a.flag("resumed") {
+        fix.push_str(" The client offered a session to resume and the server declined it: check the session cache / ticket keys are shared across servers.");
+    }
+    Some(fix)
 }
 
 /// A fact of kind `tls12-full-handshake.*` as a sentence.
-pub(super) fn fact(_kind: &str, _a: &Args) -> Option<String> {
-    None
+pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+    Some(match kind {
+        "tls12-full-handshake.client-hello" => format!(
+            "ClientHello offers up to TLS {}{}",
+            a.str("max_version"),
+            if a.flag("resumption_offered") {
+                ", with a session to resume"
+            } else {
+                ""
+            }
+        ),
+        "tls12-full-handshake.server-hello" => format!(
+            "ServerHello selects TLS {}{}: full handshake",
+            a.str("version"),
+            a.get("cipher")
+                .and_then(|c| c.as_str())
+                .map(|c| format!(" ({c})"))
+                .unwrap_or_default()
+        ),
+        "tls12-full-handshake.server-flight-end" => {
+            "server's first flight ends (ServerHelloDone): round trip 1".into()
+        }
+        "tls12-full-handshake.server-finished" => {
+            "server Finished reaches the client: round trip 2, the request can go".into()
+        }
+        "tls12-full-handshake.tls12-with-certificate" => {
+            "ServerHello selected TLS 1.2 and sent a Certificate (no resumption)".into()
+        }
+        _ => return None,
+    })
 }

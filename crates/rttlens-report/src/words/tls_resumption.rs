@@ -2,17 +2,38 @@
 
 use super::prelude::*;
 
-/// The title, from the finding's facts (`None`: the detector still writes it).
-pub(super) fn title(_f: &Finding) -> Option<String> {
-    None
+/// The title, from the finding's facts.
+pub(super) fn title(f: &Finding) -> Option<String> {
+    let a = &f.facts;
+    let kind = a.str("handshake");
+    Some(if a.flag("resumed") {
+        let saved = if kind == "tls12-abbreviated" {
+            "; the handshake took 1 RTT instead of 2"
+        } else {
+            ""
+        };
+        format!("TLS session resumed ({kind}){saved}")
+    } else {
+        format!("the client offered to resume its TLS session; the server declined ({kind})")
+    })
 }
 
-/// The fix, from the finding's facts (`None`: the detector still writes it).
-pub(super) fn fix(_f: &Finding) -> Option<String> {
-    None
+/// The fix, from the finding's facts.
+pub(super) fn fix(f: &Finding) -> Option<String> {
+    Some(if f.facts.flag("resumed") {
+        "Nothing to fix.".into()
+    } else {
+        "Keep sessions resumable: nginx `ssl_session_cache shared:SSL:10m; ssl_session_timeout 1h; ssl_session_tickets on;`, and share ticket keys across the servers behind one name (`ssl_session_ticket_key`).".into()
+    })
 }
 
 /// A fact of kind `tls-resumption.*` as a sentence.
-pub(super) fn fact(_kind: &str, _a: &Args) -> Option<String> {
-    None
+pub(super) fn fact(kind: &str, _a: &Args) -> Option<String> {
+    Some(match kind {
+        "tls-resumption.offered" => "ClientHello offers a session to resume".into(),
+        "tls-resumption.resumed" => "ServerHello resumes it (no certificate exchange)".into(),
+        "tls-resumption.declined" => "ServerHello starts a new session: resumption declined".into(),
+        "tls-resumption.read-from-hellos" => "read from the ClientHello and ServerHello".into(),
+        _ => return None,
+    })
 }
