@@ -286,60 +286,6 @@ pub(crate) fn findings_ms(findings: &[Finding]) -> f64 {
     findings.iter().map(|f| f.cost.ms).sum()
 }
 
-/// How far down the "slowest first" order a report can still be shown,
-/// shared by an output that shows only the costliest connections (text)
-/// and the pipeline's threads: a connection ranking below it is judged
-/// plain (its findings' and ladder's sentences left empty, everything else
-/// the same), which spares the making of sentences nobody reads on a
-/// capture of thousands of connections (`base::text`).
-///
-/// The rank is a report's findings cost, then its duration (both ms, the
-/// costlier first), as [`ConnReport::findings_ms`] and
-/// [`ConnReport::duration_ms`] give them. The output raises the floor to
-/// the last connection it keeps once it has more than it shows; it only
-/// rises, so a report judged plain against an older floor ranks below
-/// every later one too. Equal figures count as above: the connection index
-/// that breaks the tie is known only to the merger.
-#[derive(Debug, Default)]
-pub struct ShownFloor {
-    rank: std::sync::Mutex<Option<(f64, f64)>>,
-}
-
-impl ShownFloor {
-    /// A floor that admits every connection until raised.
-    pub fn new() -> ShownFloor {
-        ShownFloor::default()
-    }
-
-    /// Raises the floor to `(findings_ms, duration_ms)`, when that ranks
-    /// above it.
-    pub fn raise(&self, findings_ms: f64, duration_ms: f64) {
-        let mut rank = self.lock();
-        if rank.is_none_or(|r| Self::order((findings_ms, duration_ms), r).is_gt()) {
-            *rank = Some((findings_ms, duration_ms));
-        }
-    }
-
-    /// Whether a report of `(findings_ms, duration_ms)` could still be
-    /// shown: it ranks at or above the floor.
-    pub fn admits(&self, findings_ms: f64, duration_ms: f64) -> bool {
-        self.lock()
-            .is_none_or(|r| Self::order((findings_ms, duration_ms), r).is_ge())
-    }
-
-    /// Greater: `a` is the costlier.
-    fn order(a: (f64, f64), b: (f64, f64)) -> std::cmp::Ordering {
-        a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1))
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(f64, f64)>> {
-        // two floats, each written whole: a panic elsewhere leaves them sound
-        self.rank
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
 /// `addr:port` exactly as `SocketAddr`'s `Display` writes it; IPv4 without
 /// the formatting machinery, which took 5 % of a run over many short
 /// connections (two per connection).
@@ -376,7 +322,7 @@ fn endpoint(a: std::net::SocketAddr) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{endpoint, ShownFloor};
+    use super::endpoint;
 
     #[test]
     fn endpoints_are_written_as_display_writes_them() {
@@ -393,24 +339,6 @@ mod tests {
             assert_eq!(endpoint(addr), addr.to_string());
             assert_eq!(endpoint(addr), a);
         }
-    }
-
-    #[test]
-    fn the_shown_floor_admits_at_or_above_it_and_only_rises() {
-        let f = ShownFloor::new();
-        assert!(f.admits(0.0, 0.0), "no floor yet: everything");
-        f.raise(50.0, 200.0);
-        assert!(f.admits(60.0, 0.0), "costlier findings");
-        assert!(f.admits(50.0, 300.0), "same findings, longer");
-        assert!(f.admits(50.0, 200.0), "a tie: the index decides, later");
-        assert!(!f.admits(50.0, 100.0));
-        assert!(!f.admits(49.9, 1e9));
-        // a lower rank leaves it where it is
-        f.raise(10.0, 1e9);
-        assert!(!f.admits(49.9, 1e9));
-        f.raise(80.0, 0.0);
-        assert!(!f.admits(60.0, 1e9));
-        assert!(f.admits(f64::INFINITY, 0.0));
     }
 }
 

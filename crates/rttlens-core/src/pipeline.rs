@@ -7,7 +7,6 @@ pub(crate) mod parallel;
 
 use crate::analysis;
 use crate::base::side::FrameRef;
-use crate::base::text;
 use crate::base::time::Timestamp;
 use crate::capture::keylog::KeyStore;
 use crate::capture::{CaptureError, Frame, FrameSource, SharedFrame};
@@ -16,7 +15,7 @@ use crate::filter::Filter;
 use crate::flow::half::FrameMark;
 use crate::flow::{Conn, FlowTable, SWEEP_EVERY, SWEEP_INTERVAL, SWEEP_MIN};
 use crate::model::QuicReport;
-use crate::model::{self, ConnReport, ShownFloor};
+use crate::model::ConnReport;
 use crate::proto::protocols::Protocols;
 use crate::quic::conn::QuicConn;
 use crate::quic::table::QuicTable;
@@ -275,11 +274,6 @@ pub struct Options {
     /// exporter's `rttlens_live_open_connections`). Kept by a one-thread
     /// run only (`threads` ≤ 1); with more it is left alone.
     pub open_connections: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
-    /// The rank below which the output shows no connection (text shows
-    /// the costliest few): such connections are judged plain, their
-    /// findings' and ladder's sentences left empty ([`ShownFloor`]).
-    /// `None`: every report whole.
-    pub shown_floor: Option<std::sync::Arc<ShownFloor>>,
 }
 
 /// [`run`], keeping what `options` asks for.
@@ -355,12 +349,7 @@ fn run_counted(
     }
     let mut findings_by_id: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut finish = |conn: Box<Conn<Protocols>>, start: Timestamp| {
-        let report = report_of(
-            conn,
-            start,
-            &mut findings_by_id,
-            options.shown_floor.as_deref(),
-        );
+        let report = report_of(conn, start, &mut findings_by_id);
         on_conn(report);
     };
     let table = if options.trace {
@@ -375,29 +364,15 @@ fn run_counted(
 }
 
 /// The analysis of one finished connection: analysis, detectors, report;
-/// its findings counted by id.
-///
-/// Below `floor`, the connection is judged plain ([`crate::base::text`]):
-/// only one that ranks at or above it is judged again with its sentences.
+/// its findings counted by id. Once: the engine makes no sentence, so a
+/// connection no output shows costs no more than its typed record.
 fn report_of(
     conn: Box<Conn<Protocols>>,
     start: Timestamp,
     findings_by_id: &mut BTreeMap<&'static str, u64>,
-    floor: Option<&ShownFloor>,
 ) -> ConnReport {
-    let judge = |conn| {
-        let a = analysis::analyze(conn);
-        let findings = detect::run_all(&a);
-        (a, findings)
-    };
-    let (mut a, mut findings) = match floor {
-        Some(_) => text::plain(|| judge(conn)),
-        None => judge(conn),
-    };
-    if floor.is_some_and(|f| f.admits(model::findings_ms(&findings), model::duration_ms(&a))) {
-        a.remake_ladder();
-        findings = detect::run_all(&a);
-    }
+    let mut a = analysis::analyze(conn);
+    let findings = detect::run_all(&a);
     let trace = a.conn.take_trace().map(|mut t| {
         t.labels = crate::analysis::connection::frame_labels(&a);
         t

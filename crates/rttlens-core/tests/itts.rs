@@ -227,10 +227,18 @@ fn every_finding_keeps_the_contract() {
                     "{name} {}: frames in range",
                     f.id
                 );
+                // the sentences are the report's (crates/rttlens/tests/cli.rs
+                // checks each has its template); here, that the record is typed
+                assert!(!f.references.is_empty(), "{name} {}: references", f.id);
                 assert!(
-                    !f.fix.is_empty() && !f.references.is_empty(),
-                    "{name} {}: fix and references",
-                    f.id
+                    f.evidence
+                        .iter()
+                        .flat_map(|e| &e.facts)
+                        .chain(&f.confidence.why)
+                        .all(|x| x.kind.contains('.') && x.kind != "text"),
+                    "{name} {}: typed facts {:?}",
+                    f.id,
+                    f.evidence
                 );
                 assert!(f.cost.ms >= 0.0 && f.cost.rtts.is_none_or(|r| r >= 0.0));
             }

@@ -4,12 +4,11 @@
 //! are shown in full, followed by a count per finding id.
 
 use std::io::{self, Write};
-use std::sync::Arc;
 
 use rttlens_core::analysis::ladder::Phase;
 use rttlens_core::analysis::requests::RequestRow;
 use rttlens_core::detect::Finding;
-use rttlens_core::model::{ConnReport, QuicReport, ShownFloor};
+use rttlens_core::model::{ConnReport, QuicReport};
 use rttlens_core::pipeline::{CaptureSummary, TlsTally};
 use rttlens_core::proto::tls::decrypt::{DecryptStatus, Decryption};
 
@@ -27,9 +26,6 @@ pub struct TextRenderer {
     floor: Option<(f64, f64, u64)>,
     seen: u64,
     source: String,
-    /// Raised to `floor` as it rises, for the pipeline to judge the
-    /// connections below it plain.
-    shown: Option<Arc<ShownFloor>>,
 }
 
 /// What [`crate::slowest_first`] orders by.
@@ -47,18 +43,7 @@ impl TextRenderer {
             floor: None,
             seen: 0,
             source: String::new(),
-            shown: None,
         }
-    }
-
-    /// Tells `floor` (the pipeline's [`Options::shown_floor`]) how far
-    /// down a connection can still be shown, as connections come: the
-    /// pipeline then spares the sentences of those below.
-    ///
-    /// [`Options::shown_floor`]: rttlens_core::pipeline::Options::shown_floor
-    pub fn with_shown_floor(mut self, floor: Option<Arc<ShownFloor>>) -> TextRenderer {
-        self.shown = floor;
-        self
     }
 
     fn sort(&mut self) {
@@ -561,9 +546,6 @@ impl Renderer for TextRenderer {
             self.sort();
             self.kept.truncate(self.top);
             self.floor = self.kept.last().map(rank);
-            if let (Some(shown), Some((findings_ms, duration_ms, _))) = (&self.shown, self.floor) {
-                shown.raise(findings_ms, duration_ms);
-            }
         }
         Ok(())
     }

@@ -27,12 +27,10 @@ mod serve;
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
 use rttlens_core::capture::{CaptureReader, CaptureSet, FrameSource};
-use rttlens_core::model::ShownFloor;
 use rttlens_core::pipeline;
 use rttlens_report::html::HtmlRenderer;
 use rttlens_report::json::{JsonRenderer, JsonlRenderer};
@@ -109,14 +107,9 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let mut out = output::open(pics)?;
     let html = output::html_options(pics, args.top);
     let svg_dir = output::svg_dir(pics)?;
-    // text shows the costliest connections only (unless `--conn` picks
-    // them): the others are judged without their sentences
-    let shown_floor =
-        (matches!(args.format, AnalyzeFormat::Text) && args.conn.is_empty() && svg_dir.is_none())
-            .then(|| Arc::new(ShownFloor::new()));
     let mut renderer: Box<dyn Renderer> = match args.format {
         AnalyzeFormat::Text => {
-            Box::new(TextRenderer::new(args.top, args.rounds).with_shown_floor(shown_floor.clone()))
+Box::new(TextRenderer::new(args.top, args.rounds))
         }
         AnalyzeFormat::Json => Box::new(JsonRenderer::default()),
         AnalyzeFormat::Jsonl => Box::new(JsonlRenderer::default()),
@@ -145,7 +138,6 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         filter: args.filter.clone(),
         interval_ms: args.interval,
         open_connections: None,
-        shown_floor,
     };
     renderer.begin(&mut out, &Source { name: name.clone() })?;
     let selectors = args.conn.clone();

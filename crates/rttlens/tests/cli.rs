@@ -40,13 +40,17 @@ fn json_document_follows_the_schema() {
         .expect("run");
     assert!(out.status.success());
     let v = json_of(&out.stdout);
-    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["schema_version"], 3);
     assert_eq!(v["capture"]["frames"], 715);
     let conns = v["connections"].as_array().expect("connections");
     assert_eq!(conns.len(), 1);
     let c = &conns[0];
     assert_eq!(c["vantage"], "client");
     assert_eq!(c["transfer"]["initial_window"]["bytes"], 14280);
+    for p in c["ladder"].as_array().expect("ladder") {
+        assert!(p["detail"].as_str().is_some_and(|d| !d.is_empty()), "{p}");
+        assert!(p["facts"].is_object(), "{p}");
+    }
     for f in c["findings"].as_array().expect("findings") {
         for key in [
             "id",
@@ -56,11 +60,26 @@ fn json_document_follows_the_schema() {
             "confidence",
             "fix",
             "references",
+            "facts",
         ] {
             assert!(!f[key].is_null(), "finding lacks {key}: {f}");
         }
         assert!(f["cost"]["ms"].is_number() && f["cost"]["rtts"].is_number());
         assert!(f["evidence"][0]["frame"].is_u64());
+        // schema 3: every sentence beside the typed facts it is written from
+        assert!(f["title"].as_str().is_some_and(|t| !t.is_empty()), "{f}");
+        assert!(f["facts"].is_object(), "{f}");
+        for e in f["evidence"].as_array().expect("evidence") {
+            assert!(e["what"].as_str().is_some_and(|w| !w.is_empty()), "{e}");
+            let facts = e["facts"].as_array().expect("evidence facts");
+            assert!(!facts.is_empty(), "{e}");
+            for x in facts {
+                let kind = x["kind"].as_str().expect("kind");
+                assert!(kind.contains('.') && kind != "text", "a typed kind: {x}");
+            }
+        }
+        assert!(f["confidence"]["why"].is_string(), "{f}");
+        assert!(f["confidence"]["reasons"].is_array(), "{f}");
     }
 }
 
@@ -376,7 +395,7 @@ fn jsonl_has_a_header_a_line_per_connection_and_a_summary() {
     let (head, rest) = lines.split_first().expect("header");
     let (summary, conns) = rest.split_last().expect("summary");
     assert_eq!(head["type"], "header");
-    assert_eq!(head["schema_version"], 2);
+    assert_eq!(head["schema_version"], 3);
     assert_eq!(summary["type"], "summary");
     assert_eq!(
         summary["capture"]["connections"].as_u64(),
@@ -520,4 +539,91 @@ fn filter_keeps_what_matches_and_counts_the_rest() {
     assert_eq!(bad.status.code(), Some(2));
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("column 19") && err.contains("ether"), "{err}");
+}
+
+/// Schema 3's promise on every shared capture (with its key log where
+/// there is one): every sentence of a finding, of its evidence and of a
+/// ladder phase is written by a template of the report from typed facts,
+/// none is a sentence the engine wrote (`text`), and none fell back to the
+/// raw `kind (name=value)` form, which would mean a fact kind without a
+/// template.
+#[test]
+fn every_fact_has_its_template_on_the_shared_captures() {
+    let dir = common::public_capture("SOURCES.md");
+    let dirs = [
+        dir.parent().unwrap().to_path_buf(),
+        capture("pku.cap").parent().unwrap().to_path_buf(),
+    ];
+    let mut files: Vec<PathBuf> = dirs
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).expect("read_dir"))
+        .map(|e| e.expect("entry").path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|x| x == "pcap" || x == "cap" || x == "pcapng")
+        })
+        .collect();
+    files.sort();
+    assert!(files.len() >= 30, "the shared captures: {}", files.len());
+    let (mut findings, mut facts) = (0, 0);
+    let typed = |x: &serde_json::Value, sentence: &str, at: &str| {
+        let kind = x["kind"].as_str().expect("kind");
+        assert!(kind != "text" && kind.contains('.'), "{at}: untyped {x}");
+        assert!(
+            !sentence.is_empty() && !sentence.contains(kind),
+            "{at}: no template for {kind}: {sentence:?}"
+        );
+    };
+    for f in &files {
+        let mut cmd = bin();
+        cmd.args(["analyze", "--no-progress", "--format", "json"])
+            .arg(f);
+        let keylog = f.with_extension("keylog");
+        if keylog.exists() {
+            cmd.arg("--keylog").arg(&keylog);
+        }
+        let out = cmd.output().expect("run");
+        let at = f.display().to_string();
+        assert!(
+            out.status.success(),
+            "{at}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = json_of(&out.stdout);
+        let quic = v["capture"]["quic"].as_array().cloned().unwrap_or_default();
+        let conns = v["connections"].as_array().expect("connections");
+        for c in conns.iter().chain(quic.iter()) {
+            for p in c["ladder"].as_array().expect("ladder") {
+                assert!(
+                    p["detail"].as_str().is_some_and(|d| !d.is_empty()),
+                    "{at}: {p}"
+                );
+            }
+            for x in c["findings"].as_array().expect("findings") {
+                findings += 1;
+                for key in ["title", "fix"] {
+                    assert!(
+                        x[key].as_str().is_some_and(|s| !s.is_empty()),
+                        "{at}: {key} of {x}"
+                    );
+                }
+                let why = x["confidence"]["why"].as_str().expect("why");
+                for r in x["confidence"]["reasons"].as_array().expect("reasons") {
+                    typed(r, why, &at);
+                    facts += 1;
+                }
+                for e in x["evidence"].as_array().expect("evidence") {
+                    let what = e["what"].as_str().expect("what");
+                    for y in e["facts"].as_array().expect("facts") {
+                        typed(y, what, &at);
+                        facts += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        findings >= 100 && facts >= 300,
+        "{findings} findings, {facts} facts"
+    );
 }

@@ -85,7 +85,7 @@ fn lab_json_text_and_failures() {
         let o = probe(&["-k", "--format", "json", "--max-time", "10", &url]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
-        assert_eq!(v["schema_version"], 2);
+        assert_eq!(v["schema_version"], 3);
         assert_eq!(v["source"], url.as_str());
         assert!(v["connections"].is_array());
         let a = &v["probe"]["attempts"][0];

@@ -524,14 +524,6 @@ fn tcp_timeline(conn: &Conn<Protocols>) -> AppTimeline {
     }
 }
 
-impl Analysis {
-    /// Makes the ladder again, with its sentences if they are wanted now
-    /// ([`crate::base::text`]): for an analysis made plain.
-    pub(crate) fn remake_ladder(&mut self) {
-        self.ladder = build_ladder(self);
-    }
-}
-
 fn build_ladder(a: &Analysis) -> Vec<Phase> {
     let clock = a.clock();
     let mut ladder = Vec::new();

@@ -123,7 +123,7 @@ mod tests {
             "connect",
             (m(0), ClientDir::Sent),
             (m(30), ClientDir::Received),
-            String::new(),
+            Fact::new("ladder.connect"),
         );
         assert_eq!(p.ms, 40.0);
         assert_eq!(p.rtts, 1.0);
@@ -131,7 +131,7 @@ mod tests {
             "x",
             (m(30), ClientDir::Received),
             (m(35), ClientDir::Sent),
-            String::new(),
+            Fact::new("ladder.connect"),
         );
         assert_eq!(q.ms, 0.0, "clamped: the send cannot precede the receipt");
     }

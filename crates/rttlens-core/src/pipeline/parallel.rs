@@ -52,7 +52,7 @@ use crate::base::time::Timestamp;
 use crate::capture::keylog::KeyStore;
 use crate::capture::{CaptureError, FrameSource};
 use crate::flow::{Conn, FlowTable};
-use crate::model::{ConnReport, ShownFloor};
+use crate::model::ConnReport;
 use crate::proto::protocols::Protocols;
 use crate::wire::{self, TcpSegment};
 
@@ -366,7 +366,6 @@ struct Shard {
 fn process(
     shard: &mut Shard,
     batch: Batch,
-    floor: Option<&ShownFloor>,
     send: &mut dyn FnMut(Answer),
 ) -> (Answer, Batch) {
     let table = &mut shard.table;
@@ -375,7 +374,7 @@ fn process(
     let end = |c: Box<Conn<Protocols>>, frame: u64, phase: EventKind, a: &mut Answer| {
         a.oversized += c.half[0].oversized + c.half[1].oversized;
         let local = c.index;
-        let report = report_of(c, start, &mut a.findings_by_id, floor);
+        let report = report_of(c, start, &mut a.findings_by_id);
         a.events.push(Event {
             frame,
             phase,
@@ -483,8 +482,6 @@ struct Pool {
     shards: Vec<Mutex<Shard>>,
     /// Flow threads.
     flow: usize,
-    /// [`Options::shown_floor`].
-    floor: Option<Arc<ShownFloor>>,
 }
 
 /// Stops the pool when the thread holding it panics (the others would
@@ -521,7 +518,6 @@ impl Pool {
             work: Condvar::new(),
             room: Condvar::new(),
             flow,
-            floor: options.shown_floor.clone(),
             shards: (0..n)
                 .map(|index| {
                     Mutex::new(Shard {
@@ -616,7 +612,7 @@ impl Pool {
             };
             let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
             // a part that cannot be sent: the final answer's send fails too
-            process(&mut slot, batch, self.floor.as_deref(), &mut |part| {
+            process(&mut slot, batch, &mut |part| {
                 let _ = out.answers.send(part);
             })
         };

@@ -4,10 +4,8 @@
 
 use std::io::{self, Write};
 
-use rttlens_core::model::ConnReport;
-use rttlens_core::pipeline::CaptureSummary;
-
 use super::ProbeReport;
+use crate::json::{ConnJson, SummaryJson};
 
 impl ProbeReport {
     /// The JSON document (docs/probe.md).
@@ -21,16 +19,16 @@ impl ProbeReport {
             tool: String,
             source: &'a str,
             probe: &'a ProbeReport,
-            connections: &'a [ConnReport],
-            capture: Option<&'a CaptureSummary>,
+            connections: Vec<ConnJson<'a>>,
+            capture: Option<SummaryJson<'a>>,
         }
         let doc = Doc {
             schema_version: crate::json::SCHEMA_VERSION,
             tool: format!("rttlens {}", env!("CARGO_PKG_VERSION")),
             source: &self.url,
             probe: self,
-            connections: &self.connections,
-            capture: self.capture_summary.as_ref(),
+            connections: self.connections.iter().map(ConnJson::new).collect(),
+            capture: self.capture_summary.as_ref().map(|s| SummaryJson::new(s, true)),
         };
         serde_json::to_writer(&mut *w, &doc).map_err(io::Error::other)?;
         writeln!(w)
