@@ -1,8 +1,8 @@
 //! The base layer: leaf types every layer of the pipeline shares — time in
 //! the capture's clock, TCP sequence numbers, the two ends of a connection
 //! and a frame reference, a finding's cost and the rounding of every
-//! figure, per-connection lists sized for a crowd, and the mode that leaves
-//! a report's sentences unmade when nobody will read them.
+//! figure, per-connection lists sized for a crowd, and the typed facts a
+//! finding is made of (the report writes their sentences).
 //! Nothing here imports any other module of the crate.
 
 pub mod cost;
