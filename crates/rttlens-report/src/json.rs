@@ -74,20 +74,51 @@ impl Serialize for ConfidenceJson<'_> {
     }
 }
 
-/// A population finding: its fields, with the confidence's sentence.
+/// A population finding: the engine's typed record (`facts`, each
+/// evidence's `fact`, the confidence's `reasons`) and the sentences
+/// [`words`] writes from it (`title`, `evidence[].what`, `confidence.why`,
+/// `fix`).
 struct PopFindingJson<'a>(&'a PopFinding);
 
 impl Serialize for PopFindingJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// One proof: its connection, frames or interval, `what` (the
+        /// sentence) and `fact`.
+        struct Ev<'a>(&'a rttlens_core::population::PopEvidence);
+        impl Serialize for Ev<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let e = self.0;
+                let mut m = s.serialize_struct("PopEvidence", 5)?;
+                if let Some(c) = e.connection {
+                    m.serialize_field("connection", &c)?;
+                } else {
+                    m.skip_field("connection")?;
+                }
+                if e.frames.is_empty() {
+                    m.skip_field("frames")?;
+                } else {
+                    m.serialize_field("frames", &e.frames)?;
+                }
+                if let Some(iv) = e.interval {
+                    m.serialize_field("interval", &iv)?;
+                } else {
+                    m.skip_field("interval")?;
+                }
+                m.serialize_field("what", &words::fact(&e.fact))?;
+                m.serialize_field("fact", &e.fact)?;
+                m.end()
+            }
+        }
         let f = self.0;
-        let mut m = s.serialize_struct("PopFinding", 7)?;
+        let mut m = s.serialize_struct("PopFinding", 8)?;
         m.serialize_field("id", f.id)?;
-        m.serialize_field("title", &f.title)?;
+        m.serialize_field("title", &words::pop_title(f))?;
         m.serialize_field("cost", &f.cost)?;
-        m.serialize_field("evidence", &f.evidence)?;
+        m.serialize_field("evidence", &Seq(&f.evidence, Ev))?;
         m.serialize_field("confidence", &ConfidenceJson(&f.confidence))?;
-        m.serialize_field("fix", &f.fix)?;
+        m.serialize_field("fix", &words::pop_fix(f))?;
         m.serialize_field("references", &f.references)?;
+        m.serialize_field("facts", &f.facts)?;
         m.end()
     }
 }

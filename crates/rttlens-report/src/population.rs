@@ -210,7 +210,7 @@ fn write_findings(w: &mut dyn Write, p: &PopulationReport) -> io::Result<()> {
             w,
             "  [{}] {} ({} confidence: {})",
             x.id,
-            x.title,
+            crate::words::pop_title(x),
             x.confidence.level.as_str(),
             crate::words::why(&x.confidence)
         )?;
@@ -226,9 +226,9 @@ fn write_findings(w: &mut dyn Write, p: &PopulationReport) -> io::Result<()> {
             f(x.cost.per_connection_ms)
         )?;
         for e in &x.evidence {
-            writeln!(w, "    - {}", e.what)?;
+            writeln!(w, "    - {}", crate::words::fact(&e.fact))?;
         }
-        writeln!(w, "    fix: {}", x.fix)?;
+        writeln!(w, "    fix: {}", crate::words::pop_fix(x))?;
     }
     Ok(())
 }

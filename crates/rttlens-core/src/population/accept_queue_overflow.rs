@@ -10,7 +10,8 @@
 
 use super::over_time::ratio;
 use super::{PopCost, PopFinding, View};
-use crate::detect::finding::{conf, Level};
+use crate::base::fact::{args, fact, Value};
+use crate::detect::finding::{conff, Level};
 
 pub(crate) const ID: &str = "accept-queue-overflow";
 
@@ -54,13 +55,13 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
             let c = &v.cells[i];
             v.interval_evidence(
                 i,
-                format!(
-                    "{} of {} SYNs sent again, {} SYN-ACKs resent after the client's ACK; \
-                     {} answered at once",
-                    c.syn_retransmitted,
-                    c.syns,
-                    c.ack_ignored,
-                    c.syns.saturating_sub(c.syn_retransmitted + c.ack_ignored)
+                fact!(
+                    "population.backlog-interval",
+                    syns_sent_again = Value::Count(c.syn_retransmitted),
+                    syns = Value::Count(c.syns),
+                    syn_acks_resent = Value::Count(c.ack_ignored),
+                    answered_at_once =
+                        Value::Count(c.syns.saturating_sub(c.syn_retransmitted + c.ack_ignored)),
                 ),
             )
         })
@@ -74,56 +75,32 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
         Level::Medium
     };
     let affected = g.syns_retransmitted + g.ack_ignored_count;
-    let title = format!(
-        "The server's listen backlog overflowed: {} of {} SYNs sent again ({:.1} %, against \
-         {:.2} % of the server's data segments retransmitted){}; in {} of {} such intervals other SYNs were \
-         answered at once",
-        g.syns_retransmitted,
-        g.syns,
-        100.0 * syn_loss,
-        100.0 * data_loss,
-        if g.ack_ignored_count > 0 {
-            format!(
-                ", {} SYN-ACKs resent after the client's ACK (the server did not take it)",
-                g.ack_ignored_count
-            )
-        } else {
-            String::new()
-        },
-        prompt_beside,
-        burst.len()
+    let facts = args!(
+        syns_sent_again = Value::Count(g.syns_retransmitted),
+        syns = Value::Count(g.syns),
+        syn_loss = Value::Number(syn_loss),
+        data_loss = Value::Number(data_loss),
+        syn_acks_resent = Value::Count(g.ack_ignored_count),
+        prompt_intervals = Value::Count(prompt_beside as u64),
+        burst_intervals = Value::Count(burst.len() as u64),
     );
     Some(PopFinding {
         id: ID,
-        title,
+        facts,
         cost: PopCost::of(g.syn_wait_ms + g.ack_ignored_ms, affected),
         evidence,
-        confidence: conf(
+        confidence: conff(
             level,
             if ack_sign {
-                "SYN-ACKs resent after the handshake's final ACK: the server dropped that ACK"
-                    .to_string()
+                fact!("population.backlog-ack-dropped")
             } else {
-                let ratio = if data_loss > 0.0 {
-                    format!("{:.0}× as often as", syn_loss / data_loss)
-                } else {
-                    "while none of".to_string()
-                };
-                format!(
-                    "SYNs lost {ratio} the server's data segments, in bursts beside prompt \
-                     SYN-ACKs"
+                fact!(
+                    "population.backlog-syns-lost",
+                    syn_loss = Value::Number(syn_loss),
+                    data_loss = Value::Number(data_loss),
                 )
             },
         ),
-        fix: "Let the server's accept queue hold the bursts and drain it faster: raise \
-              net.core.somaxconn (the cap on every listen backlog) and \
-              net.ipv4.tcp_max_syn_backlog; nginx `listen 443 ssl backlog=4096` (default 511); \
-              Go's net.Listen takes its backlog from net.core.somaxconn; keep the accept loop \
-              free of work (hand each connection on at once). Confirm on the server with \
-              `nstat -az TcpExtListenOverflows TcpExtListenDrops`. If the server is short of \
-              CPU (handshakes), more workers (nginx worker_processes auto) and resumption \
-              drain it faster."
-            .to_string(),
         intervals: burst.clone(),
         references: vec![
             "Linux tcp_conn_request(): sk_acceptq_is_full → drop (LINUX_MIB_LISTENOVERFLOWS)",

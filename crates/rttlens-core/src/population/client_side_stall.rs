@@ -7,7 +7,8 @@
 use super::sample::PhaseId;
 use super::tail::Part;
 use super::{PopCost, PopFinding, View};
-use crate::detect::finding::{conf, Level};
+use crate::base::fact::{args, fact, Value};
+use crate::detect::finding::{conff, Level};
 
 pub(crate) const ID: &str = "client-side-stall";
 
@@ -26,15 +27,14 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
     }
     let d = v.phase(PhaseId::ClientDelay);
     let (p50, p99) = (d.quantile(0.5)?, d.quantile(0.99)?);
-    let title = format!(
-        "The client's own delay makes the tail: the slowest {} connections waited {:.1} ms \
-         for their first byte against {:.1} ms typical, {:.1} ms of it ({:.0} %) in the client \
-         (client delay p50 {p50:.1} ms, p99 {p99:.1} ms)",
-        tail.connections,
-        tail.tail_ms,
-        tail.typical_ms,
-        main.extra_ms,
-        100.0 * main.share
+    let facts = args!(
+        connections = Value::Count(tail.connections),
+        tail_ms = Value::Ms(tail.tail_ms),
+        typical_ms = Value::Ms(tail.typical_ms),
+        extra_ms = Value::Ms(main.extra_ms),
+        share = Value::Number(main.share),
+        client_delay_p50_ms = Value::Ms(p50),
+        client_delay_p99_ms = Value::Ms(p99),
     );
     let mut evidence = v.signs.client_delay.evidence();
     if evidence.is_empty() {
@@ -43,27 +43,17 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
     evidence.truncate(5);
     Some(PopFinding {
         id: ID,
-        title,
+        facts,
         cost: PopCost::of(main.extra_ms * tail.connections as f64, tail.connections),
         evidence,
-        confidence: conf(
+        confidence: conff(
             if main.share >= 0.75 {
                 Level::High
             } else {
                 Level::Medium
             },
-            format!(
-                "{:.0} % of the tail's extra time was the client's, between packets it \
-                 received and its answers",
-                100.0 * main.share
-            ),
+            fact!("population.client-share", share = Value::Number(main.share)),
         ),
-        fix: "Look at the client, not the server: give the load generator or client pool CPU \
-              of its own (fewer connections per thread, more threads or hosts), check its \
-              event loop and garbage-collector pauses, and for a load generator its start lag \
-              (`rttlens bench` reports it); a connection pool that opens connections on demand \
-              under load pays the handshake in the request path."
-            .to_string(),
         intervals: Vec::new(),
         references: vec!["Gil Tene, \"How NOT to measure latency\" (2015): coordinated omission"],
     })

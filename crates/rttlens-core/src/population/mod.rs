@@ -24,6 +24,7 @@ pub mod tail;
 
 use std::collections::HashMap;
 
+use crate::base::fact::{fact, Args, Fact, Value};
 use crate::detect::finding::Confidence;
 use hist::Dist;
 pub use hist::Stats;
@@ -309,7 +310,15 @@ impl Population {
 
     fn collect_signs(&mut self, c: &Conn<'_>, s: &Sample) {
         let g = &mut self.signs;
-        let who = || format!("connection {} ({} → {})", c.index, c.client, c.server);
+        // the connection a fact of `kind` is about
+        let who = |kind: &'static str| {
+            fact!(
+                kind,
+                connection = Value::Count(c.index),
+                client = c.client.to_string(),
+                server = c.server.to_string(),
+            )
+        };
         for i in 0..2 {
             g.data_segments[i] += s.data_segments[i];
             g.retransmissions[i] += s.retransmissions[i];
@@ -323,11 +332,10 @@ impl Population {
                 connection: Some(c.index),
                 frames: vec![ch, sh],
                 interval: None,
-                what: format!(
-                    "{}: ClientHello (frame {ch}) → ServerHello (frame {sh}): {ms:.1} ms at \
-                     the server, after the RTT",
-                    who()
-                ),
+                fact: who("population.server-handshake")
+                    .with("client_hello", Value::Frame(ch))
+                    .with("server_hello", Value::Frame(sh))
+                    .with("server_ms", Value::Ms(ms)),
             });
         }
         if let (Some(ms), Some((from, to))) = (s.ms(PhaseId::ClientDelay), s.client_wait_frames) {
@@ -335,11 +343,10 @@ impl Population {
                 connection: Some(c.index),
                 frames: vec![from, to],
                 interval: None,
-                what: format!(
-                    "{}: the client took {ms:.1} ms of its own, longest between frame {from} \
-                     and its answer in frame {to}",
-                    who()
-                ),
+                fact: who("population.client-delay")
+                    .with("client_ms", Value::Ms(ms))
+                    .with("from", Value::Frame(from))
+                    .with("answer", Value::Frame(to)),
             });
         }
         let Some(syn) = &s.syn else { return };
@@ -349,22 +356,21 @@ impl Population {
             let connect = s.ms(PhaseId::Connect).unwrap_or(0.0);
             g.syn_wait_ms += (connect - s.rtt_ms.unwrap_or(0.0)).max(0.0);
             g.syn_retransmitted.offer(connect, || {
-                let answer = match syn.syn_ack_frame {
-                    Some(f) => format!("SYN-ACK in frame {f}, {connect:.0} ms after"),
-                    None => "no SYN-ACK".to_string(),
-                };
+                let mut f = who("population.syn-sent-again")
+                    .with("syn", Value::Frame(syn.syn_frame))
+                    .with("transmissions", Value::Count(u64::from(syn.syn_count)))
+                    .with("answered", syn.syn_ack_frame.is_some())
+                    .with("connect_ms", Value::Ms(connect));
+                if let Some(sa) = syn.syn_ack_frame {
+                    f = f.with("syn_ack", Value::Frame(sa));
+                }
                 PopEvidence {
                     connection: Some(c.index),
                     frames: std::iter::once(syn.syn_frame)
                         .chain(syn.syn_ack_frame)
                         .collect(),
                     interval: None,
-                    what: format!(
-                        "{}: SYN (frame {}) sent {} times; {answer}",
-                        who(),
-                        syn.syn_frame,
-                        syn.syn_count
-                    ),
+                    fact: f,
                 }
             });
         }
@@ -377,11 +383,9 @@ impl Population {
                 connection: Some(c.index),
                 frames: vec![ack, again],
                 interval: None,
-                what: format!(
-                    "{}: the client's ACK (frame {ack}) completed the handshake, yet the \
-                     server sent its SYN-ACK again (frame {again}): it had not taken the ACK",
-                    who()
-                ),
+                fact: who("population.ack-ignored")
+                    .with("ack", Value::Frame(ack))
+                    .with("syn_ack_again", Value::Frame(again)),
             });
         }
         if let Some(shape) = syn.shape.filter(|sh| sh.offered_without_ts) {
@@ -404,12 +408,9 @@ impl Population {
                     connection: Some(c.index),
                     frames: vec![syn.syn_frame, sa],
                     interval: None,
-                    what: format!(
-                        "{}: the SYN (frame {}) offered window scaling or SACK without \
-                         timestamps; the SYN-ACK (frame {sa}) carries neither",
-                        who(),
-                        syn.syn_frame
-                    ),
+                    fact: who("population.options-dropped")
+                        .with("syn", Value::Frame(syn.syn_frame))
+                        .with("syn_ack", Value::Frame(sa)),
                 });
             }
         }
@@ -525,14 +526,23 @@ impl View<'_> {
         self.cells[i].handshake_ms / self.interval_ms as f64
     }
 
-    /// Evidence naming interval `i`.
-    pub(crate) fn interval_evidence(&self, i: usize, what: String) -> PopEvidence {
+    /// Evidence naming interval `i`: `what` shows, with the interval's
+    /// start and end (`start_s`, `end_s`) first among its values.
+    pub(crate) fn interval_evidence(&self, i: usize, what: Fact) -> PopEvidence {
         let [a, b] = self.span(i);
+        let mut fact = fact!(
+            what.kind,
+            start_s = Value::Number(a),
+            end_s = Value::Number(b)
+        );
+        for (n, v) in what.args.iter() {
+            fact.args.set(n, v.clone());
+        }
         PopEvidence {
             connection: None,
             frames: Vec::new(),
             interval: Some([a, b]),
-            what: format!("{a:.3}–{b:.3} s: {what}"),
+            fact,
         }
     }
 }
@@ -688,16 +698,16 @@ pub struct IntervalPhase {
 pub struct PopFinding {
     /// Stable kebab-case id.
     pub id: &'static str,
-    /// One line a person reads.
-    pub title: String,
+    /// The finding's own typed parameters (the SYNs sent again, the
+    /// intervals, the RTTs…): what its title and fix are written from
+    /// (`rttlens_report::words`).
+    pub facts: Args,
     /// What it cost.
     pub cost: PopCost,
     /// The connections and intervals that prove it.
     pub evidence: Vec<PopEvidence>,
     /// How sure.
     pub confidence: Confidence,
-    /// Concrete fixes.
-    pub fix: String,
     /// Sources.
     pub references: Vec<&'static str>,
     /// Every interval that shows the cause (indexes into the intervals),
@@ -750,8 +760,8 @@ pub struct PopEvidence {
     /// Interval (s after the capture's first packet, start and end).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval: Option<[f64; 2]>,
-    /// What it shows.
-    pub what: String,
+    /// What it shows (kind `population.*`), as data: the report writes it.
+    pub fact: Fact,
 }
 
 /// Spearman's rank correlation of `xs` and `ys` (ties get their mean
@@ -816,7 +826,7 @@ mod tests {
                 connection: Some(i as u64),
                 frames: Vec::new(),
                 interval: None,
-                what: String::new(),
+                fact: Fact::new("population.test"),
             });
         }
         let kept: Vec<u64> = t.evidence().iter().filter_map(|e| e.connection).collect();

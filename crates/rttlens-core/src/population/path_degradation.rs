@@ -4,7 +4,8 @@
 //! what the higher RTT added to their time to first byte.
 
 use super::{PopCost, PopFinding, View};
-use crate::detect::finding::{conf, Level};
+use crate::base::fact::{args, fact, Value};
+use crate::detect::finding::{conff, Level};
 
 pub(crate) const ID: &str = "path-degradation";
 
@@ -66,16 +67,12 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
     })?;
     let worst_rtt = v.cells[worst.0].rtt.quantile(0.5).unwrap_or(base);
     let lossy = degraded.iter().filter(|d| d.2).count();
-    let title = format!(
-        "The path degraded for every connection at once in {} of {} intervals: their median \
-         RTT rose to as much as {worst_rtt:.1} ms from the usual {base:.1} ms{}",
-        degraded.len(),
-        idx.len(),
-        if lossy > 0 {
-            format!(", and in {lossy} of them the server retransmitted in most connections")
-        } else {
-            String::new()
-        }
+    let facts = args!(
+        degraded_intervals = Value::Count(degraded.len() as u64),
+        intervals = Value::Count(idx.len() as u64),
+        worst_rtt_ms = Value::Ms(worst_rtt),
+        usual_rtt_ms = Value::Ms(base),
+        lossy_intervals = Value::Count(lossy as u64),
     );
     let evidence = degraded
         .iter()
@@ -84,40 +81,33 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
             let c = &v.cells[i];
             v.interval_evidence(
                 i,
-                format!(
-                    "{} connections: RTT p50 {:.1} ms (usual {base:.1} ms), {:.1} % of the \
-                     server's data segments retransmitted, in {} connections",
-                    c.new_connections,
-                    c.rtt.quantile(0.5).unwrap_or(0.0),
-                    100.0 * c.server_retx_rate(),
-                    c.server_conns_with_retx
+                fact!(
+                    "population.path-interval",
+                    connections = Value::Count(c.new_connections),
+                    rtt_p50_ms = Value::Ms(c.rtt.quantile(0.5).unwrap_or(0.0)),
+                    usual_rtt_ms = Value::Ms(base),
+                    server_retx_rate = Value::Number(c.server_retx_rate()),
+                    connections_retransmitting = Value::Count(c.server_conns_with_retx),
                 ),
             )
         })
         .collect();
     Some(PopFinding {
         id: ID,
-        title,
+        facts,
         cost: PopCost::of(cost, conns),
         evidence,
-        confidence: conf(
+        confidence: conff(
             if idx.len() >= 8 {
                 Level::High
             } else {
                 Level::Medium
             },
-            format!(
-                "the median of every connection's own baseline RTT, per interval, over {} \
-                 intervals",
-                idx.len()
+            fact!(
+                "population.path-rtt-medians",
+                intervals = Value::Count(idx.len() as u64),
             ),
         ),
-        fix: "The path, not the server: look at the network at those times (the link's \
-              utilisation and queue, mtr to the server, a congested peering or a radio hop); \
-              a queue that grows under load wants AQM (fq_codel, cake) where it builds, and \
-              senders on a lossy path do better with BBR than with loss-based congestion \
-              control."
-            .to_string(),
         intervals: degraded.iter().map(|d| d.0).collect(),
         references: vec!["RFC 7567 (active queue management)", "RFC 8289 (CoDel)"],
     })

@@ -9,7 +9,8 @@
 use super::hist::Dist;
 use super::sample::PhaseId;
 use super::{spearman, PopCost, PopFinding, View};
-use crate::detect::finding::{conf, Level};
+use crate::base::fact::{args, fact, Value};
+use crate::detect::finding::{conff, Level};
 
 pub(crate) const ID: &str = "server-handshake-contention";
 
@@ -98,16 +99,19 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
     } else {
         hs.excess_over(p1 + material, p1)
     };
-    let title = format!(
-        "Server handshake processing grows with the handshakes in progress: ClientHello → \
-         ServerHello at the server p50 {p50:.1} ms, p99 {p99:.1} ms; {:.1} ms (p90) with \
-         {:.1} handshakes in progress against {:.1} ms with {:.1}, while the RTT stayed at \
-         {r_low:.1}–{r_high:.1} ms (rank correlation {rho:.2} over {} intervals)",
-        hs_high.quantile(0.9)?,
-        load_high,
-        hs_low.quantile(0.9)?,
-        load_low,
-        idx.len()
+    let facts = args!(
+        p50_ms = Value::Ms(p50),
+        p99_ms = Value::Ms(p99),
+        loaded_p90_ms = Value::Ms(hs_high.quantile(0.9)?),
+        loaded_in_progress = Value::Number(load_high),
+        quiet_p90_ms = Value::Ms(hs_low.quantile(0.9)?),
+        quiet_in_progress = Value::Number(load_low),
+        rtt_low_ms = Value::Ms(r_low),
+        rtt_high_ms = Value::Ms(r_high),
+        rho = Value::Number(rho),
+        intervals = Value::Count(idx.len() as u64),
+        tls_connections = Value::Count(v.signs.tls),
+        resumed = Value::Count(v.signs.resumed),
     );
     // the loaded intervals whose handshakes were slow
     let cut = hs_low.quantile(0.9)? + material;
@@ -120,14 +124,13 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
     let mut evidence = Vec::new();
     let describe = |i: usize| {
         let c = &v.cells[i];
-        format!(
-            "{:.1} handshakes in progress, {} new: server handshake p50 {:.1} ms, p99 {:.1} ms; \
-             RTT p50 {:.1} ms",
-            v.in_progress(i),
-            c.new_connections,
-            c.phases[2].quantile(0.5).unwrap_or(0.0),
-            c.phases[2].quantile(0.99).unwrap_or(0.0),
-            c.rtt.quantile(0.5).unwrap_or(0.0)
+        fact!(
+            "population.contention-interval",
+            in_progress = Value::Number(v.in_progress(i)),
+            new_connections = Value::Count(c.new_connections),
+            server_handshake_p50_ms = Value::Ms(c.phases[2].quantile(0.5).unwrap_or(0.0)),
+            server_handshake_p99_ms = Value::Ms(c.phases[2].quantile(0.99).unwrap_or(0.0)),
+            rtt_p50_ms = Value::Ms(c.rtt.quantile(0.5).unwrap_or(0.0)),
         )
     };
     for &i in by_load.iter().rev().take(3) {
@@ -142,35 +145,19 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
     } else {
         Level::Medium
     };
-    let resumed = if v.signs.tls > 0 {
-        format!(
-            " {} of {} TLS connections resumed a session: a resumed handshake skips the \
-             certificate and its signature.",
-            v.signs.resumed, v.signs.tls
-        )
-    } else {
-        String::new()
-    };
     Some(PopFinding {
         id: ID,
-        title,
+        facts,
         cost: PopCost::of(extra, n),
         evidence,
-        confidence: conf(
+        confidence: conff(
             level,
-            format!(
-                "rank correlation {rho:.2} of handshakes in progress and server handshake time \
-                 over {} intervals; the RTT's median moved {rtt_grew:.1} ms",
-                idx.len()
+            fact!(
+                "population.contention-correlation",
+                rho = Value::Number(rho),
+                intervals = Value::Count(idx.len() as u64),
+                rtt_moved_ms = Value::Ms(rtt_grew),
             ),
-        ),
-        fix: format!(
-            "Give each handshake less CPU and the server more: Go — one shared tls.Config for \
-             every connection with session tickets on (resumption), an ECDSA P-256 \
-             certificate instead of RSA, GOMAXPROCS = the cores the server really has; nginx — \
-             worker_processes auto, ssl_session_cache shared:SSL:10m and ssl_session_tickets on, \
-             an ECDSA certificate; OpenSSL servers — one SSL_CTX shared by every connection \
-             (never one per connection), session caching on.{resumed}"
         ),
         intervals: marks,
         references: vec![

@@ -8,13 +8,21 @@
 //! without timestamps, so a server that never grants them is not blamed.
 
 use super::{PopCost, PopFinding, View};
-use crate::detect::finding::{conf, Level};
+use crate::base::fact::{fact, Args, Value};
+use crate::detect::finding::{conff, Level};
 
 pub(crate) const ID: &str = "syn-flood-cookies";
 
 /// Cookie SYN-ACKs, and normal ones from the same server, it needs.
 const MIN_DROPPED: u64 = 3;
 const MIN_GRANTED: u64 = 3;
+/// The facts naming the first servers in the title: `server<k>`, its
+/// SYN-ACKs without the options (`without<k>`) and with them (`with<k>`).
+const NAMED: [[&str; 3]; 3] = [
+    ["server1", "without1", "with1"],
+    ["server2", "without2", "with2"],
+    ["server3", "without3", "with3"],
+];
 
 pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
     let g = v.signs;
@@ -30,11 +38,18 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
     let (dropped, granted): (u64, u64) = servers
         .iter()
         .fold((0, 0), |(d, gr), (_, &(g2, d2))| (d + d2, gr + g2));
-    let names: Vec<String> = servers
-        .iter()
-        .take(3)
-        .map(|(s, (gr, d))| format!("{s}: {d} without, {gr} with"))
-        .collect();
+    let mut facts = Args::new()
+        .with("dropped", Value::Count(dropped))
+        .with("granted", Value::Count(granted))
+        .with("servers", Value::Count(servers.len() as u64));
+    // the first servers, most cookies first: each one's name, SYN-ACKs
+    // without the options and with them
+    for (k, (s, (gr, d))) in servers.iter().take(NAMED.len()).enumerate() {
+        let [name, without, with] = NAMED[k];
+        facts.set(name, (*s).clone());
+        facts.set(without, Value::Count(*d));
+        facts.set(with, Value::Count(*gr));
+    }
     let intervals = v.intervals_by(|c| c.options_dropped);
     let mut evidence: Vec<_> = intervals
         .iter()
@@ -43,38 +58,21 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
             let c = &v.cells[i];
             v.interval_evidence(
                 i,
-                format!(
-                    "{} SYN-ACKs without window scale and SACK, {} SYNs sent again",
-                    c.options_dropped, c.syn_retransmitted
+                fact!(
+                    "population.cookies-interval",
+                    syn_acks_without = Value::Count(c.options_dropped),
+                    syns_sent_again = Value::Count(c.syn_retransmitted),
                 ),
             )
         })
         .collect();
     evidence.extend(g.options_dropped.evidence());
-    let title = format!(
-        "The server answered SYNs with SYN cookies (its SYN queue was full): {dropped} \
-         SYN-ACKs to SYNs that offered window scaling or SACK without timestamps came back \
-         without them, while {granted} others from the same server granted them ({}); those \
-         connections run with a window of at most 64 KB and without SACK",
-        names.join("; ")
-    );
     Some(PopFinding {
         id: ID,
-        title,
+        facts,
         cost: PopCost::of(g.options_dropped_window_ms, g.options_dropped_count),
         evidence,
-        confidence: conf(
-            Level::High,
-            "the same server granted window scale and SACK to the same kind of SYN outside \
-             the bursts",
-        ),
-        fix: "Find what fills the SYN queue and make it hold the bursts: raise \
-              net.ipv4.tcp_max_syn_backlog and the listen backlog (net.core.somaxconn, nginx \
-              `listen … backlog=`); a real SYN flood calls for SYNPROXY (iptables/nftables) \
-              in front; keep net.ipv4.tcp_syncookies = 1 (never 2, which sends cookies \
-              always). The server's kernel log says \"Possible SYN flooding on port …\"; \
-              clients that send TCP timestamps keep their options under cookies."
-            .to_string(),
+        confidence: conff(Level::High, fact!("population.cookies-granted-elsewhere")),
         intervals,
         references: vec![
             "Linux tcp_conn_request(): want_cookie && !saw_tstamp → tcp_clear_options",

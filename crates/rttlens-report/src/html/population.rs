@@ -263,7 +263,7 @@ fn finding(w: &mut dyn Write, prefix: &str, x: &PopFinding, shown: &[u64]) -> io
         "<article class=\"finding population\" data-population-finding=\"{}\"><h4><code>{}</code> {}</h4>\n<p class=\"cost\">cost {} ms over {} connections ({} ms each) · confidence {} ({})</p>\n<ul class=\"evidence\">",
         x.id,
         x.id,
-        esc(&x.title),
+        esc(&crate::words::pop_title(x)),
         num(x.cost.ms),
         x.cost.connections,
         num(x.cost.per_connection_ms),
@@ -279,13 +279,13 @@ fn finding(w: &mut dyn Write, prefix: &str, x: &PopFinding, shown: &[u64]) -> io
         writeln!(
             w,
             "<li data-evidence=\"{tag}\">{}</li>",
-            evidence_text(prefix, e.connection, &e.what, shown)
+            evidence_text(prefix, e.connection, &crate::words::fact(&e.fact), shown)
         )?;
     }
     writeln!(
         w,
         "</ul>\n<p class=\"fix\"><b>fix</b> {}</p>\n<p class=\"refs\">{}</p></article>",
-        esc(&x.fix),
+        esc(&crate::words::pop_fix(x)),
         esc(&x.references.join("; "))
     )
 }
@@ -896,7 +896,7 @@ fn stats(v: f64) -> rttlens_core::population::Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rttlens_core::detect::finding::{Confidence, Level};
+    use rttlens_core::detect::finding::{Args, Confidence, Fact, Level, Value};
     use rttlens_core::population::{IntervalPhase, PhaseStats, PopCost, PopEvidence};
 
     fn report() -> PopulationReport {
@@ -942,7 +942,9 @@ mod tests {
             }),
             population_findings: vec![PopFinding {
                 id: "accept-queue-overflow",
-                title: "The server's listen backlog overflowed".to_string(),
+                facts: Args::new()
+                    .with("syns_sent_again", Value::Count(40))
+                    .with("syns", Value::Count(600)),
                 cost: PopCost {
                     ms: 1000.0,
                     connections: 40,
@@ -954,13 +956,13 @@ mod tests {
                         connection: Some(7),
                         frames: vec![10, 20],
                         interval: None,
-                        what: "connection 7 (a → b): SYN <sent> 3 times".to_string(),
+                        fact: syn_sent_again(7, "<a>", 3),
                     },
                     PopEvidence {
                         connection: Some(8),
                         frames: vec![30],
                         interval: None,
-                        what: "connection 8 (a → b): SYN sent 2 times".to_string(),
+                        fact: syn_sent_again(8, "a", 2),
                     },
                 ],
                 confidence: Confidence {
@@ -973,12 +975,22 @@ mod tests {
                     )
                     .collect(),
                 },
-                fix: "raise the backlog".to_string(),
                 references: vec!["RFC 9293"],
                 intervals: Vec::new(),
             }],
             ..PopulationReport::default()
         }
+    }
+
+    /// Connection `i`'s SYN (frame 10) sent `n` times, unanswered.
+    fn syn_sent_again(i: u64, client: &'static str, n: u64) -> Fact {
+        Fact::new("population.syn-sent-again")
+            .with("connection", Value::Count(i))
+            .with("client", client)
+            .with("server", "b")
+            .with("syn", Value::Frame(10))
+            .with("transmissions", Value::Count(n))
+            .with("answered", false)
     }
 
     fn summary(population: PopulationReport) -> CaptureSummary {
@@ -1014,13 +1026,14 @@ mod tests {
     fn evidence_links_only_connections_on_the_page() {
         let r = report();
         let e = &r.population_findings[0].evidence;
+        let what = |k: usize| crate::words::fact(&e[k].fact);
         assert_eq!(
-            evidence_text("x-", e[0].connection, &e[0].what, &[7]),
-            "<a href=\"#x-conn-7\">connection 7</a> (a → b): SYN &lt;sent&gt; 3 times"
+            evidence_text("x-", e[0].connection, &what(0), &[7]),
+            "<a href=\"#x-conn-7\">connection 7</a> (&lt;a&gt; → b): SYN (frame 10) sent 3 times; no SYN-ACK"
         );
         assert_eq!(
-            evidence_text("x-", e[1].connection, &e[1].what, &[7]),
-            "connection 8 (a → b): SYN sent 2 times"
+            evidence_text("x-", e[1].connection, &what(1), &[7]),
+            "connection 8 (a → b): SYN (frame 10) sent 2 times; no SYN-ACK"
         );
     }
 

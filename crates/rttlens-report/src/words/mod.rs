@@ -34,6 +34,7 @@ mod ladder;
 mod large_tls_record;
 mod loss;
 mod nagle;
+mod population;
 mod queueing_delay;
 mod quic_amplification_limit;
 mod quic_flow_control_stall;
@@ -82,6 +83,7 @@ const WORDS: &[Words] = &[
     Words { fact: large_tls_record::fact, prefix: "large-tls-record", ids: &["large-tls-record"], title: large_tls_record::title, fix: large_tls_record::fix },
     Words { fact: loss::fact, prefix: "loss", ids: &["fast-retransmit", "tail-loss-probe", "rto", "spurious-retransmission"], title: loss::title, fix: loss::fix },
     Words { fact: nagle::fact, prefix: "nagle", ids: &["nagle-stall", "nagle-delayed-ack"], title: nagle::title, fix: nagle::fix },
+    Words { fact: population::fact, prefix: "population", ids: &["server-handshake-contention", "accept-queue-overflow", "syn-flood-cookies", "client-side-stall", "path-degradation"], title: population::title, fix: population::fix },
     Words { fact: queueing_delay::fact, prefix: "queueing-delay", ids: &["queueing-delay"], title: queueing_delay::title, fix: queueing_delay::fix },
     Words { fact: quic_amplification_limit::fact, prefix: "quic-amplification-limit", ids: &["quic-amplification-limit"], title: quic_amplification_limit::title, fix: quic_amplification_limit::fix },
     Words { fact: quic_flow_control_stall::fact, prefix: "quic-flow-control-stall", ids: &["quic-flow-control-stall"], title: quic_flow_control_stall::title, fix: quic_flow_control_stall::fix },
@@ -121,6 +123,16 @@ pub fn fix(f: &Finding) -> String {
     words_of_id(f.id)
         .and_then(|w| (w.fix)(f))
         .unwrap_or_else(|| f.fix.clone())
+}
+
+/// A population finding's title: one line a person reads.
+pub fn pop_title(f: &rttlens_core::population::PopFinding) -> String {
+    population::pop_title(f)
+}
+
+/// A population finding's fix.
+pub fn pop_fix(f: &rttlens_core::population::PopFinding) -> String {
+    population::pop_fix(f)
 }
 
 /// A fact as a sentence. A kind no template knows is written as its kind
