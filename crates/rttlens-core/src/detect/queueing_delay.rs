@@ -19,11 +19,11 @@
 //! window findings (`sender-window-cap`, `receive-window-limit`) are not
 //! reported alongside it (see [`queue`]).
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Finding, Level, Value};
 use crate::analysis::rtt::RttRise;
 use crate::analysis::Analysis;
+use crate::base::fact::{args, fact};
 use crate::base::side::Side;
-use crate::base::text::{self, text};
 use crate::base::time::Duration;
 use crate::flow::rtt::RttSample;
 use smallvec::SmallVec;
@@ -109,40 +109,31 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let Some(q) = queue(a) else { return vec![] };
     let base = a.rtt_min;
     let extra = q.late - base;
-    let ms = |d: Duration| d.as_millis_f64();
     let mut evidence = vec![
-        ev(
+        evf(
             q.first.at.frame,
-            text!("first RTT sample: {:.1} ms (minimum {:.1} ms)", ms(q.first.d + q.near), ms(base)),
-        ),
-        ev(
-            q.late_sample.at.frame,
-            text!(
-                "later in the transfer: {:.1} ms, {:.1} ms above the minimum (median of the later samples)",
-                ms(q.late),
-                ms(extra)
+            fact!(
+                "queueing-delay.first-sample",
+                rtt_ms = q.first.d + q.near,
+                min_rtt_ms = base,
             ),
         ),
-        ev(
+        evf(
+            q.late_sample.at.frame,
+            fact!("queueing-delay.later", rtt_ms = q.late, extra_ms = extra,),
+        ),
+        evf(
             q.peak.at.frame,
-            text!("highest: {:.1} ms", ms(q.peak.d + q.near)),
+            fact!("queueing-delay.highest", rtt_ms = q.peak.d + q.near),
         ),
     ];
     evidence.sort_by_key(|e| e.frame);
     evidence.dedup_by_key(|e| e.frame);
-    let mut title = text!(
-        "RTT rose from {:.1} ms to {:.1} ms while data was in flight: packets waited {:.1} ms in a queue on the path",
-        ms(q.early),
-        ms(q.late),
-        ms(extra)
-    );
+    let mut facts = args!(early_ms = q.early, late_ms = q.late, extra_ms = extra,);
     if let Some(t) = a.transfer.as_ref().filter(|t| t.bytes_per_sec > 0.0) {
         let queued = t.bytes_per_sec * extra.as_secs_f64();
-        title.push_str(&text!(
-            "; the bottleneck delivered {:.2} Mbit/s with about {:.0} kB queued in front of it",
-            t.bytes_per_sec * 8.0 / 1e6,
-            queued / 1e3
-        ));
+        facts.set("bytes_per_sec", Value::Number(t.bytes_per_sec));
+        facts.set("queued_bytes", Value::Number(queued));
     }
     let level = if q.samples >= 4 * MIN_SAMPLES && q.late.nanos >= 2 * base.nanos {
         Level::High
@@ -150,22 +141,22 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         Level::Medium
     };
     vec![Finding {
-        facts: Default::default(),
+        facts,
         id: ID,
         connection: a.conn.index,
-        title,
+        title: String::new(),
         cost: a.cost(extra),
         evidence,
-        confidence: conf(
+        confidence: conff(
             level,
-            text!(
-                "{} RTT samples: the later half's median {:.1} ms against {:.1} ms early on; random jitter does not rise over time",
-                q.samples,
-                ms(q.late),
-                ms(q.early)
+            fact!(
+                "queueing-delay.rise",
+                samples = Value::Count(q.samples as u64),
+                late_ms = q.late,
+                early_ms = q.early,
             ),
         ),
-        fix: text::owned("Queueing at the bottleneck (bufferbloat): a bigger window or buffer cannot help, the link is full. Give the bottleneck an AQM (`tc qdisc replace dev <dev> root fq_codel`, or `cake bandwidth <rate>` on a shaped link), pace and use a delay-based congestion control on the sender (`net.core.default_qdisc=fq`, `net.ipv4.tcp_congestion_control=bbr`), shrink oversized device queues (`txqueuelen`, BQL), and keep unsent data out of the socket (`net.ipv4.tcp_notsent_lowat=131072`)."),
+        fix: String::new(),
         references: vec![
             "RFC 8289 (CoDel)",
             "RFC 8290 (fq_codel)",

@@ -11,10 +11,10 @@
 //! the missing ACKs are the proof, so it works on captures without the
 //! handshake or with one direction only.
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Fact, Finding, Level, Value};
 use crate::analysis::Analysis;
+use crate::base::fact::{args, fact};
 use crate::base::side::{FrameRef, Side};
-use crate::base::text::text;
 use crate::base::time::Duration;
 use crate::flow::half::{Half, Retransmission};
 
@@ -139,14 +139,15 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         };
         let (first, last) = (b.attempts[0], b.attempts[b.attempts.len() - 1]);
         // what ended it: the sender giving up (its RST), the peer's reset,
-        // or the end of the capture
+        // or the end of the capture; said by `ended` (`gave-up`, `reset`
+        // by `by`, `fin` by the peer in `fin_frame`, `capture-end`)
         let (end, ended) = match a.conn.rst {
             Some((who, m)) if m.ts >= last.ts => (
                 m,
                 if who == side {
-                    text!("the {} gave up and reset the connection", side.as_str())
+                    args!(ended = "gave-up", by = side)
                 } else {
-                    text!("the {} reset the connection", who.as_str())
+                    args!(ended = "reset", by = who)
                 },
             ),
             _ => match a.conn.half[side.peer().index()]
@@ -155,13 +156,13 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             {
                 Some(f) => (
                     last,
-                    text!(
-                        "the {} closed its side meanwhile (FIN, frame {})",
-                        side.peer().as_str(),
-                        f.frame
+                    args!(
+                        ended = "fin",
+                        by = side.peer(),
+                        fin_frame = Value::Frame(f.frame)
                     ),
                 ),
-                None => (last, "the capture ends with no ACK for them".to_string()),
+                None => (last, args!(ended = "capture-end")),
             },
         };
         let lost = end.ts - first.ts;
@@ -169,48 +170,58 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let mut evidence: Vec<_> = Vec::new();
         let mut prev: Option<FrameRef> = None;
         for (i, m) in b.attempts.iter().enumerate() {
+            let attempt = Value::Count(i as u64 + 1);
             let what = match (i, prev) {
                 (0, _) if b.original => {
-                    text!("first transmission of the bytes at offset {}", b.offset)
+                    fact!("rto-backoff.original", offset = Value::Bytes(b.offset))
                 }
-                (_, Some(p)) => text!(
-                    "attempt {}: {:.0} ms after the previous one",
-                    i + 1,
-                    (m.ts - p.ts).as_millis_f64()
+                (_, Some(p)) => fact!(
+                    "rto-backoff.attempt",
+                    attempt = attempt,
+                    gap_ms = m.ts - p.ts
                 ),
-                (_, None) => text!("attempt {} (the original was not captured)", i + 1),
+                (_, None) => fact!("rto-backoff.attempt-uncaptured-original", attempt = attempt),
             };
-            evidence.push(ev(m.frame, what));
+            evidence.push(evf(m.frame, what));
             prev = Some(*m);
         }
         if end.frame != last.frame {
-            evidence.push(ev(end.frame, ended.clone()));
+            evidence.push(evf(
+                end.frame,
+                Fact {
+                    kind: "rto-backoff.ended",
+                    args: ended.clone(),
+                },
+            ));
         }
         let factor = b.factor();
-        let peer = side.peer().as_str();
+        let mut facts = args!(
+            sender = side,
+            peer = side.peer(),
+            transmissions = Value::Count(b.attempts.len() as u64),
+            lost_ms = lost,
+            factor = Value::Number(factor),
+        );
+        for (n, v) in ended.iter() {
+            facts.set(n, v.clone());
+        }
         out.push(Finding {
-            facts: Default::default(),
+            facts,
             id: ID,
             connection: a.conn.index,
-            title: text!(
-                "the {} sent the same bytes {} times over {:.1} s with the timer backing off ×{factor:.1}, never acknowledged: the {peer} or the path went dark; {ended}",
-                side.as_str(),
-                b.attempts.len(),
-                lost.as_secs_f64(),
-            ),
+            title: String::new(),
             cost: a.cost(lost),
             evidence,
-            confidence: conf(
+            confidence: conff(
                 Level::High,
-                text!(
-                    "{retries} retransmissions of offset {}, gaps ≥ {} ms and growing, never acknowledged",
-                    b.offset,
-                    MIN_GAP.as_millis_f64()
+                fact!(
+                    "rto-backoff.never-acked",
+                    retransmissions = Value::Count(retries as u64),
+                    offset = Value::Bytes(b.offset),
+                    min_gap_ms = MIN_GAP,
                 ),
             ),
-            fix: text!(
-                "Find out why the {peer} stopped answering: a host down or restarted without a RST, a firewall/NAT/load balancer that dropped the flow's state (idle timeouts), a route or MTU black hole (try `ping -M do -s 1472`; enable `net.ipv4.tcp_mtu_probing=1`). To fail faster, bound the wait: `TCP_USER_TIMEOUT` on the socket, a lower `net.ipv4.tcp_retries2`, or application timeouts (nginx `proxy_read_timeout`, `send_timeout`)."
-            ),
+            fix: String::new(),
             references: vec![
                 "RFC 6298 §5.5 (backoff)",
                 "RFC 5482 (TCP_USER_TIMEOUT)",

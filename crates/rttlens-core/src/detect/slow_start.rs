@@ -11,11 +11,11 @@
 //! Source: RFC 5681 §3.1, RFC 6928; Linux `tcp_slow_start()`,
 //! `tcp_init_cwnd()` (route `initcwnd`), `net.ipv4.tcp_slow_start_after_idle`.
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Finding, Level, Value};
 use crate::analysis::connection::OPTIONS_MAX;
 use crate::analysis::rounds::slow_start_rounds;
 use crate::analysis::Analysis;
-use crate::base::text::{self, text};
+use crate::base::fact::{args, fact};
 use crate::flow::rounds::Limit;
 
 /// Finding id of a small initial window.
@@ -26,6 +26,22 @@ pub(crate) const ID_SLOW_START: &str = "slow-start";
 pub(crate) const IW10: u64 = 10;
 /// Slow-start rounds (after the first) needed to report `slow-start`.
 const MIN_SLOW_START_ROUNDS: usize = 3;
+
+/// The names of the flights of the slow-start rounds in a `slow-start`
+/// finding's facts, in round order (the report writes the growth from
+/// them); a run longer than this (beyond any window: 64 rounds of at least
+/// 1.3× growth) keeps its first ones.
+#[rustfmt::skip]
+const ROUND_FLIGHTS: [&str; 64] = [
+    "flight_bytes_1", "flight_bytes_2", "flight_bytes_3", "flight_bytes_4", "flight_bytes_5", "flight_bytes_6", "flight_bytes_7", "flight_bytes_8",
+    "flight_bytes_9", "flight_bytes_10", "flight_bytes_11", "flight_bytes_12", "flight_bytes_13", "flight_bytes_14", "flight_bytes_15", "flight_bytes_16",
+    "flight_bytes_17", "flight_bytes_18", "flight_bytes_19", "flight_bytes_20", "flight_bytes_21", "flight_bytes_22", "flight_bytes_23", "flight_bytes_24",
+    "flight_bytes_25", "flight_bytes_26", "flight_bytes_27", "flight_bytes_28", "flight_bytes_29", "flight_bytes_30", "flight_bytes_31", "flight_bytes_32",
+    "flight_bytes_33", "flight_bytes_34", "flight_bytes_35", "flight_bytes_36", "flight_bytes_37", "flight_bytes_38", "flight_bytes_39", "flight_bytes_40",
+    "flight_bytes_41", "flight_bytes_42", "flight_bytes_43", "flight_bytes_44", "flight_bytes_45", "flight_bytes_46", "flight_bytes_47", "flight_bytes_48",
+    "flight_bytes_49", "flight_bytes_50", "flight_bytes_51", "flight_bytes_52", "flight_bytes_53", "flight_bytes_54", "flight_bytes_55", "flight_bytes_56",
+    "flight_bytes_57", "flight_bytes_58", "flight_bytes_59", "flight_bytes_60", "flight_bytes_61", "flight_bytes_62", "flight_bytes_63", "flight_bytes_64",
+];
 
 /// See the module docs.
 pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
@@ -57,14 +73,26 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let rounds_iw10 = slow_start_rounds(t.bytes, IW10 * mss, u64::MAX);
         let cost = a.cost(a.rtt_min * rounds_now.saturating_sub(rounds_iw10) as i64);
         out.push(Finding {
-            facts: Default::default(),
+            facts: args!(
+                iw_bytes = Value::Bytes(iw.bytes),
+                iw_segments = Value::Number(iw.segments),
+                mss_bytes = Value::Bytes(mss),
+            ),
             id: ID_INITIAL_WINDOW,
             connection: a.conn.index,
-            title: text!("initial window of {} B ({:.1} segments) is below IW10", iw.bytes, iw.segments),
+            title: String::new(),
             cost,
-            evidence: vec![ev(iw.frame, text!("first round: {} B in flight ({:.1} × {mss} B)", iw.bytes, iw.segments))],
-            confidence: conf(Level::Medium, "first transfer round measured from the capture; the sender may also have been app-limited"),
-            fix: text::owned("On the sender: use the RFC 6928 initial window (Linux ≥ 3.0 default; `ip route change <route> initcwnd 10 initrwnd 10`)."),
+            evidence: vec![evf(
+                iw.frame,
+                fact!(
+                    "slow-start.first-round-mss",
+                    flight_bytes = Value::Bytes(iw.bytes),
+                    segments = Value::Number(iw.segments),
+                    mss_bytes = Value::Bytes(mss),
+                ),
+            )],
+            confidence: conff(Level::Medium, fact!("slow-start.first-round-measured")),
+            fix: String::new(),
             references: vec!["RFC 6928", "Linux tcp_init_cwnd()"],
             span: vec![(t.first.ts, t.last.ts)],
         });
@@ -75,32 +103,51 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let ideal = bytes.div_ceil(peak);
         let spent = ss.len() as u64;
         let cost = a.cost(a.rtt_min * spent.saturating_sub(ideal) as i64);
-        let growth: Vec<String> = ss.iter().map(|r| r.max_flight.to_string()).collect();
-        let mut evidence = vec![ev(
+        let mut facts = args!(
+            rounds = Value::Count(spent),
+            iw_bytes = Value::Bytes(iw.bytes),
+        );
+        for (name, r) in ROUND_FLIGHTS.iter().zip(&ss) {
+            facts.set(name, Value::Bytes(r.max_flight));
+        }
+        let mut evidence = vec![evf(
             iw.frame,
-            text!(
-                "first round: {} B in flight ({:.1} segments)",
-                iw.bytes,
-                iw.segments
+            fact!(
+                "slow-start.first-round",
+                flight_bytes = Value::Bytes(iw.bytes),
+                segments = Value::Number(iw.segments),
             ),
         )];
         for r in ss.iter().skip(1).take(4) {
-            evidence.push(ev(
+            evidence.push(evf(
                 r.max_flight_frame,
-                text!("round {}: {} B in flight", r.index, r.max_flight),
+                fact!(
+                    "slow-start.round",
+                    round = Value::Count(u64::from(r.index)),
+                    flight_bytes = Value::Bytes(r.max_flight),
+                ),
             ));
         }
         out.push(Finding {
-            facts: Default::default(),
+            facts,
             id: ID_SLOW_START,
             connection: a.conn.index,
-            title: text!("{} rounds of slow start from {} B (flight {} B)", spent, iw.bytes, growth.join(" → ")),
+            title: String::new(),
             cost,
             evidence,
-            confidence: conf(Level::Medium, "flight grew ≥ 1.3× per round; the cost assumes the final window was available from the start"),
-            fix: text::owned("Start with an open window: reuse connections (HTTP keep-alive, HTTP/2, connection pools) and set `net.ipv4.tcp_slow_start_after_idle=0` so idle keep-alive connections keep their cwnd; on the sender, a larger initial window (`ip route change <route> initcwnd 32`) if the path allows."),
-            references: vec!["RFC 5681 §3.1", "RFC 6928", "Linux tcp_slow_start(), tcp_slow_start_after_idle"],
-            span: ss.first().zip(ss.last()).map(|(f, l)| (f.first.ts, l.last.ts)).into_iter().collect(),
+            confidence: conff(Level::Medium, fact!("slow-start.flight-grew")),
+            fix: String::new(),
+            references: vec![
+                "RFC 5681 §3.1",
+                "RFC 6928",
+                "Linux tcp_slow_start(), tcp_slow_start_after_idle",
+            ],
+            span: ss
+                .first()
+                .zip(ss.last())
+                .map(|(f, l)| (f.first.ts, l.last.ts))
+                .into_iter()
+                .collect(),
         });
     }
     out

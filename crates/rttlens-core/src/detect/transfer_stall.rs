@@ -14,10 +14,10 @@
 //! it), RFC 6298 §5.5 (its retransmission timer backs off while nothing
 //! arrives); Linux `tcp_write_timeout()`.
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Finding, Level, Value};
 use crate::analysis::Analysis;
+use crate::base::fact::{args, fact};
 use crate::base::side::Side;
-use crate::base::text::text;
 use crate::base::time::Duration;
 
 /// Finding id.
@@ -73,65 +73,64 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             continue;
         }
         let receiver = side.peer();
-        let (end, ended) = match c.rst {
-            Some((who, m)) if m.ts > last.ts => {
-                (m, text!("the {} reset the connection", who.as_str()))
-            }
+        // what ended it: `ended` (`reset` by `by`, `fin` by the receiver,
+        // `capture-end`)
+        let (end, ended, by) = match c.rst {
+            Some((who, m)) if m.ts > last.ts => (m, "reset", who),
             _ => match c.half[receiver.index()].fin.filter(|f| f.ts > last.ts) {
-                Some(f) => (
-                    f,
-                    text!("the {} gave up and closed (FIN)", receiver.as_str()),
-                ),
-                None => (peer_last, "the capture ends".to_string()),
+                Some(f) => (f, "fin", receiver),
+                None => (peer_last, "capture-end", receiver),
             },
         };
         let stall = end.ts - last.ts;
-        let mut evidence = vec![ev(
+        let mut evidence = vec![evf(
             last.frame,
-            text!(
-                "last data from the {}: a full {last_len} B segment, more was coming",
-                side.as_str()
+            fact!(
+                "transfer-stall.last-data",
+                sender = side,
+                len_bytes = Value::Bytes(u64::from(last_len)),
             ),
         )];
         if let Some(k) = h.full_acks.last().filter(|k| k.ts >= last.ts) {
-            evidence.push(ev(
+            evidence.push(evf(
                 k.frame,
-                text!(
-                    "the {} acknowledged everything, window {} B open",
-                    receiver.as_str(),
-                    h.scaled(h.window)
+                fact!(
+                    "transfer-stall.all-acked",
+                    receiver = receiver,
+                    window_bytes = Value::Bytes(h.scaled(h.window)),
                 ),
             ));
         }
-        evidence.push(ev(
+        evidence.push(evf(
             end.frame,
-            text!(
-                "{:.1} s later, nothing more from the {}: {ended}",
-                stall.as_secs_f64(),
-                side.as_str()
+            fact!(
+                "transfer-stall.nothing-more",
+                stall_ms = stall,
+                sender = side,
+                ended = ended,
+                by = by,
             ),
         ));
         out.push(Finding {
-            facts: Default::default(),
+            facts: args!(
+                sender = side,
+                receiver = receiver,
+                stall_ms = stall,
+                ended = ended,
+                by = by,
+            ),
             id: ID,
             connection: c.index,
-            title: text!(
-                "the transfer from the {} stopped mid-stream for {:.1} s with the {}'s window open, until {ended}",
-                side.as_str(),
-                stall.as_secs_f64(),
-                receiver.as_str()
-            ),
+            title: String::new(),
             cost: a.cost(stall),
             evidence,
-            confidence: conf(
-                Level::Medium,
-                "full-sized last segment, all data acknowledged, window open, no FIN: the sender had more and nothing arrived (its retransmissions were lost too, or it stalled)",
-            ),
-            fix: text!(
-                "Capture at the {} too: retransmissions backing off there (`rto-backoff`) mean the path or a middlebox went dark (firewall/NAT/load-balancer state lost, route or MTU black hole: enable `net.ipv4.tcp_mtu_probing=1`); none mean the sender's application stalled. Bound the wait on the receiver (`TCP_USER_TIMEOUT`, curl `--speed-limit/--speed-time`, application read timeouts).",
-                side.as_str()
-            ),
-            references: vec!["RFC 6298 §5.5", "RFC 5482 (TCP_USER_TIMEOUT)", "Linux tcp_write_timeout()"],
+            confidence: conff(Level::Medium, fact!("transfer-stall.open-window")),
+            fix: String::new(),
+            references: vec![
+                "RFC 6298 §5.5",
+                "RFC 5482 (TCP_USER_TIMEOUT)",
+                "Linux tcp_write_timeout()",
+            ],
             span: vec![(last.ts, end.ts)],
         });
     }

@@ -1,9 +1,10 @@
 //! Helpers shared by detectors.
 
+use super::finding::{evf, Fact, Value};
 use crate::analysis::rounds::slow_start_rounds;
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
-use crate::base::text::text;
+use crate::base::fact::fact;
 use crate::base::time::Timestamp;
 use crate::flow::rounds::{Limit, Round};
 
@@ -89,24 +90,25 @@ pub(crate) fn back_to_back(a: &Analysis, all: &[Round], limited: &[&Round]) -> b
 }
 
 /// Evidence of a run of window-capped rounds: the first three, each said by
-/// `say`, and the last one when there are more ("still N B in flight").
+/// `say`, and the last one when there are more (`window-limit.still-flat`:
+/// still N B in flight).
 pub(crate) fn capped_rounds_evidence(
     capped: &[&Round],
-    say: impl Fn(&Round) -> String,
+    say: impl Fn(&Round) -> Fact,
 ) -> Vec<super::finding::Evidence> {
     let mut evidence: Vec<_> = capped
         .iter()
         .take(3)
-        .map(|r| super::finding::ev(r.max_flight_frame, say(r)))
+        .map(|r| evf(r.max_flight_frame, say(r)))
         .collect();
     if let Some(r) = capped.last().filter(|_| capped.len() > 3) {
-        evidence.push(super::finding::ev(
+        evidence.push(evf(
             r.max_flight_frame,
-            text!(
-                "round {}: still {} B in flight ({} rounds flat)",
-                r.index,
-                r.max_flight,
-                capped.len()
+            fact!(
+                "window-limit.still-flat",
+                round = Value::Count(u64::from(r.index)),
+                flight_bytes = Value::Bytes(r.max_flight),
+                rounds = Value::Count(capped.len() as u64),
             ),
         ));
     }
@@ -168,11 +170,6 @@ pub(crate) fn quic_cost(
             rtts: None,
         },
     }
-}
-
-/// `d` in ms, for titles and evidence.
-pub(crate) fn quic_ms(d: crate::base::time::Duration) -> String {
-    text!("{:.1} ms", d.as_millis_f64())
 }
 
 #[cfg(test)]

@@ -11,11 +11,11 @@
 //! Source: docs/design.md §4 "Round limits" (`window`) and "Without the handshake";
 //! RFC 7323 §2.2 (the scale is only in the SYNs).
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Finding, Level, Value};
 use super::util::{capped_cost, capped_rounds_evidence, median, per_rtt_mb_s, window_limited};
 use crate::analysis::rounds::FLAT_ROUNDS;
 use crate::analysis::Analysis;
-use crate::base::text::text;
+use crate::base::fact::{args, fact};
 use crate::flow::rounds::Limit;
 
 /// Finding id.
@@ -43,28 +43,28 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     // as for a receive window: against slow start unbounded, the rounds a
     // wider window would have saved (whichever window it was)
     let (cost, span) = capped_cost(a, &t.rounds, capped[0].index, flight, u64::MAX);
-    let sender = t.sender.as_str();
-    let receiver = t.sender.peer().as_str();
+    let receiver = t.sender.peer();
     let rate = per_rtt_mb_s(a, flight);
+    let wscale_known = a.conn.half[t.sender.index()].wscale_known;
     let mut evidence = capped_rounds_evidence(&capped, |r| {
-        text!(
-            "round {}: {} B in flight, the {receiver}'s TCP window {}{} B",
-            r.index,
-            r.max_flight,
-            if a.conn.half[t.sender.index()].wscale_known {
-                ""
-            } else {
-                "at least "
-            },
-            r.rwnd
+        fact!(
+            "window-limit.round-flat",
+            round = Value::Count(u64::from(r.index)),
+            flight_bytes = Value::Bytes(r.max_flight),
+            receiver = receiver,
+            wscale_known = wscale_known,
+            rwnd_bytes = Value::Bytes(r.rwnd),
         )
     });
     if let Some(w) = a.tcp.window_scale_inferred[t.sender.peer().index()] {
-        evidence.push(ev(
+        evidence.push(evf(
             w.at.frame,
-            text!(
-                "{} B in flight under a window field of {}: the {receiver}'s window scale is at least {} (no SYN in the capture), so its window is known only as a lower bound",
-                w.flight, w.raw, w.shift
+            fact!(
+                "window-limit.wscale-inferred",
+                flight_bytes = Value::Bytes(w.flight),
+                window_field = Value::Count(w.raw),
+                receiver = receiver,
+                shift = Value::Count(u64::from(w.shift)),
             ),
         ));
     }
@@ -74,43 +74,6 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     // the capture), its HTTP/2 window (frames the capture cannot read), the
     // sender's send buffer
     let tcp_window = capped[0].limit == Limit::Window;
-    let mut candidates = Vec::new();
-    if tcp_window {
-        candidates.push(text!(
-            "the {receiver}'s receive window (at least {rwnd} B; its scale is not in the capture)"
-        ));
-    }
-    if h2 {
-        candidates.push(text!("the {receiver}'s HTTP/2 flow-control window"));
-    }
-    candidates.push(text!("the {sender}'s send buffer"));
-    let mut why = text!(
-        "{rounds} loss-free, ACK-clocked rounds within ±1 MSS of {flight} B: the cap is certain, whose window it was is not"
-    );
-    why.push_str(if h2 {
-        " (HTTP/2 runs flow control of its own, which the capture cannot show without keys or whole frames)"
-    } else {
-        " (no SYNs)"
-    });
-    let mut fix = String::from("Find out whose window it is: ");
-    if tcp_window {
-        fix.push_str(&text!(
-            "a capture with the connection's SYNs shows the {receiver}'s window scale; "
-        ));
-    }
-    if h2 {
-        fix.push_str("the TLS keys (`SSLKEYLOGFILE`, `rttlens analyze --keylog`) and a full snapshot length show the HTTP/2 WINDOW_UPDATEs (`h2-flow-control-stall`); ");
-    }
-    fix.push_str(&text!(
-        "or `ss -tmi` on either host (`rcv_space`/`rcv_wnd` on the {receiver}, `snd_wnd`/`skmem` on the {sender})."
-    ));
-    if tcp_window {
-        fix.push_str(&text!(" If the {receiver}'s TCP window: let its receive buffer grow (`net.ipv4.tcp_rmem` max, e.g. `4096 131072 16777216`; do not pin SO_RCVBUF; keep `net.ipv4.tcp_moderate_rcvbuf=1`)."));
-    }
-    if h2 {
-        fix.push_str(&text!(" If HTTP/2's: let the {receiver} advertise a larger window (Go/gRPC `InitialWindowSize`/`InitialConnWindowSize`, Envoy `initial_stream_window_size`, nginx `http2_body_preread_size` for request bodies)."));
-    }
-    fix.push_str(&text!(" If the {sender}'s: raise its send buffer (`net.ipv4.tcp_wmem`, nginx `listen … sndbuf=`; do not pin SO_SNDBUF) and look for a window clamp (TCP_WINDOW_CLAMP, `ip route … window`)."));
     let mut references = vec!["docs/design.md §4 (round limits)"];
     if tcp_window {
         references.push("RFC 7323 §2.2 (window scale only in the SYNs)");
@@ -122,17 +85,31 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         "Linux tcp_rcv_space_adjust(), tcp_sndbuf_expand(), net.ipv4.tcp_rmem, net.ipv4.tcp_wmem",
     );
     vec![Finding {
-        facts: Default::default(),
+        facts: args!(
+            sender = t.sender,
+            receiver = receiver,
+            flight_bytes = Value::Bytes(flight),
+            rounds = Value::Count(rounds as u64),
+            rwnd_bytes = Value::Bytes(rwnd),
+            rate_mb_s = Value::Number(rate),
+            tcp_window = tcp_window,
+            h2 = h2,
+        ),
         id: ID,
         connection: a.conn.index,
-        title: text!(
-            "{sender}'s bytes in flight flat at {flight} B for {rounds} rounds: a window capped it — {}; throughput bound {rate:.2} MB/s",
-            candidates.join(" or ")
-        ),
+        title: String::new(),
         cost,
         evidence,
-        confidence: conf(Level::Medium, why),
-        fix,
+        confidence: conff(
+            Level::Medium,
+            fact!(
+                "window-limit.cap-certain",
+                rounds = Value::Count(rounds as u64),
+                flight_bytes = Value::Bytes(flight),
+                h2 = h2,
+            ),
+        ),
+        fix: String::new(),
         references,
         span,
     }]

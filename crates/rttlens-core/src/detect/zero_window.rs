@@ -5,10 +5,10 @@
 //! again (or the end of the capture). Source: Linux `tcp_probe_timer()`,
 //! `tcp_select_window()`.
 
-use super::finding::{conf, ev, Finding, Level};
+use super::finding::{conff, evf, Finding, Level, Value};
 use crate::analysis::Analysis;
+use crate::base::fact::{args, fact};
 use crate::base::side::Side;
-use crate::base::text::text;
 use crate::base::time::union_len;
 
 /// Finding id.
@@ -22,7 +22,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         if h.zero_windows().is_empty() {
             continue;
         }
-        let receiver = sender.peer().as_str();
+        let receiver = sender.peer();
         let end_of = |z: &crate::flow::half::ZeroWindow| z.end.unwrap_or(a.conn.last);
         let span: Vec<_> = h
             .zero_windows()
@@ -32,33 +32,31 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let cost = a.cost(union_len(&span));
         let mut evidence = Vec::new();
         for z in h.zero_windows().iter().take(3) {
-            evidence.push(ev(
+            evidence.push(evf(
                 z.start.frame,
-                text!("{receiver} advertises a zero window"),
+                fact!("zero-window.closed", receiver = receiver),
             ));
             match z.end {
-                Some(e) => evidence.push(ev(
+                Some(e) => evidence.push(evf(
                     e.frame,
-                    text!(
-                        "window opens again after {:.1} ms",
-                        (e.ts - z.start.ts).as_millis_f64()
-                    ),
+                    fact!("zero-window.opened", closed_ms = e.ts - z.start.ts),
                 )),
-                None => evidence.push(ev(
-                    a.conn.last.frame,
-                    "window still closed at the end of the capture",
-                )),
+                None => evidence.push(evf(a.conn.last.frame, fact!("zero-window.still-closed"))),
             }
         }
         out.push(Finding {
-            facts: Default::default(),
+            facts: args!(
+                receiver = receiver,
+                sender = sender,
+                times = Value::Count(h.zero_windows().len() as u64),
+            ),
             id: ID,
             connection: a.conn.index,
-            title: text!("{receiver} closed its receive window {} time{}: the {} had to stop sending", h.zero_windows().len(), if h.zero_windows().len() == 1 { "" } else { "s" }, sender.as_str()),
+            title: String::new(),
             cost,
             evidence,
-            confidence: conf(Level::High, "window 0 advertised in the ACKs"),
-            fix: text!("The {receiver}'s application does not read fast enough (slow consumer, blocked thread, full downstream): read the socket sooner or in a dedicated thread; a larger receive buffer (`net.ipv4.tcp_rmem`, SO_RCVBUF) only absorbs bursts."),
+            confidence: conff(Level::High, fact!("zero-window.advertised")),
+            fix: String::new(),
             references: vec!["RFC 9293 §3.8.6.1", "Linux tcp_probe_timer()"],
             span,
         });

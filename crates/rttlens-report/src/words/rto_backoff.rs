@@ -2,17 +2,66 @@
 
 use super::prelude::*;
 
-/// The title, from the finding's facts (`None`: the detector still writes it).
-pub(super) fn title(_f: &Finding) -> Option<String> {
-    None
+/// What ended the backoff: `ended` (`gave-up` by the sender `by`, `reset`
+/// by `by`, `fin` by the peer `by` in `fin_frame`, `capture-end`).
+fn ended(a: &Args) -> String {
+    match a.str("ended") {
+        "gave-up" => format!("the {} gave up and reset the connection", a.str("by")),
+        "reset" => format!("the {} reset the connection", a.str("by")),
+        "fin" => format!(
+            "the {} closed its side meanwhile (FIN, frame {})",
+            a.str("by"),
+            a.u64("fin_frame")
+        ),
+        _ => "the capture ends with no ACK for them".to_string(),
+    }
 }
 
-/// The fix, from the finding's facts (`None`: the detector still writes it).
-pub(super) fn fix(_f: &Finding) -> Option<String> {
-    None
+/// The title, from the finding's facts.
+pub(super) fn title(f: &Finding) -> Option<String> {
+    let a = &f.facts;
+    Some(format!(
+        "the {} sent the same bytes {} times over {:.1} s with the timer backing off ×{:.1}, never acknowledged: the {} or the path went dark; {}",
+        a.str("sender"),
+        a.u64("transmissions"),
+        a.f64("lost_ms") / 1e3,
+        a.f64("factor"),
+        a.str("peer"),
+        ended(a)
+    ))
+}
+
+/// The fix, from the finding's facts.
+pub(super) fn fix(f: &Finding) -> Option<String> {
+    let peer = f.facts.str("peer");
+    Some(format!(
+        "Find out why the {peer} stopped answering: a host down or restarted without a RST, a firewall/NAT/load balancer that dropped the flow's state (idle timeouts), a route or MTU black hole (try `ping -M do -s 1472`; enable `net.ipv4.tcp_mtu_probing=1`). To fail faster, bound the wait: `TCP_USER_TIMEOUT` on the socket, a lower `net.ipv4.tcp_retries2`, or application timeouts (nginx `proxy_read_timeout`, `send_timeout`)."
+    ))
 }
 
 /// A fact of kind `rto-backoff.*` as a sentence.
-pub(super) fn fact(_kind: &str, _a: &Args) -> Option<String> {
-    None
+pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+    Some(match kind {
+        "rto-backoff.original" => format!(
+            "first transmission of the bytes at offset {}",
+            a.u64("offset")
+        ),
+        "rto-backoff.attempt" => format!(
+            "attempt {}: {:.0} ms after the previous one",
+            a.u64("attempt"),
+            a.f64("gap_ms")
+        ),
+        "rto-backoff.attempt-uncaptured-original" => format!(
+            "attempt {} (the original was not captured)",
+            a.u64("attempt")
+        ),
+        "rto-backoff.ended" => ended(a),
+        "rto-backoff.never-acked" => format!(
+            "{} retransmissions of offset {}, gaps ≥ {} ms and growing, never acknowledged",
+            a.u64("retransmissions"),
+            a.u64("offset"),
+            a.f64("min_gap_ms")
+        ),
+        _ => return None,
+    })
 }
