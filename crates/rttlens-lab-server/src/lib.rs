@@ -22,8 +22,9 @@
 //! Shared pieces: [`cert`] (the self-signed certificate and the QUIC
 //! server's chain of chosen length, rcgen) and
 //! [`TlsVersion`] (the one type of the lab's servers, the probe and the
-//! bench, from `rttlens-net`). The binary `rttlens-lab-server` is a thin CLI over
-//! [`builtin::Server`] (and, with `--http3`, [`quic::QuicServer`]).
+//! bench, from `rttlens-probe-model`: plain data, no lab code). The binary
+//! `rttlens-lab-server` is a thin CLI over [`builtin::Server`] (and, with
+//! `--http3`, [`quic::QuicServer`]).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -36,4 +37,4 @@ pub mod quic;
 
 pub use error::{Error, Result};
 
-pub use rttlens_net::TlsVersion;
+pub use rttlens_probe_model::TlsVersion;

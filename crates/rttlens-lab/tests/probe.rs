@@ -422,7 +422,7 @@ fn nagle_response_is_diagnosed_from_the_capture() {
                 "no Nagle finding: {ids:?}"
             );
             let mut text = Vec::new();
-            r.write_text(&mut text).expect("text");
+            rttlens_report::probe::write_text(&r, &mut text).expect("text");
             let text = String::from_utf8_lossy(&text);
             assert!(text.contains("nagle"), "{text}");
         },
@@ -458,7 +458,7 @@ fn tcp_info_snapshots_give_the_rtt_without_capture() {
             assert!(a.connection.is_none() && a.wire_vs_app.is_empty());
             assert_rtts("tls (TCP_INFO RTT)", phase_rtts(&r, 0, "tls"), 1.0);
             let mut text = Vec::new();
-            r.write_text(&mut text).expect("text");
+            rttlens_report::probe::write_text(&r, &mut text).expect("text");
             let text = String::from_utf8_lossy(&text);
             assert!(text.contains("TCP_INFO: rtt"), "{text}");
         },

@@ -182,7 +182,7 @@ fn keep_alive_requests_inside_tls_each_get_their_row() {
     if let Err(e) = rttlens_net::require_command("curl", "curl") {
         panic!("{e}");
     }
-    use rttlens_net::TlsVersion;
+    use rttlens_probe::TlsVersion;
     for version in [TlsVersion::Tls12, TlsVersion::Tls13] {
         let ns = fresh_netns();
         let keylog_path = tmp(&format!("keylog-{version:?}.txt"));

@@ -11,8 +11,6 @@
 //! - [`pcapng`]: the small pcapng writer the link and the self-capture use.
 //! - [`selfcap`]: a program's capture of its own packets (AF_PACKET, kernel
 //!   ns timestamps), written as pcapng with the TLS key log embedded.
-//! - [`TlsVersion`]: the TLS versions the lab servers offer and the probe
-//!   and the bench ask for.
 //!
 //! The products are crates over this one: `rttlens-probe` (`rttlens probe`),
 //! `rttlens-lab-server` (the lab's servers), `rttlens-lab` (the scenarios
@@ -30,13 +28,11 @@ pub mod netns;
 pub mod pcapng;
 pub mod selfcap;
 pub mod tcpdump;
-pub mod tls_version;
 pub mod topology;
 
 pub use link::{CapturePoint, Direction, LinkConfig, LinkStats, Loss};
 pub use selfcap::{CaptureLimits, Captured, CapturedPacket, SelfCapture, SelfCaptureError};
 pub use tcpdump::{Tcpdump, TcpdumpCounts};
-pub use tls_version::TlsVersion;
 pub use topology::{
     check_prerequisites, cleanup_all, register_scratch, require_command, unregister_scratch, Host,
     Lab, LabError, Sysctls, MTU, TUN_NAME,

@@ -1,4 +1,4 @@
-//! Filling the report ([`rttlens_report::probe`]) from a run: each
+//! Filling the report ([`rttlens_probe_model`]) from a run: each
 //! attempt from its marks, TLS facts and `TCP_INFO`; the RTT its phases
 //! are counted in; what each `--sequence` step saved. What the probe keeps
 //! beside the report (the step each attempt set out to do, the app's own
@@ -6,7 +6,7 @@
 //! capture is attached ([`crate::reconcile`]).
 
 use rttlens_core::base::cost::round3;
-use rttlens_report::probe::{
+use rttlens_probe_model::{
     AppPhase, Attempt, CaptureStatus, Check, NegotiatedTls, ProbeReport, ResponseInfo, Saved,
     TcpInfoSnapshots, Timings, Transport,
 };

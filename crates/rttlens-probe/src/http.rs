@@ -7,7 +7,7 @@
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use rttlens_report::probe::ResponseInfo;
+use rttlens_probe_model::ResponseInfo;
 
 use crate::error::{ErrorKind, ProbeError, ProbePhase};
 use crate::resolve::Target;

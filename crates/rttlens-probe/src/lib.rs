@@ -2,8 +2,8 @@
 //! round trips (docs/design.md §6, issue 4).
 //!
 //! The probe crate: sockets, rustls and hyper on one tokio runtime, over
-//! the shared network crate `rttlens-net` (its self-capture) and the
-//! engine `rttlens-core`.
+//! the shared network crate `rttlens-net` (its self-capture), the report
+//! model `rttlens-probe-model` and the engine `rttlens-core`.
 //!
 //! The probe owns every step of the connection, in pipeline order:
 //!
@@ -24,8 +24,9 @@
 //!    captured from before the first `connect(2)` to after the last
 //!    response; [`reconcile`]: that capture through the analysis engine,
 //!    matched to the attempts, app set against wire;
-//! 7. [`assemble`]: the report, `rttlens_report::probe`'s plain types
-//!    filled in (rendered there as JSON and a text waterfall).
+//! 7. [`assemble`]: the report, `rttlens_probe_model`'s plain types
+//!    filled in (`rttlens-report` renders them as JSON and a text
+//!    waterfall).
 //!
 //! With `--http3` ([`ProbeConfig::http3`]) steps 2–4 are [`quic`]'s
 //! instead: quinn's QUIC handshake over UDP and h3's request, the
@@ -65,7 +66,7 @@ use rustls::pki_types::ServerName;
 
 pub use error::{ErrorKind, ProbeError, ProbePhase};
 pub use resolve::{Family, ResolveOverride, Target};
-pub use rttlens_report::probe::{
+pub use rttlens_probe_model::{
     Attempt, Check, NegotiatedTls, ProbeReport, QuicInfo, ResponseInfo, TcpInfoSnapshots, Timings,
     Transport,
 };

@@ -19,7 +19,7 @@ use rttlens_core::model::{ConnReport, QuicReport};
 use rttlens_core::pipeline;
 use rttlens_core::wire::{self, Decoded, TcpFlags};
 
-use rttlens_report::probe::{Agreement, Check, ProbeReport};
+use rttlens_probe_model::{Agreement, Check, ProbeReport};
 
 use crate::assemble::{self, AttemptState};
 
@@ -425,7 +425,7 @@ fn verify_tfo(checks: &mut [Check], ids: &[&'static str]) {
 #[cfg(test)]
 mod tests {
     use super::verify_tfo;
-    use rttlens_report::probe::Check;
+    use rttlens_probe_model::Check;
 
     fn check(ok: Option<bool>, how: &str) -> Check {
         Check {

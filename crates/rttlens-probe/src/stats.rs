@@ -2,7 +2,7 @@
 //! ([`TimingStats`], rendered by `rttlens-report`).
 
 use rttlens_core::base::cost::round3;
-use rttlens_report::probe::{TimeSummary, TimingStats, Timings};
+use rttlens_probe_model::{TimeSummary, TimingStats, Timings};
 
 /// Order statistics of `xs` (`None` when empty). NaNs are ignored.
 pub fn summarize(xs: &[f64]) -> Option<TimeSummary> {

@@ -13,11 +13,11 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-use rttlens_report::probe::NegotiatedTls;
+use rttlens_probe_model::NegotiatedTls;
 
 use crate::error::ProbeError;
 
-pub use rttlens_net::TlsVersion;
+pub use rttlens_probe_model::TlsVersion;
 
 /// TLS options of a run.
 #[derive(Debug, Clone, Default)]

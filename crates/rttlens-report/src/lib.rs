@@ -5,9 +5,10 @@
 //! machines (schema: `docs/json.md`, versioned by [`json::SCHEMA_VERSION`]),
 //! [`html::HtmlRenderer`] for the pictures (one self-contained page).
 //! Renderers stream: connections are handed over as the analysis finishes
-//! them, and the capture summary comes last. [`probe`] is the report of
-//! `rttlens probe` (its plain types, filled by `rttlens-probe`) as text and
-//! JSON.
+//! them, and the capture summary comes last. [`probe`] renders the report
+//! of `rttlens probe` as text and JSON (its plain types are
+//! `rttlens-probe-model`'s, filled by `rttlens-probe`, which this crate
+//! does not depend on).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -32,7 +32,7 @@ type Labels = Vec<(String, String)>;
 type GaugeF = Gauge<f64, AtomicU64>;
 type FamilyF = Family<Labels, GaugeF>;
 
-/// The probe's phases (`rttlens_report::probe::AppPhase::name`) and
+/// The probe's phases (`rttlens_probe_model::AppPhase::name`) and
 /// blackbox's name for each (`probe_http_duration_seconds{phase}`).
 const BLACKBOX_PHASES: [(&str, &str); 5] = [
     ("namelookup", "resolve"),
@@ -42,7 +42,7 @@ const BLACKBOX_PHASES: [(&str, &str); 5] = [
     ("transfer", "transfer"),
 ];
 
-/// What the capability checks (`rttlens_report::probe::Check::what`) say
+/// What the capability checks (`rttlens_probe_model::Check::what`) say
 /// about each feature a module can ask for, and the feature's label.
 const FEATURES: [(&str, &str); 3] = [
     ("resumption", "resumed"),

@@ -490,7 +490,7 @@ fn debug_text(
     match result {
         Ok(r) => {
             let mut buf = Vec::new();
-            match r.write_text(&mut buf) {
+            match rttlens_report::probe::write_text(r, &mut buf) {
                 Ok(()) => out.push_str(&String::from_utf8_lossy(&buf)),
                 Err(e) => out.push_str(&format!("(the report could not be written: {e})\n")),
             }

@@ -46,9 +46,9 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     // traces) then go to the pictures without a copy
     let mut text = Vec::new();
     match args.format {
-        Format::Text => report.write_text(&mut out)?,
-        Format::Json => report.write_json(&mut out)?,
-        Format::Html => report.write_text(&mut text)?,
+        Format::Text => rttlens_report::probe::write_text(&report, &mut out)?,
+        Format::Json => rttlens_report::probe::write_json(&report, &mut out)?,
+        Format::Html => rttlens_report::probe::write_text(&report, &mut text)?,
     }
     // the probe's connections drawn (the page, `--svg`); `-n 1000`: the
     // ten costliest, as `analyze` does

@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
 
-use rttlens_report::probe::{Check, NegotiatedTls, QuicInfo, ResponseInfo, Transport};
+use rttlens_probe_model::{Check, NegotiatedTls, QuicInfo, ResponseInfo, Transport};
 
 use crate::assemble::{self, AttemptState};
 use crate::capture::Captures;

@@ -4,33 +4,35 @@
 
 use std::io::{self, Write};
 
-use super::ProbeReport;
+use rttlens_probe_model::ProbeReport;
+
 use crate::json::{ConnJson, SummaryJson};
 
-impl ProbeReport {
-    /// The JSON document (docs/probe.md).
-    ///
-    /// # Errors
-    /// Writing failed.
-    pub fn write_json(&self, w: &mut dyn Write) -> io::Result<()> {
-        #[derive(serde::Serialize)]
-        struct Doc<'a> {
-            schema_version: u32,
-            tool: String,
-            source: &'a str,
-            probe: &'a ProbeReport,
-            connections: Vec<ConnJson<'a>>,
-            capture: Option<SummaryJson<'a>>,
-        }
-        let doc = Doc {
-            schema_version: crate::json::SCHEMA_VERSION,
-            tool: format!("rttlens {}", env!("CARGO_PKG_VERSION")),
-            source: &self.url,
-            probe: self,
-            connections: self.connections.iter().map(ConnJson::new).collect(),
-            capture: self.capture_summary.as_ref().map(|s| SummaryJson::new(s, true)),
-        };
-        serde_json::to_writer(&mut *w, &doc).map_err(io::Error::other)?;
-        writeln!(w)
+/// The JSON document of `report` (docs/probe.md).
+///
+/// # Errors
+/// Writing failed.
+pub fn write_json(report: &ProbeReport, w: &mut dyn Write) -> io::Result<()> {
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        schema_version: u32,
+        tool: String,
+        source: &'a str,
+        probe: &'a ProbeReport,
+        connections: Vec<ConnJson<'a>>,
+        capture: Option<SummaryJson<'a>>,
     }
+    let doc = Doc {
+        schema_version: crate::json::SCHEMA_VERSION,
+        tool: format!("rttlens {}", env!("CARGO_PKG_VERSION")),
+        source: &report.url,
+        probe: report,
+        connections: report.connections.iter().map(ConnJson::new).collect(),
+        capture: report
+            .capture_summary
+            .as_ref()
+            .map(|s| SummaryJson::new(s, true)),
+    };
+    serde_json::to_writer(&mut *w, &doc).map_err(io::Error::other)?;
+    writeln!(w)
 }

@@ -4,160 +4,158 @@
 
 use std::io::{self, Write};
 
-use super::ProbeReport;
+use rttlens_probe_model::{ProbeReport, QuicInfo, TcpInfo};
 
-impl ProbeReport {
-    /// The text report: per connection a waterfall (ms and RTTs per phase),
-    /// TLS facts and checks, then the capture's findings; the statistics
-    /// and savings at the end.
-    ///
-    /// # Errors
-    /// Writing failed.
-    pub fn write_text(&self, w: &mut dyn Write) -> io::Result<()> {
-        writeln!(w, "probe {}", self.url)?;
-        for a in &self.attempts {
-            writeln!(w)?;
-            let rtt = match (a.rtt_ms, a.rtt_source) {
-                (Some(r), Some(s)) => format!("RTT {r:.2} ms ({s})"),
-                _ => "RTT unknown".into(),
-            };
-            writeln!(
-                w,
-                "connection {} · {} · {} → {} · {} {} · {} B · {rtt}",
-                a.index,
-                a.step,
-                a.local,
-                a.remote,
-                a.response.version,
-                a.response.status,
-                a.response.body_bytes
-            )?;
-            let total = a.timings.total_ms.max(0.001);
-            const WIDTH: f64 = 30.0;
-            writeln!(
-                w,
-                "  {:<12} {:>9} {:>9} {:>6}  ",
-                "phase", "start ms", "ms", "RTTs"
-            )?;
-            for p in &a.phases {
-                let from = ((p.start_ms / total) * WIDTH).round() as usize;
-                let len = (((p.ms / total) * WIDTH).round() as usize).max(usize::from(p.ms > 0.0));
-                let bar = format!("{}{}", " ".repeat(from), "█".repeat(len));
-                let rtts = p.rtts.map_or("-".into(), |r| format!("{r:.2}"));
-                writeln!(
-                    w,
-                    "  {:<12} {:>9.2} {:>9.2} {:>6}  |{bar}",
-                    p.name, p.start_ms, p.ms, rtts
-                )?;
-            }
-            let total_rtts = a
-                .rtt_ms
-                .filter(|r| *r > 0.0)
-                .map_or("-".into(), |r| format!("{:.2}", a.timings.total_ms / r));
-            writeln!(
-                w,
-                "  {:<12} {:>9} {:>9.2} {:>6}",
-                "total", "", a.timings.total_ms, total_rtts
-            )?;
-            if let Some(t) = &a.tls {
-                writeln!(
-                    w,
-                    "  {} {} · ALPN {} · {} handshake · early data {}",
-                    t.version,
-                    t.cipher,
-                    t.alpn.as_deref().unwrap_or("none"),
-                    t.handshake,
-                    t.early_data
-                )?;
-            }
-            if let Some(t) = &a.tcp_info.at_end {
-                writeln!(w, "  {}", tcp_info_line(t))?;
-            }
-            if let Some(q) = &a.quic {
-                writeln!(w, "  {}", quic_line(q))?;
-            }
-            for c in &a.checks {
-                let ok = match c.ok {
-                    Some(true) => "verified",
-                    Some(false) => "NOT verified",
-                    None => "unknown",
-                };
-                writeln!(w, "  check {}: {ok} ({})", c.what, c.how)?;
-            }
-            if !a.wire_vs_app.is_empty() {
-                let parts: Vec<String> = a
-                    .wire_vs_app
-                    .iter()
-                    .map(|g| format!("{} {:+.2} ms", g.phase, g.diff_ms))
-                    .collect();
-                writeln!(w, "  app − wire: {}", parts.join(", "))?;
-            }
-            if let Some(c) = a.connection.and_then(|i| self.connections.get(i)) {
-                writeln!(w, "  --- from the probe's own capture ---")?;
-                let mut buf = Vec::new();
-                crate::text::write_connection(&mut buf, c, false)?;
-                for line in String::from_utf8_lossy(&buf).lines() {
-                    writeln!(w, "  {line}")?;
-                }
-            }
-            let quic = a
-                .quic_connection
-                .and_then(|i| self.capture_summary.as_ref()?.quic.get(i));
-            if let Some(q) = quic {
-                writeln!(w, "  --- from the probe's own capture ---")?;
-                let mut buf = Vec::new();
-                crate::text::write_quic_connection(&mut buf, q)?;
-                for line in String::from_utf8_lossy(&buf).lines() {
-                    writeln!(w, "  {line}")?;
-                }
-            }
-        }
-        if !self.saved.is_empty() {
-            writeln!(w)?;
-            writeln!(w, "saved against connection 0 (starttransfer):")?;
-            for s in &self.saved {
-                let r = s.rtts.map_or(String::new(), |r| format!(" ({r:.2} RTT)"));
-                writeln!(w, "  {:<20} {:>9.2} ms{r}", s.step, s.starttransfer_ms)?;
-            }
-        }
-        if let Some(st) = &self.stats {
-            writeln!(w)?;
-            writeln!(w, "{} attempts (ms):", st.count)?;
-            writeln!(
-                w,
-                "  {:<14} {:>9} {:>9} {:>9} {:>9}",
-                "time", "min", "median", "p90", "max"
-            )?;
-            for (n, s) in st.rows() {
-                writeln!(
-                    w,
-                    "  {n:<14} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
-                    s.min_ms, s.median_ms, s.p90_ms, s.max_ms
-                )?;
-            }
-        }
+/// The text report: per connection a waterfall (ms and RTTs per phase),
+/// TLS facts and checks, then the capture's findings; the statistics
+/// and savings at the end.
+///
+/// # Errors
+/// Writing failed.
+pub fn write_text(report: &ProbeReport, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w, "probe {}", report.url)?;
+    for a in &report.attempts {
         writeln!(w)?;
-        let mut line = format!("capture: {}", self.capture.status);
-        if self.capture.status == "captured" {
-            line.push_str(&format!(
-                " ({} packets on {})",
-                self.capture.packets,
-                self.capture.interface.as_deref().unwrap_or("?")
-            ));
+        let rtt = match (a.rtt_ms, a.rtt_source) {
+            (Some(r), Some(s)) => format!("RTT {r:.2} ms ({s})"),
+            _ => "RTT unknown".into(),
+        };
+        writeln!(
+            w,
+            "connection {} · {} · {} → {} · {} {} · {} B · {rtt}",
+            a.index,
+            a.step,
+            a.local,
+            a.remote,
+            a.response.version,
+            a.response.status,
+            a.response.body_bytes
+        )?;
+        let total = a.timings.total_ms.max(0.001);
+        const WIDTH: f64 = 30.0;
+        writeln!(
+            w,
+            "  {:<12} {:>9} {:>9} {:>6}  ",
+            "phase", "start ms", "ms", "RTTs"
+        )?;
+        for p in &a.phases {
+            let from = ((p.start_ms / total) * WIDTH).round() as usize;
+            let len = (((p.ms / total) * WIDTH).round() as usize).max(usize::from(p.ms > 0.0));
+            let bar = format!("{}{}", " ".repeat(from), "█".repeat(len));
+            let rtts = p.rtts.map_or("-".into(), |r| format!("{r:.2}"));
+            writeln!(
+                w,
+                "  {:<12} {:>9.2} {:>9.2} {:>6}  |{bar}",
+                p.name, p.start_ms, p.ms, rtts
+            )?;
         }
-        if let Some(n) = &self.capture.note {
-            line.push_str(&format!(" · {n}"));
+        let total_rtts = a
+            .rtt_ms
+            .filter(|r| *r > 0.0)
+            .map_or("-".into(), |r| format!("{:.2}", a.timings.total_ms / r));
+        writeln!(
+            w,
+            "  {:<12} {:>9} {:>9.2} {:>6}",
+            "total", "", a.timings.total_ms, total_rtts
+        )?;
+        if let Some(t) = &a.tls {
+            writeln!(
+                w,
+                "  {} {} · ALPN {} · {} handshake · early data {}",
+                t.version,
+                t.cipher,
+                t.alpn.as_deref().unwrap_or("none"),
+                t.handshake,
+                t.early_data
+            )?;
         }
-        if let Some(p) = &self.capture.pcap {
-            line.push_str(&format!(" · written to {p}"));
+        if let Some(t) = &a.tcp_info.at_end {
+            writeln!(w, "  {}", tcp_info_line(t))?;
         }
-        writeln!(w, "{line}")
+        if let Some(q) = &a.quic {
+            writeln!(w, "  {}", quic_line(q))?;
+        }
+        for c in &a.checks {
+            let ok = match c.ok {
+                Some(true) => "verified",
+                Some(false) => "NOT verified",
+                None => "unknown",
+            };
+            writeln!(w, "  check {}: {ok} ({})", c.what, c.how)?;
+        }
+        if !a.wire_vs_app.is_empty() {
+            let parts: Vec<String> = a
+                .wire_vs_app
+                .iter()
+                .map(|g| format!("{} {:+.2} ms", g.phase, g.diff_ms))
+                .collect();
+            writeln!(w, "  app − wire: {}", parts.join(", "))?;
+        }
+        if let Some(c) = a.connection.and_then(|i| report.connections.get(i)) {
+            writeln!(w, "  --- from the probe's own capture ---")?;
+            let mut buf = Vec::new();
+            crate::text::write_connection(&mut buf, c, false)?;
+            for line in String::from_utf8_lossy(&buf).lines() {
+                writeln!(w, "  {line}")?;
+            }
+        }
+        let quic = a
+            .quic_connection
+            .and_then(|i| report.capture_summary.as_ref()?.quic.get(i));
+        if let Some(q) = quic {
+            writeln!(w, "  --- from the probe's own capture ---")?;
+            let mut buf = Vec::new();
+            crate::text::write_quic_connection(&mut buf, q)?;
+            for line in String::from_utf8_lossy(&buf).lines() {
+                writeln!(w, "  {line}")?;
+            }
+        }
     }
+    if !report.saved.is_empty() {
+        writeln!(w)?;
+        writeln!(w, "saved against connection 0 (starttransfer):")?;
+        for s in &report.saved {
+            let r = s.rtts.map_or(String::new(), |r| format!(" ({r:.2} RTT)"));
+            writeln!(w, "  {:<20} {:>9.2} ms{r}", s.step, s.starttransfer_ms)?;
+        }
+    }
+    if let Some(st) = &report.stats {
+        writeln!(w)?;
+        writeln!(w, "{} attempts (ms):", st.count)?;
+        writeln!(
+            w,
+            "  {:<14} {:>9} {:>9} {:>9} {:>9}",
+            "time", "min", "median", "p90", "max"
+        )?;
+        for (n, s) in st.rows() {
+            writeln!(
+                w,
+                "  {n:<14} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+                s.min_ms, s.median_ms, s.p90_ms, s.max_ms
+            )?;
+        }
+    }
+    writeln!(w)?;
+    let mut line = format!("capture: {}", report.capture.status);
+    if report.capture.status == "captured" {
+        line.push_str(&format!(
+            " ({} packets on {})",
+            report.capture.packets,
+            report.capture.interface.as_deref().unwrap_or("?")
+        ));
+    }
+    if let Some(n) = &report.capture.note {
+        line.push_str(&format!(" · {n}"));
+    }
+    if let Some(p) = &report.capture.pcap {
+        line.push_str(&format!(" · written to {p}"));
+    }
+    writeln!(w, "{line}")
 }
 
 /// `TCP_INFO` in one line: RTTs in ms, cwnd in segments, delivery rate in
 /// Mbit/s, the chrono times in ms.
-fn tcp_info_line(t: &rttlens_sys::TcpInfo) -> String {
+fn tcp_info_line(t: &TcpInfo) -> String {
     let ms = |us: u64| us as f64 / 1e3;
     let mut s = format!(
         "TCP_INFO: rtt {:.2} ms (min {}) · cwnd {} · retrans {}",
@@ -186,7 +184,7 @@ fn tcp_info_line(t: &rttlens_sys::TcpInfo) -> String {
 
 /// QUIC's own account in one line: RTTs in ms, the handshake in round
 /// trips, cwnd and MTU in bytes.
-fn quic_line(q: &super::QuicInfo) -> String {
+fn quic_line(q: &QuicInfo) -> String {
     let hs = q.handshake_rtts.map_or("-".into(), |n| format!("{n} RTT"));
     let mut s = format!(
         "QUIC: rtt {:.2} ms (min {:.2}) · handshake {hs} · cwnd {} B · sent {} packets, lost {} · MTU {} B · UDP {} datagrams out, {} in",
