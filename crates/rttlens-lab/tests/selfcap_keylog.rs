@@ -1,6 +1,6 @@
 //! The self-capture's key log on real TLS: curl with `SSLKEYLOGFILE`
 //! against the lab's built-in rustls server (`rttlens-lab-server`) in a
-//! fresh network namespace, captured by `rttlens_net::SelfCapture`; the
+//! fresh network namespace, captured by `rttlens_live::SelfCapture`; the
 //! pcapng with the key log embedded decrypts in tshark without a key file.
 //! (Here rather than beside the other self-capture tests in `rttlens-net`:
 //! the server's crate depends on that one.) Needs root, iproute2 and curl;
@@ -14,8 +14,8 @@ use rttlens_core::capture::CaptureReader;
 use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline;
 use rttlens_core::proto::tls::decrypt::DecryptStatus;
+use rttlens_live::{Captured, SelfCapture};
 use rttlens_net::netns::Netns;
-use rttlens_net::{Captured, SelfCapture};
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 

@@ -1,5 +1,8 @@
-//! rttlens on the network: what the lab, the probe and the bench share
-//! (docs/design.md §6), the part that needs Linux and root.
+//! # rttlens-net: the lab's network
+//!
+//! What `rttlens lab`, `rttlens bench` and the tests that need a network
+//! build their networks from (docs/design.md §6), the part that needs
+//! Linux, root and `/dev/net/tun`.
 //!
 //! - [`netns`]: named network namespaces, threads and processes inside
 //!   them, per-namespace sysctls.
@@ -8,30 +11,25 @@
 //! - [`topology`]: the [`Lab`], a client and a server namespace joined by
 //!   the link, torn down on drop, panic and Ctrl-C.
 //! - [`tcpdump`]: client/server vantage captures with tcpdump.
-//! - [`pcapng`]: the small pcapng writer the link and the self-capture use.
-//! - [`selfcap`]: a program's capture of its own packets (AF_PACKET, kernel
-//!   ns timestamps), written as pcapng with the TLS key log embedded.
 //!
-//! The products are crates over this one: `rttlens-probe` (`rttlens probe`),
-//! `rttlens-lab-server` (the lab's servers), `rttlens-lab` (the scenarios
-//! of `rttlens lab`) and `rttlens-bench` (`rttlens bench`).
+//! Over this crate: `rttlens-lab` (the scenarios of `rttlens lab`) and
+//! `rttlens-bench` (`rttlens bench`); the probe, the servers and the
+//! exporter take it only in their tests. The link writes its captures
+//! with `rttlens-live`'s pcapng writer; the probe's self-capture is
+//! `rttlens-live`'s too, and `TlsVersion` is `rttlens-probe-model`'s.
 //!
 //! This crate has no `unsafe` code: namespaces go through `nix` (safe
-//! `setns`) and iproute2, TUN devices through `tun-rs`, the two packet
-//! socket calls nix lacks through `rttlens-sys`.
+//! `setns`) and iproute2, TUN devices through `tun-rs`.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod error;
 pub mod link;
 pub mod netns;
-pub mod pcapng;
-pub mod selfcap;
 pub mod tcpdump;
 pub mod topology;
 
 pub use link::{CapturePoint, Direction, LinkConfig, LinkStats, Loss};
-pub use selfcap::{CaptureLimits, Captured, CapturedPacket, SelfCapture, SelfCaptureError};
 pub use tcpdump::{Tcpdump, TcpdumpCounts};
 pub use topology::{
     check_prerequisites, cleanup_all, register_scratch, require_command, unregister_scratch, Host,

@@ -1,5 +1,6 @@
-//! `SelfCapture` on real kernel sockets, each test in a fresh network
-//! namespace (so no other traffic is on its `lo`). They need root
+//! `rttlens-live`'s `SelfCapture` on real kernel sockets, each test in a
+//! fresh network namespace of this crate's (so no other traffic is on its
+//! `lo`), one across the lab's delay link. They need root
 //! (CAP_NET_RAW, namespaces) and FAIL (never skip) without it. One at a
 //! time (a global lock) so the lab's ±1 ms RTT bound holds on 2 cores.
 
@@ -14,8 +15,9 @@ use rttlens_core::capture::{CaptureReader, LinkType};
 use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline;
 use rttlens_core::wire::{decode, Decoded, TcpFlags};
+use rttlens_live::{CaptureLimits, Captured, SelfCapture};
 use rttlens_net::netns::Netns;
-use rttlens_net::{CaptureLimits, Captured, Host, Lab, LinkConfig, SelfCapture};
+use rttlens_net::{Host, Lab, LinkConfig};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -493,7 +495,7 @@ fn headers_only_past_the_limit_and_no_kernel_drops() {
 fn without_cap_net_raw_start_is_not_permitted() {
     if std::env::var_os("RTTLENS_SELFCAP_CHILD").is_some() {
         match SelfCapture::start("127.0.0.1:9".parse().unwrap(), None) {
-            Err(e @ rttlens_net::SelfCaptureError::NotPermitted(_)) => {
+            Err(e @ rttlens_live::SelfCaptureError::NotPermitted(_)) => {
                 assert!(e.to_string().contains("CAP_NET_RAW"), "{e}");
             }
             Err(e) => panic!("want NotPermitted, got {e:?}"),

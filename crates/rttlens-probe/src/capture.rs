@@ -1,4 +1,4 @@
-//! The probe's capture of its own packets ([`rttlens_net::selfcap`]) over a
+//! The probe's capture of its own packets ([`rttlens_live::selfcap`]) over a
 //! whole run: one [`SelfCapture`] per remote `addr:port` (a redirect to
 //! another server starts another), started once the name is resolved and
 //! before the first `connect(2)`, shared by every attempt to that remote
@@ -15,7 +15,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use rttlens_net::selfcap::{CaptureLimits, Captured, Protocol, SelfCapture, SelfCaptureError};
+use rttlens_live::selfcap::{CaptureLimits, Captured, Protocol, SelfCapture, SelfCaptureError};
 
 use crate::error::ProbeError;
 
@@ -157,7 +157,7 @@ fn merge(a: Option<Captured>, b: Captured) -> Captured {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rttlens_net::selfcap::CapturedPacket;
+    use rttlens_live::selfcap::CapturedPacket;
 
     fn cap(iface: &str, ts: &[u64], drops: Option<u64>) -> Captured {
         Captured {

@@ -2,8 +2,9 @@
 //! round trips (docs/design.md §6, issue 4).
 //!
 //! The probe crate: sockets, rustls and hyper on one tokio runtime, over
-//! the shared network crate `rttlens-net` (its self-capture), the report
-//! model `rttlens-probe-model` and the engine `rttlens-core`.
+//! `rttlens-live` (its self-capture: the AF_PACKET capture it shares with
+//! `analyze -i`), the report model `rttlens-probe-model` and the
+//! engine `rttlens-core`.
 //!
 //! The probe owns every step of the connection, in pipeline order:
 //!
@@ -20,7 +21,7 @@
 //!    noting when bytes pass;
 //! 5. [`sequence`]: what each connection of a run sets out to do and how
 //!    its outcome is verified; [`stats`]: `-n N` order statistics;
-//! 6. [`capture`]: the probe's own packets ([`rttlens_net::selfcap`]),
+//! 6. [`capture`]: the probe's own packets ([`rttlens_live::selfcap`]),
 //!    captured from before the first `connect(2)` to after the last
 //!    response; [`reconcile`]: that capture through the analysis engine,
 //!    matched to the attempts, app set against wire;
@@ -200,10 +201,10 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
     let mut target = Target::parse(&cfg.url)?;
     let protocol = if cfg.http3 {
         check_http3(cfg, &target)?;
-        rttlens_net::selfcap::Protocol::Udp
+        rttlens_live::selfcap::Protocol::Udp
     } else {
         check_alpn(cfg, &target)?;
-        rttlens_net::selfcap::Protocol::Tcp
+        rttlens_live::selfcap::Protocol::Tcp
     };
     let caps = RefCell::new(
         capture::Captures::new(cfg.capture, cfg.pcap.is_some()).with_protocol(protocol),
@@ -399,7 +400,7 @@ fn check_alpn(cfg: &ProbeConfig, target: &Target) -> Result<(), ProbeError> {
 fn write_capture(
     cfg: &ProbeConfig,
     report: &ProbeReport,
-    captured: &rttlens_net::Captured,
+    captured: &rttlens_live::Captured,
 ) -> Result<Vec<u8>, ProbeError> {
     let mut bytes = Vec::new();
     captured

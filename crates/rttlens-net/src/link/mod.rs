@@ -42,7 +42,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use tun_rs::SyncDevice;
 
-use crate::pcapng::PcapngWriter;
+use rttlens_live::pcapng::PcapngWriter;
 
 mod config;
 mod segment;

@@ -1,12 +1,10 @@
 //! Self-capture: the probe records its own packets (docs/design.md §6) so
 //! the same engine that reads capture files explains them.
 //!
-//! An `AF_PACKET` socket (`SOCK_DGRAM`, `ETH_P_ALL`: each packet arrives as
-//! a bare IPv4/IPv6 packet, the link header removed; packet(7)) with kernel
-//! receive timestamps in nanoseconds (`SO_TIMESTAMPNS`, socket(7); the
-//! timestamp the kernel took when the packet reached the packet tap, for
-//! outgoing packets in `dev_queue_xmit_nit`), bound to the interface of the
-//! route to the remote host when it can be told, else on every interface.
+//! The crate's one `AF_PACKET` socket (module `packet`: each packet
+//! arrives as a bare IPv4/IPv6 packet, the link header removed, with its
+//! kernel timestamp in nanoseconds), bound to the interface of the route to
+//! the remote host when it can be told, else on every interface.
 //! A background thread reads it and keeps the TCP packets between us and
 //! `remote` (address and port, either direction; optionally one local
 //! port), so the socket is open and queueing before
@@ -25,25 +23,20 @@
 //! Needs `CAP_NET_RAW` (root, or `setcap cap_net_raw+ep` on the binary).
 
 use std::collections::HashSet;
-use std::io::{self, IoSliceMut};
+use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::ifaddrs::getifaddrs;
 use nix::net::if_::{if_nametoindex, InterfaceFlags};
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::socket::{
-    recvmsg, setsockopt, socket, sockopt, AddressFamily, ControlMessageOwned, LinkAddr, MsgFlags,
-    SockFlag, SockType,
-};
 use rttlens_core::capture::LinkType;
 use rttlens_core::wire::{decode, Decoded};
 
+use crate::packet::{OpenError, PacketSocket, Rx, PACKET_OUTGOING};
 use crate::pcapng::{PcapngWriter, SECRETS_TLS_KEY_LOG};
 
 /// Why a capture could not start or finish.
@@ -130,8 +123,6 @@ const RECV_BUF: usize = 256 << 10;
 /// Socket receive buffer asked for (`SO_RCVBUFFORCE` as root): room for a
 /// burst while the thread sleeps.
 const SO_RCVBUF: usize = 8 << 20;
-/// `PACKET_OUTGOING` (`include/uapi/linux/if_packet.h`).
-const PACKET_OUTGOING: u8 = 4;
 
 /// The transport a capture keeps.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -282,44 +273,27 @@ impl SelfCapture {
         limits: CaptureLimits,
     ) -> Result<SelfCapture, SelfCaptureError> {
         let remote = unmap(remote);
-        // Protocol 0: no packets until `bind` names one. Opening with
-        // ETH_P_ALL and then binding to an interface would hook every
-        // interface first and unhook it on the re-bind, and the kernel's
-        // `synchronize_net()` in that unhook costs ~10 ms (packet_do_bind).
-        let fd = socket(
-            AddressFamily::Packet,
-            SockType::Datagram,
-            SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
-            None,
-        )
-        .map_err(|e| match e {
-            Errno::EPERM | Errno::EACCES => SelfCaptureError::NotPermitted(e.into()),
-            e => SelfCaptureError::Io(e.into()),
+        // Protocol 0: no packets until `bind` names an interface.
+        let sock = PacketSocket::open(SO_RCVBUF).map_err(|e| match e {
+            OpenError::NotPermitted(e) => SelfCaptureError::NotPermitted(e),
+            OpenError::Io(e) => SelfCaptureError::Io(e),
         })?;
-        setsockopt(&fd, sockopt::ReceiveTimestampns, &true).map_err(io::Error::from)?;
-        if setsockopt(&fd, sockopt::RcvBufForce, &SO_RCVBUF).is_err() {
-            setsockopt(&fd, sockopt::RcvBuf, &SO_RCVBUF).map_err(io::Error::from)?;
-        }
         let ifs = interfaces();
         // Bound to the route's interface when it can be told and bound to;
         // else every interface (the filter still picks the packets).
-        let all = libc::ETH_P_ALL as u16;
-        let bound = route_interface(remote.ip(), &ifs).and_then(|i| {
-            rttlens_sys::bind_packet(&fd, i.index, all)
-                .ok()
-                .map(|()| (i.name.clone(), i.index))
-        });
+        let bound = route_interface(remote.ip(), &ifs)
+            .and_then(|i| sock.bind(i.index).ok().map(|()| (i.name.clone(), i.index)));
         let (interface, ifindex) = match bound {
             Some((name, index)) => (name, Some(index)),
             None => {
                 // ifindex 0: every interface
-                rttlens_sys::bind_packet(&fd, 0, all).map_err(SelfCaptureError::Io)?;
+                sock.bind(0).map_err(SelfCaptureError::Io)?;
                 ("any".to_string(), None)
             }
         };
         let loopbacks: HashSet<u32> = ifs.iter().filter(|i| i.loopback).map(|i| i.index).collect();
         let reader = Reader {
-            fd,
+            sock,
             filter: Filter {
                 remote,
                 local_port,
@@ -367,23 +341,9 @@ impl Drop for SelfCapture {
     }
 }
 
-/// What `recvmsg` said of one packet.
-#[derive(Debug, Clone, Copy)]
-struct Rx {
-    /// Kernel timestamp, ns since the Unix epoch.
-    ts_ns: u64,
-    /// Length of the packet (the network-layer part) on the wire: may
-    /// exceed the buffer (`MSG_TRUNC`).
-    len: usize,
-    /// Interface it was seen on (`sll_ifindex`).
-    ifindex: u32,
-    /// `sll_pkttype` (`PACKET_HOST`, `PACKET_OUTGOING` …).
-    pkttype: u8,
-}
-
 /// The capture thread's state.
 struct Reader {
-    fd: OwnedFd,
+    sock: PacketSocket,
     filter: Filter,
     /// The interface bound to (packets from others, queued before the
     /// bind, are ignored).
@@ -418,85 +378,34 @@ impl Reader {
             } else {
                 POLL
             };
-            let mut fds = [PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
-            let ready = match poll(
-                &mut fds,
-                PollTimeout::try_from(wait).unwrap_or(PollTimeout::ZERO),
-            ) {
-                Ok(n) => n,
+            let ready = match self.sock.poll(wait) {
+                Ok(ready) => ready,
                 Err(Errno::EINTR) => continue,
                 Err(e) => return Err(e.into()),
             };
-            if ready == 0 {
+            if !ready {
                 if draining.is_some() {
                     break; // quiet: nothing more queued
                 }
                 continue;
             }
             for _ in 0..BATCH {
-                match self.recv(&mut buf)? {
+                match self.sock.recv(&mut buf)? {
                     None => break,
                     Some(rx) => self.keep(&buf, rx, &mut stored, &mut out),
                 }
             }
         }
-        out.kernel_drops = rttlens_sys::packet_statistics(&self.fd)
-            .ok()
-            .map(|s| u64::from(s.drops));
+        out.kernel_drops = self.sock.statistics().ok().map(|s| u64::from(s.drops));
         out.packets.sort_by_key(|p| p.ts_ns);
         Ok(out)
     }
 
-    /// Read one packet into `buf`; `None` when nothing is queued.
-    fn recv(&self, buf: &mut [u8]) -> io::Result<Option<Rx>> {
-        let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
-        let mut iov = [IoSliceMut::new(buf)];
-        // MSG_TRUNC: return the packet's real length even when it is longer
-        // than the buffer (packet(7)).
-        let msg = match recvmsg::<LinkAddr>(
-            self.fd.as_raw_fd(),
-            &mut iov,
-            Some(&mut cmsg),
-            MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_TRUNC,
-        ) {
-            Ok(m) => m,
-            Err(Errno::EAGAIN) => return Ok(None),
-            Err(Errno::EINTR) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        let mut ts_ns = None;
-        if let Ok(cmsgs) = msg.cmsgs() {
-            for c in cmsgs {
-                if let ControlMessageOwned::ScmTimestampns(t) = c {
-                    let ns = i128::from(t.tv_sec()) * 1_000_000_000 + i128::from(t.tv_nsec());
-                    ts_ns = u64::try_from(ns).ok();
-                }
-            }
-        }
-        let ts_ns = ts_ns.unwrap_or_else(|| {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-        });
-        let (ifindex, pkttype) = msg.address.map_or((0, 0), |a| {
-            (u32::try_from(a.ifindex()).unwrap_or(0), a.pkttype())
-        });
-        Ok(Some(Rx {
-            ts_ns,
-            len: msg.bytes,
-            ifindex,
-            pkttype,
-        }))
-    }
-
     /// Keep the packet `rx` read into `buf` if it matches.
     fn keep(&self, buf: &[u8], rx: Rx, stored: &mut u64, out: &mut Captured) {
-        let Rx {
-            ts_ns,
-            len,
-            ifindex,
-            pkttype,
-        } = rx;
+        let (len, ifindex, pkttype) = (rx.len, rx.ifindex(), rx.pkttype());
+        // a kernel time before 1970 is no time
+        let ts_ns = u64::try_from(rx.ts_ns).unwrap_or(0);
         if self.ifindex.is_some_and(|i| i != ifindex) {
             return;
         }
