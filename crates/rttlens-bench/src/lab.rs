@@ -26,9 +26,9 @@ use std::time::Duration;
 use crate::{run, BenchConfig, BenchError, BenchProgress, BenchReport, LabInfo, ListenCounters};
 use rttlens_lab::go_server::GoOptions;
 use rttlens_lab::scenario::ScenarioCtx;
+use rttlens_lab_net::LinkConfig;
+use rttlens_lab_net::{Host, Lab, LabError};
 use rttlens_lab_server::builtin::ServerConfig;
-use rttlens_net::LinkConfig;
-use rttlens_net::{Host, Lab, LabError};
 
 /// How late (p99, ms) the link may forward packets before the report says
 /// the link, not the server, set the figures.
@@ -170,7 +170,7 @@ impl LabTarget {
 
 /// An RSA-2048 self-signed pair made by `openssl req` in `dir`.
 fn rsa2048(dir: &std::path::Path) -> Result<rttlens_lab_server::cert::SelfSigned, BenchError> {
-    rttlens_net::require_command("openssl", "openssl").map_err(lab_err)?;
+    rttlens_lab_net::require_command("openssl", "openssl").map_err(lab_err)?;
     let (cert, key) = (dir.join("rsa-cert.pem"), dir.join("rsa-key.pem"));
     let out = std::process::Command::new("openssl")
         .args([
@@ -267,7 +267,7 @@ pub fn run_in_lab(
         capture: target
             .capture
             .clone()
-            .map(|p| (p, rttlens_net::link::CapturePoint::Ingress)),
+            .map(|p| (p, rttlens_lab_net::link::CapturePoint::Ingress)),
         ..LinkConfig::default()
     })
     .map_err(lab_err)?;

@@ -521,13 +521,13 @@ async fn warm_up(
 
 /// Make Ctrl-C (SIGINT; SIGTERM and SIGHUP too) set `cancel`, so the run
 /// stops and reports what it measured; a second one removes any lab
-/// ([`rttlens_net::cleanup_all`]) and exits with status 130. Call it before
+/// ([`rttlens_lab_net::cleanup_all`]) and exits with status 130. Call it before
 /// a lab is set up: the lab then leaves signals to this handler. Returns
 /// `false` when the program already had a handler.
 pub fn stop_on_interrupt(cancel: Arc<AtomicBool>) -> bool {
     ctrlc::set_handler(move || {
         if cancel.swap(true, Ordering::SeqCst) {
-            rttlens_net::cleanup_all();
+            rttlens_lab_net::cleanup_all();
             std::process::exit(130);
         }
         eprintln!("rttlens bench: stopping (Ctrl-C again to quit at once)");

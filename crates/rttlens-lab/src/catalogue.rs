@@ -9,8 +9,8 @@ use rttlens_lab_server::builtin::{HandshakeWrites, ServerConfig};
 use rttlens_lab_server::quic::{KxGroup, QuicConfig};
 use rttlens_lab_server::TlsVersion;
 
-use rttlens_net::link::{Direction, LinkConfig, Spike};
-use rttlens_net::{Host, Lab, LabError, Sysctls};
+use rttlens_lab_net::link::{Direction, LinkConfig, Spike};
+use rttlens_lab_net::{Host, Lab, LabError, Sysctls};
 
 use crate::go_server::QuicGoOptions;
 use crate::scenario::{Scenario, ScenarioCtx, Variant};
@@ -641,14 +641,14 @@ fn deep_queue(c: &mut ScenarioCtx) -> Result<(), LabError> {
 fn delayed_ack(c: &mut ScenarioCtx) -> Result<(), LabError> {
     let ns = c.lab().ns_name(Host::Server).to_string();
     let client = format!("{}/32", Lab::CLIENT_V4);
-    rttlens_net::netns::ip(&[
+    rttlens_lab_net::netns::ip(&[
         "-n",
         &ns,
         "route",
         "add",
         &client,
         "dev",
-        rttlens_net::TUN_NAME,
+        rttlens_lab_net::TUN_NAME,
         "cwnd",
         "lock",
         "1",

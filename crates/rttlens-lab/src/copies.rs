@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use etherparse::{InternetSlice, SlicedPacket, TransportSlice};
 use pcap_parser::{Linktype, PcapCapture, ToVec};
 
-use rttlens_net::LabError;
+use rttlens_lab_net::LabError;
 
 /// Which frames a copy keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

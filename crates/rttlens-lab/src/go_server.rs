@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use rttlens_net::{Host, Lab, LabError};
+use rttlens_lab_net::{Host, Lab, LabError};
 
 /// The server's source.
 pub const SOURCE: &str = include_str!("../go/tls-server.go");

@@ -1,7 +1,7 @@
 //! # rttlens-lab: every cause reproduced and diagnosed
 //!
 //! `rttlens lab` (docs/design.md §6): each scenario is a topology (the
-//! shared crate's [`rttlens_net::Lab`]: two namespaces and the delay
+//! shared crate's [`rttlens_lab_net::Lab`]: two namespaces and the delay
 //! link), a server configuration (nginx, the built-in rustls server of
 //! `rttlens-lab-server`, Go's `crypto/tls`), a client action (curl,
 //! `openssl s_client`, the probe) and the findings the engine must report

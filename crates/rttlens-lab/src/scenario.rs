@@ -5,14 +5,14 @@
 //! [`catalogue()`](crate::catalogue()) lists them; [`run_scenario`] (in `run.rs`; and
 //! [`run_scenario_beside`], with a program of the caller's running in a
 //! namespace throughout) builds a
-//! fresh [`rttlens_net::Lab`] for one, captures on the client's TUN device (tcpdump; the server's for
+//! fresh [`rttlens_lab_net::Lab`] for one, captures on the client's TUN device (tcpdump; the server's for
 //! scenarios whose [`Scenario::vantage`] says so) and at the link's
 //! middle, runs it, analyses the client capture with
 //! [`rttlens_core::pipeline::run`] and checks the expectations.
 //!
 //! A scenario's run gets a [`ScenarioCtx`] (in `ctx.rs`) to start its
 //! servers and run its clients. The built-in server runs in-process: a
-//! thread inside the server namespace ([`rttlens_net::Lab::thread_in`])
+//! thread inside the server namespace ([`rttlens_lab_net::Lab::thread_in`])
 //! with its own single-threaded tokio runtime, so no binary has to be
 //! found. nginx, curl and `openssl s_client` run as processes inside the
 //! namespaces.
@@ -28,8 +28,8 @@ pub use run::{
 
 use rttlens_core::detect::finding::Finding;
 use rttlens_core::model::{ConnReport, QuicReport};
-use rttlens_net::link::LinkConfig;
-use rttlens_net::{Host, LabError};
+use rttlens_lab_net::link::LinkConfig;
+use rttlens_lab_net::{Host, LabError};
 
 /// The programs a scenario run may start, with their Debian packages.
 pub const PROGRAMS: [(&str, &str); 5] = [

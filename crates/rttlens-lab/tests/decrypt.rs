@@ -17,7 +17,7 @@ use rttlens_core::capture::CaptureReader;
 use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline;
 use rttlens_core::proto::tls::decrypt::DecryptStatus;
-use rttlens_net::Host;
+use rttlens_lab_net::Host;
 use support::{body, TestLab, SERVER_IP};
 
 /// The connections of `capture` analysed with the key log `keylog`.

@@ -2,7 +2,7 @@
 //! (`rttlens-lab-server`'s `builtin`, in-process in the lab's server
 //! namespace) with its flight in two writes, curl in the client namespace,
 //! tcpdump on the server's TUN device, the shared lab's delay link
-//! between them (`rttlens_net::Lab`). Needs root, `/dev/net/tun`,
+//! between them (`rttlens_lab_net::Lab`). Needs root, `/dev/net/tun`,
 //! iproute2, tcpdump and curl (fails saying which is missing).
 
 use std::path::Path;
@@ -10,12 +10,12 @@ use std::process::Command;
 use std::time::Duration;
 
 use rttlens_lab::ScenarioCtx;
+use rttlens_lab_net::{Host, Lab, LinkConfig};
 use rttlens_lab_server::builtin::{HandshakeWrites, ServerConfig};
 use rttlens_lab_server::TlsVersion;
-use rttlens_net::{Host, Lab, LinkConfig};
 
 fn require(tool: &'static str, package: &'static str) {
-    if let Err(e) = rttlens_net::require_command(tool, package) {
+    if let Err(e) = rttlens_lab_net::require_command(tool, package) {
         panic!("{e}");
     }
 }
@@ -80,7 +80,7 @@ fn flight_on_the_wire(nodelay: bool) -> Vec<(f64, bool, usize)> {
 
 #[test]
 fn handshake_writes_two_gives_two_segments_and_nagle_waits_for_the_ack() {
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("{e}");
     }
     require("tcpdump", "tcpdump");

@@ -1,5 +1,5 @@
 //! Loss and stall detectors on real Linux TCP: downloads between the two
-//! network namespaces of the shared lab (`rttlens_net::Lab`) joined by its
+//! network namespaces of the shared lab (`rttlens_lab_net::Lab`) joined by its
 //! 2 × 5 ms delay link, loss injected with nftables, captured with tcpdump
 //! at both hosts (see `support/mod.rs`). Each test makes
 //! one detector fire and checks it against the test's own reading of the
@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 use rttlens_core::detect::Finding;
 use rttlens_core::flow::rounds::Limit;
-use rttlens_net::Host;
+use rttlens_lab_net::Host;
 use support::{
     analyze, analyze_both, body, marked_transmissions, seq_after, Analyzed, Packet, TestLab,
     EXACT_PORT, MARK, MSS, NGINX_PORT, SERVER_IP,

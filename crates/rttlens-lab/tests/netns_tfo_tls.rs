@@ -9,7 +9,7 @@
 
 mod support;
 
-use rttlens_net::Host;
+use rttlens_lab_net::Host;
 use support::{analyze, body, check_contract, TestLab, SERVER_IP, TLS_PORT};
 
 fn ids(c: &rttlens_core::model::ConnReport) -> Vec<&'static str> {

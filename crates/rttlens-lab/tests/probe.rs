@@ -16,10 +16,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rttlens_lab::scenario::ScenarioCtx;
+use rttlens_lab_net::{Host, Lab, Sysctls};
+use rttlens_lab_net::{LinkConfig, Loss};
 use rttlens_lab_server::builtin::ServerConfig;
 use rttlens_lab_server::TlsVersion as ServerTls;
-use rttlens_net::{Host, Lab, Sysctls};
-use rttlens_net::{LinkConfig, Loss};
 use rttlens_probe::{self as probe, ErrorKind, ProbeConfig, ProbePhase, ProbeReport, TlsVersion};
 
 const RTT: Duration = Duration::from_millis(40);
@@ -28,10 +28,10 @@ const TOLERANCE_RTTS: f64 = 0.25;
 static ONE_LAB: Mutex<()> = Mutex::new(());
 
 fn prerequisites() {
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("probe lab tests need root, /dev/net/tun and iproute2: {e}");
     }
-    if let Err(e) = rttlens_net::require_command("nginx", "nginx-light") {
+    if let Err(e) = rttlens_lab_net::require_command("nginx", "nginx-light") {
         panic!("{e}");
     }
 }

@@ -21,10 +21,10 @@ fn handshake_rtts(o: &ScenarioOutcome) -> f64 {
 
 #[test]
 fn quic_scenarios_hold_at_40ms() {
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("lab scenario tests need root, /dev/net/tun and iproute2: {e}");
     }
-    if let Err(e) = rttlens_net::require_command("tcpdump", "tcpdump") {
+    if let Err(e) = rttlens_lab_net::require_command("tcpdump", "tcpdump") {
         panic!("{e}");
     }
     // the quic-go peer: Go and the module proxy, before any scenario runs

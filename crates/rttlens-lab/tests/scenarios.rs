@@ -22,11 +22,11 @@ const KNOWN_GAPS: &[&str] = &[];
 
 #[test]
 fn every_scenario_holds_at_20ms() {
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("lab scenario tests need root, /dev/net/tun and iproute2: {e}");
     }
     for (c, p) in scenario::PROGRAMS {
-        if let Err(e) = rttlens_net::require_command(c, p) {
+        if let Err(e) = rttlens_lab_net::require_command(c, p) {
             panic!("{e}");
         }
     }
@@ -79,7 +79,7 @@ fn every_scenario_holds_at_20ms() {
             Err(e) => failures.push(format!("{}: {e}", s.name)),
         }
     }
-    let names = rttlens_net::netns::list().unwrap_or_default();
+    let names = rttlens_lab_net::netns::list().unwrap_or_default();
     assert!(
         !names
             .iter()

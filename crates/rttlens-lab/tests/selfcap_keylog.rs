@@ -2,7 +2,7 @@
 //! against the lab's built-in rustls server (`rttlens-lab-server`) in a
 //! fresh network namespace, captured by `rttlens_live::SelfCapture`; the
 //! pcapng with the key log embedded decrypts in tshark without a key file.
-//! (Here rather than beside the other self-capture tests in `rttlens-net`:
+//! (Here rather than beside the other self-capture tests in `rttlens-lab-net`:
 //! the server's crate depends on that one.) Needs root, iproute2 and curl;
 //! tshark for the decryption check.
 
@@ -14,8 +14,8 @@ use rttlens_core::capture::CaptureReader;
 use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline;
 use rttlens_core::proto::tls::decrypt::DecryptStatus;
+use rttlens_lab_net::netns::Netns;
 use rttlens_live::{Captured, SelfCapture};
-use rttlens_net::netns::Netns;
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -25,7 +25,7 @@ fn require_root() {
         nix::unistd::geteuid().is_root(),
         "selfcap tests need root (CAP_NET_RAW for AF_PACKET, network namespaces): run them as root"
     );
-    if let Err(e) = rttlens_net::require_command("ip", "iproute2") {
+    if let Err(e) = rttlens_lab_net::require_command("ip", "iproute2") {
         panic!("{e}");
     }
 }
@@ -61,10 +61,10 @@ fn tmp(name: &str) -> PathBuf {
 #[test]
 fn tshark_decrypts_with_the_embedded_keylog() {
     require_root();
-    if let Err(e) = rttlens_net::require_command("curl", "curl") {
+    if let Err(e) = rttlens_lab_net::require_command("curl", "curl") {
         panic!("{e}");
     }
-    if rttlens_net::require_command("tshark", "tshark").is_err() {
+    if rttlens_lab_net::require_command("tshark", "tshark").is_err() {
         eprintln!(
             "NOTE: tshark is not installed, so this test checks the capture and key log \
              but NOT that Wireshark decrypts it (apt-get install tshark)"
@@ -137,7 +137,7 @@ fn tshark_decrypts_with_the_embedded_keylog() {
     assert_eq!(embedded.len(), from_file.len());
     let pcap = tmp("tls.pcapng");
     std::fs::write(&pcap, &file).unwrap();
-    if rttlens_net::require_command("tshark", "tshark").is_ok() {
+    if rttlens_lab_net::require_command("tshark", "tshark").is_ok() {
         let run = |filter: &str| {
             let out = Command::new("tshark")
                 .args(["-n", "-r"])
@@ -179,7 +179,7 @@ fn tshark_decrypts_with_the_embedded_keylog() {
 #[test]
 fn keep_alive_requests_inside_tls_each_get_their_row() {
     require_root();
-    if let Err(e) = rttlens_net::require_command("curl", "curl") {
+    if let Err(e) = rttlens_lab_net::require_command("curl", "curl") {
         panic!("{e}");
     }
     use rttlens_probe::TlsVersion;
@@ -258,7 +258,7 @@ fn keep_alive_requests_inside_tls_each_get_their_row() {
             "{version:?}: the slow tenth request is named: {:#?}",
             c.findings
         );
-        if rttlens_net::require_command("tshark", "tshark").is_ok() {
+        if rttlens_lab_net::require_command("tshark", "tshark").is_ok() {
             let pcap = tmp(&format!("keepalive-{version:?}.pcapng"));
             // without the DSB: tshark must use the key log file given
             let mut plain = Vec::new();

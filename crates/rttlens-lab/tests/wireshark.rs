@@ -61,7 +61,7 @@ fn bench_capture(dir: &Path) -> PathBuf {
 
 #[test]
 fn agreement_with_wireshark_tcp_analysis() {
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("the Wireshark cross-check needs root, /dev/net/tun and iproute2: {e}");
     }
     for (c, p) in scenario::PROGRAMS
@@ -69,7 +69,7 @@ fn agreement_with_wireshark_tcp_analysis() {
         .copied()
         .chain([("tshark", "tshark")])
     {
-        if let Err(e) = rttlens_net::require_command(c, p) {
+        if let Err(e) = rttlens_lab_net::require_command(c, p) {
             panic!("{e}");
         }
     }

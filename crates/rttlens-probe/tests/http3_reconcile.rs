@@ -14,8 +14,8 @@ use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use rttlens_lab_net::{Host, Lab, LinkConfig};
 use rttlens_lab_server::quic::{QuicConfig, QuicServer};
-use rttlens_net::{Host, Lab, LinkConfig};
 use rttlens_probe::{ProbeConfig, ProbeReport};
 
 const RTT: Duration = Duration::from_millis(40);
@@ -33,7 +33,7 @@ static ONE_LAB: Mutex<()> = Mutex::new(());
 /// the probe (`probe`) runs `runs` times in the client namespace. Returns
 /// its reports.
 fn probe_quic(server: QuicConfig, probe: ProbeConfig, runs: usize) -> Vec<ProbeReport> {
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("the HTTP/3 reconcile test needs root, /dev/net/tun and iproute2: {e}");
     }
     let _one = ONE_LAB.lock().unwrap_or_else(|e| e.into_inner());

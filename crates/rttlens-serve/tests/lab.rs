@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use rttlens_lab::scenario::ScenarioCtx;
-use rttlens_net::{Host, Lab, LinkConfig};
+use rttlens_lab_net::{Host, Lab, LinkConfig};
 use rttlens_serve::{Config, ServeOptions, Server};
 
 const RTT: Duration = Duration::from_millis(40);
@@ -61,10 +61,10 @@ fn value(s: &BTreeMap<String, f64>, key: &str) -> f64 {
 
 #[test]
 fn a_probe_of_lab_nginx_through_serve_agrees_with_rttlens_probe() {
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("the serve lab test needs root, /dev/net/tun and iproute2: {e}");
     }
-    if let Err(e) = rttlens_net::require_command("nginx", "nginx-light") {
+    if let Err(e) = rttlens_lab_net::require_command("nginx", "nginx-light") {
         panic!("{e}");
     }
     let lab = Lab::new(LinkConfig::with_rtt(RTT)).expect("lab");

@@ -10,7 +10,7 @@
 //! - [`set_tcp_fastopen`]: `TCP_FASTOPEN` on a listener (the lab servers).
 //! - [`bind_packet`] and [`packet_statistics`]: binding an `AF_PACKET`
 //!   socket to one interface and reading its drop counter (the probe's
-//!   self-capture in `rttlens-net`, the live capture in `rttlens-live`).
+//!   self-capture in `rttlens-lab-net`, the live capture in `rttlens-live`).
 //!
 //! Every `unsafe` block lives in the private module `ffi` (allowed there,
 //! denied everywhere else in this crate, forbidden in every other crate of

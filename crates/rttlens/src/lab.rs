@@ -48,10 +48,10 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
     let Ok(rtt) = rtt else {
         return Ok(ExitCode::from(EXIT_USAGE));
     };
-    let prereq = rttlens_net::check_prerequisites().and_then(|()| {
+    let prereq = rttlens_lab_net::check_prerequisites().and_then(|()| {
         scenario::PROGRAMS
             .iter()
-            .try_for_each(|&(c, p)| rttlens_net::require_command(c, p))
+            .try_for_each(|&(c, p)| rttlens_lab_net::require_command(c, p))
     });
     if let Err(e) = prereq {
         eprintln!("rttlens lab: {e}");

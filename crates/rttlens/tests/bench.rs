@@ -431,13 +431,13 @@ fn ctrl_c_prints_what_was_measured() {
 
 /// Fail with a clear message when the lab cannot run here.
 fn require_lab() {
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("lab tests need root, /dev/net/tun and iproute2: {e}");
     }
 }
 
 fn require(cmd: &'static str, pkg: &'static str) {
-    if let Err(e) = rttlens_net::require_command(cmd, pkg) {
+    if let Err(e) = rttlens_lab_net::require_command(cmd, pkg) {
         panic!("{e}");
     }
 }

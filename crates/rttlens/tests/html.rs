@@ -377,7 +377,7 @@ fn html_to_stdout_and_the_io_interval() {
 #[test]
 fn lab_report_in_one_page() {
     let _heavy = heavy();
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("the lab HTML test needs root, /dev/net/tun and iproute2: {e}");
     }
     let page = scratch("lab.html");
@@ -452,7 +452,7 @@ fn lab_report_in_one_page() {
 #[test]
 fn population_section_of_a_captured_storm() {
     let _heavy = heavy();
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("the population HTML test needs root, /dev/net/tun and iproute2: {e}");
     }
     let cap = scratch("population.pcapng");

@@ -19,8 +19,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::{bin, scratch};
-use rttlens_net::netns::{ip, Netns};
-use rttlens_net::Tcpdump;
+use rttlens_lab_net::netns::{ip, Netns};
+use rttlens_lab_net::Tcpdump;
 use serde_json::Value;
 
 /// What the namespace tests need, or a panic naming it.
@@ -29,7 +29,7 @@ fn require_root_and_ip() {
         nix::unistd::geteuid().is_root(),
         "these tests build network namespaces and capture with AF_PACKET: run them as root"
     );
-    if let Err(e) = rttlens_net::require_command("ip", "iproute2") {
+    if let Err(e) = rttlens_lab_net::require_command("ip", "iproute2") {
         panic!("{e}");
     }
 }
@@ -571,7 +571,7 @@ fn conns_with_evidence(jsonl: &str) -> (Vec<Conn>, Value) {
 #[test]
 fn a_live_capture_over_lab_scenarios_names_the_findings_of_their_files() {
     use rttlens_lab::scenario::{self, Beside};
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("the live lab test needs root, /dev/net/tun and iproute2: {e}");
     }
     for (c, p) in [
@@ -579,7 +579,7 @@ fn a_live_capture_over_lab_scenarios_names_the_findings_of_their_files() {
         ("curl", "curl"),
         ("tcpdump", "tcpdump"),
     ] {
-        if let Err(e) = rttlens_net::require_command(c, p) {
+        if let Err(e) = rttlens_lab_net::require_command(c, p) {
             panic!("{e}");
         }
     }
@@ -597,7 +597,7 @@ fn a_live_capture_over_lab_scenarios_names_the_findings_of_their_files() {
         cmd.args([
             "analyze",
             "-i",
-            rttlens_net::TUN_NAME,
+            rttlens_lab_net::TUN_NAME,
             "--format",
             "jsonl",
             "--duration",
@@ -608,7 +608,7 @@ fn a_live_capture_over_lab_scenarios_names_the_findings_of_their_files() {
             Duration::from_millis(20),
             Some(&keep),
             Beside {
-                host: rttlens_net::Host::Client,
+                host: rttlens_lab_net::Host::Client,
                 command: cmd,
                 ready: Some("capturing on".into()),
             },

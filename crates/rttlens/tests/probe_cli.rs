@@ -9,9 +9,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rttlens_lab::scenario::ScenarioCtx;
+use rttlens_lab_net::LinkConfig;
+use rttlens_lab_net::{Host, Lab};
 use rttlens_lab_server::builtin::ServerConfig;
-use rttlens_net::LinkConfig;
-use rttlens_net::{Host, Lab};
 
 static ONE_LAB: Mutex<()> = Mutex::new(());
 
@@ -56,7 +56,7 @@ fn usage_errors_exit_2() {
 /// A lab at 40 ms with the built-in server; `f` gets the context, the
 /// server's port and a way to run the binary in the client namespace.
 fn with_lab(f: impl FnOnce(&mut ScenarioCtx, u16, &dyn Fn(&[&str]) -> Output)) {
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("probe CLI lab tests need root, /dev/net/tun and iproute2: {e}");
     }
     let _one = ONE_LAB.lock().unwrap_or_else(|e| e.into_inner());
@@ -205,7 +205,7 @@ fn finding_ids(doc: &serde_json::Value) -> Vec<Vec<String>> {
 /// file), and `rttlens analyze` on it finds what the probe reported.
 #[test]
 fn pcap_with_keylog_decrypts_in_tshark_and_analyzes_the_same() {
-    if let Err(e) = rttlens_net::require_command("tshark", "tshark") {
+    if let Err(e) = rttlens_lab_net::require_command("tshark", "tshark") {
         panic!("this test checks the pcap with tshark: {e}");
     }
     with_lab(|ctx, port, probe| {
@@ -348,10 +348,10 @@ fn tshark_fields(pcap: &std::path::Path, filter: &str, fields: &[&str]) -> Vec<V
 /// every stream's HEADERS frames are tshark's.
 #[test]
 fn pcap_over_http2_decrypts_and_its_streams_are_tsharks() {
-    if let Err(e) = rttlens_net::require_command("tshark", "tshark") {
+    if let Err(e) = rttlens_lab_net::require_command("tshark", "tshark") {
         panic!("this test checks the pcap with tshark: {e}");
     }
-    if let Err(e) = rttlens_net::require_command("nginx", "nginx-light") {
+    if let Err(e) = rttlens_lab_net::require_command("nginx", "nginx-light") {
         panic!("{e}");
     }
     with_lab(|ctx, _, probe| {

@@ -12,8 +12,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rttlens_lab::scenario::ScenarioCtx;
+use rttlens_lab_net::{Host, Lab, LinkConfig};
 use rttlens_lab_server::quic::{KxGroup, QuicConfig};
-use rttlens_net::{Host, Lab, LinkConfig};
 
 static ONE_LAB: Mutex<()> = Mutex::new(());
 
@@ -46,7 +46,7 @@ fn http3_usage_errors_exit_2() {
 /// A lab at 40 ms; `f` gets the context and a way to run the binary in
 /// the client namespace.
 fn with_lab(f: impl FnOnce(&mut ScenarioCtx, &dyn Fn(&[&str]) -> Output)) {
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("probe --http3 lab tests need root, /dev/net/tun and iproute2: {e}");
     }
     let _one = ONE_LAB.lock().unwrap_or_else(|e| e.into_inner());
@@ -95,7 +95,7 @@ fn check(a: &serde_json::Value, what: &str) -> Option<bool> {
 
 #[test]
 fn http3_probe_against_the_builtin_quic_server() {
-    if let Err(e) = rttlens_net::require_command("tshark", "tshark") {
+    if let Err(e) = rttlens_lab_net::require_command("tshark", "tshark") {
         panic!("this test checks the pcap with tshark: {e}");
     }
     with_lab(|ctx, probe| {

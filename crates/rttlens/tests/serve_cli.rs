@@ -190,12 +190,12 @@ const LAB_RTT: Duration = Duration::from_millis(40);
 #[test]
 fn prometheus_scrapes_probe_of_lab_nginx_and_reads_the_round_trips_back() {
     use rttlens_lab::scenario::ScenarioCtx;
-    use rttlens_net::{Host, Lab, LinkConfig};
+    use rttlens_lab_net::{Host, Lab, LinkConfig};
 
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("the Prometheus lab test needs root, /dev/net/tun and iproute2: {e}");
     }
-    if let Err(e) = rttlens_net::require_command("nginx", "nginx-light") {
+    if let Err(e) = rttlens_lab_net::require_command("nginx", "nginx-light") {
         panic!("{e}");
     }
     prom::require("prometheus", "prometheus");

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 /// Fail with a clear message when the lab cannot run here.
 fn require_lab() {
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("storm tests need root, /dev/net/tun and iproute2: {e}");
     }
     for (cmd, pkg) in [("nginx", "nginx-light"), ("openssl", "openssl")] {

@@ -9,10 +9,10 @@ use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use rttlens_lab_net::{Host, Lab, LabError, Sysctls};
 use rttlens_lab_server::builtin::{Server, ServerConfig};
 use rttlens_lab_server::nginx;
 use rttlens_lab_server::quic::{QuicConfig, QuicServer};
-use rttlens_net::{Host, Lab, LabError, Sysctls};
 
 /// How long any one client command may take.
 const CLIENT_TIMEOUT_S: u32 = 20;

@@ -18,8 +18,8 @@ use rttlens_core::capture::CaptureReader;
 use rttlens_core::detect::finding::Finding;
 use rttlens_core::model::{ConnReport, QuicReport};
 use rttlens_core::pipeline;
-use rttlens_net::link::{CapturePoint, LinkConfig};
-use rttlens_net::{Host, Lab, LabError};
+use rttlens_lab_net::link::{CapturePoint, LinkConfig};
+use rttlens_lab_net::{Host, Lab, LabError};
 
 use super::{is_quic, lookup, parse_expect, Scenario, ScenarioCtx, Variant, SNAPLEN};
 use crate::copies;
@@ -126,7 +126,7 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         if !self.keep {
             let _ = std::fs::remove_dir_all(&self.path);
-            rttlens_net::unregister_scratch(&self.path);
+            rttlens_lab_net::unregister_scratch(&self.path);
         }
     }
 }
@@ -162,7 +162,7 @@ pub const BESIDE_STOP: Duration = Duration::from_secs(15);
 /// through, just before the vantage capture stops. Its stdout and stderr
 /// are collected.
 ///
-/// The lab's interface in each namespace is [`rttlens_net::TUN_NAME`]
+/// The lab's interface in each namespace is [`rttlens_lab_net::TUN_NAME`]
 /// (`rtl0`): `rttlens analyze -i rtl0 --format jsonl` in
 /// [`Host::Client`] sees the packets of the client's capture.
 #[derive(Debug)]
@@ -380,7 +380,7 @@ fn run(
         keep: keep.is_some(),
     };
     if keep.is_none() {
-        rttlens_net::register_scratch(&path);
+        rttlens_lab_net::register_scratch(&path);
     }
     let client_capture = path.join(match s.vantage {
         Host::Client => "client.pcap",

@@ -1,4 +1,4 @@
-//! The live tests' fixture over the shared lab ([`rttlens_net::Lab`]: a
+//! The live tests' fixture over the shared lab ([`rttlens_lab_net::Lab`]: a
 //! client and a server namespace joined by the userspace delay link):
 //! real Linux TCP, a 2 × 5 ms link, servers in the server namespace
 //! (nginx, or a plain HTTP server whose responses have exact sizes), loss
@@ -41,8 +41,8 @@ use rttlens_core::capture::CaptureReader;
 use rttlens_core::detect::Finding;
 use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline::{self, CaptureSummary};
+use rttlens_lab_net::{Host, Lab, LinkConfig, Tcpdump};
 use rttlens_lab_server::nginx;
-use rttlens_net::{Host, Lab, LinkConfig, Tcpdump};
 
 /// One-way delay of the link (ms): the RTT is twice this.
 pub const DELAY_MS: u64 = 5;
@@ -83,7 +83,7 @@ fn find_tool(name: &str) -> Option<PathBuf> {
 /// Check what the lab needs; panic naming everything that is missing.
 fn require() {
     let mut missing = Vec::new();
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         missing.push(e.to_string());
     }
     for (program, package) in [
@@ -93,7 +93,7 @@ fn require() {
         ("curl", "curl"),
         ("openssl", "openssl"),
     ] {
-        if let Err(e) = rttlens_net::require_command(program, package) {
+        if let Err(e) = rttlens_lab_net::require_command(program, package) {
             missing.push(e.to_string());
         }
     }
@@ -473,8 +473,9 @@ impl TestLab {
         let path = self.dir.join(format!("{name}.pcap"));
         // a snapshot length above the MTU: a ring that holds a 4 MiB burst
         // (see Tcpdump::start_snaplen)
-        let dump = Tcpdump::start_snaplen(self.lab.netns(host), rttlens_net::TUN_NAME, &path, 2048)
-            .unwrap_or_else(|e| panic!("tcpdump at the {name}: {e}"));
+        let dump =
+            Tcpdump::start_snaplen(self.lab.netns(host), rttlens_lab_net::TUN_NAME, &path, 2048)
+                .unwrap_or_else(|e| panic!("tcpdump at the {name}: {e}"));
         Capture { host, dump, path }
     }
 

@@ -55,7 +55,7 @@ fn shared_capture(dir: &str, name: &str) -> PathBuf {
 }
 
 /// Fails the test when tshark is missing (the tests that check against it
-/// never skip). Not `rttlens_net`'s check: these tests build without the
+/// never skip). Not `rttlens_lab_net`'s check: these tests build without the
 /// lab feature too.
 pub fn require_tshark() {
     let found = Command::new("tshark").arg("--version").output();

@@ -15,9 +15,9 @@ use rttlens_core::capture::{CaptureReader, LinkType};
 use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline;
 use rttlens_core::wire::{decode, Decoded, TcpFlags};
+use rttlens_lab_net::netns::Netns;
+use rttlens_lab_net::{Host, Lab, LinkConfig};
 use rttlens_live::{CaptureLimits, Captured, SelfCapture};
-use rttlens_net::netns::Netns;
-use rttlens_net::{Host, Lab, LinkConfig};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -32,7 +32,7 @@ fn require_root() {
         nix::unistd::geteuid().is_root(),
         "selfcap tests need root (CAP_NET_RAW for AF_PACKET, network namespaces): run them as root"
     );
-    if let Err(e) = rttlens_net::require_command("ip", "iproute2") {
+    if let Err(e) = rttlens_lab_net::require_command("ip", "iproute2") {
         panic!("{e}");
     }
 }
@@ -340,7 +340,7 @@ fn pipeline_reads_the_capture_as_one_connection() {
 #[test]
 fn lab_tun_handshake_rtt_from_kernel_timestamps() {
     require_root();
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("this test needs the lab (root, /dev/net/tun, iproute2): {e}");
     }
     let _g = serial();
@@ -379,7 +379,7 @@ fn lab_tun_handshake_rtt_from_kernel_timestamps() {
             })
             .expect("enter the client namespace");
         srv.join().unwrap().expect("enter the server namespace");
-        assert_eq!(x.captured.interface, rttlens_net::TUN_NAME);
+        assert_eq!(x.captured.interface, rttlens_lab_net::TUN_NAME);
         let s = segs(&x.captured);
         assert!(s
             .iter()
@@ -504,7 +504,7 @@ fn without_cap_net_raw_start_is_not_permitted() {
         return;
     }
     require_root();
-    if let Err(e) = rttlens_net::require_command("setpriv", "util-linux") {
+    if let Err(e) = rttlens_lab_net::require_command("setpriv", "util-linux") {
         panic!("{e}");
     }
     let out = Command::new("setpriv")

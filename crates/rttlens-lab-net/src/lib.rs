@@ -1,4 +1,4 @@
-//! # rttlens-net: the lab's network
+//! # rttlens-lab-net: the lab's network
 //!
 //! What `rttlens lab`, `rttlens bench` and the tests that need a network
 //! build their networks from (docs/design.md §6), the part that needs

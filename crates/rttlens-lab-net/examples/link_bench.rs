@@ -7,14 +7,14 @@
 //! packet's ideal deadline) and the error is the link's timing alone.
 //! Needs root and /dev/net/tun.
 //!
-//! `cargo run --release -p rttlens-net --example link_bench [SECONDS]`
+//! `cargo run --release -p rttlens-lab-net --example link_bench [SECONDS]`
 #![forbid(unsafe_code)]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use rttlens_net::{Host, Lab, LinkConfig};
+use rttlens_lab_net::{Host, Lab, LinkConfig};
 
 fn main() {
     let secs: f64 = std::env::args()

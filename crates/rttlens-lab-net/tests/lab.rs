@@ -13,9 +13,9 @@ use std::time::Duration;
 use rttlens_core::capture::CaptureReader;
 use rttlens_core::model::ConnReport;
 use rttlens_core::pipeline;
-use rttlens_net::link::random_drop;
-use rttlens_net::netns;
-use rttlens_net::{CapturePoint, Direction, Host, Lab, LinkConfig, Loss};
+use rttlens_lab_net::link::random_drop;
+use rttlens_lab_net::netns;
+use rttlens_lab_net::{CapturePoint, Direction, Host, Lab, LinkConfig, Loss};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -25,19 +25,19 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 /// Fail with a clear message when the lab cannot run here.
 fn require_lab() {
-    if let Err(e) = rttlens_net::check_prerequisites() {
+    if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("lab tests need root, /dev/net/tun and iproute2: {e}");
     }
 }
 
 fn require(cmd: &'static str, pkg: &'static str) {
-    if let Err(e) = rttlens_net::require_command(cmd, pkg) {
+    if let Err(e) = rttlens_lab_net::require_command(cmd, pkg) {
         panic!("{e}");
     }
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rttlens-net-test-{}", std::process::id()));
+    let d = std::env::temp_dir().join(format!("rttlens-lab-net-test-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d.join(name)
 }
@@ -207,7 +207,7 @@ fn accuracy(rtt_ms: u64) {
         stats.error_quantile_us(0.99),
         stats.error_max_us
     );
-    if rtt_ms == 40 && rttlens_net::require_command("tshark", "tshark").is_ok() {
+    if rtt_ms == 40 && rttlens_lab_net::require_command("tshark", "tshark").is_ok() {
         let out = Command::new("tshark")
             .arg("-r")
             .arg(&link_file)
@@ -346,7 +346,7 @@ fn random_loss_is_seeded() {
     let a = run();
     let b = run();
     let n = a.payload_segments[1].min(b.payload_segments[1]);
-    let upto = |s: &rttlens_net::LinkStats| -> Vec<u64> {
+    let upto = |s: &rttlens_lab_net::LinkStats| -> Vec<u64> {
         s.dropped.iter().map(|d| d.1).filter(|&i| i <= n).collect()
     };
     let expect: Vec<u64> = (1..=n)
@@ -403,7 +403,7 @@ fn sysctls_apply_per_namespace() {
     let lab = Lab::new(LinkConfig::default()).expect("lab");
     lab.set_sysctls(
         Host::Client,
-        &rttlens_net::Sysctls {
+        &rttlens_lab_net::Sysctls {
             tcp_window_scaling: Some(false),
             tcp_fastopen: Some(3),
             tcp_rmem: Some([4096, 65536, 1_000_000]),
