@@ -81,7 +81,11 @@ fn measure(path: &Path) -> Result<String, Box<dyn std::error::Error>> {
         &mut reader,
         &options,
         &mut |c| {
-            let end = c.start_s + c.duration_ms / 1e3;
+            // the TCP table's tombstones: QUIC connections are not in it
+            if c.as_tcp().is_none() {
+                return;
+            }
+            let end = c.start_s() + c.duration_ms() / 1e3;
             let mut r = recent.borrow_mut();
             let latest = r.back().map_or(end, |&b| b.max(end));
             r.push_back(latest);

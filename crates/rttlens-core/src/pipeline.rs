@@ -15,7 +15,7 @@ use crate::filter::Filter;
 use crate::flow::half::FrameMark;
 use crate::flow::{Conn, FlowTable, SWEEP_EVERY, SWEEP_INTERVAL, SWEEP_MIN};
 use crate::model::QuicReport;
-use crate::model::ConnReport;
+use crate::model::{ConnReport, Connection};
 use crate::proto::protocols::Protocols;
 use crate::quic::conn::QuicConn;
 use crate::quic::table::QuicTable;
@@ -234,10 +234,11 @@ pub struct Progress {
     pub frames: u64,
 }
 
-/// Run the pipeline over `reader`. Each finished connection's report goes
-/// to `on_conn` (in the order connections end, which for most captures is
-/// close to index order); `progress` gets how far the reading is every few
-/// thousand frames.
+/// Run the pipeline over `reader`. Each finished connection's record goes
+/// to `on_conn`, TCP and QUIC alike, in the order connections end (which
+/// for most captures is close to index order; the same order at any thread
+/// count); `progress` gets how far the reading is every few thousand
+/// frames.
 ///
 /// # Errors
 /// Only when not a single frame could be read (the input is not a usable
@@ -245,7 +246,7 @@ pub struct Progress {
 /// the problem is noted in `Quality::truncated`.
 pub fn run(
     reader: &mut dyn FrameSource,
-    on_conn: &mut dyn FnMut(ConnReport),
+    on_conn: &mut dyn FnMut(Connection),
     progress: &mut dyn FnMut(Progress),
 ) -> Result<CaptureSummary, CaptureError> {
     run_with(reader, &Options::default(), on_conn, progress)
@@ -278,79 +279,68 @@ pub struct Options {
 
 /// [`run`], keeping what `options` asks for.
 ///
+/// A QUIC connection is handed on as it ends: the QUIC table sweeps it
+/// 3 s after a CONNECTION_CLOSE or 120 s after its last packet, before the
+/// TCP connections the same frame ends; the rest at the end of the
+/// capture, after the TCP connections. Both kinds go into the population
+/// view; the TLS tally counts TCP connections.
+///
 /// # Errors
 /// As [`run`].
 pub fn run_with(
     reader: &mut dyn FrameSource,
     options: &Options,
-    on_conn: &mut dyn FnMut(ConnReport),
-    progress: &mut dyn FnMut(Progress),
-) -> Result<CaptureSummary, CaptureError> {
-    run_streaming(reader, options, on_conn, &mut |_| {}, progress)
-}
-
-/// [`run_with`], also handing each QUIC connection's report to `on_quic`
-/// as it ends (the QUIC table sweeps it 3 s after a CONNECTION_CLOSE or
-/// 120 s after its last packet; the rest at the end of the capture). The
-/// reports stay in [`CaptureSummary::quic`] too. With `threads` > 1 they
-/// are read on the reading thread and all come at the end.
-///
-/// # Errors
-/// As [`run`].
-pub fn run_streaming(
-    reader: &mut dyn FrameSource,
-    options: &Options,
-    on_conn: &mut dyn FnMut(ConnReport),
-    on_quic: &mut dyn FnMut(&QuicReport),
+    on_conn: &mut dyn FnMut(Connection),
     progress: &mut dyn FnMut(Progress),
 ) -> Result<CaptureSummary, CaptureError> {
     let mut tls = TlsTally::default();
     let mut population = crate::population::Population::new(options.interval_ms);
-    let mut on_conn = |c: ConnReport| {
-        tls.add(&c);
-        population.add(&c.population_conn(), &c.sample);
+    let mut quic_findings: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut quic: Vec<QuicReport> = Vec::new();
+    let mut on_conn = |c: Connection| {
+        match &c {
+            Connection::Tcp(r) => {
+                tls.add(r);
+                population.add(&r.population_conn(), &r.sample);
+            }
+            Connection::Quic(q) => {
+                population.add(&q.population_conn(), &q.sample);
+                for f in &q.findings {
+                    *quic_findings.entry(f.id).or_default() += 1;
+                }
+                quic.push((**q).clone());
+            }
+        }
         on_conn(c);
     };
-    let mut handed = std::collections::BTreeSet::new();
-    let mut sum = run_counted(
-        reader,
-        options,
-        &mut on_conn,
-        &mut |q| {
-            handed.insert(q.index);
-            on_quic(q);
-        },
-        progress,
-    )?;
-    // those still open at the end (and all of them from the threaded run)
-    for q in sum.quic.iter().filter(|q| !handed.contains(&q.index)) {
-        on_quic(q);
+    let mut sum = run_counted(reader, options, &mut on_conn, progress)?;
+    for (id, n) in quic_findings {
+        *sum.findings_by_id.entry(id).or_default() += n;
     }
-    for f in sum.quic.iter().flat_map(|q| &q.findings) {
-        *sum.findings_by_id.entry(f.id).or_default() += 1;
-    }
+    quic.sort_by_key(|q| q.index);
+    sum.quic = quic;
     tls.key_log = !reader.key_store().is_empty();
     sum.tls = tls;
     sum.population = population.finish();
     Ok(sum)
 }
 
-/// [`run_streaming`] without the TLS tally; `on_quic` gets the QUIC
-/// connections that end before the capture does (one thread only).
+/// [`run_with`] without the TLS tally and the population view.
 fn run_counted(
     reader: &mut dyn FrameSource,
     options: &Options,
-    on_conn: &mut dyn FnMut(ConnReport),
-    on_quic: &mut dyn FnMut(&QuicReport),
+    on_conn: &mut dyn FnMut(Connection),
     progress: &mut dyn FnMut(Progress),
 ) -> Result<CaptureSummary, CaptureError> {
     if options.threads > 1 {
         return parallel::run(reader, options, on_conn, progress);
     }
     let mut findings_by_id: BTreeMap<&'static str, u64> = BTreeMap::new();
+    // the TCP table's and the QUIC table's hand-offs share the one callback
+    let on_conn = std::cell::RefCell::new(on_conn);
     let mut finish = |conn: Box<Conn<Protocols>>, start: Timestamp| {
         let report = report_of(conn, start, &mut findings_by_id);
-        on_conn(report);
+        (on_conn.borrow_mut())(report.into());
     };
     let table = if options.trace {
         FlowTable::with_trace()
@@ -358,7 +348,16 @@ fn run_counted(
         FlowTable::new()
     }
     .with_ctx(reader.key_store());
-    let mut sum = scan(reader, options, table, &mut finish, on_quic, progress, None)?;
+    let mut on_quic = |q: QuicReport| (on_conn.borrow_mut())(q.into());
+    let mut sum = scan(
+        reader,
+        options,
+        table,
+        &mut finish,
+        &mut on_quic,
+        progress,
+        None,
+    )?;
     sum.findings_by_id = findings_by_id;
     Ok(sum)
 }
@@ -457,6 +456,8 @@ struct Intake<'f> {
     quic: QuicTable,
     /// When the QUIC table was last swept.
     quic_swept: Timestamp,
+    /// QUIC connections that ended and were analysed, not yet handed on.
+    quic_ended: Vec<QuicReport>,
 }
 
 impl<'f> Intake<'f> {
@@ -478,6 +479,7 @@ impl<'f> Intake<'f> {
             live: false,
             quic: QuicTable::default(),
             quic_swept: Timestamp::default(),
+            quic_ended: Vec::new(),
         }
     }
 
@@ -487,11 +489,12 @@ impl<'f> Intake<'f> {
         self
     }
 
-    /// A QUIC connection that ended: analysed, its report kept.
-    fn quic_done(sum: &mut CaptureSummary, start: Timestamp, c: QuicConn) {
+    /// A QUIC connection that ended: analysed, its report kept until the
+    /// caller hands it on ([`Intake::quic_ended`]).
+    fn quic_done(ended: &mut Vec<QuicReport>, start: Timestamp, c: QuicConn) {
         let a = analysis::quic::analyze(c);
         let findings = detect::quic::run(&a);
-        sum.quic.push(QuicReport::new(&a, findings, start));
+        ended.push(QuicReport::new(&a, findings, start));
     }
 
     /// Reads a UDP datagram; whether it was QUIC.
@@ -499,13 +502,15 @@ impl<'f> Intake<'f> {
         if self.filter.is_some_and(|f| !f.matches_udp(d)) {
             return false;
         }
-        let start = self.start();
-        let sum = &mut self.sum;
-        let hit = self
-            .quic
-            .push(d, at, &mut |c| Intake::quic_done(sum, start, c));
+        // sweep first: a connection idle past the timeout is over before
+        // this datagram, which then opens a connection of its own even on
+        // the same connection IDs (RFC 9000 §10.1: an idle connection is
+        // discarded)
         self.sweep_quic(at.ts);
-        hit
+        let start = self.start();
+        let ended = &mut self.quic_ended;
+        self.quic
+            .push(d, at, &mut |c| Intake::quic_done(ended, start, c))
     }
 
     /// Sweeps the QUIC table at `now` when [`QUIC_SWEEP_INTERVAL`] has
@@ -514,9 +519,9 @@ impl<'f> Intake<'f> {
         if now - self.quic_swept >= QUIC_SWEEP_INTERVAL {
             self.quic_swept = now;
             let start = self.start();
-            let sum = &mut self.sum;
+            let ended = &mut self.quic_ended;
             self.quic
-                .sweep(now, &mut |c| Intake::quic_done(sum, start, c));
+                .sweep(now, &mut |c| Intake::quic_done(ended, start, c));
         }
     }
 
@@ -643,13 +648,15 @@ impl<'f> Intake<'f> {
     }
 
     /// The summary once the reading is over (the flow tables' own counts
-    /// and `findings_by_id` are the caller's to fill).
-    fn finish(mut self, reader: &dyn FrameSource) -> CaptureSummary {
+    /// and `findings_by_id` are the caller's to fill), and the QUIC
+    /// connections still open then, in index order, analysed.
+    fn finish(mut self, reader: &dyn FrameSource) -> (CaptureSummary, Vec<QuicReport>) {
         let start = self.start();
         let quic = std::mem::take(&mut self.quic);
-        let sum = &mut self.sum;
-        quic.finish(&mut |c| Intake::quic_done(sum, start, c));
-        sum.quic.sort_by_key(|q| q.index);
+        let mut left = std::mem::take(&mut self.quic_ended);
+        let from = left.len();
+        quic.finish(&mut |c| Intake::quic_done(&mut left, start, c));
+        left[from..].sort_by_key(|q| q.index);
         let sum = &mut self.sum;
         let breaks = reader.breaks();
         if !breaks.is_empty() {
@@ -683,20 +690,22 @@ impl<'f> Intake<'f> {
                 sum.quality.reader_notes.insert(k.to_string(), v);
             }
         }
-        self.sum
+        (self.sum, left)
     }
 }
 
 /// Read every frame of `reader` into `table`; each finished connection goes
-/// to `finish` with the capture's first timestamp, each QUIC connection
-/// that ends before the capture does to `on_quic`. Returns the capture's
-/// summary without `findings_by_id` (the caller's to fill).
+/// to `finish` with the capture's first timestamp, each QUIC connection to
+/// `on_quic` as it ends (before the TCP connections the same frame ends)
+/// or, still open at the end, after every TCP connection, in index order.
+/// Returns the capture's summary without `findings_by_id` (the caller's to
+/// fill).
 fn scan(
     reader: &mut dyn FrameSource,
     options: &Options,
     mut table: FlowTable<Protocols>,
     finish: &mut dyn FnMut(Box<Conn<Protocols>>, Timestamp),
-    on_quic: &mut dyn FnMut(&QuicReport),
+    on_quic: &mut dyn FnMut(QuicReport),
     progress: &mut dyn FnMut(Progress),
     copies: Option<&mut Vec<u64>>,
 ) -> Result<CaptureSummary, CaptureError> {
@@ -711,12 +720,10 @@ fn scan(
         oversized += conn.half[0].oversized + conn.half[1].oversized;
         finish(conn, start);
     };
-    let mut quic_handed = 0;
     while let Some(frame) = intake.next(reader)? {
         let taken = intake.take(&frame);
-        while let Some(q) = intake.sum.quic.get(quic_handed) {
+        for q in intake.quic_ended.drain(..) {
             on_quic(q);
-            quic_handed += 1;
         }
         let start = intake.start();
         if let Some((seg, at)) = taken {
@@ -747,7 +754,10 @@ fn scan(
         bytes: reader.bytes_read(),
         frames: intake.sum.frames,
     });
-    let mut sum = intake.finish(reader);
+    let (mut sum, quic_left) = intake.finish(reader);
+    for q in quic_left {
+        on_quic(q);
+    }
     sum.peak_open_connections = peak_open;
     sum.quality.late_segments = late_segments;
     sum.connections = connections.get();

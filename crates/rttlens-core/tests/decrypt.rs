@@ -37,7 +37,12 @@ fn analyse(capture: &[u8], keylog: Option<&[u8]>) -> Vec<ConnReport> {
         reader.key_store().add(k);
     }
     let mut conns = Vec::new();
-    pipeline::run(&mut reader, &mut |c| conns.push(c), &mut |_| {}).expect("pipeline");
+    pipeline::run(
+        &mut reader,
+        &mut |c| conns.extend(c.into_tcp()),
+        &mut |_| {},
+    )
+    .expect("pipeline");
     conns
 }
 

@@ -89,8 +89,13 @@ fn analyse(capture: &[u8], filter: Option<&str>, threads: usize) -> Vec<ConnRepo
         ..Options::default()
     };
     let mut conns = Vec::new();
-    pipeline::run_with(&mut reader, &options, &mut |c| conns.push(c), &mut |_| {})
-        .expect("analyse");
+    pipeline::run_with(
+        &mut reader,
+        &options,
+        &mut |c| conns.extend(c.into_tcp()),
+        &mut |_| {},
+    )
+    .expect("analyse");
     conns
 }
 

@@ -23,7 +23,12 @@ fn capture(name: &str) -> PathBuf {
 fn analyze(name: &str) -> (Vec<ConnReport>, CaptureSummary) {
     let mut reader = CaptureReader::open(&capture(name)).expect("open capture");
     let mut conns = Vec::new();
-    let sum = pipeline::run(&mut reader, &mut |c| conns.push(c), &mut |_| {}).expect("analyse");
+    let sum = pipeline::run(
+        &mut reader,
+        &mut |c| conns.extend(c.into_tcp()),
+        &mut |_| {},
+    )
+    .expect("analyse");
     (conns, sum)
 }
 

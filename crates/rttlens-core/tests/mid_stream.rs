@@ -56,7 +56,12 @@ fn analyze(bytes: Vec<u8>) -> ConnReport {
     let mut reader =
         CaptureReader::new(Box::new(std::io::Cursor::new(bytes))).expect("open capture");
     let mut conns = Vec::new();
-    pipeline::run(&mut reader, &mut |c| conns.push(c), &mut |_| {}).expect("analyse");
+    pipeline::run(
+        &mut reader,
+        &mut |c| conns.extend(c.into_tcp()),
+        &mut |_| {},
+    )
+    .expect("analyse");
     assert_eq!(conns.len(), 1, "one connection");
     conns.remove(0)
 }

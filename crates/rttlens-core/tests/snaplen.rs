@@ -59,7 +59,7 @@ fn captures() -> Vec<PathBuf> {
 fn reports(path: &Path) -> Vec<ConnReport> {
     let mut reader = CaptureReader::open(path).expect("readable capture");
     let mut out = Vec::new();
-    pipeline::run(&mut reader, &mut |r| out.push(r), &mut |_| {}).expect("analysed");
+    pipeline::run(&mut reader, &mut |r| out.extend(r.into_tcp()), &mut |_| {}).expect("analysed");
     out.sort_by_key(|r| r.index);
     out
 }

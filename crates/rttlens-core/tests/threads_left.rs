@@ -76,7 +76,7 @@ fn reports(capture: &[u8], threads: usize) -> Vec<String> {
     pipeline::run_with(
         &mut reader,
         &options,
-        &mut |c| out.push(serde_json::to_string(&c).expect("json")),
+        &mut |c| out.push(format!("{c:?}")),
         &mut |_| {},
     )
     .expect("analyse");

@@ -27,7 +27,7 @@ fn analyze(name: &str, trace: bool) -> Vec<ConnReport> {
             trace,
             ..Default::default()
         },
-        &mut |c| conns.push(c),
+        &mut |c| conns.extend(c.into_tcp()),
         &mut |_| {},
     )
     .expect("analyse");

@@ -33,7 +33,7 @@ fn path(name: &str) -> PathBuf {
 fn reports(name: &str) -> Vec<ConnReport> {
     let mut reader = CaptureReader::open(&path(name)).expect("readable capture");
     let mut out = Vec::new();
-    pipeline::run(&mut reader, &mut |r| out.push(r), &mut |_| {}).expect("analysed");
+    pipeline::run(&mut reader, &mut |r| out.extend(r.into_tcp()), &mut |_| {}).expect("analysed");
     out.sort_by_key(|r| r.index);
     out
 }
@@ -97,7 +97,7 @@ fn a_zero_window_is_found_without_the_handshake() {
     let cut = drop_first_records(&bytes, 3);
     let mut reader = CaptureReader::new(Box::new(std::io::Cursor::new(cut))).expect("reader");
     let mut mid = Vec::new();
-    pipeline::run(&mut reader, &mut |r| mid.push(r), &mut |_| {}).expect("analysed");
+    pipeline::run(&mut reader, &mut |r| mid.extend(r.into_tcp()), &mut |_| {}).expect("analysed");
     mid.sort_by_key(|r| r.index);
     let r = &mid[0];
     assert!(
@@ -275,7 +275,12 @@ fn a_packet_captured_twice_is_counted_once() {
     ] {
         let mut reader = CaptureReader::open(&path(name)).expect("readable");
         let mut conns = Vec::new();
-        let sum = pipeline::run(&mut reader, &mut |r| conns.push(r), &mut |_| {}).expect("ran");
+        let sum = pipeline::run(
+            &mut reader,
+            &mut |r| conns.extend(r.into_tcp()),
+            &mut |_| {},
+        )
+        .expect("ran");
         let copies = sum.quality.duplicate_frames;
         assert!(
             copies * 3 >= sum.frames,
@@ -352,7 +357,7 @@ fn a_hole_below_the_first_byte_seen_is_a_fast_retransmission() {
     );
     let mut reader = CaptureReader::new(Box::new(std::io::Cursor::new(cut))).expect("reader");
     let mut mid = Vec::new();
-    pipeline::run(&mut reader, &mut |r| mid.push(r), &mut |_| {}).expect("analysed");
+    pipeline::run(&mut reader, &mut |r| mid.extend(r.into_tcp()), &mut |_| {}).expect("analysed");
     let f = mid[0]
         .findings
         .iter()

@@ -102,7 +102,12 @@ fn exchange(lab: &Lab, requests: usize, reply: usize) {
 fn analyse(path: &Path) -> Vec<ConnReport> {
     let mut reader = CaptureReader::open(path).expect("open capture");
     let mut conns = Vec::new();
-    pipeline::run(&mut reader, &mut |c| conns.push(c), &mut |_| {}).expect("pipeline");
+    pipeline::run(
+        &mut reader,
+        &mut |c| conns.extend(c.into_tcp()),
+        &mut |_| {},
+    )
+    .expect("pipeline");
     conns
 }
 

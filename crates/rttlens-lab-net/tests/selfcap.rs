@@ -267,7 +267,12 @@ fn analyse(c: &Captured, keylog: Option<&[u8]>) -> (Vec<ConnReport>, Vec<u8>) {
     c.write_pcapng(&mut file, keylog).expect("write pcapng");
     let mut reader = CaptureReader::new(Box::new(std::io::Cursor::new(file.clone()))).unwrap();
     let mut conns = Vec::new();
-    pipeline::run(&mut reader, &mut |r| conns.push(r), &mut |_| {}).expect("pipeline");
+    pipeline::run(
+        &mut reader,
+        &mut |r| conns.extend(r.into_tcp()),
+        &mut |_| {},
+    )
+    .expect("pipeline");
     (conns, file)
 }
 

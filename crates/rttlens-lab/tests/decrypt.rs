@@ -27,7 +27,12 @@ fn analyse_keyed(capture: &Path, keylog: &Path) -> Vec<ConnReport> {
         .key_store()
         .add(&std::fs::read(keylog).expect("curl wrote its key log"));
     let mut conns = Vec::new();
-    pipeline::run(&mut reader, &mut |c| conns.push(c), &mut |_| {}).expect("pipeline");
+    pipeline::run(
+        &mut reader,
+        &mut |c| conns.extend(c.into_tcp()),
+        &mut |_| {},
+    )
+    .expect("pipeline");
     conns.sort_by_key(|c| c.index);
     conns
 }

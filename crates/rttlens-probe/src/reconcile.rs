@@ -60,8 +60,11 @@ pub fn attach(
             ..Default::default()
         },
         &mut |c| {
-            if locals.contains_key(&c.client) {
-                conns.push(c);
+            // QUIC connections: `summary.quic`, matched below
+            if let rttlens_core::model::Connection::Tcp(c) = c {
+                if locals.contains_key(&c.client) {
+                    conns.push(*c);
+                }
             }
         },
         &mut |_| {},

@@ -14,7 +14,7 @@ use std::io::{self, Write};
 
 use rttlens_core::analysis::ladder::Phase;
 use rttlens_core::detect::finding::{Confidence, Evidence, Finding};
-use rttlens_core::model::{ConnReport, QuicReport};
+use rttlens_core::model::{ConnReport, Connection, QuicReport, Transport};
 use rttlens_core::pipeline::CaptureSummary;
 use rttlens_core::population::PopFinding;
 use serde::ser::SerializeStruct;
@@ -152,9 +152,11 @@ impl Serialize for PhaseJson<'_> {
     }
 }
 
-/// A TCP connection: the engine's report, then its ladder and findings.
+/// A TCP connection: its transport, the engine's report, then its ladder
+/// and findings.
 #[derive(Serialize)]
 pub struct ConnJson<'a> {
+    transport: Transport,
     #[serde(flatten)]
     conn: &'a ConnReport,
     ladder: Seq<'a, Phase, PhaseJson<'a>>,
@@ -165,6 +167,7 @@ impl<'a> ConnJson<'a> {
     /// The JSON of `conn`.
     pub fn new(conn: &'a ConnReport) -> Self {
         ConnJson {
+            transport: Transport::Tcp,
             conn,
             ladder: Seq(&conn.ladder, PhaseJson),
             findings: Seq(&conn.findings, FindingJson),
@@ -172,9 +175,11 @@ impl<'a> ConnJson<'a> {
     }
 }
 
-/// A QUIC connection: the engine's report, then its ladder and findings.
+/// A QUIC connection: its transport, the engine's report, then its ladder
+/// and findings.
 #[derive(Serialize)]
 pub struct QuicJson<'a> {
+    transport: Transport,
     #[serde(flatten)]
     quic: &'a QuicReport,
     ladder: Seq<'a, Phase, PhaseJson<'a>>,
@@ -185,6 +190,7 @@ impl<'a> QuicJson<'a> {
     /// The JSON of `quic`.
     pub fn new(quic: &'a QuicReport) -> Self {
         QuicJson {
+            transport: Transport::Quic,
             quic,
             ladder: Seq(&quic.ladder, PhaseJson),
             findings: Seq(&quic.findings, FindingJson),
@@ -192,38 +198,37 @@ impl<'a> QuicJson<'a> {
     }
 }
 
-/// The capture summary, with its QUIC connections (none when jsonl gave
-/// each its own line) and population findings, both with their sentences.
+/// The capture summary, with its population findings and their
+/// sentences (the QUIC connections are in `connections`, as the TCP ones).
 #[derive(Serialize)]
 pub struct SummaryJson<'a> {
     #[serde(flatten)]
     summary: &'a CaptureSummary,
     #[serde(skip_serializing_if = "Option::is_none")]
-    quic: Option<Seq<'a, QuicReport, QuicJson<'a>>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     population_findings: Option<Seq<'a, PopFinding, PopFindingJson<'a>>>,
 }
 
 impl<'a> SummaryJson<'a> {
-    /// The JSON of `summary`, its QUIC connections with it when `with_quic`.
-    pub fn new(summary: &'a CaptureSummary, with_quic: bool) -> Self {
+    /// The JSON of `summary`.
+    pub fn new(summary: &'a CaptureSummary) -> Self {
         let pop = &summary.population.population_findings;
         SummaryJson {
             summary,
-            quic: (with_quic && !summary.quic.is_empty()).then(|| {
-                Seq(
-                    &summary.quic,
-                    QuicJson::new as fn(&'a QuicReport) -> QuicJson<'a>,
-                )
-            }),
-            population_findings: (!pop.is_empty()).then(|| {
-                Seq(
-                    pop.as_slice(),
-                    PopFindingJson as fn(&'a PopFinding) -> PopFindingJson<'a>,
-                )
-            }),
+            population_findings: (!pop.is_empty()).then_some(Seq(
+                pop.as_slice(),
+                PopFindingJson as fn(&'a PopFinding) -> PopFindingJson<'a>,
+            )),
         }
     }
+}
+
+/// `conn` as one JSON object into `buf`.
+fn write_connection(buf: &mut Vec<u8>, conn: &Connection) -> io::Result<()> {
+    match conn {
+        Connection::Tcp(c) => serde_json::to_writer(buf, &ConnJson::new(c)),
+        Connection::Quic(q) => serde_json::to_writer(buf, &QuicJson::new(q)),
+    }
+    .map_err(to_io)
 }
 
 /// Streams the JSON document.
@@ -254,13 +259,13 @@ impl Renderer for JsonRenderer {
         write!(w, "{{{},\"connections\":[", head_fields(source)?)
     }
 
-    fn connection(&mut self, w: &mut dyn Write, conn: ConnReport) -> io::Result<()> {
+    fn connection(&mut self, w: &mut dyn Write, conn: Connection) -> io::Result<()> {
         self.buf.clear();
         if self.count > 0 {
             self.buf.push(b',');
         }
         self.buf.push(b'\n');
-        serde_json::to_writer(&mut self.buf, &ConnJson::new(&conn)).map_err(to_io)?;
+        write_connection(&mut self.buf, &conn)?;
         w.write_all(&self.buf)?;
         self.count += 1;
         Ok(())
@@ -268,7 +273,7 @@ impl Renderer for JsonRenderer {
 
     fn end(&mut self, w: &mut dyn Write, summary: &CaptureSummary) -> io::Result<()> {
         w.write_all(b"\n],\"capture\":")?;
-        serde_json::to_writer(&mut *w, &SummaryJson::new(summary, true)).map_err(to_io)?;
+        serde_json::to_writer(&mut *w, &SummaryJson::new(summary)).map_err(to_io)?;
         w.write_all(b"}\n")
     }
 }
@@ -279,14 +284,14 @@ impl Renderer for JsonRenderer {
 ///
 /// ```text
 /// {"type":"header","schema_version":3,"tool":"rttlens 0.1.0","source":"capture.pcap"}
-/// {"type":"connection", <the fields of a connection>}
-/// {"type":"quic_connection", <the fields of a QUIC connection>}
+/// {"type":"connection","transport":"tcp", <the fields of a TCP connection>}
+/// {"type":"connection","transport":"quic", <the fields of a QUIC connection>}
 /// …
-/// {"type":"summary","capture":<summary without quic>}
+/// {"type":"summary","capture":<summary>}
 /// ```
 ///
-/// A QUIC connection's line is an element of the JSON document's
-/// `capture.quic`; the summary line leaves `quic` out (each had its line).
+/// A connection's line is an element of the JSON document's
+/// `connections`, with `type` added, in the same order.
 ///
 /// Memory and the time to the first line do not grow with the capture
 /// (the `json` document's array must be closed before any parser reads
@@ -301,9 +306,9 @@ impl Renderer for JsonlRenderer {
         writeln!(w, "{{\"type\":\"header\",{}}}", head_fields(source)?)
     }
 
-    fn connection(&mut self, w: &mut dyn Write, conn: ConnReport) -> io::Result<()> {
+    fn connection(&mut self, w: &mut dyn Write, conn: Connection) -> io::Result<()> {
         self.buf.clear();
-        serde_json::to_writer(&mut self.buf, &ConnJson::new(&conn)).map_err(to_io)?;
+        write_connection(&mut self.buf, &conn)?;
         // the type goes first, inside the connection's own object
         let fields = self.buf.strip_prefix(b"{").unwrap_or(&self.buf);
         w.write_all(b"{\"type\":\"connection\",")?;
@@ -311,19 +316,9 @@ impl Renderer for JsonlRenderer {
         w.write_all(b"\n")
     }
 
-    fn quic_connection(&mut self, w: &mut dyn Write, quic: &QuicReport) -> io::Result<()> {
-        self.buf.clear();
-        serde_json::to_writer(&mut self.buf, &QuicJson::new(quic)).map_err(to_io)?;
-        let fields = self.buf.strip_prefix(b"{").unwrap_or(&self.buf);
-        w.write_all(b"{\"type\":\"quic_connection\",")?;
-        w.write_all(fields)?;
-        w.write_all(b"\n")
-    }
-
     fn end(&mut self, w: &mut dyn Write, summary: &CaptureSummary) -> io::Result<()> {
         w.write_all(b"{\"type\":\"summary\",\"capture\":")?;
-        // each QUIC connection had its own line
-        serde_json::to_writer(&mut *w, &SummaryJson::new(summary, false)).map_err(to_io)?;
+        serde_json::to_writer(&mut *w, &SummaryJson::new(summary)).map_err(to_io)?;
         w.write_all(b"}\n")
     }
 }

@@ -22,7 +22,7 @@ pub mod words;
 use std::cmp::Ordering;
 use std::io::{self, Write};
 
-use rttlens_core::model::ConnReport;
+use rttlens_core::model::{ConnReport, Connection};
 use rttlens_core::pipeline::CaptureSummary;
 
 /// What is being analysed, for the report's header.
@@ -36,18 +36,10 @@ pub struct Source {
 pub trait Renderer {
     /// Start of the report.
     fn begin(&mut self, w: &mut dyn Write, source: &Source) -> io::Result<()>;
-    /// One analysed connection.
-    fn connection(&mut self, w: &mut dyn Write, conn: ConnReport) -> io::Result<()>;
-    /// One QUIC connection, as it ended ([`rttlens_core::pipeline::run_streaming`]).
-    /// It is in the summary's `quic` too: renderers that show the summary
-    /// whole leave this alone (the default).
-    fn quic_connection(
-        &mut self,
-        _w: &mut dyn Write,
-        _quic: &rttlens_core::model::QuicReport,
-    ) -> io::Result<()> {
-        Ok(())
-    }
+    /// One analysed connection, TCP or QUIC, as the pipeline hands it on
+    /// ([`rttlens_core::pipeline::run_with`]: in the order connections
+    /// end, the same at any thread count).
+    fn connection(&mut self, w: &mut dyn Write, conn: Connection) -> io::Result<()>;
     /// End of the report, with the capture summary.
     fn end(&mut self, w: &mut dyn Write, summary: &CaptureSummary) -> io::Result<()>;
 }

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use rttlens_core::analysis::ladder::Phase;
 use rttlens_core::analysis::requests::RequestRow;
 use rttlens_core::detect::Finding;
-use rttlens_core::model::{ConnReport, QuicReport};
+use rttlens_core::model::{ConnReport, Connection, QuicReport};
 use rttlens_core::pipeline::{CaptureSummary, TlsTally};
 use rttlens_core::proto::tls::decrypt::{DecryptStatus, Decryption};
 
@@ -26,6 +26,8 @@ pub struct TextRenderer {
     floor: Option<(f64, f64, u64)>,
     seen: u64,
     source: String,
+    /// The QUIC connections, each shown in full after the TCP ones.
+    quic: Vec<QuicReport>,
 }
 
 /// What [`crate::slowest_first`] orders by.
@@ -43,6 +45,7 @@ impl TextRenderer {
             floor: None,
             seen: 0,
             source: String::new(),
+            quic: Vec::new(),
         }
     }
 
@@ -532,7 +535,14 @@ impl Renderer for TextRenderer {
         Ok(())
     }
 
-    fn connection(&mut self, _w: &mut dyn Write, conn: ConnReport) -> io::Result<()> {
+    fn connection(&mut self, _w: &mut dyn Write, conn: Connection) -> io::Result<()> {
+        let conn = match conn {
+            Connection::Tcp(c) => *c,
+            Connection::Quic(q) => {
+                self.quic.push(*q);
+                return Ok(());
+            }
+        };
         self.seen += 1;
         // `top` connections already rank before the floor: one that does
         // not cannot be shown (most connections of a big capture)
@@ -564,12 +574,13 @@ impl Renderer for TextRenderer {
             if s.connections == 1 { "" } else { "s" },
             s.duration_s
         )?;
-        if !s.quic.is_empty() {
+        self.quic.sort_by_key(|q| q.index);
+        if !self.quic.is_empty() {
             writeln!(
                 w,
                 "QUIC: {} connection{} in {} datagrams",
-                s.quic.len(),
-                if s.quic.len() == 1 { "" } else { "s" },
+                self.quic.len(),
+                if self.quic.len() == 1 { "" } else { "s" },
                 s.quic_datagrams
             )?;
         }
@@ -606,7 +617,7 @@ impl Renderer for TextRenderer {
         for c in &self.kept {
             write_connection(w, c, self.rounds || single)?;
         }
-        for q in &s.quic {
+        for q in &self.quic {
             write_quic_connection(w, q)?;
         }
         Ok(())

@@ -31,7 +31,7 @@ use prometheus_client::metrics::histogram::{
     exponential_buckets, Histogram, NativeHistogramConfig,
 };
 use prometheus_client::registry::{Registry, Unit};
-use rttlens_core::model::ConnReport;
+use rttlens_core::model::Connection;
 use rttlens_core::pipeline;
 use rttlens_live::{LiveCapture, LiveCounters, LiveError, StopHandle};
 
@@ -95,7 +95,7 @@ impl LiveMetrics {
     pub fn register(&self, registry: &mut Registry) {
         registry.register(
             "rttlens_live_connections",
-            "TCP connections of the live capture analysed (counted when they end)",
+            "Connections (TCP and QUIC) of the live capture analysed (counted when they end)",
             self.connections.clone(),
         );
         registry.register(
@@ -124,23 +124,23 @@ impl LiveMetrics {
     }
 
     /// Add one ended connection.
-    pub fn add(&self, c: &ConnReport) {
+    pub fn add(&self, c: &Connection) {
         self.connections.inc();
-        for f in &c.findings {
+        for f in c.findings() {
             let id = vec![("id".to_string(), f.id.to_string())];
             self.findings.get_or_create(&id).inc();
             if f.cost.ms.is_finite() && f.cost.ms > 0.0 {
                 self.cost.get_or_create(&id).inc_by(f.cost.ms / 1000.0);
             }
         }
-        for p in &c.ladder {
+        for p in c.ladder() {
             let phase = vec![("phase".to_string(), p.name.to_string())];
             if p.ms.is_finite() && p.ms >= 0.0 {
                 self.phase_seconds
                     .get_or_create(&phase)
                     .observe(p.ms / 1000.0);
             }
-            if c.rtt.is_some() && p.rtts.is_finite() && p.rtts >= 0.0 {
+            if c.rtt_min_ms().is_some() && p.rtts.is_finite() && p.rtts >= 0.0 {
                 self.phase_rtts.get_or_create(&phase).observe(p.rtts);
             }
         }

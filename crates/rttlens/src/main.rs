@@ -31,6 +31,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use rttlens_core::capture::{CaptureReader, CaptureSet, FrameSource};
+use rttlens_core::model::Connection;
 use rttlens_core::pipeline;
 use rttlens_report::html::HtmlRenderer;
 use rttlens_report::json::{JsonRenderer, JsonlRenderer};
@@ -108,9 +109,7 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let html = output::html_options(pics, args.top);
     let svg_dir = output::svg_dir(pics)?;
     let mut renderer: Box<dyn Renderer> = match args.format {
-        AnalyzeFormat::Text => {
-Box::new(TextRenderer::new(args.top, args.rounds))
-        }
+        AnalyzeFormat::Text => Box::new(TextRenderer::new(args.top, args.rounds)),
         AnalyzeFormat::Json => Box::new(JsonRenderer::default()),
         AnalyzeFormat::Jsonl => Box::new(JsonlRenderer::default()),
         AnalyzeFormat::Html => {
@@ -141,23 +140,25 @@ Box::new(TextRenderer::new(args.top, args.rounds))
     };
     renderer.begin(&mut out, &Source { name: name.clone() })?;
     let selectors = args.conn.clone();
-    // the renderer and its output, shared by the TCP and QUIC callbacks
-    // (called one at a time), and the first write error
-    let sink = std::cell::RefCell::new((renderer, out, None::<io::Error>));
-    let summary = pipeline::run_streaming(
+    // the renderer and its output, and the first write error
+    let mut sink = (renderer, out, None::<io::Error>);
+    let summary = pipeline::run_with(
         reader.as_mut(),
         &options,
         &mut |conn| {
-            let mut sink = sink.borrow_mut();
-            let (renderer, out, io_err) = &mut *sink;
-            if io_err.is_some()
-                || !selectors.is_empty() && !selectors.iter().any(|s| s.matches(&conn))
-            {
+            let (renderer, out, io_err) = &mut sink;
+            if io_err.is_some() {
                 return;
             }
-            if let Some(svg) = svg_only.as_mut().filter(|s| s.wants(&conn)) {
-                if let Err(e) = svg.connection(&mut io::sink(), conn.clone()) {
-                    *io_err = Some(e);
+            // `--conn` selects TCP connections; every QUIC one is shown
+            if let Connection::Tcp(c) = &conn {
+                if !selectors.is_empty() && !selectors.iter().any(|s| s.matches(c)) {
+                    return;
+                }
+                if let Some(svg) = svg_only.as_mut().filter(|s| s.wants(c)) {
+                    if let Err(e) = svg.connection(&mut io::sink(), conn.clone()) {
+                        *io_err = Some(e);
+                    }
                 }
             }
             if let Err(e) = renderer.connection(out, conn) {
@@ -170,28 +171,11 @@ Box::new(TextRenderer::new(args.top, args.rounds))
                 }
             }
         },
-        // QUIC connections as they end (jsonl's `quic_connection` lines;
-        // `--conn` selects TCP connections only, as `capture.quic` is whole)
-        &mut |quic| {
-            let mut sink = sink.borrow_mut();
-            let (renderer, out, io_err) = &mut *sink;
-            if io_err.is_some() {
-                return;
-            }
-            if let Err(e) = renderer.quic_connection(out, quic) {
-                *io_err = Some(e);
-            }
-            if live {
-                if let Err(e) = out.flush() {
-                    *io_err = Some(e);
-                }
-            }
-        },
         &mut |p| progress.update(p),
     )
     .with_context(|| format!("cannot analyse {name}"))?;
     progress.finish();
-    let (mut renderer, mut out, io_err) = sink.into_inner();
+    let (mut renderer, mut out, io_err) = sink;
     if let Some(e) = io_err {
         return Err(e.into());
     }

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 #[cfg(feature = "lab")]
 use rttlens_core::capture::CaptureReader;
 #[cfg(any(feature = "probe", feature = "lab"))]
-use rttlens_core::model::ConnReport;
+use rttlens_core::model::Connection;
 use rttlens_core::pipeline;
 #[cfg(any(feature = "probe", feature = "lab"))]
 use rttlens_core::pipeline::CaptureSummary;
@@ -68,7 +68,7 @@ pub fn fragment(
     html: &HtmlOptions,
     svg: Option<std::path::PathBuf>,
     (prefix, title, source): (&str, &str, &str),
-    conns: Vec<ConnReport>,
+    conns: Vec<Connection>,
     summary: &CaptureSummary,
 ) -> io::Result<Vec<u8>> {
     let mut r = HtmlRenderer::fragment(html.clone(), prefix, title).with_svg_dir(svg);

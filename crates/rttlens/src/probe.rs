@@ -7,6 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use rttlens_core::model::Connection;
 use rttlens_probe::{self as probe, ErrorKind, Family, ProbeConfig};
 
 use crate::args::{Format, ProbeArgs};
@@ -59,7 +60,12 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             &output::html_options(pics, 10),
             output::svg_dir(pics)?,
             ("", "", &source),
-            std::mem::take(&mut report.connections),
+            // the TCP connections, then the QUIC ones (`--http3`)
+            std::mem::take(&mut report.connections)
+                .into_iter()
+                .map(Connection::from)
+                .chain(summary.quic.iter().cloned().map(Connection::from))
+                .collect(),
             summary,
         )?);
     }

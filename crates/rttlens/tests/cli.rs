@@ -590,9 +590,8 @@ fn every_fact_has_its_template_on_the_shared_captures() {
             String::from_utf8_lossy(&out.stderr)
         );
         let v = json_of(&out.stdout);
-        let quic = v["capture"]["quic"].as_array().cloned().unwrap_or_default();
         let conns = v["connections"].as_array().expect("connections");
-        for c in conns.iter().chain(quic.iter()) {
+        for c in conns {
             for p in c["ladder"].as_array().expect("ladder") {
                 assert!(
                     p["detail"].as_str().is_some_and(|d| !d.is_empty()),

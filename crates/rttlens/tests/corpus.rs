@@ -104,6 +104,8 @@ impl Num {
 enum Scope {
     Capture,
     Conn(u64),
+    /// The QUIC connection whose `index` is N.
+    Quic(u64),
     AnyConn,
 }
 
@@ -244,8 +246,12 @@ fn parse_line(line: &str, n: usize) -> Result<Option<Expectation>, String> {
     let scope = match scope_text.as_str() {
         "capture" => Scope::Capture,
         "conn=*" => Scope::AnyConn,
-        s => match s.strip_prefix("conn=").map(str::parse::<u64>) {
-            Some(Ok(i)) => Scope::Conn(i),
+        s => match (
+            s.strip_prefix("conn=").map(str::parse::<u64>),
+            s.strip_prefix("quic=").map(str::parse::<u64>),
+        ) {
+            (Some(Ok(i)), _) => Scope::Conn(i),
+            (_, Some(Ok(i))) => Scope::Quic(i),
             _ => return Err(format!("bad scope {s:?}")),
         },
     };
@@ -324,11 +330,12 @@ fn parse_file(text: &str) -> Result<Vec<Expectation>, String> {
 
 // ------------------------------------------------------------- evaluation
 
-fn connection(doc: &Value, index: u64) -> Option<&Value> {
+/// The connection of `transport` (`tcp`, `quic`) whose index is `index`.
+fn connection<'a>(doc: &'a Value, transport: &str, index: u64) -> Option<&'a Value> {
     doc["connections"]
         .as_array()?
         .iter()
-        .find(|c| c["index"].as_u64() == Some(index))
+        .find(|c| c["transport"] == transport && c["index"].as_u64() == Some(index))
 }
 
 fn finding_ids(conn: &Value) -> Vec<String> {
@@ -493,9 +500,13 @@ fn evaluate(e: &Expectation, doc: &Value) -> Result<(), String> {
                 Err(format!("{path} = {}", short(v)))
             }
         }
-        (Scope::Conn(i), check) => match connection(doc, *i) {
+        (Scope::Conn(i), check) => match connection(doc, "tcp", *i) {
             Some(c) => check_conn(check, c),
             None => Err(format!("no connection {i} ({} in all)", conns.len())),
+        },
+        (Scope::Quic(i), check) => match connection(doc, "quic", *i) {
+            Some(c) => check_conn(check, c),
+            None => Err(format!("no QUIC connection {i} ({} in all)", conns.len())),
         },
         // no-finding over every connection
         (Scope::Capture | Scope::AnyConn, Check::NoFinding(_)) => {
@@ -801,6 +812,22 @@ fn expectation_format_parses() {
     .expect("parses")
     .expect("some");
     assert_eq!(f.check, Check::Field("server".into(), "[::1]:3000".into()));
+    let q = parse_line(
+        r#"public/a quic=1 field[handshake.sni]=x expect from=tshark source="x""#,
+        1,
+    )
+    .expect("parses")
+    .expect("some");
+    assert_eq!(q.scope, Scope::Quic(1));
+    let doc: Value = serde_json::json!({"connections": [
+        {"transport": "tcp", "index": 1, "handshake": {"sni": "tcp"}},
+        {"transport": "quic", "index": 1, "handshake": {"sni": "x"}},
+    ]});
+    assert_eq!(
+        evaluate(&q, &doc),
+        Ok(()),
+        "the QUIC connection 1, not the TCP one"
+    );
     for bad in [
         r#"public/a conn=1 finding=x expect source="x""#,
         r#"public/a conn=1 finding=x from=tshark source="x""#,
@@ -813,7 +840,7 @@ fn expectation_format_parses() {
     }
     let doc: Value = serde_json::json!({
         "capture": {"connections": 1},
-        "connections": [{"index": 0, "tls": null, "rtt": {"min_ms": 12.0},
+        "connections": [{"transport": "tcp", "index": 0, "tls": null, "rtt": {"min_ms": 12.0},
             "tcp": {"window_scale": [7, null]},
             "findings": [{"id": "rto", "cost": {"ms": 590.0}}]}]
     });

@@ -163,11 +163,19 @@ fn http3_probe_against_the_builtin_quic_server() {
         // packet decrypted, each attempt on its own QUIC connection, and
         // its phases set against the wire's
         assert!(cap["note"].is_null(), "nothing left unread: {cap}");
-        let quic = v["capture"]["quic"].as_array().expect("capture.quic");
+        let quic: Vec<&serde_json::Value> = v["connections"]
+            .as_array()
+            .expect("connections")
+            .iter()
+            .filter(|c| c["transport"] == "quic")
+            .collect();
         assert_eq!(quic.len(), 2, "{quic:?}");
         for a in attempts {
-            let i = a["quic_connection"].as_u64().expect("quic_connection") as usize;
-            let q = &quic[i];
+            let i = a["quic_connection"].as_u64().expect("quic_connection");
+            let q = quic
+                .iter()
+                .find(|q| q["index"] == i)
+                .expect("the attempt's QUIC connection");
             assert_eq!(q["client"], a["local"], "{q}");
             assert!(q["not_decrypted"].is_null(), "{q}");
             assert_eq!(q["decrypted"], q["packets"], "{q}");

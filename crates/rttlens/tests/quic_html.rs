@@ -95,6 +95,35 @@ fn quic_connections_have_their_ladder_and_findings_in_html() {
             !retries.is_empty(),
             "{name}: quic-retry finding iff tshark sees a Retry {retries:?}"
         );
+        // the summary counts the QUIC connection, its datagrams (tshark's
+        // UDP frames) and its findings, as it does a TCP connection's
+        let udp = tshark(&file, "udp", &["frame.number"]).len();
+        assert!(
+            page.contains(&format!("TCP segments, {udp} QUIC datagrams")),
+            "{name}: {udp} QUIC datagrams in the summary"
+        );
+        assert!(
+            page.contains("0 TCP (at most 0 open at once), 1 QUIC"),
+            "{name}"
+        );
+        assert!(
+            page.contains("1 connection; click a heading to sort."),
+            "{name}: the connections table counts it"
+        );
+        assert!(
+            page.contains("<a href=\"#quic-0\">q0</a>"),
+            "{name}: its row links to its section"
+        );
+        if !retries.is_empty() {
+            assert!(
+                !page.contains("No finding: nothing cost more than it should"),
+                "{name}: its finding counts"
+            );
+            assert!(
+                page.contains("<tr><td>quic-retry</td><td data-v=\"1\">1</td>"),
+                "{name}"
+            );
+        }
     }
     // no QUIC, no section
     let page = html(&[], &public("zeek_tls13-hrr.pcap"));

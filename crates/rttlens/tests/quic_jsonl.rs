@@ -1,5 +1,7 @@
 //! `analyze --format jsonl` writes each QUIC connection as its own
-//! `quic_connection` line as it ends (docs/json.md "JSON Lines"), checked
+//! `connection` line (`"transport":"quic"`) as it ends, among the TCP
+//! ones, in the same order at any thread count (docs/json.md "JSON
+//! Lines"), checked
 //! on the public QUIC captures against what tshark (4.0 or later) shows of
 //! them: its QUIC connections (`quic.connection.number`), their first
 //! and last frames and endpoints. FAILS (never skips) without tshark or
@@ -69,7 +71,12 @@ fn tshark_conns(file: &PathBuf) -> (BTreeMap<u64, TsharkConn>, u64) {
 
 /// `analyze FILES --format jsonl --threads 1`: every line parsed.
 fn jsonl(files: &[PathBuf]) -> Vec<serde_json::Value> {
-    let args = ["--format", "jsonl", "--threads", "1"]
+    jsonl_on(files, "1")
+}
+
+/// `analyze FILES --format jsonl --threads THREADS`: every line parsed.
+fn jsonl_on(files: &[PathBuf], threads: &str) -> Vec<serde_json::Value> {
+    let args = ["--format", "jsonl", "--threads", threads]
         .map(OsStr::new)
         .into_iter()
         .chain(files.iter().map(|f| f.as_os_str()));
@@ -85,8 +92,12 @@ fn json_doc(file: &Path) -> serde_json::Value {
     serde_json::from_slice(&out).expect("JSON")
 }
 
-fn of_type<'a>(lines: &'a [serde_json::Value], ty: &str) -> Vec<&'a serde_json::Value> {
-    lines.iter().filter(|l| l["type"] == ty).collect()
+/// The connection lines of `transport`.
+fn of_transport<'a>(lines: &'a [serde_json::Value], transport: &str) -> Vec<&'a serde_json::Value> {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "connection" && l["transport"] == transport)
+        .collect()
 }
 
 #[test]
@@ -112,9 +123,9 @@ fn quic_connections_are_jsonl_lines_as_tshark_sees_them() {
         assert_eq!(last["type"], "summary", "{name}: the summary line is last");
         assert!(
             last["capture"].get("quic").is_none(),
-            "{name}: the summary leaves out what had its own line"
+            "{name}: QUIC connections are connections, not part of the summary"
         );
-        let quic = of_type(&lines, "quic_connection");
+        let quic = of_transport(&lines, "quic");
         // tshark's connections, in order of first frame
         let mut want: Vec<&TsharkConn> = ts.values().collect();
         want.sort_by_key(|c| c.first);
@@ -132,12 +143,15 @@ fn quic_connections_are_jsonl_lines_as_tshark_sees_them() {
             assert_eq!(q["server"], t.dst.as_str(), "{name}: server");
             assert_eq!(q["last_frame"], t.last, "{name}: last frame");
         }
-        // a line is exactly an element of the JSON document's capture.quic
+        // a line is exactly an element of the JSON document's connections
         let doc = json_doc(&file);
-        let mut whole: Vec<serde_json::Value> = doc["capture"]["quic"]
+        let mut whole: Vec<serde_json::Value> = doc["connections"]
             .as_array()
+            .expect("connections")
+            .iter()
+            .filter(|c| c["transport"] == "quic")
             .cloned()
-            .unwrap_or_default();
+            .collect();
         let mut lined: Vec<serde_json::Value> = quic
             .iter()
             .map(|q| {
@@ -148,7 +162,10 @@ fn quic_connections_are_jsonl_lines_as_tshark_sees_them() {
             .collect();
         whole.sort_by_key(|q| q["index"].as_u64());
         lined.sort_by_key(|q| q["index"].as_u64());
-        assert_eq!(lined, whole, "{name}: jsonl lines and capture.quic");
+        assert_eq!(
+            lined, whole,
+            "{name}: jsonl lines and the document's connections"
+        );
     }
 }
 
@@ -167,10 +184,10 @@ fn a_quic_connection_gets_its_line_when_it_ends() {
     let lines = jsonl(&files);
     let order: Vec<String> = lines
         .iter()
-        .filter_map(|l| match l["type"].as_str() {
-            Some("quic_connection") => Some(format!("quic {}", l["server"])),
-            Some("connection") => Some("tcp".into()),
-            _ => None,
+        .filter(|l| l["type"] == "connection")
+        .map(|l| match l["transport"].as_str() {
+            Some("quic") => format!("quic {}", l["server"]),
+            _ => "tcp".into(),
         })
         .collect();
     let at = |what: &str| {
@@ -183,4 +200,96 @@ fn a_quic_connection_gets_its_line_when_it_ends() {
     let google = at("quic \"64.233.166.94:443\"");
     let tcp = at("tcp");
     assert!(ietf < tcp && tcp < google, "line order {order:?}");
+    // the same lines in the same order on two threads: the QUIC table is
+    // read on the reading thread, its connections merged by frame
+    assert_eq!(jsonl_on(&files, "2"), lines, "2 threads");
+}
+
+/// `src` (a classic pcap) with every timestamp moved `by_s` seconds later,
+/// written to `dst`.
+fn shifted(src: &Path, dst: &Path, by_s: u32) {
+    let b = std::fs::read(src).expect("read");
+    let le = match b.get(..4) {
+        Some([0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1]) => true,
+        Some([0xa1, 0xb2, 0xc3, 0xd4] | [0xa1, 0xb2, 0x3c, 0x4d]) => false,
+        _ => panic!("{}: not a classic pcap", src.display()),
+    };
+    let u32_at = |i: usize| {
+        let w: [u8; 4] = b[i..i + 4].try_into().expect("4 bytes");
+        if le {
+            u32::from_le_bytes(w)
+        } else {
+            u32::from_be_bytes(w)
+        }
+    };
+    let mut out = b[..24].to_vec();
+    let mut i = 24;
+    while i + 16 <= b.len() {
+        let (sec, incl) = (u32_at(i) + by_s, u32_at(i + 8) as usize);
+        out.extend(if le {
+            sec.to_le_bytes()
+        } else {
+            sec.to_be_bytes()
+        });
+        out.extend_from_slice(&b[i + 4..i + 16 + incl]);
+        i += 16 + incl;
+    }
+    std::fs::write(dst, out).expect("write");
+}
+
+#[test]
+fn quic_handshakes_join_the_population_view() {
+    // 24 runs of the same IETF QUIC connection, 130 s apart: each is idle
+    // past 120 s when the next begins, so each is a connection of its own
+    let dir = common::scratch("quic-population");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let runs = 24u32;
+    let files: Vec<PathBuf> = (0..runs)
+        .map(|k| {
+            let f = dir.join(format!("run-{k:02}.pcap"));
+            shifted(&public("sv_quic-ietf.pcap"), &f, 130 * k);
+            f
+        })
+        .collect();
+    let lines = jsonl(&files);
+    let quic = of_transport(&lines, "quic");
+    assert_eq!(quic.len(), runs as usize, "one connection per run");
+    let capture = &lines.last().expect("summary")["capture"];
+    let phase = |name: &str| {
+        capture["phases"]
+            .as_array()
+            .expect("phases")
+            .iter()
+            .find(|p| p["phase"] == name)
+            .unwrap_or_else(|| panic!("no {name} in capture.phases: {}", capture["phases"]))
+            .clone()
+    };
+    // every run's handshake, as each connection's own ladder gives it
+    let hs = phase("quic-handshake");
+    assert_eq!(hs["ms"]["count"], runs, "{hs}");
+    let own = quic[0]["ladder"][0]["ms"]
+        .as_f64()
+        .expect("its handshake ms");
+    let p50 = hs["ms"]["p50"].as_f64().expect("p50");
+    assert!(
+        (p50 - own).abs() <= own * 0.02,
+        "p50 {p50} ms against {own} ms"
+    );
+    // the server's share: client Initial → its first packet, less the path
+    assert_eq!(phase("server-handshake")["ms"]["count"], runs);
+    // over time: the runs' handshakes in their intervals
+    let intervals = capture["over_time"]["intervals"]
+        .as_array()
+        .expect("over_time");
+    let counted: u64 = intervals
+        .iter()
+        .flat_map(|iv| iv["phases"].as_array().into_iter().flatten())
+        .filter(|p| p["phase"] == "quic-handshake")
+        .map(|p| p["count"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(counted, u64::from(runs), "quic-handshake over time");
+    // and the same on two threads
+    assert_eq!(jsonl_on(&files, "2"), lines, "2 threads");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -613,7 +613,7 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
                 (fr.complete, ClientDir::Received),
                 fact!(
                     "ladder.first-decrypted-byte",
-                    record_bytes = Value::Bytes(fr.len as u64)
+                    record_bytes = Value::Bytes(fr.len)
                 ),
             ));
         }

@@ -10,5 +10,4 @@ pub mod fact;
 pub(crate) mod list;
 pub mod seq;
 pub mod side;
-pub(crate) mod text;
 pub mod time;

@@ -3,7 +3,7 @@
 //! that depend on those holes get a lower confidence (docs/design.md §4
 //! "Capture quality").
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
 use crate::base::fact::{args, fact};
@@ -25,7 +25,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             .iter()
             .take(4)
             .map(|d| {
-                evf(
+                ev(
                     d.at.frame,
                     fact!(
                         "capture-drops.acked-unseen",
@@ -43,11 +43,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ),
             id: ID,
             connection: a.conn.index,
-            title: String::new(),
             cost: Cost::ZERO,
             evidence,
-            confidence: conff(Level::High, fact!("capture-drops.acked-never-seen")),
-            fix: String::new(),
+            confidence: conf(Level::High, fact!("capture-drops.acked-never-seen")),
             references: vec!["docs/design.md §4 (capture quality)"],
             span: Vec::new(),
         });

@@ -14,7 +14,7 @@
 //! Cost: the time each ACK was held beyond the path, summed over the stalls
 //! (overlaps counted once).
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
 use crate::base::side::Side;
@@ -47,7 +47,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let mss = a.tcp.mss[sender.index()].max(1);
         let mut evidence = Vec::new();
         for st in stalls.iter().take(3) {
-            evidence.push(evf(
+            evidence.push(ev(
                 st.y.frame,
                 fact!(
                     "delayed-ack.last-segment",
@@ -58,7 +58,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                     mss_bytes = Value::Bytes(mss),
                 ),
             ));
-            evidence.push(evf(
+            evidence.push(ev(
                 st.ack.frame,
                 fact!(
                     "delayed-ack.held-ack",
@@ -66,7 +66,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                     held_ms = st.held,
                 ),
             ));
-            evidence.push(evf(
+            evidence.push(ev(
                 st.x.frame,
                 fact!(
                     "delayed-ack.released",
@@ -84,11 +84,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ),
             id: ID,
             connection: a.conn.index,
-            title: String::new(),
             cost,
             evidence,
-            confidence: conff(Level::Medium, fact!("delayed-ack.released-by-held-ack")),
-            fix: String::new(),
+            confidence: conf(Level::Medium, fact!("delayed-ack.released-by-held-ack")),
             references: vec![
                 "RFC 1122 §4.2.3.2",
                 "RFC 5681 §4.2",

@@ -5,13 +5,7 @@ use smallvec::SmallVec;
 
 use crate::base::cost::Cost;
 pub use crate::base::fact::{Args, Fact, Value};
-use crate::base::text;
 use crate::base::time::Timestamp;
-
-/// The kind of a fact that is still a sentence the engine wrote (its one
-/// value `text`): what a detector not yet moved to typed facts says. The
-/// report prints it as it is.
-pub const TEXT: &str = "text";
 
 /// One frame that proves a finding, and what it shows.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -64,19 +58,12 @@ pub struct Finding {
     pub id: &'static str,
     /// Connection index.
     pub(crate) connection: u64,
-    /// One line a person reads, from a detector that still writes its own
-    /// (empty for one whose title the report writes from [`Self::facts`]).
-    pub title: String,
     /// What it cost.
     pub cost: Cost,
     /// Frames that prove it.
     pub evidence: Vec<Evidence>,
     /// How sure.
     pub confidence: Confidence,
-    /// Concrete fix: the directive, sysctl, socket option or code change,
-    /// from a detector that still writes its own (empty for one whose fix
-    /// the report writes from [`Self::facts`]).
-    pub fix: String,
     /// The finding's own typed parameters (the cap in bytes, the rounds it
     /// held, the side that waited…): what its title and fix are written from.
     pub facts: Args,
@@ -107,34 +94,17 @@ impl Finding {
     }
 }
 
-/// A [`TEXT`] fact: a sentence the engine still writes.
-pub(crate) fn text_fact(what: impl Into<String>) -> Fact {
-    Fact::new(TEXT).with("text", text::owned(what))
-}
-
-/// Shorthand for an [`Evidence`] entry that is still a sentence.
-pub(crate) fn ev(frame: u64, what: impl Into<String>) -> Evidence {
-    evf(frame, text_fact(what))
-}
-
 /// Shorthand for an [`Evidence`] entry.
-pub(crate) fn evf(frame: u64, fact: Fact) -> Evidence {
+pub(crate) fn ev(frame: u64, fact: Fact) -> Evidence {
     Evidence {
         frame,
         facts: smallvec::smallvec![fact],
     }
 }
 
-/// Evidence from `(frame, what)` lines that are still sentences, one per
-/// frame in frame order, the lines of a frame joined by `; ` (several
-/// requests or streams often share a segment).
-pub(crate) fn ev_by_frame(lines: impl IntoIterator<Item = (u64, String)>) -> Vec<Evidence> {
-    evf_by_frame(lines.into_iter().map(|(f, w)| (f, text_fact(w))))
-}
-
 /// Evidence from `(frame, fact)` pairs: one entry per frame in frame
 /// order, holding that frame's facts in the order given.
-pub(crate) fn evf_by_frame(facts: impl IntoIterator<Item = (u64, Fact)>) -> Vec<Evidence> {
+pub(crate) fn ev_by_frame(facts: impl IntoIterator<Item = (u64, Fact)>) -> Vec<Evidence> {
     let mut by: std::collections::BTreeMap<u64, SmallVec<[Fact; 1]>> = Default::default();
     for (frame, fact) in facts {
         by.entry(frame).or_default().push(fact);
@@ -144,13 +114,8 @@ pub(crate) fn evf_by_frame(facts: impl IntoIterator<Item = (u64, Fact)>) -> Vec<
         .collect()
 }
 
-/// Shorthand for a [`Confidence`] whose reason is still a sentence.
-pub(crate) fn conf(level: Level, why: impl Into<String>) -> Confidence {
-    conff(level, text_fact(why))
-}
-
 /// Shorthand for a [`Confidence`].
-pub(crate) fn conff(level: Level, why: Fact) -> Confidence {
+pub(crate) fn conf(level: Level, why: Fact) -> Confidence {
     Confidence {
         level,
         why: smallvec::smallvec![why],

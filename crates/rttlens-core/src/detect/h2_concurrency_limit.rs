@@ -12,7 +12,7 @@
 //! to send is not in the capture, hence the confidence: medium for two
 //! releases, high for more.
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
 use crate::base::time::union_len;
@@ -28,16 +28,16 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let cost = a.cost(union_len(&q.spans));
     let n = q.released.len();
     let limit = Value::Count(u64::from(q.limit));
-    let mut evidence = vec![evf(
+    let mut evidence = vec![ev(
         q.settings.frame,
         fact!("h2-concurrency-limit.settings", limit = limit.clone()),
     )];
     for r in q.released.iter().take(3) {
-        evidence.push(evf(
+        evidence.push(ev(
             r.freed_by.frame,
             fact!("h2-concurrency-limit.stream-closes"),
         ));
-        evidence.push(evf(
+        evidence.push(ev(
             r.headers.frame,
             fact!(
                 "h2-concurrency-limit.stream-opens",
@@ -50,9 +50,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     evidence.sort_by_key(|e| e.frame);
     evidence.dedup_by_key(|e| e.frame);
     let why = if n > 2 {
-        conff(Level::High, fact!("h2-concurrency-limit.each-time"))
+        conf(Level::High, fact!("h2-concurrency-limit.each-time"))
     } else {
-        conff(Level::Medium, fact!("h2-concurrency-limit.two-streams"))
+        conf(Level::Medium, fact!("h2-concurrency-limit.two-streams"))
     };
     vec![Finding {
         facts: args!(
@@ -62,11 +62,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         ),
         id: ID,
         connection: a.conn.index,
-        title: String::new(),
         cost,
         evidence,
         confidence: why,
-        fix: String::new(),
         references: vec!["RFC 9113 §5.1.2", "RFC 9113 §6.5.2"],
         span: q.spans.clone(),
     }]

@@ -8,7 +8,7 @@
 //! sender's next DATA frame (the time it had data and could not send it),
 //! their union over the connection.
 
-use super::finding::{conff, evf, Args, Fact, Finding, Level, Value};
+use super::finding::{conf, ev, Args, Fact, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
 use crate::base::time::union_len;
@@ -49,21 +49,21 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         .then(|| first.size as f64 / a.rtt_min.as_secs_f64());
     let mut evidence = Vec::new();
     for s in stalls.iter().take(3) {
-        evidence.push(evf(
+        evidence.push(ev(
             s.exhausted.frame,
             Fact {
                 kind: "h2-flow-control-stall.window-used-up",
                 args: with_window(args!(sender = sender), s),
             },
         ));
-        evidence.push(evf(
+        evidence.push(ev(
             s.update.frame,
             Fact {
                 kind: "h2-flow-control-stall.window-update",
                 args: with_window(args!(receiver = receiver), s),
             },
         ));
-        evidence.push(evf(
+        evidence.push(ev(
             s.resumed.frame,
             fact!(
                 "h2-flow-control-stall.data-resumes",
@@ -87,11 +87,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         facts,
         id: ID,
         connection: a.conn.index,
-        title: String::new(),
         cost,
         evidence,
-        confidence: conff(Level::High, fact!("h2-flow-control-stall.window-at-zero")),
-        fix: String::new(),
+        confidence: conf(Level::High, fact!("h2-flow-control-stall.window-at-zero")),
         references: vec!["RFC 9113 §5.2", "RFC 9113 §6.9", "RFC 9113 §6.5.2"],
         span,
     }]

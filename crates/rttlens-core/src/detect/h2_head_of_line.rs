@@ -13,7 +13,7 @@
 //! Cost: per waiting stream, from the capture of its bytes to the frame
 //! that filled the hole ahead of them, their union over the connection.
 
-use super::finding::{conff, evf_by_frame, Finding, Level, Value};
+use super::finding::{conf, ev_by_frame, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
 use crate::base::time::union_len;
@@ -62,7 +62,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ),
         ));
     }
-    let evidence = evf_by_frame(lines);
+    let evidence = ev_by_frame(lines);
     let mut facts = args!(streams = Value::Count(streams.len() as u64));
     for (name, id) in LISTED.iter().zip(&streams) {
         facts.set(name, Value::Count(u64::from(*id)));
@@ -71,11 +71,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         facts,
         id: ID,
         connection: a.conn.index,
-        title: String::new(),
         cost,
         evidence,
-        confidence: conff(Level::High, fact!("h2-head-of-line.in-order-delivery")),
-        fix: String::new(),
+        confidence: conf(Level::High, fact!("h2-head-of-line.in-order-delivery")),
         references: vec!["RFC 9113 §5", "RFC 9000 §2.2"],
         span,
     }]

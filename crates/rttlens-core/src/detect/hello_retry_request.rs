@@ -2,7 +2,7 @@
 //! HelloRetryRequest (RFC 8446 §4.1.4) because no offered key share suited
 //! it; the client must send a second ClientHello: one more round trip.
 
-use super::finding::{conff, evf, Finding, Level};
+use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
 use crate::base::fact::fact;
 
@@ -19,17 +19,15 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         facts: Default::default(),
         id: ID,
         connection: a.conn.index,
-        title: String::new(),
         cost: a.cost(a.rtt_min),
         evidence: vec![
-            evf(
+            ev(
                 t.client_hello.frame,
                 fact!("hello-retry-request.first-client-hello"),
             ),
-            evf(hrr.frame, fact!("hello-retry-request.hello-retry")),
+            ev(hrr.frame, fact!("hello-retry-request.hello-retry")),
         ],
-        confidence: conff(Level::High, fact!("hello-retry-request.magic-random")),
-        fix: String::new(),
+        confidence: conf(Level::High, fact!("hello-retry-request.magic-random")),
         references: vec!["RFC 8446 §4.1.3", "RFC 8446 §4.1.4"],
         span: vec![(hrr.ts, hrr.ts + a.rtt_min)],
     }]

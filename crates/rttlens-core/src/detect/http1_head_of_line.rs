@@ -8,7 +8,7 @@
 //! ahead of it (or its own first byte, if that came earlier), their union.
 //! Each row of the requests table shows its wait (`behind`).
 
-use super::finding::{conff, evf_by_frame, Finding, Level, Value};
+use super::finding::{conf, ev_by_frame, Finding, Level, Value};
 use crate::analysis::requests::RequestRow;
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
@@ -70,7 +70,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ));
         }
     }
-    let evidence = evf_by_frame(lines);
+    let evidence = ev_by_frame(lines);
     let n = rows.len();
     vec![Finding {
         facts: args!(
@@ -80,11 +80,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         ),
         id: ID,
         connection: a.conn.index,
-        title: String::new(),
         cost,
         evidence,
-        confidence: conff(Level::High, fact!("http1-head-of-line.in-order")),
-        fix: String::new(),
+        confidence: conf(Level::High, fact!("http1-head-of-line.in-order")),
         references: vec!["RFC 9112 §9.3.2", "RFC 9113 §5"],
         span,
     }]

@@ -7,7 +7,7 @@
 //! records"; nginx `ssl_buffer_size` (default 16k); the "dynamic record
 //! sizing" technique (small records for the first ~1 MB, then 16 KB).
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
 
@@ -28,7 +28,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mss = a.tcp.mss[1].max(1);
     let segments = fr.len.div_ceil(mss);
     let mut evidence = vec![
-        evf(
+        ev(
             fr.first.frame,
             fact!(
                 "large-tls-record.first-byte",
@@ -36,7 +36,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 segments = Value::Segments(segments),
             ),
         ),
-        evf(
+        ev(
             fr.complete.frame,
             fact!("large-tls-record.complete", wait_ms = wait),
         ),
@@ -49,7 +49,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         if let Some(r) = split {
             evidence.insert(
                 1,
-                evf(
+                ev(
                     r.first.frame,
                     fact!(
                         "large-tls-record.round-starts",
@@ -71,11 +71,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         facts,
         id: ID,
         connection: a.conn.index,
-        title: String::new(),
         cost,
         evidence,
-        confidence: conff(Level::High, fact!("large-tls-record.record-headers")),
-        fix: String::new(),
+        confidence: conf(Level::High, fact!("large-tls-record.record-headers")),
         references: vec!["RFC 8446 §5.1 (record size)", "nginx ssl_buffer_size"],
         span: span.to_vec(),
     }]

@@ -20,7 +20,7 @@
 //! RFC 8985 (RACK-TLP), RFC 6298 (RTO), RFC 2883 (D-SACK); Linux
 //! `tcp_fastretrans_alert()`, `tcp_send_loss_probe()`, `tcp_retransmit_timer()`.
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
 use crate::base::fact::{args, fact};
@@ -64,7 +64,7 @@ fn finding(
     for r in list.iter().take(4) {
         if let Some(o) = r.original.filter(|o| !shown.contains(&o.frame)) {
             shown.push(o.frame);
-            evidence.push(evf(
+            evidence.push(ev(
                 o.frame,
                 fact!(
                     "loss.original",
@@ -96,7 +96,7 @@ fn finding(
             .lost_ack
             .filter(|_| id == ID_SPURIOUS && r.kind == RetxKind::Rto)
         {
-            evidence.push(evf(
+            evidence.push(ev(
                 k,
                 fact!(
                     "loss.ack-never-heard",
@@ -105,7 +105,7 @@ fn finding(
                 ),
             ));
         }
-        evidence.push(evf(r.at.frame, what));
+        evidence.push(ev(r.at.frame, what));
     }
     let n = list.len();
     let acks_lost = !span.is_empty();
@@ -164,11 +164,9 @@ fn finding(
         ),
         id,
         connection: a.conn.index,
-        title: String::new(),
         cost,
         evidence,
-        confidence: conff(level, why),
-        fix: String::new(),
+        confidence: conf(level, why),
         references: refs,
         span,
     })

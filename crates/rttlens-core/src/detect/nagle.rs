@@ -14,7 +14,7 @@
 //! when y left; confidence says so). Sources: RFC 896, RFC 1122 §4.2.3.4,
 //! Linux `tcp_nagle_check()`, `tcp_minshall_check()`, `tcp_send_delayed_ack()`.
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
 use crate::base::side::Side;
@@ -57,7 +57,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             let mut evidence = Vec::new();
             for st in list.iter().take(3) {
                 let w = ack_wait(a, sender, st);
-                evidence.push(evf(
+                evidence.push(ev(
                     st.y.frame,
                     fact!(
                         "nagle.small-segment",
@@ -65,7 +65,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                         sender = sender,
                     ),
                 ));
-                evidence.push(evf(
+                evidence.push(ev(
                     st.ack.frame,
                     fact!(
                         "nagle.pure-ack",
@@ -74,7 +74,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                         held_ms = w,
                     ),
                 ));
-                evidence.push(evf(
+                evidence.push(ev(
                     st.x.frame,
                     fact!(
                         "nagle.released",
@@ -92,11 +92,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 ),
                 id,
                 connection: a.conn.index,
-                title: String::new(),
                 cost,
                 evidence,
-                confidence: conff(Level::Medium, fact!("nagle.released-by-ack")),
-                fix: String::new(),
+                confidence: conf(Level::Medium, fact!("nagle.released-by-ack")),
                 references: vec![
                     "RFC 896",
                     "RFC 1122 §4.2.3.4",

@@ -19,7 +19,7 @@
 //! window findings (`sender-window-cap`, `receive-window-limit`) are not
 //! reported alongside it (see [`queue`]).
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use crate::analysis::rtt::RttRise;
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
@@ -110,7 +110,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let base = a.rtt_min;
     let extra = q.late - base;
     let mut evidence = vec![
-        evf(
+        ev(
             q.first.at.frame,
             fact!(
                 "queueing-delay.first-sample",
@@ -118,11 +118,11 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 min_rtt_ms = base,
             ),
         ),
-        evf(
+        ev(
             q.late_sample.at.frame,
             fact!("queueing-delay.later", rtt_ms = q.late, extra_ms = extra,),
         ),
-        evf(
+        ev(
             q.peak.at.frame,
             fact!("queueing-delay.highest", rtt_ms = q.peak.d + q.near),
         ),
@@ -144,10 +144,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         facts,
         id: ID,
         connection: a.conn.index,
-        title: String::new(),
         cost: a.cost(extra),
         evidence,
-        confidence: conff(
+        confidence: conf(
             level,
             fact!(
                 "queueing-delay.rise",
@@ -156,7 +155,6 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 early_ms = q.early,
             ),
         ),
-        fix: String::new(),
         references: vec![
             "RFC 8289 (CoDel)",
             "RFC 8290 (fq_codel)",

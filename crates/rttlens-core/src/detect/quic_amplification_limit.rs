@@ -12,7 +12,7 @@
 //! sent a datagram in the pause, and Handshake packets follow it. With a
 //! key log the certificate chain's size is named too.
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::fact::{args, fact};
@@ -100,7 +100,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         stops = stops.with("certificate_bytes", Value::Bytes(u64::from(n)));
     }
     let mut evidence = vec![
-        evf(
+        ev(
             a.handshake.client_initial.expect("checked").frame,
             fact!(
                 "quic-amplification-limit.client-flight",
@@ -108,12 +108,12 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
                 budget_bytes = Value::Bytes(budget),
             ),
         ),
-        evf(last.at.frame, stops),
-        evf(
+        ev(last.at.frame, stops),
+        ev(
             unlock.at.frame,
             fact!("quic-amplification-limit.client-datagram"),
         ),
-        evf(
+        ev(
             after.at.frame,
             fact!("quic-amplification-limit.resumes", gap_ms = gap),
         ),
@@ -143,11 +143,9 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         facts,
         id: ID,
         connection: c.index,
-        title: String::new(),
         cost: cost(a, gap),
         evidence,
-        confidence: conff(level, why),
-        fix: String::new(),
+        confidence: conf(level, why),
         references: vec!["RFC 9000 §8.1", "RFC 9001 §4.1.3", "RFC 8879"],
         span: vec![],
     }]

@@ -6,7 +6,7 @@
 //! Needs decrypted 1-RTT packets (a key log). Stacks that never send the
 //! BLOCKED frames are not caught here.
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::fact::{args, fact};
@@ -53,9 +53,9 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
             if let Some(s) = b.stream {
                 blocked = blocked.with("stream", Value::Count(s));
             }
-            evidence.push(evf(b.at.frame, blocked));
+            evidence.push(ev(b.at.frame, blocked));
             if let Some(r) = raised {
-                evidence.push(evf(
+                evidence.push(ev(
                     r.at.frame,
                     fact!(
                         "quic-flow-control-stall.raised",
@@ -97,14 +97,12 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         facts,
         id: ID,
         connection: c.index,
-        title: String::new(),
         cost: cost(a, d),
         evidence,
-        confidence: conff(
+        confidence: conf(
             Level::High,
             fact!("quic-flow-control-stall.blocked-then-raised"),
         ),
-        fix: String::new(),
         references: vec!["RFC 9000 §4.1", "RFC 9000 §19.12", "RFC 9000 §19.13"],
         span: vec![],
     }]

@@ -3,7 +3,7 @@
 //! share the client sent suits it; a second ClientHello follows: one more
 //! round trip.
 
-use super::finding::{conff, evf, Args, Finding, Level};
+use super::finding::{conf, ev, Args, Finding, Level};
 use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::fact::{args, fact, Fact};
@@ -37,7 +37,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     let mut evidence = Vec::new();
     let first = h.first_client_hello.or(h.client_initial);
     if let Some(f) = first {
-        evidence.push(evf(
+        evidence.push(ev(
             f.frame,
             fact!(
                 "quic-hello-retry.client-hello",
@@ -45,7 +45,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
             ),
         ));
     }
-    evidence.push(evf(
+    evidence.push(ev(
         hrr.first.frame,
         Fact {
             kind: "quic-hello-retry.hello-retry-request",
@@ -59,7 +59,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         .filter(|s| Some(*s) != first);
     let (d, level, why) = match (first, second) {
         (Some(f), Some(s)) => {
-            evidence.push(evf(s.frame, fact!("quic-hello-retry.second-client-hello")));
+            evidence.push(ev(s.frame, fact!("quic-hello-retry.second-client-hello")));
             (
                 s.ts - f.ts,
                 Level::High,
@@ -79,11 +79,9 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         facts: with_asked(args!(lost_ms = d)),
         id: ID,
         connection: a.conn.index,
-        title: String::new(),
         cost: cost(a, d),
         evidence,
-        confidence: conff(level, why),
-        fix: String::new(),
+        confidence: conf(level, why),
         references: vec!["RFC 8446 §4.1.4", "RFC 9001 §4.7"],
         span: vec![],
     }]

@@ -8,7 +8,7 @@
 //! log. CRYPTO data sent again because of a Retry or Version Negotiation
 //! is no loss.
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::fact::{args, fact};
@@ -78,17 +78,17 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         }
     };
     let mut evidence = vec![
-        evf(
+        ev(
             orig.at.frame,
             about("quic-initial-loss.first-sent", orig).with("sender", side),
         ),
-        evf(
+        ev(
             retx.at.frame,
             about("quic-initial-loss.sent-again", retx).with("after_ms", retx.at.ts - orig.at.ts),
         ),
     ];
     if last.at != retx.at {
-        evidence.push(evf(
+        evidence.push(ev(
             last.at.frame,
             about("quic-initial-loss.sent-again-more", last).with("after_ms", d),
         ));
@@ -106,11 +106,9 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         facts: args!(sender = side, packet_type = retx.ty.as_str(), waited_ms = d,),
         id: ID,
         connection: c.index,
-        title: String::new(),
         cost: cost(a, d),
         evidence,
-        confidence: conff(if gaps > 0 { Level::High } else { Level::Medium }, why),
-        fix: String::new(),
+        confidence: conf(if gaps > 0 { Level::High } else { Level::Medium }, why),
         references: vec!["RFC 9002 §6.2", "RFC 9002 §6.2.2", "RFC 9000 §12.3"],
         span: vec![],
     }]

@@ -3,7 +3,7 @@
 //! any work; the client sends its Initial again with the token: one more
 //! round trip.
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::fact::{args, fact};
@@ -26,9 +26,9 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         .find(|r| r.side == Side::Client && r.ty == PacketType::Initial && r.at.ts > retry.at.ts);
     let mut evidence = Vec::new();
     if let Some(f) = first {
-        evidence.push(evf(f.frame, fact!("quic-retry.client-initial")));
+        evidence.push(ev(f.frame, fact!("quic-retry.client-initial")));
     }
-    evidence.push(evf(
+    evidence.push(ev(
         retry.at.frame,
         fact!(
             "quic-retry.retry",
@@ -36,7 +36,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         ),
     ));
     if c.retry.len() > 1 {
-        evidence.push(evf(
+        evidence.push(ev(
             c.retry[1].at.frame,
             fact!(
                 "quic-retry.retries",
@@ -46,7 +46,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     }
     let (d, level, why) = match (first, again) {
         (Some(f), Some(g)) => {
-            evidence.push(evf(g.at.frame, fact!("quic-retry.initial-again")));
+            evidence.push(ev(g.at.frame, fact!("quic-retry.initial-again")));
             (
                 g.at.ts - f.ts,
                 Level::High,
@@ -70,11 +70,9 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         ),
         id: ID,
         connection: c.index,
-        title: String::new(),
         cost: cost(a, d),
         evidence,
-        confidence: conff(level, why),
-        fix: String::new(),
+        confidence: conf(level, why),
         references: vec!["RFC 9000 §8.1.2", "RFC 9000 §17.2.5"],
         span: vec![],
     }]

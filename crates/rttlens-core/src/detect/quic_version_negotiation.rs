@@ -3,7 +3,7 @@
 //! §6, §17.2.1); the client starts again with another version: one more
 //! round trip.
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::fact::{args, fact};
@@ -29,12 +29,12 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     let versions: Vec<String> = vn.versions.iter().map(|v| format!("{v:#010x}")).collect();
     let mut evidence = Vec::new();
     if let Some(f) = first {
-        evidence.push(evf(
+        evidence.push(ev(
             f.frame,
             fact!("quic-version-negotiation.client-initial"),
         ));
     }
-    evidence.push(evf(
+    evidence.push(ev(
         vn.at.frame,
         fact!(
             "quic-version-negotiation.offers",
@@ -44,7 +44,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     ));
     let (d, level, why) = match (first, again) {
         (Some(f), Some(g)) => {
-            evidence.push(evf(
+            evidence.push(ev(
                 g.at.frame,
                 fact!("quic-version-negotiation.initial-again"),
             ));
@@ -71,11 +71,9 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         facts: args!(lost_ms = d),
         id: ID,
         connection: c.index,
-        title: String::new(),
         cost: cost(a, d),
         evidence,
-        confidence: conff(level, why),
-        fix: String::new(),
+        confidence: conf(level, why),
         references: vec!["RFC 9000 §6", "RFC 9000 §17.2.1", "RFC 9368"],
         span: vec![],
     }]

@@ -3,7 +3,7 @@
 //! `quic-zero-rtt-unused`, a resumed connection (a ticket in hand) that
 //! sent no early data and waited a round trip for the handshake first.
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::fact::{args, fact};
@@ -27,12 +27,9 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         (None, None) => return vec![],
     };
     if ch.early_data && h.early_data_accepted == Some(false) {
-        let mut evidence = vec![evf(
-            ch.first.frame,
-            fact!("quic-zero-rtt.offers-early-data"),
-        )];
+        let mut evidence = vec![ev(ch.first.frame, fact!("quic-zero-rtt.offers-early-data"))];
         if let Some((z, n, bytes)) = c.zero_rtt {
-            evidence.push(evf(
+            evidence.push(ev(
                 z.frame,
                 fact!(
                     "quic-zero-rtt.early-packets",
@@ -42,7 +39,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
             ));
         }
         if let Some(ee) = c.message(Side::Server, 1, 8) {
-            evidence.push(evf(
+            evidence.push(ev(
                 ee.first.frame,
                 fact!("quic-zero-rtt.encrypted-extensions-without-early-data"),
             ));
@@ -51,11 +48,9 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
             facts: args!(wait_ms = wait),
             id: ID_REJECTED,
             connection: c.index,
-            title: String::new(),
             cost: cost(a, wait),
             evidence,
-            confidence: conff(Level::High, fact!("quic-zero-rtt.rejection-decrypted")),
-            fix: String::new(),
+            confidence: conf(Level::High, fact!("quic-zero-rtt.rejection-decrypted")),
             references: vec!["RFC 9001 §4.6.2", "RFC 8446 §4.2.10"],
             span: vec![],
         }];
@@ -63,15 +58,15 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     let resumed = h.resumed == Some(true);
     let requested = c.first_stream[Side::Client.index()].is_some() || !a.h3.streams.is_empty();
     if ch.pre_shared_key && !ch.early_data && resumed && requested && c.zero_rtt.is_none() {
-        let mut evidence = vec![evf(
+        let mut evidence = vec![ev(
             ch.first.frame,
             fact!("quic-zero-rtt.resumes-without-early-data"),
         )];
         if let Some(sh) = &h.server_hello {
-            evidence.push(evf(sh.first.frame, fact!("quic-zero-rtt.psk-accepted")));
+            evidence.push(ev(sh.first.frame, fact!("quic-zero-rtt.psk-accepted")));
         }
         if let Some(done) = h.client_done {
-            evidence.push(evf(
+            evidence.push(ev(
                 done.frame,
                 fact!("quic-zero-rtt.handshake-done", wait_ms = wait),
             ));
@@ -80,14 +75,12 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
             facts: args!(wait_ms = wait),
             id: ID_UNUSED,
             connection: c.index,
-            title: String::new(),
             cost: cost(a, wait),
             evidence,
-            confidence: conff(
+            confidence: conf(
                 Level::Medium,
                 fact!("quic-zero-rtt.resumed-without-early-data"),
             ),
-            fix: String::new(),
             references: vec!["RFC 9001 §4.6.1", "RFC 8470"],
             span: vec![],
         }];

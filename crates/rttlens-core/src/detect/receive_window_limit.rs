@@ -6,7 +6,7 @@
 //! (without window scale the window cannot exceed 65535 B); Linux
 //! `tcp_rcv_space_adjust()` (receive buffer autotuning), `net.ipv4.tcp_rmem`.
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use super::util::{capped_cost, median, window_limited};
 use crate::analysis::rounds::UNSCALED_MAX_WINDOW;
 use crate::analysis::Analysis;
@@ -46,10 +46,10 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ),
             None => fact!("receive-window-limit.syn-no-wscale", receiver = receiver),
         };
-        evidence.push(evf(syn.first.frame, fact));
+        evidence.push(ev(syn.first.frame, fact));
     }
     for r in limited.iter().take(4) {
-        evidence.push(evf(
+        evidence.push(ev(
             r.max_flight_frame,
             fact!(
                 "receive-window-limit.round-at-window",
@@ -60,7 +60,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ),
         ));
     }
-    let mut confidence = conff(
+    let mut confidence = conf(
         Level::High,
         fact!(
             "receive-window-limit.flight-at-window",
@@ -74,7 +74,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         confidence.level = Level::Medium;
         let inferred = a.tcp.window_scale_inferred[receiver.index()];
         if let Some(w) = inferred {
-            evidence.push(evf(
+            evidence.push(ev(
                 w.at.frame,
                 fact!(
                     "receive-window-limit.wscale-inferred",
@@ -102,11 +102,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         ),
         id: ID,
         connection: a.conn.index,
-        title: String::new(),
         cost,
         evidence,
         confidence,
-        fix: String::new(),
         references: vec![
             "docs/design.md §4 (round limits)",
             "RFC 7323 §2.2",

@@ -11,7 +11,7 @@
 //! the missing ACKs are the proof, so it works on captures without the
 //! handshake or with one direction only.
 
-use super::finding::{conff, evf, Fact, Finding, Level, Value};
+use super::finding::{conf, ev, Fact, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
 use crate::base::side::{FrameRef, Side};
@@ -182,11 +182,11 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 ),
                 (_, None) => fact!("rto-backoff.attempt-uncaptured-original", attempt = attempt),
             };
-            evidence.push(evf(m.frame, what));
+            evidence.push(ev(m.frame, what));
             prev = Some(*m);
         }
         if end.frame != last.frame {
-            evidence.push(evf(
+            evidence.push(ev(
                 end.frame,
                 Fact {
                     kind: "rto-backoff.ended",
@@ -209,10 +209,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             facts,
             id: ID,
             connection: a.conn.index,
-            title: String::new(),
             cost: a.cost(lost),
             evidence,
-            confidence: conff(
+            confidence: conf(
                 Level::High,
                 fact!(
                     "rto-backoff.never-acked",
@@ -221,7 +220,6 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                     min_gap_ms = MIN_GAP,
                 ),
             ),
-            fix: String::new(),
             references: vec![
                 "RFC 6298 §5.5 (backoff)",
                 "RFC 5482 (TCP_USER_TIMEOUT)",

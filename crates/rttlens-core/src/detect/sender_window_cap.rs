@@ -5,7 +5,7 @@
 //! Source: docs/design.md §4 "Round limits" (`sndbuf`: flat ±1 MSS below rwnd
 //! for ≥ 3 loss-free rounds); Linux `tcp_sndbuf_expand()` / `net.ipv4.tcp_wmem`.
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use super::util::{
     capped_cost, capped_rounds_evidence, h2_flow_control_held, median, per_rtt_mb_s, window_limited,
 };
@@ -51,7 +51,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         Level::Medium
     };
     if let Some(w) = inferred {
-        evidence.push(evf(
+        evidence.push(ev(
             w.at.frame,
             fact!(
                 "sender-window-cap.wscale-inferred",
@@ -74,10 +74,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         ),
         id: ID,
         connection: a.conn.index,
-        title: String::new(),
         cost,
         evidence,
-        confidence: conff(
+        confidence: conf(
             level,
             fact!(
                 "sender-window-cap.flat-below-window",
@@ -85,7 +84,6 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 flight_bytes = Value::Bytes(flight),
             ),
         ),
-        fix: String::new(),
         references: vec![
             "docs/design.md §4 (round limits)",
             "RFC 7323 §2 (window scale)",

@@ -11,7 +11,7 @@
 //! Source: RFC 5681 §3.1, RFC 6928; Linux `tcp_slow_start()`,
 //! `tcp_init_cwnd()` (route `initcwnd`), `net.ipv4.tcp_slow_start_after_idle`.
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use crate::analysis::connection::OPTIONS_MAX;
 use crate::analysis::rounds::slow_start_rounds;
 use crate::analysis::Analysis;
@@ -80,9 +80,8 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ),
             id: ID_INITIAL_WINDOW,
             connection: a.conn.index,
-            title: String::new(),
             cost,
-            evidence: vec![evf(
+            evidence: vec![ev(
                 iw.frame,
                 fact!(
                     "slow-start.first-round-mss",
@@ -91,8 +90,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                     mss_bytes = Value::Bytes(mss),
                 ),
             )],
-            confidence: conff(Level::Medium, fact!("slow-start.first-round-measured")),
-            fix: String::new(),
+            confidence: conf(Level::Medium, fact!("slow-start.first-round-measured")),
             references: vec!["RFC 6928", "Linux tcp_init_cwnd()"],
             span: vec![(t.first.ts, t.last.ts)],
         });
@@ -110,7 +108,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         for (name, r) in ROUND_FLIGHTS.iter().zip(&ss) {
             facts.set(name, Value::Bytes(r.max_flight));
         }
-        let mut evidence = vec![evf(
+        let mut evidence = vec![ev(
             iw.frame,
             fact!(
                 "slow-start.first-round",
@@ -119,7 +117,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ),
         )];
         for r in ss.iter().skip(1).take(4) {
-            evidence.push(evf(
+            evidence.push(ev(
                 r.max_flight_frame,
                 fact!(
                     "slow-start.round",
@@ -132,11 +130,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             facts,
             id: ID_SLOW_START,
             connection: a.conn.index,
-            title: String::new(),
             cost,
             evidence,
-            confidence: conff(Level::Medium, fact!("slow-start.flight-grew")),
-            fix: String::new(),
+            confidence: conf(Level::Medium, fact!("slow-start.flight-grew")),
             references: vec![
                 "RFC 5681 §3.1",
                 "RFC 6928",

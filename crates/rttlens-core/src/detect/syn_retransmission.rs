@@ -3,7 +3,7 @@
 //! §2.1 / 5.7; Linux `TCP_TIMEOUT_INIT`) before it could even start. A SYN
 //! resent without the TCP Fast Open it first carried is `tfo-fallback`'s.
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
 
@@ -21,11 +21,11 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             continue;
         }
         let mut evidence = vec![
-            evf(
+            ev(
                 s.first.frame,
                 fact!("syn-retransmission.first", packet = what),
             ),
-            evf(
+            ev(
                 s.last.frame,
                 fact!(
                     "syn-retransmission.again",
@@ -36,7 +36,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         ];
         if what == "SYN" {
             if let Some(sa) = a.conn.syn_ack {
-                evidence.push(evf(
+                evidence.push(ev(
                     sa.first.frame,
                     if sa.first.frame < s.last.frame {
                         fact!("syn-retransmission.syn-ack-lost")
@@ -63,17 +63,15 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 transmissions = Value::Count(u64::from(s.count)),
                 lost = lost,
             ),
-            title: String::new(),
             cost: a.cost(lost),
             evidence,
-            confidence: conff(
+            confidence: conf(
                 Level::High,
                 fact!(
                     "syn-retransmission.same-isn",
                     transmissions = Value::Count(u64::from(s.count))
                 ),
             ),
-            fix: String::new(),
             references: vec![
                 "RFC 6298 §5.7",
                 "Linux TCP_TIMEOUT_INIT, tcp_retransmit_timer()",

@@ -8,7 +8,7 @@
 //! (RFC 7413 §4.2), saving the round trip the request would otherwise wait
 //! for. Linux: `tcp_fastopen_cookie_check()`, `tcp_try_fastopen()`.
 
-use super::finding::{conff, evf, Args, Finding, Level, Value};
+use super::finding::{conf, ev, Args, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
 use crate::base::fact::{args, fact, Fact};
@@ -66,11 +66,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         facts,
         id,
         connection: a.conn.index,
-        title: String::new(),
         cost,
         evidence,
-        confidence: conff(level, why),
-        fix: String::new(),
+        confidence: conf(level, why),
         references: REFS.to_vec(),
         span,
     };
@@ -87,13 +85,13 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             .max(syn.first.ts);
         let lost = until - syn.first.ts;
         let after = plain.ts - syn.first.ts;
-        let mut evidence = vec![evf(
+        let mut evidence = vec![ev(
             syn.first.frame,
             fact!("tfo.syn-with-option", data_bytes = data_bytes(&syn)),
         )];
         // evidence is sorted into capture order by run_all
-        evidence.push(evf(plain.frame, fact!("tfo.plain-syn", after_ms = after)));
-        evidence.push(evf(
+        evidence.push(ev(plain.frame, fact!("tfo.plain-syn", after_ms = after)));
+        evidence.push(ev(
             sa.first.frame,
             if sa.first.frame < plain.frame {
                 fact!("tfo.syn-ack-before-fallback")
@@ -116,8 +114,8 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             if let Some(len) = granted {
                 facts.set("cookie_bytes", Value::Bytes(u64::from(len)));
             }
-            let mut evidence = vec![evf(syn.first.frame, fact!("tfo.cookie-request"))];
-            evidence.push(evf(
+            let mut evidence = vec![ev(syn.first.frame, fact!("tfo.cookie-request"))];
+            evidence.push(ev(
                 sa.first.frame,
                 match granted {
                     Some(len) => fact!(
@@ -153,8 +151,8 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                     facts,
                     free(),
                     vec![
-                        evf(syn.first.frame, syn_fact),
-                        evf(sa.first.frame, fact!("tfo.syn-ack-takes-data")),
+                        ev(syn.first.frame, syn_fact),
+                        ev(sa.first.frame, fact!("tfo.syn-ack-takes-data")),
                     ],
                     Level::High,
                     fact!("tfo.data-acknowledged"),
@@ -164,11 +162,11 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                     .first_data
                     .filter(|m| m.frame > sa.first.frame);
                 let mut evidence = vec![
-                    evf(syn.first.frame, syn_fact),
-                    evf(sa.first.frame, fact!("tfo.syn-ack-refuses-data")),
+                    ev(syn.first.frame, syn_fact),
+                    ev(sa.first.frame, fact!("tfo.syn-ack-refuses-data")),
                 ];
                 if let Some(r) = resend {
-                    evidence.push(evf(r.frame, fact!("tfo.data-sent-again")));
+                    evidence.push(ev(r.frame, fact!("tfo.data-sent-again")));
                 }
                 // the data waited from the SYN-ACK to its resend: one RTT
                 let cost = match resend.filter(|_| syn.data_len > 0) {

@@ -22,7 +22,7 @@
 //!   (p90 − minimum, without the sample the response itself gave), the path's
 //!   swing explains it: not claimed.
 
-use super::finding::{conff, evf, Finding, Level};
+use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::requests::RequestRow;
 use crate::analysis::rtt::Vantage;
 use crate::analysis::Analysis;
@@ -202,7 +202,7 @@ fn server_think(
     if let Some(w) = row.filter(|_| a.requests.len() > 1) {
         facts.set("request", w.label());
     }
-    let mut e = vec![evf(q.frame, fact!("think-time.from", timed_from = from))];
+    let mut e = vec![ev(q.frame, fact!("think-time.from", timed_from = from))];
     if let Some((k, late)) = ack_late {
         let after = k.ts - q.ts;
         let what = if delack(late) {
@@ -229,9 +229,9 @@ fn server_think(
                 proxied = proxied
             )
         };
-        e.push(evf(k.frame, what));
+        e.push(ev(k.frame, what));
     }
-    e.push(evf(
+    e.push(ev(
         r.frame,
         fact!(
             "think-time.answer",
@@ -247,11 +247,9 @@ fn server_think(
             facts,
             id: ID_SERVER,
             connection: a.conn.index,
-            title: String::new(),
             cost: a.cost(think),
             evidence: e,
-            confidence: conff(level, fact!(why)),
-            fix: String::new(),
+            confidence: conf(level, fact!(why)),
             references: vec!["docs/design.md §4 (think time)"],
             span: vec![(r.ts - think, r.ts)],
         },
@@ -319,14 +317,12 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             facts: args!(think_ms = think),
             id: ID_CLIENT,
             connection: a.conn.index,
-            title: String::new(),
             cost: a.cost(think),
             evidence: vec![
-                evf(m.frame, fact!("think-time.client-ready")),
-                evf(q.frame, fact!("think-time.request-first-byte")),
+                ev(m.frame, fact!("think-time.client-ready")),
+                ev(q.frame, fact!("think-time.request-first-byte")),
             ],
-            confidence: conff(level, fact!(why)),
-            fix: String::new(),
+            confidence: conf(level, fact!(why)),
             references: vec!["docs/design.md §4 (think time)"],
             span: vec![(q.ts - think, q.ts)],
         });

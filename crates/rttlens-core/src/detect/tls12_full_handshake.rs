@@ -2,7 +2,7 @@
 //! before the request can go; TLS 1.3 (RFC 8446 §2) or TLS 1.2 resumption
 //! (RFC 5077, abbreviated handshake) need one.
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use crate::analysis::tls::TlsKind;
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
@@ -17,7 +17,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         return vec![];
     }
     let client_offers_13 = t.client_max_version == "1.3";
-    let mut evidence = vec![evf(
+    let mut evidence = vec![ev(
         t.client_hello.frame,
         fact!(
             "tls12-full-handshake.client-hello",
@@ -33,16 +33,13 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         if let Some(c) = &t.info.cipher {
             f = f.with("cipher", c.clone());
         }
-        evidence.push(evf(sh.frame, f));
+        evidence.push(ev(sh.frame, f));
     }
     if let Some(e) = t.server_flight_end {
-        evidence.push(evf(
-            e.frame,
-            fact!("tls12-full-handshake.server-flight-end"),
-        ));
+        evidence.push(ev(e.frame, fact!("tls12-full-handshake.server-flight-end")));
     }
     if let Some(f) = t.server_finished {
-        evidence.push(evf(f.frame, fact!("tls12-full-handshake.server-finished")));
+        evidence.push(ev(f.frame, fact!("tls12-full-handshake.server-finished")));
     }
     let measured = a.phase("tls").map(|p| p.rtts).unwrap_or(2.0);
     vec![Finding {
@@ -55,14 +52,12 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         ),
         id: ID,
         connection: a.conn.index,
-        title: String::new(),
         cost: a.cost(a.rtt_min),
         evidence,
-        confidence: conff(
+        confidence: conf(
             Level::High,
             fact!("tls12-full-handshake.tls12-with-certificate"),
         ),
-        fix: String::new(),
         references: vec!["RFC 5246 §7.3", "RFC 8446 §2", "RFC 5077"],
         span: vec![(
             t.client_hello.ts,

@@ -4,7 +4,7 @@
 //! certificate exchange (and in TLS 1.2 a round trip); a declined one in
 //! TLS 1.2 is costed by `tls12-full-handshake`.
 
-use super::finding::{conff, evf, Finding, Level};
+use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
 use crate::base::fact::{args, fact};
@@ -18,9 +18,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     if !t.info.resumption_offered {
         return vec![];
     }
-    let mut evidence = vec![evf(t.client_hello.frame, fact!("tls-resumption.offered"))];
+    let mut evidence = vec![ev(t.client_hello.frame, fact!("tls-resumption.offered"))];
     if let Some(sh) = t.server_hello {
-        evidence.push(evf(
+        evidence.push(ev(
             sh.frame,
             if t.info.resumed {
                 fact!("tls-resumption.resumed")
@@ -33,11 +33,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         facts: args!(resumed = t.info.resumed, handshake = t.kind.as_str()),
         id: ID,
         connection: a.conn.index,
-        title: String::new(),
         cost: Cost::ZERO,
         evidence,
-        confidence: conff(Level::High, fact!("tls-resumption.read-from-hellos")),
-        fix: String::new(),
+        confidence: conf(Level::High, fact!("tls-resumption.read-from-hellos")),
         references: vec!["RFC 5077", "RFC 8446 §2.2"],
         span: Vec::new(),
     }]

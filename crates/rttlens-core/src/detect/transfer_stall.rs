@@ -14,7 +14,7 @@
 //! it), RFC 6298 §5.5 (its retransmission timer backs off while nothing
 //! arrives); Linux `tcp_write_timeout()`.
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
 use crate::base::side::Side;
@@ -83,7 +83,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             },
         };
         let stall = end.ts - last.ts;
-        let mut evidence = vec![evf(
+        let mut evidence = vec![ev(
             last.frame,
             fact!(
                 "transfer-stall.last-data",
@@ -92,7 +92,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ),
         )];
         if let Some(k) = h.full_acks.last().filter(|k| k.ts >= last.ts) {
-            evidence.push(evf(
+            evidence.push(ev(
                 k.frame,
                 fact!(
                     "transfer-stall.all-acked",
@@ -101,7 +101,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 ),
             ));
         }
-        evidence.push(evf(
+        evidence.push(ev(
             end.frame,
             fact!(
                 "transfer-stall.nothing-more",
@@ -121,11 +121,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ),
             id: ID,
             connection: c.index,
-            title: String::new(),
             cost: a.cost(stall),
             evidence,
-            confidence: conff(Level::Medium, fact!("transfer-stall.open-window")),
-            fix: String::new(),
+            confidence: conf(Level::Medium, fact!("transfer-stall.open-window")),
             references: vec![
                 "RFC 6298 §5.5",
                 "RFC 5482 (TCP_USER_TIMEOUT)",

@@ -1,6 +1,6 @@
 //! Helpers shared by detectors.
 
-use super::finding::{evf, Fact, Value};
+use super::finding::{ev, Fact, Value};
 use crate::analysis::rounds::slow_start_rounds;
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
@@ -99,10 +99,10 @@ pub(crate) fn capped_rounds_evidence(
     let mut evidence: Vec<_> = capped
         .iter()
         .take(3)
-        .map(|r| evf(r.max_flight_frame, say(r)))
+        .map(|r| ev(r.max_flight_frame, say(r)))
         .collect();
     if let Some(r) = capped.last().filter(|_| capped.len() > 3) {
-        evidence.push(evf(
+        evidence.push(ev(
             r.max_flight_frame,
             fact!(
                 "window-limit.still-flat",

@@ -11,7 +11,7 @@
 //! Source: docs/design.md §4 "Round limits" (`window`) and "Without the handshake";
 //! RFC 7323 §2.2 (the scale is only in the SYNs).
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use super::util::{capped_cost, capped_rounds_evidence, median, per_rtt_mb_s, window_limited};
 use crate::analysis::rounds::FLAT_ROUNDS;
 use crate::analysis::Analysis;
@@ -57,7 +57,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         )
     });
     if let Some(w) = a.tcp.window_scale_inferred[t.sender.peer().index()] {
-        evidence.push(evf(
+        evidence.push(ev(
             w.at.frame,
             fact!(
                 "window-limit.wscale-inferred",
@@ -97,10 +97,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         ),
         id: ID,
         connection: a.conn.index,
-        title: String::new(),
         cost,
         evidence,
-        confidence: conff(
+        confidence: conf(
             Level::Medium,
             fact!(
                 "window-limit.cap-certain",
@@ -109,7 +108,6 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 h2 = h2,
             ),
         ),
-        fix: String::new(),
         references,
         span,
     }]

@@ -4,7 +4,7 @@
 //! (cost 1 RTT). Acceptance is read from the client's EndOfEarlyData, which
 //! it sends only when the server accepted (RFC 8446 §4.5).
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
 use crate::base::fact::{args, fact};
@@ -21,9 +21,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     if !e.offered {
         return vec![];
     }
-    let mut evidence = vec![evf(t.client_hello.frame, fact!("zero-rtt.offered"))];
+    let mut evidence = vec![ev(t.client_hello.frame, fact!("zero-rtt.offered"))];
     if let Some(f) = e.first {
-        evidence.push(evf(
+        evidence.push(ev(
             f.frame,
             fact!(
                 "zero-rtt.early-data",
@@ -46,17 +46,15 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         None => ("unknown", Cost::ZERO, Level::Low),
     };
     if let Some(c) = t.client_finished {
-        evidence.push(evf(c.frame, fact!("zero-rtt.client-finished")));
+        evidence.push(ev(c.frame, fact!("zero-rtt.client-finished")));
     }
     vec![Finding {
         facts: args!(outcome = outcome, early_data_bytes = Value::Bytes(e.bytes),),
         id: ID,
         connection: a.conn.index,
-        title: String::new(),
         cost,
         evidence,
-        confidence: conff(level, fact!("zero-rtt.read-from-record-sizes")),
-        fix: String::new(),
+        confidence: conf(level, fact!("zero-rtt.read-from-record-sizes")),
         references: vec!["RFC 8446 §2.3", "RFC 8446 §4.2.10", "RFC 8446 §4.5"],
         span: if cost.ms > 0.0 {
             vec![(

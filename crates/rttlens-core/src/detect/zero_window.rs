@@ -5,7 +5,7 @@
 //! again (or the end of the capture). Source: Linux `tcp_probe_timer()`,
 //! `tcp_select_window()`.
 
-use super::finding::{conff, evf, Finding, Level, Value};
+use super::finding::{conf, ev, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
 use crate::base::side::Side;
@@ -32,16 +32,16 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let cost = a.cost(union_len(&span));
         let mut evidence = Vec::new();
         for z in h.zero_windows().iter().take(3) {
-            evidence.push(evf(
+            evidence.push(ev(
                 z.start.frame,
                 fact!("zero-window.closed", receiver = receiver),
             ));
             match z.end {
-                Some(e) => evidence.push(evf(
+                Some(e) => evidence.push(ev(
                     e.frame,
                     fact!("zero-window.opened", closed_ms = e.ts - z.start.ts),
                 )),
-                None => evidence.push(evf(a.conn.last.frame, fact!("zero-window.still-closed"))),
+                None => evidence.push(ev(a.conn.last.frame, fact!("zero-window.still-closed"))),
             }
         }
         out.push(Finding {
@@ -52,11 +52,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ),
             id: ID,
             connection: a.conn.index,
-            title: String::new(),
             cost,
             evidence,
-            confidence: conff(Level::High, fact!("zero-window.advertised")),
-            fix: String::new(),
+            confidence: conf(Level::High, fact!("zero-window.advertised")),
             references: vec!["RFC 9293 §3.8.6.1", "Linux tcp_probe_timer()"],
             span,
         });

@@ -52,7 +52,7 @@ use crate::base::time::Timestamp;
 use crate::capture::keylog::KeyStore;
 use crate::capture::{CaptureError, FrameSource};
 use crate::flow::{Conn, FlowTable};
-use crate::model::ConnReport;
+use crate::model::{Connection, QuicReport};
 use crate::proto::protocols::Protocols;
 use crate::wire::{self, TcpSegment};
 
@@ -109,11 +109,18 @@ struct Batch {
     data: Vec<u8>,
     /// The last batch: hand on every connection still open.
     last: bool,
+    /// QUIC connections that ended on the reading thread, each with the
+    /// frame it ended at (shard 0's batch only): the merger puts them
+    /// before the TCP events of that frame, as the serial run does.
+    quic: Vec<(u64, QuicReport)>,
 }
 
 /// Where in the serial run's order an event falls (sorted as a tuple).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum EventKind {
+    /// A QUIC connection ended by the frame (on the reading thread, before
+    /// the frame's TCP segment).
+    Quic,
     /// Ended by a SYN with a new ISN on its 4-tuple, before that frame's
     /// segment opens the new connection.
     Reused,
@@ -130,10 +137,10 @@ struct Event {
     phase: EventKind,
     /// The connection's index in its shard's table.
     local: u64,
-    /// The report of an ended connection (with the local index, replaced
-    /// by the merger); boxed, so that sorting events moves pointers, not
-    /// reports of most of a KB.
-    report: Option<Box<ConnReport>>,
+    /// The report of an ended connection (a TCP one with the local index,
+    /// replaced by the merger); boxed inside, so that sorting events moves
+    /// pointers, not reports of most of a KB.
+    report: Option<Connection>,
 }
 
 /// A shard's answer to one batch.
@@ -181,7 +188,7 @@ fn shard_of(seg: &wire::TcpSegment<'_>, n: usize) -> usize {
 pub(super) fn run(
     reader: &mut dyn FrameSource,
     options: &Options,
-    on_conn: &mut dyn FnMut(ConnReport),
+    on_conn: &mut dyn FnMut(Connection),
     progress: &mut dyn FnMut(Progress),
 ) -> Result<CaptureSummary, CaptureError> {
     // the reader is one of the threads; the others are flow threads
@@ -226,7 +233,11 @@ pub(super) fn run(
         };
         let merged = merge(n, &answer_rx, on_conn, &mut tell);
         let read = read.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-        let mut sum = read?;
+        let (mut sum, quic_left) = read?;
+        // after every TCP connection, as the serial run hands them
+        for q in quic_left {
+            on_conn(q.into());
+        }
         sum.connections = merged.connections;
         sum.peak_open_connections = merged.peak_open;
         sum.findings_by_id = merged.findings_by_id;
@@ -236,13 +247,14 @@ pub(super) fn run(
     })
 }
 
-/// The reading thread: frames into per-shard batches.
+/// The reading thread: frames into per-shard batches. Returns the summary
+/// and the QUIC connections still open at the end.
 fn read_frames(
     reader: &mut dyn FrameSource,
     options: &Options,
     (pool, out, recycled): (&Pool, Outlets, Receiver<Batch>),
     (bytes_read, frames_read): (&AtomicU64, &AtomicU64),
-) -> Result<CaptureSummary, CaptureError> {
+) -> Result<(CaptureSummary, Vec<QuicReport>), CaptureError> {
     let _guard = StopOnPanic(pool);
     let n = pool.len();
     let mut intake = Intake::new(options.filter.as_ref()).with_keys(reader.key_store());
@@ -257,6 +269,7 @@ fn read_frames(
             chunks: Vec::new(),
             data: Vec::new(),
             last: false,
+            quic: Vec::new(),
         },
     };
     let mut seq = 0u64;
@@ -285,7 +298,11 @@ fn read_frames(
         // reader's buffers, which a filter that takes few frames would
         // otherwise keep alive by the hundred
         bytes += frame.data.len();
-        if let Some((seg, at)) = intake.take(&frame) {
+        let taken = intake.take(&frame);
+        batches[0]
+            .quic
+            .extend(intake.quic_ended.drain(..).map(|q| (frame.number, q)));
+        if let Some((seg, at)) = taken {
             let shard = shard_of(&seg, n);
             let b = &mut batches[shard];
             let len = seg.payload.len();
@@ -354,6 +371,13 @@ fn read_frames(
     Ok(intake.finish(reader))
 }
 
+/// A TCP report's serial index, given by the merger.
+fn renumber(c: &mut Connection, serial: u64) {
+    if let Connection::Tcp(r) = c {
+        r.renumber(serial);
+    }
+}
+
 /// One shard of the connections: its flow table, and its index (the
 /// merger's name for it).
 struct Shard {
@@ -363,11 +387,7 @@ struct Shard {
 
 /// Runs one batch of `shard`'s frames through flow tracking, analysis and
 /// detectors: the answer for the merger, and the emptied batch.
-fn process(
-    shard: &mut Shard,
-    batch: Batch,
-    send: &mut dyn FnMut(Answer),
-) -> (Answer, Batch) {
+fn process(shard: &mut Shard, batch: Batch, send: &mut dyn FnMut(Answer)) -> (Answer, Batch) {
     let table = &mut shard.table;
     let mut a = Answer::new(batch.seq, shard.index, 0);
     let start = batch.start;
@@ -379,9 +399,18 @@ fn process(
             frame,
             phase,
             local,
-            report: Some(Box::new(report)),
+            report: Some(report.into()),
         });
     };
+    let mut batch = batch;
+    for (frame, q) in batch.quic.drain(..) {
+        a.events.push(Event {
+            frame,
+            phase: EventKind::Quic,
+            local: q.index,
+            report: Some(q.into()),
+        });
+    }
     let bytes_of = |loc: Loc| {
         match loc {
             Loc::Chunk { chunk, start, len } => batch
@@ -427,7 +456,6 @@ fn process(
             }
         });
     }
-    let mut batch = batch;
     batch.items.clear();
     batch.chunks.clear();
     batch.data.clear();
@@ -706,7 +734,7 @@ struct Merged {
 fn merge(
     n: usize,
     answers: &Receiver<Answer>,
-    on_conn: &mut dyn FnMut(ConnReport),
+    on_conn: &mut dyn FnMut(Connection),
     progress: &mut dyn FnMut(),
 ) -> Merged {
     let mut m = Merged::default();
@@ -718,7 +746,7 @@ fn merge(
     let mut opened = 0u64;
     let mut open = 0usize;
     let mut events: Vec<(usize, Event)> = Vec::new();
-    let mut ended: Vec<(u64, EventKind, u64, Box<ConnReport>)> = Vec::new();
+    let mut ended: Vec<(u64, EventKind, u64, Connection)> = Vec::new();
     // the connections left open at the end, per shard, in serial order
     // (each shard hands them on in its open order), and whether more of
     // a shard's are to come: they go out merged by serial index
@@ -759,6 +787,11 @@ fn merge(
             // indexes are given in that order
             events.sort_unstable_by_key(|(shard, e)| (e.frame, e.phase, *shard, e.local));
             for (shard, e) in events.drain(..) {
+                if e.phase == EventKind::Quic {
+                    // numbered by the QUIC table already
+                    ended.extend(e.report.map(|r| (e.frame, e.phase, e.local, r)));
+                    continue;
+                }
                 let map = &mut index[shard];
                 if e.phase == EventKind::Opened {
                     map.insert(e.local, opened);
@@ -778,10 +811,12 @@ fn merge(
             // connections ended at the same frame and phase (a sweep, the
             // end) go in serial index order, as one table hands them on
             ended.sort_unstable_by_key(|(frame, phase, serial, _)| (*frame, *phase, *serial));
-            for (_, _, serial, mut r) in ended.drain(..) {
-                r.renumber(serial);
-                m.connections += 1;
-                on_conn(*r);
+            for (_, phase, serial, mut r) in ended.drain(..) {
+                if phase != EventKind::Quic {
+                    renumber(&mut r, serial);
+                    m.connections += 1;
+                }
+                on_conn(r);
             }
             let (now, later): (Vec<Answer>, Vec<Answer>) =
                 early.drain(..).partition(|a| a.seq < next);
@@ -803,7 +838,7 @@ fn merge(
 /// parts bring them ([`LEFT_CHUNK`]).
 struct Left {
     /// Per shard: (serial index, report), in serial order.
-    queues: Vec<VecDeque<(u64, Box<ConnReport>)>>,
+    queues: Vec<VecDeque<(u64, Connection)>>,
     /// Per shard: more parts to come.
     more: Vec<bool>,
 }
@@ -839,7 +874,7 @@ impl Left {
 
     /// Hands on, lowest serial index first, every report no part still to
     /// come can precede.
-    fn drain(&mut self, m: &mut Merged, on_conn: &mut dyn FnMut(ConnReport)) {
+    fn drain(&mut self, m: &mut Merged, on_conn: &mut dyn FnMut(Connection)) {
         loop {
             let waiting = self
                 .queues
@@ -860,9 +895,9 @@ impl Left {
             let Some((serial, mut r)) = q.pop_front() else {
                 return;
             };
-            r.renumber(serial);
+            renumber(&mut r, serial);
             m.connections += 1;
-            on_conn(*r);
+            on_conn(r);
         }
     }
 }
@@ -880,6 +915,7 @@ mod tests {
             chunks: Vec::new(),
             data: Vec::new(),
             last: false,
+            quic: Vec::new(),
         }
     }
 

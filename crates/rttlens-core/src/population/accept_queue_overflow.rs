@@ -11,7 +11,7 @@
 use super::over_time::ratio;
 use super::{PopCost, PopFinding, View};
 use crate::base::fact::{args, fact, Value};
-use crate::detect::finding::{conff, Level};
+use crate::detect::finding::{conf, Level};
 
 pub(crate) const ID: &str = "accept-queue-overflow";
 
@@ -89,7 +89,7 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
         facts,
         cost: PopCost::of(g.syn_wait_ms + g.ack_ignored_ms, affected),
         evidence,
-        confidence: conff(
+        confidence: conf(
             level,
             if ack_sign {
                 fact!("population.backlog-ack-dropped")

@@ -8,7 +8,7 @@ use super::sample::PhaseId;
 use super::tail::Part;
 use super::{PopCost, PopFinding, View};
 use crate::base::fact::{args, fact, Value};
-use crate::detect::finding::{conff, Level};
+use crate::detect::finding::{conf, Level};
 
 pub(crate) const ID: &str = "client-side-stall";
 
@@ -46,7 +46,7 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
         facts,
         cost: PopCost::of(main.extra_ms * tail.connections as f64, tail.connections),
         evidence,
-        confidence: conff(
+        confidence: conf(
             if main.share >= 0.75 {
                 Level::High
             } else {

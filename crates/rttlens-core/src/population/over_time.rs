@@ -25,11 +25,12 @@ const LADDER_MS: [u64; 16] = [
 ];
 
 /// Phases with a distribution per interval.
-pub(crate) const CELL_PHASES: [PhaseId; 4] = [
+pub(crate) const CELL_PHASES: [PhaseId; 5] = [
     PhaseId::Connect,
     PhaseId::Tls,
     PhaseId::ServerHandshake,
     PhaseId::Ttfb,
+    PhaseId::QuicHandshake,
 ];
 
 /// One interval while reading.

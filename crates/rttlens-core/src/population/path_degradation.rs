@@ -5,7 +5,7 @@
 
 use super::{PopCost, PopFinding, View};
 use crate::base::fact::{args, fact, Value};
-use crate::detect::finding::{conff, Level};
+use crate::detect::finding::{conf, Level};
 
 pub(crate) const ID: &str = "path-degradation";
 
@@ -97,7 +97,7 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
         facts,
         cost: PopCost::of(cost, conns),
         evidence,
-        confidence: conff(
+        confidence: conf(
             if idx.len() >= 8 {
                 Level::High
             } else {

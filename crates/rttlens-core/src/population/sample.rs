@@ -4,9 +4,11 @@
 //! JSON) and folded into the [`Population`](super::Population) as the
 //! connection ends.
 
+use crate::analysis::ladder::Phase;
+use crate::analysis::quic::QuicAnalysis;
 use crate::analysis::tls::TlsKind;
 use crate::analysis::Analysis;
-use crate::base::side::FrameRef;
+use crate::base::side::{FrameRef, Side};
 use crate::base::time::{Duration, Timestamp};
 
 /// The population's phases, in report order.
@@ -33,10 +35,14 @@ pub enum PhaseId {
     /// first request: SYN-ACK in → ClientHello out, its key exchange in a
     /// full TLS 1.2 handshake, handshake done → request out.
     ClientDelay,
+    /// A QUIC connection's handshake: the client's first Initial to its
+    /// handshake done (the ladder's `quic-handshake`); QUIC has no
+    /// `connect` apart from it.
+    QuicHandshake,
 }
 
 /// Number of [`PhaseId`]s.
-pub(crate) const N_PHASES: usize = 7;
+pub(crate) const N_PHASES: usize = 8;
 
 impl PhaseId {
     /// All of them, in report order.
@@ -48,6 +54,7 @@ impl PhaseId {
         PhaseId::ServerThink,
         PhaseId::Transfer,
         PhaseId::ClientDelay,
+        PhaseId::QuicHandshake,
     ];
 
     /// Stable name.
@@ -60,6 +67,7 @@ impl PhaseId {
             PhaseId::ServerThink => "server-think",
             PhaseId::Transfer => "transfer",
             PhaseId::ClientDelay => "client-delay",
+            PhaseId::QuicHandshake => "quic-handshake",
         }
     }
 
@@ -225,6 +233,55 @@ impl Sample {
                 shape,
             });
         }
+        s
+    }
+
+    /// The population's view of an analysed QUIC connection: its
+    /// handshake, request and transfer phases from `ladder` (the
+    /// connection's own, [`QuicAnalysis::ladder`]), the server's handshake
+    /// processing (its first Initial less the client's, less the RTT from
+    /// the capture point to the server), its RTT and packet counts.
+    pub(crate) fn of_quic(a: &QuicAnalysis, ladder: &[Phase], capture_start: Timestamp) -> Sample {
+        let c = &a.conn;
+        let rel = |t: Timestamp| (t - capture_start).as_secs_f64();
+        let rtt = a.rtt_min();
+        let mut s = Sample {
+            start_s: rel(c.first.ts),
+            rtt_ms: rtt.map(|r| r.as_millis_f64()),
+            data_segments: c.packets,
+            ..Sample::default()
+        };
+        // packets declared lost (RFC 9002 §6.1.1), as a TCP sender's
+        // retransmissions count
+        for l in c.losses.iter().filter(|l| l.declared_by.is_some()) {
+            s.retransmissions[l.side.index()] += 1;
+        }
+        let mut put = |id: PhaseId, ms: f64, rtts: f64| {
+            s.phases[id.index()] = Some((ms, rtt.map(|_| rtts)));
+        };
+        for p in ladder {
+            let id = match p.name {
+                "quic-handshake" => PhaseId::QuicHandshake,
+                "request" => PhaseId::Ttfb,
+                "transfer" => PhaseId::Transfer,
+                _ => continue,
+            };
+            put(id, p.ms, p.rtts);
+        }
+        let h = &a.handshake;
+        if let (Some(ci), Some(sf)) = (h.client_initial, h.server_first) {
+            let h_s = a
+                .rtt
+                .and_then(|r| r.half[Side::Server.index()])
+                .unwrap_or(Duration::ZERO);
+            let d = ((sf.ts - ci.ts) - h_s).max(Duration::ZERO);
+            let rtts = rtt.and_then(|r| d.in_rtts(r)).unwrap_or(0.0);
+            put(PhaseId::ServerHandshake, d.as_millis_f64(), rtts);
+            s.hello_frames = Some((ci.frame, sf.frame));
+        }
+        let end = h.client_done.unwrap_or(c.last);
+        s.handshake_end_s = rel(end.ts).max(s.start_s);
+        s.resumed = h.resumed == Some(true);
         s
     }
 }

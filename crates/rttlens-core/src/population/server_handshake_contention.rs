@@ -10,7 +10,7 @@ use super::hist::Dist;
 use super::sample::PhaseId;
 use super::{spearman, PopCost, PopFinding, View};
 use crate::base::fact::{args, fact, Value};
-use crate::detect::finding::{conff, Level};
+use crate::detect::finding::{conf, Level};
 
 pub(crate) const ID: &str = "server-handshake-contention";
 
@@ -150,7 +150,7 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
         facts,
         cost: PopCost::of(extra, n),
         evidence,
-        confidence: conff(
+        confidence: conf(
             level,
             fact!(
                 "population.contention-correlation",

@@ -9,7 +9,7 @@
 
 use super::{PopCost, PopFinding, View};
 use crate::base::fact::{fact, Args, Value};
-use crate::detect::finding::{conff, Level};
+use crate::detect::finding::{conf, Level};
 
 pub(crate) const ID: &str = "syn-flood-cookies";
 
@@ -72,7 +72,7 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
         facts,
         cost: PopCost::of(g.options_dropped_window_ms, g.options_dropped_count),
         evidence,
-        confidence: conff(Level::High, fact!("population.cookies-granted-elsewhere")),
+        confidence: conf(Level::High, fact!("population.cookies-granted-elsewhere")),
         intervals,
         references: vec![
             "Linux tcp_conn_request(): want_cookie && !saw_tstamp → tcp_clear_options",

@@ -25,6 +25,7 @@
 //! A frame that cannot be decoded gives a [`DecodeError`]; inside a capture
 //! that is a counted capture-quality note, never a reason to stop.
 
+pub mod community_id;
 pub(crate) mod duplicates;
 pub(crate) mod ip;
 pub(crate) mod link;

@@ -725,8 +725,17 @@ fn analyze_summary(path: &Path) -> Result<(Vec<ConnReport>, pipeline::CaptureSum
         reader.key_store().add(&text);
     }
     let mut conns = Vec::new();
-    let summary = pipeline::run(&mut reader, &mut |c| conns.push(c), &mut |_| {})
-        .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
+    // the QUIC connections: `summary.quic`
+    let summary = pipeline::run(
+        &mut reader,
+        &mut |c| {
+            if let rttlens_core::model::Connection::Tcp(c) = c {
+                conns.push(*c);
+            }
+        },
+        &mut |_| {},
+    )
+    .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
     conns.sort_by_key(|c| c.index);
     Ok((conns, summary))
 }

@@ -691,8 +691,12 @@ impl Analyzed {
 pub fn analyze(path: &Path) -> Analyzed {
     let mut reader = CaptureReader::open(path).expect("open capture");
     let mut conns = Vec::new();
-    let summary = pipeline::run(&mut reader, &mut |c| conns.push(c), &mut |_| {})
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let summary = pipeline::run(
+        &mut reader,
+        &mut |c| conns.extend(c.into_tcp()),
+        &mut |_| {},
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let a = Analyzed {
         path: path.to_path_buf(),
         conns,

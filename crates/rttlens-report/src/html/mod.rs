@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use rttlens_core::analysis::ladder::Phase;
 use rttlens_core::detect::Finding;
-use rttlens_core::model::{ConnReport, QuicReport};
+use rttlens_core::model::{ConnReport, Connection, QuicReport, Transport};
 use rttlens_core::pipeline::CaptureSummary;
 
 use crate::{costliest_first, slowest_first, Renderer, Source};
@@ -152,6 +152,7 @@ pub fn esc(s: &str) -> String {
 /// One line of the connections table.
 #[derive(Debug, Clone)]
 struct Row {
+    transport: Transport,
     index: u64,
     client: String,
     server: String,
@@ -167,6 +168,7 @@ struct Row {
 impl Row {
     fn of(c: &ConnReport) -> Row {
         Row {
+            transport: Transport::Tcp,
             index: c.index,
             client: c.client.clone(),
             server: c.server.clone(),
@@ -180,11 +182,28 @@ impl Row {
         }
     }
 
+    fn of_quic(q: &QuicReport) -> Row {
+        Row {
+            transport: Transport::Quic,
+            index: q.index,
+            client: q.client.clone(),
+            server: q.server.clone(),
+            protocol: "quic",
+            frames: q.datagrams[0] + q.datagrams[1],
+            start_s: q.start_s,
+            duration_ms: q.duration_ms,
+            ttfb_ms: q.ladder.iter().find(|p| p.name == "request").map(|p| p.ms),
+            findings: q.findings.iter().map(|f| (f.id, f.cost.ms)).collect(),
+            findings_ms: q.findings_ms(),
+        }
+    }
+
     fn order(a: &Row, b: &Row) -> Ordering {
         costliest_first(
             (a.findings_ms, a.duration_ms, a.index),
             (b.findings_ms, b.duration_ms, b.index),
         )
+        .then(a.transport.cmp(&b.transport))
     }
 }
 
@@ -203,6 +222,8 @@ pub struct HtmlRenderer {
     svg_dir: Option<PathBuf>,
     rows: Vec<Row>,
     kept: Vec<ConnReport>,
+    /// The QUIC connections, each shown in full after the TCP ones.
+    quic: Vec<QuicReport>,
     source: String,
 }
 
@@ -217,6 +238,7 @@ impl HtmlRenderer {
             svg_dir: None,
             rows: Vec::new(),
             kept: Vec::new(),
+            quic: Vec::new(),
             source: String::new(),
         }
     }
@@ -268,7 +290,8 @@ impl HtmlRenderer {
         if !self.title.is_empty() {
             writeln!(w, "<h2>{}</h2>", esc(&self.title))?;
         }
-        summary_list(w, &self.source, summary)?;
+        self.quic.sort_by_key(|q| q.index);
+        summary_list(w, &self.source, summary, self.quic.len())?;
         finding_counts(w, &self.rows)?;
         if crate::population::shown(summary) {
             let over_time = population::over_time(summary);
@@ -283,7 +306,8 @@ impl HtmlRenderer {
             "<h3>Connections</h3>\n<p class=\"note\">{} connection{}; click a heading to sort. {} shown in full below{}.</p>",
             self.rows.len(),
             if self.rows.len() == 1 { "" } else { "s" },
-            match shown.len() {
+            // every QUIC connection is shown in full, after the TCP ones
+            match shown.len() + self.quic.len() {
                 n if n == self.rows.len() && n == 1 => "It is".to_string(),
                 n if n == self.rows.len() => "All are".to_string(),
                 n => format!("The {n} costliest are"),
@@ -299,10 +323,12 @@ impl HtmlRenderer {
             "<table class=\"conns sortable\"><thead><tr><th data-type=\"num\">#</th><th>client</th><th>server</th><th>protocol</th><th data-type=\"num\">frames</th><th data-type=\"num\">start s</th><th data-type=\"num\">total ms</th><th data-type=\"num\">TTFB ms</th><th data-type=\"num\">findings ms</th><th>findings</th></tr></thead><tbody>"
         )?;
         for r in self.rows.iter().take(MAX_ROWS) {
-            let idx = if shown.contains(&r.index) {
-                format!("<a href=\"#{p}conn-{0}\">{0}</a>", r.index)
-            } else {
-                r.index.to_string()
+            let idx = match r.transport {
+                Transport::Quic => format!("<a href=\"#{p}quic-{0}\">q{0}</a>", r.index),
+                Transport::Tcp if shown.contains(&r.index) => {
+                    format!("<a href=\"#{p}conn-{0}\">{0}</a>", r.index)
+                }
+                Transport::Tcp => r.index.to_string(),
             };
             let ids: Vec<&str> = r.findings.iter().map(|f| f.0).collect();
             writeln!(
@@ -334,7 +360,7 @@ impl HtmlRenderer {
             }
             connection(w, p, c, &figs)?;
         }
-        quic_section(w, p, &summary.quic)?;
+        quic_section(w, p, &self.quic)?;
         Ok(())
     }
 }
@@ -346,9 +372,17 @@ impl Renderer for HtmlRenderer {
         Ok(())
     }
 
-    fn connection(&mut self, _w: &mut dyn Write, conn: ConnReport) -> io::Result<()> {
-        self.rows.push(Row::of(&conn));
-        self.keep(conn);
+    fn connection(&mut self, _w: &mut dyn Write, conn: Connection) -> io::Result<()> {
+        match conn {
+            Connection::Tcp(c) => {
+                self.rows.push(Row::of(&c));
+                self.keep(*c);
+            }
+            Connection::Quic(q) => {
+                self.rows.push(Row::of_quic(&q));
+                self.quic.push(*q);
+            }
+        }
         Ok(())
     }
 
@@ -391,26 +425,39 @@ pub fn page(
     )
 }
 
-fn summary_list(w: &mut dyn Write, source: &str, s: &CaptureSummary) -> io::Result<()> {
+fn summary_list(
+    w: &mut dyn Write,
+    source: &str,
+    s: &CaptureSummary,
+    quic: usize,
+) -> io::Result<()> {
     writeln!(w, "<dl class=\"summary\">")?;
     let mut item = |k: &str, v: String| writeln!(w, "<dt>{k}</dt><dd>{}</dd>", esc(&v));
     item("capture", source.to_string())?;
     item("format", s.format.clone())?;
-    item(
-        "frames",
-        format!(
+    let frames = match s.quic_datagrams {
+        0 => format!(
             "{} ({} TCP segments, {} other)",
             s.frames, s.tcp_segments, s.other_packets
         ),
-    )?;
+        q => format!(
+            "{} ({} TCP segments, {q} QUIC datagrams, {} other)",
+            s.frames, s.tcp_segments, s.other_packets
+        ),
+    };
+    item("frames", frames)?;
     item("duration", format!("{:.3} s", s.duration_s))?;
-    item(
-        "connections",
-        format!(
+    let connections = match quic {
+        0 => format!(
             "{} (at most {} open at once)",
             s.connections, s.peak_open_connections
         ),
-    )?;
+        q => format!(
+            "{} TCP (at most {} open at once), {q} QUIC",
+            s.connections, s.peak_open_connections
+        ),
+    };
+    item("connections", connections)?;
     let q = &s.quality;
     let quality = if q.is_clean() {
         "clean".to_string()

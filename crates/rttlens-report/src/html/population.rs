@@ -967,12 +967,9 @@ mod tests {
                 ],
                 confidence: Confidence {
                     level: Level::High,
-                    why: std::iter::once(
-                        rttlens_core::detect::finding::Fact::new(
-                            rttlens_core::detect::finding::TEXT,
-                        )
-                        .with("text", "SYN-ACKs resent"),
-                    )
+                    why: std::iter::once(rttlens_core::detect::finding::Fact::new(
+                        "population.backlog-ack-dropped",
+                    ))
                     .collect(),
                 },
                 references: vec!["RFC 9293"],

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use rttlens_probe_model::ProbeReport;
 
-use crate::json::{ConnJson, SummaryJson};
+use crate::json::{ConnJson, QuicJson, SummaryJson};
 
 /// The JSON document of `report` (docs/probe.md).
 ///
@@ -19,19 +19,36 @@ pub fn write_json(report: &ProbeReport, w: &mut dyn Write) -> io::Result<()> {
         tool: String,
         source: &'a str,
         probe: &'a ProbeReport,
-        connections: Vec<ConnJson<'a>>,
+        connections: Vec<Conn<'a>>,
         capture: Option<SummaryJson<'a>>,
+    }
+    /// A connection of either transport (each writes its `transport`).
+    #[derive(serde::Serialize)]
+    #[serde(untagged)]
+    enum Conn<'a> {
+        Tcp(ConnJson<'a>),
+        Quic(QuicJson<'a>),
     }
     let doc = Doc {
         schema_version: crate::json::SCHEMA_VERSION,
         tool: format!("rttlens {}", env!("CARGO_PKG_VERSION")),
         source: &report.url,
         probe: report,
-        connections: report.connections.iter().map(ConnJson::new).collect(),
-        capture: report
-            .capture_summary
-            .as_ref()
-            .map(|s| SummaryJson::new(s, true)),
+        // the TCP connections, then the QUIC ones (`--http3`), as `analyze`
+        // lists them
+        connections: report
+            .connections
+            .iter()
+            .map(|c| Conn::Tcp(ConnJson::new(c)))
+            .chain(
+                report
+                    .capture_summary
+                    .iter()
+                    .flat_map(|s| &s.quic)
+                    .map(|q| Conn::Quic(QuicJson::new(q))),
+            )
+            .collect(),
+        capture: report.capture_summary.as_ref().map(SummaryJson::new),
     };
     serde_json::to_writer(&mut *w, &doc).map_err(io::Error::other)?;
     writeln!(w)

@@ -15,7 +15,7 @@
 //! plural, a clause only when a flag is set).
 
 use rttlens_core::analysis::ladder::Phase;
-use rttlens_core::detect::finding::{Args, Confidence, Evidence, Fact, Finding, TEXT};
+use rttlens_core::detect::finding::{Args, Confidence, Evidence, Fact, Finding};
 
 /// What each words file takes.
 mod prelude {
@@ -111,18 +111,24 @@ fn words_of_id(id: &str) -> Option<&'static Words> {
     WORDS.iter().find(|w| w.ids.contains(&id))
 }
 
-/// The finding's title: one line a person reads.
+/// The finding's title: one line a person reads (an id no template knows
+/// is written as its id and facts, never dropped).
 pub fn title(f: &Finding) -> String {
     words_of_id(f.id)
         .and_then(|w| (w.title)(f))
-        .unwrap_or_else(|| f.title.clone())
+        .unwrap_or_else(|| {
+            raw(&Fact {
+                kind: f.id,
+                args: f.facts.clone(),
+            })
+        })
 }
 
 /// The finding's fix: the directive, sysctl, socket option or code change.
 pub fn fix(f: &Finding) -> String {
     words_of_id(f.id)
         .and_then(|w| (w.fix)(f))
-        .unwrap_or_else(|| f.fix.clone())
+        .unwrap_or_default()
 }
 
 /// A population finding's title: one line a person reads.
@@ -138,9 +144,6 @@ pub fn pop_fix(f: &rttlens_core::population::PopFinding) -> String {
 /// A fact as a sentence. A kind no template knows is written as its kind
 /// and values (`kind (name=value, …)`), never dropped.
 pub fn fact(fact: &Fact) -> String {
-    if fact.kind == TEXT {
-        return fact.args.str("text").to_string();
-    }
     let prefix = fact.kind.split('.').next().unwrap_or("");
     WORDS
         .iter()

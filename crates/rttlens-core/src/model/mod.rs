@@ -1,6 +1,11 @@
 //! The report model: what one analysed connection and the capture as a whole
 //! say, owned and serializable. The renderers (text, JSON) live in the
 //! `rttlens-report` crate; the JSON schema is documented in `docs/json.md`.
+//! [`Connection`] is the one record of a connection of any transport.
+
+mod record;
+
+pub use record::{Connection, Transport};
 
 use crate::analysis::connection::{Coverage, TcpFacts};
 use crate::analysis::ladder::Phase;
@@ -14,6 +19,7 @@ use crate::base::time::Timestamp;
 use crate::detect::Finding;
 use crate::flow::rounds::Limit;
 use crate::flow::rtt::RttMethod;
+use crate::wire::community_id::{community_id, TCP, UDP};
 use std::collections::BTreeMap;
 
 /// RTT figures in milliseconds.
@@ -90,6 +96,9 @@ pub struct ConnReport {
     pub client: String,
     /// Server address:port.
     pub server: String,
+    /// Community ID v1 (seed 0) of its 4-tuple: the key Zeek, Suricata,
+    /// Arkime and Elastic join flows on ([`crate::wire::community_id`]).
+    pub community_id: String,
     /// `tls`, `http` or `tcp`.
     pub protocol: &'static str,
     /// First frame.
@@ -214,6 +223,7 @@ impl ConnReport {
             index: c.index,
             client: endpoint(c.client),
             server: endpoint(c.server),
+            community_id: community_id(0, TCP, c.client, c.server),
             protocol: a.app.protocol,
             first_frame: c.first.frame,
             last_frame: c.last.frame,
@@ -273,6 +283,25 @@ impl ConnReport {
     /// Total cost of the findings (ms), for "slowest first" ordering.
     pub fn findings_ms(&self) -> f64 {
         findings_ms(&self.findings)
+    }
+}
+
+impl QuicReport {
+    /// Total cost of the findings (ms), for "slowest first" ordering.
+    pub fn findings_ms(&self) -> f64 {
+        findings_ms(&self.findings)
+    }
+
+    /// What the population view's per-connection signs read.
+    pub fn population_conn(&self) -> crate::population::Conn<'_> {
+        crate::population::Conn {
+            index: self.index,
+            client: &self.client,
+            server: &self.server,
+            sni: self.handshake.sni.as_deref(),
+            tls: true,
+            window_ms: 0.0,
+        }
     }
 }
 
@@ -352,6 +381,9 @@ pub struct QuicReport {
     pub client: String,
     /// Server address:port.
     pub server: String,
+    /// Community ID v1 (seed 0) of its UDP 4-tuple
+    /// ([`crate::wire::community_id`]).
+    pub community_id: String,
     /// Whether the client was told apart by its Initial (`false`: by ports).
     pub roles_known: bool,
     /// QUIC version (`1`, `2`, or the number in hex).
@@ -408,6 +440,10 @@ pub struct QuicReport {
     /// renderer (`rttlens_report::json`) writes them with their sentences.
     #[serde(skip)]
     pub findings: Vec<Finding>,
+    /// What the population view takes from this connection; not part of
+    /// the JSON.
+    #[serde(skip)]
+    pub sample: crate::population::Sample,
     /// CONNECTION_CLOSE frames: `side: error (reason)`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub closes: Vec<String>,
@@ -549,6 +585,7 @@ impl QuicReport {
             index: c.index,
             client: c.client.to_string(),
             server: c.server.to_string(),
+            community_id: community_id(0, UDP, c.client, c.server),
             roles_known: c.roles_known,
             version: version(c.version),
             first_version: c.first_version.map(version),
@@ -600,6 +637,7 @@ impl QuicReport {
             transport_parameters: c.transport.clone(),
             lost,
             pn_gaps,
+            sample: crate::population::Sample::of_quic(a, &ladder, start),
             ladder,
             streams: a.h3.streams.iter().map(QuicStreamRow::of).collect(),
             findings,
