@@ -1,5 +1,5 @@
-//! No circle anywhere, and the engine's layers (docs/design.md §3
-//! "Architecture"), read from the source text of every crate of the
+//! No circle anywhere, and the engine's layers (docs/design.md §3), read
+//! from the source text of every crate of the
 //! workspace (`crates/*/src`):
 //!
 //! - **layers** (`rttlens-core` only): every top-level module belongs to a
