@@ -169,6 +169,10 @@ pub fn why(c: &Confidence) -> String {
 
 /// `facts` as sentences joined by `; `.
 fn join(facts: &[Fact]) -> String {
+    // most evidence frames and reasons have one fact: its sentence as it is
+    if let [one] = facts {
+        return fact(one);
+    }
     let mut s = String::new();
     for (i, f) in facts.iter().enumerate() {
         if i > 0 {
