@@ -17,13 +17,15 @@
 //! found. nginx, curl and `openssl s_client` run as processes inside the
 //! namespaces.
 
+mod check;
 mod ctx;
 mod run;
 
+pub use check::ExpectationResult;
 pub use ctx::{Between, ScenarioCtx};
 pub use run::{
-    run_scenario, run_scenario_beside, Beside, BesideOutcome, ExpectationResult, ScenarioOutcome,
-    VariantOutcome, BESIDE_READY, BESIDE_STOP,
+    run_scenario, run_scenario_beside, Beside, BesideOutcome, ScenarioOutcome, VariantOutcome,
+    BESIDE_READY, BESIDE_STOP,
 };
 
 use rttlens_core::detect::finding::Finding;

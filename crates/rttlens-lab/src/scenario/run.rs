@@ -14,37 +14,13 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rttlens_core::capture::CaptureReader;
-use rttlens_core::detect::finding::Finding;
-use rttlens_core::model::{ConnReport, QuicReport};
-use rttlens_core::pipeline;
+use rttlens_core::model::ConnReport;
 use rttlens_lab_net::link::{CapturePoint, LinkConfig};
 use rttlens_lab_net::{Host, Lab, LabError};
 
-use super::{is_quic, lookup, parse_expect, Scenario, ScenarioCtx, Variant, SNAPLEN};
+use super::check::{analyze, analyze_summary, expectations, forbidden, ExpectationResult};
+use super::{lookup, parse_expect, Scenario, ScenarioCtx, Variant, SNAPLEN};
 use crate::copies;
-
-/// One expectation's result.
-#[derive(Debug, Clone)]
-pub struct ExpectationResult {
-    /// The expectation as written (`nagle-stall|nagle-delayed-ack`, `1:tfo-accepted`).
-    pub expect: &'static str,
-    /// Whether it held.
-    pub found: bool,
-    /// The finding id that matched.
-    pub id: Option<&'static str>,
-    /// Its title (empty when not found): what the outcome was, e.g.
-    /// "0-RTT rejected: …".
-    pub title: String,
-    /// The matching finding's cost in ms (0 when not found).
-    pub cost_ms: f64,
-    /// The matching finding's cost in round trips (`None` when not found
-    /// or when the connection's RTT is unknown).
-    pub cost_rtts: Option<f64>,
-    /// The frames its evidence cites (1-based, in the analysed capture;
-    /// empty when not found).
-    pub evidence: Vec<u64>,
-}
 
 /// What a scenario run produced.
 #[derive(Debug, Clone)]
@@ -522,62 +498,6 @@ fn run(
 
 /// One [`ExpectationResult`] per expectation, looked up in `conns` (in
 /// `quic` for QUIC's ids).
-fn expectations(
-    conns: &[ConnReport],
-    quic: &[QuicReport],
-    expect: &[&'static str],
-) -> Vec<ExpectationResult> {
-    expect
-        .iter()
-        .map(|&e| match lookup(conns, quic, e) {
-            Some((_, f)) => ExpectationResult {
-                expect: e,
-                found: true,
-                id: Some(f.id),
-                title: rttlens_report::words::title(f),
-                cost_ms: f.cost.ms,
-                cost_rtts: f.cost.rtts,
-                evidence: f.evidence.iter().map(|e| e.frame).collect(),
-            },
-            None => ExpectationResult {
-                expect: e,
-                found: false,
-                id: None,
-                title: String::new(),
-                cost_ms: 0.0,
-                cost_rtts: None,
-                evidence: Vec::new(),
-            },
-        })
-        .collect()
-}
-
-/// The forbidden findings that appear in `conns`, as `N:id` (in `quic`
-/// for QUIC's ids, as `quic N:id`; `quic-*` matches any of them).
-fn forbidden(conns: &[ConnReport], quic: &[QuicReport], forbid: &[&str]) -> Vec<String> {
-    let mut seen = Vec::new();
-    for &e in forbid {
-        let (conn, ids) = parse_expect(e);
-        let (lists, prefix): (Vec<&[Finding]>, &str) = if is_quic(e) {
-            (quic.iter().map(|q| &q.findings[..]).collect(), "quic ")
-        } else {
-            (conns.iter().map(|c| &c.findings[..]).collect(), "")
-        };
-        for (i, fs) in lists.into_iter().enumerate() {
-            if conn.is_some_and(|n| n != i) {
-                continue;
-            }
-            for f in fs {
-                if ids.iter().any(|&id| id == f.id || id == "quic-*") {
-                    seen.push(format!("{prefix}{i}:{}", f.id));
-                }
-            }
-        }
-    }
-    seen.dedup();
-    seen
-}
-
 /// Cut `source` as `v` says, analyse the copy and compare it with `full`
 /// (the analysis of the capture it was cut from).
 fn run_variant(
@@ -709,33 +629,4 @@ fn run_variant(
             .collect(),
         rtt_ms: first.and_then(|c| c.rtt.as_ref()).map(|r| r.min_ms),
     })
-}
-
-/// The connections of the capture at `path`, in capture order.
-fn analyze(path: &Path) -> Result<Vec<ConnReport>, LabError> {
-    analyze_summary(path).map(|(c, _)| c)
-}
-
-fn analyze_summary(path: &Path) -> Result<(Vec<ConnReport>, pipeline::CaptureSummary), LabError> {
-    let mut reader = CaptureReader::open(path)
-        .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
-    // the keys the scenario's TLS clients wrote beside the capture
-    let keylog = path.with_file_name(super::ctx::KEYLOG_FILE);
-    if let Ok(text) = std::fs::read(&keylog) {
-        reader.key_store().add(&text);
-    }
-    let mut conns = Vec::new();
-    // the QUIC connections: `summary.quic`
-    let summary = pipeline::run(
-        &mut reader,
-        &mut |c| {
-            if let rttlens_core::model::Connection::Tcp(c) = c {
-                conns.push(*c);
-            }
-        },
-        &mut |_| {},
-    )
-    .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
-    conns.sort_by_key(|c| c.index);
-    Ok((conns, summary))
 }

@@ -1,0 +1,124 @@
+//! What a scenario's analysis is checked with: its expectations and
+//! forbidden findings looked up in the connections of a capture, and the
+//! capture analysed as the lab reads it (with the key log its clients
+//! wrote beside it).
+
+use std::path::Path;
+
+use rttlens_core::capture::CaptureReader;
+use rttlens_core::detect::finding::Finding;
+use rttlens_core::model::{ConnReport, QuicReport};
+use rttlens_core::pipeline;
+use rttlens_lab_net::LabError;
+
+use super::{is_quic, lookup, parse_expect};
+
+/// One expectation's result.
+#[derive(Debug, Clone)]
+pub struct ExpectationResult {
+    /// The expectation as written (`nagle-stall|nagle-delayed-ack`, `1:tfo-accepted`).
+    pub expect: &'static str,
+    /// Whether it held.
+    pub found: bool,
+    /// The finding id that matched.
+    pub id: Option<&'static str>,
+    /// Its title (empty when not found): what the outcome was, e.g.
+    /// "0-RTT rejected: …".
+    pub title: String,
+    /// The matching finding's cost in ms (0 when not found).
+    pub cost_ms: f64,
+    /// The matching finding's cost in round trips (`None` when not found
+    /// or when the connection's RTT is unknown).
+    pub cost_rtts: Option<f64>,
+    /// The frames its evidence cites (1-based, in the analysed capture;
+    /// empty when not found).
+    pub evidence: Vec<u64>,
+}
+
+/// Each expectation of `expect` looked up in `conns` and `quic`.
+pub(super) fn expectations(
+    conns: &[ConnReport],
+    quic: &[QuicReport],
+    expect: &[&'static str],
+) -> Vec<ExpectationResult> {
+    expect
+        .iter()
+        .map(|&e| match lookup(conns, quic, e) {
+            Some((_, f)) => ExpectationResult {
+                expect: e,
+                found: true,
+                id: Some(f.id),
+                title: rttlens_report::words::title(f),
+                cost_ms: f.cost.ms,
+                cost_rtts: f.cost.rtts,
+                evidence: f.evidence.iter().map(|e| e.frame).collect(),
+            },
+            None => ExpectationResult {
+                expect: e,
+                found: false,
+                id: None,
+                title: String::new(),
+                cost_ms: 0.0,
+                cost_rtts: None,
+                evidence: Vec::new(),
+            },
+        })
+        .collect()
+}
+
+/// The forbidden findings that appear in `conns`, as `N:id` (in `quic`
+/// for QUIC's ids, as `quic N:id`; `quic-*` matches any of them).
+pub(super) fn forbidden(conns: &[ConnReport], quic: &[QuicReport], forbid: &[&str]) -> Vec<String> {
+    let mut seen = Vec::new();
+    for &e in forbid {
+        let (conn, ids) = parse_expect(e);
+        let (lists, prefix): (Vec<&[Finding]>, &str) = if is_quic(e) {
+            (quic.iter().map(|q| &q.findings[..]).collect(), "quic ")
+        } else {
+            (conns.iter().map(|c| &c.findings[..]).collect(), "")
+        };
+        for (i, fs) in lists.into_iter().enumerate() {
+            if conn.is_some_and(|n| n != i) {
+                continue;
+            }
+            for f in fs {
+                if ids.iter().any(|&id| id == f.id || id == "quic-*") {
+                    seen.push(format!("{prefix}{i}:{}", f.id));
+                }
+            }
+        }
+    }
+    seen.dedup();
+    seen
+}
+
+/// The connections of the capture at `path`, in capture order.
+pub(super) fn analyze(path: &Path) -> Result<Vec<ConnReport>, LabError> {
+    analyze_summary(path).map(|(c, _)| c)
+}
+
+pub(super) fn analyze_summary(
+    path: &Path,
+) -> Result<(Vec<ConnReport>, pipeline::CaptureSummary), LabError> {
+    let mut reader = CaptureReader::open(path)
+        .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
+    // the keys the scenario's TLS clients wrote beside the capture
+    let keylog = path.with_file_name(super::ctx::KEYLOG_FILE);
+    if let Ok(text) = std::fs::read(&keylog) {
+        reader.key_store().add(&text);
+    }
+    let mut conns = Vec::new();
+    // the QUIC connections: `summary.quic`
+    let summary = pipeline::run(
+        &mut reader,
+        &mut |c| {
+            if let rttlens_core::model::Connection::Tcp(c) = c {
+                conns.push(*c);
+            }
+        },
+        &mut |_| {},
+    )
+    .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
+    conns.sort_by_key(|c| c.index);
+    Ok((conns, summary))
+}
