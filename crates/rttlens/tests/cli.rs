@@ -592,6 +592,24 @@ fn every_fact_has_its_template_on_the_shared_captures() {
         let v = json_of(&out.stdout);
         let conns = v["connections"].as_array().expect("connections");
         for c in conns {
+            // the header every transport shares (docs/json.md)
+            for key in ["transport", "index", "client", "server", "community_id"] {
+                assert!(!c[key].is_null(), "{at}: a connection without {key}");
+            }
+            for key in ["first_frame", "last_frame", "start_s", "duration_ms"] {
+                assert!(c[key].is_number(), "{at}: {key} of {}", c["index"]);
+            }
+            assert!(
+                c["community_id"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("1:") && id.len() == 30),
+                "{at}: {}",
+                c["community_id"]
+            );
+            assert!(
+                matches!(c["transport"].as_str(), Some("tcp" | "quic")),
+                "{at}"
+            );
             for p in c["ladder"].as_array().expect("ladder") {
                 assert!(
                     p["detail"].as_str().is_some_and(|d| !d.is_empty()),
@@ -624,5 +642,69 @@ fn every_fact_has_its_template_on_the_shared_captures() {
     assert!(
         findings >= 100 && facts >= 300,
         "{findings} findings, {facts} facts"
+    );
+}
+
+/// Every connection's `community_id` is Wireshark's Community ID
+/// (`tshark --enable-protocol communityid`, seed 0) of its first frame, on
+/// every shared capture, TCP and QUIC. FAILS (never skips) without tshark.
+#[test]
+fn community_id_is_wiresharks() {
+    common::require_tshark();
+    let dir = common::public_capture("SOURCES.md");
+    let mut checked = 0;
+    for d in [
+        dir.parent().unwrap().to_path_buf(),
+        capture("pku.cap").parent().unwrap().to_path_buf(),
+    ] {
+        for f in std::fs::read_dir(&d).expect("read_dir") {
+            let f = f.expect("entry").path();
+            if !f
+                .extension()
+                .is_some_and(|x| x == "pcap" || x == "cap" || x == "pcapng")
+            {
+                continue;
+            }
+            let out = bin()
+                .args(["analyze", "--no-progress", "--format", "json"])
+                .arg(&f)
+                .output()
+                .expect("run");
+            let v = json_of(&out.stdout);
+            let tshark = std::process::Command::new("tshark")
+                .arg("-r")
+                .arg(&f)
+                .args(["--enable-protocol", "communityid"])
+                .args(["-T", "fields", "-e", "frame.number", "-e", "communityid"])
+                .output()
+                .expect("tshark");
+            let by_frame: std::collections::HashMap<u64, String> =
+                String::from_utf8_lossy(&tshark.stdout)
+                    .lines()
+                    .filter_map(|l| {
+                        let (n, id) = l.split_once('\t')?;
+                        Some((n.parse().ok()?, id.to_string()))
+                    })
+                    .collect();
+            for c in v["connections"].as_array().expect("connections") {
+                let first = c["first_frame"].as_u64().expect("first_frame");
+                let Some(want) = by_frame.get(&first).filter(|w| !w.is_empty()) else {
+                    continue;
+                };
+                assert_eq!(
+                    c["community_id"].as_str(),
+                    Some(want.as_str()),
+                    "{}: connection {} {} (frame {first})",
+                    f.display(),
+                    c["transport"],
+                    c["index"]
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(
+        checked >= 80,
+        "{checked} connections checked against tshark"
     );
 }
