@@ -111,7 +111,7 @@ fn h2c_by_prior_knowledge_every_stream_as_tshark_frames_it() {
     let c = &conns[0];
     assert_eq!(c.protocol, "h2c");
     let rows = &c.requests;
-    let streams: Vec<u32> = rows.iter().filter_map(|r| r.stream).collect();
+    let streams: Vec<u64> = rows.iter().filter_map(|r| r.stream).collect();
     assert_eq!(streams, [1, 3, 5, 7, 9, 11]);
     assert!(
         rows.iter()
@@ -145,7 +145,7 @@ fn h2c_by_upgrade_the_upgraded_request_is_stream_1() {
     let c = &conns[0];
     assert_eq!(c.protocol, "h2c");
     let rows = &c.requests;
-    let streams: Vec<u32> = rows.iter().filter_map(|r| r.stream).collect();
+    let streams: Vec<u64> = rows.iter().filter_map(|r| r.stream).collect();
     assert_eq!(streams, [1, 3], "{rows:#?}");
     assert_eq!(rows[0].target.as_deref(), Some("/robots.txt"));
     assert_eq!(rows[0].status, Some(200));

@@ -108,7 +108,7 @@ fn curl_and_nginx_over_http2_decrypt_with_every_stream_framed_as_tshark_frames_i
     let rows = &c.requests;
     assert_eq!(rows.len(), 5, "{rows:#?}");
     for (i, r) in rows.iter().enumerate() {
-        assert_eq!(r.stream, Some(2 * i as u32 + 1), "{r:?}");
+        assert_eq!(r.stream, Some(2 * i as u64 + 1), "{r:?}");
         assert_eq!(r.target.as_deref(), Some(format!("/f{}", i + 1).as_str()));
         assert_eq!(r.status, Some(200));
         assert_eq!(r.response_bytes, Some(20_000 * (i as u64 + 1)), "{r:?}");

@@ -160,7 +160,7 @@ pub(crate) struct Release {
 }
 
 /// `RST_STREAM` error code `REFUSED_STREAM` (RFC 9113 §7).
-const REFUSED_STREAM: u32 = 0x7;
+const REFUSED_STREAM: u64 = 0x7;
 
 /// Fewer released streams than this are not called a queue: one stream
 /// opened right after another closed may be a request the client only
@@ -185,10 +185,11 @@ pub(crate) fn queue(h: &H2Summary, h_c: Duration, quick: Duration) -> Option<Que
         .filter_map(|st| {
             let open = st.request_headers?;
             let close = match (st.response_end, st.reset) {
-                (Some(e), Some((r, ..))) => Some(e.min(r)),
-                (e, r) => e.or(r.map(|r| r.0)),
+                (Some(e), Some(r)) => Some(e.min(r.at)),
+                (e, r) => e.or(r.map(|r| r.at)),
             };
-            Some((open, st.id, close))
+            // HTTP/2 stream identifiers are 31 bits (RFC 9113 §5.1.1)
+            Some((open, u32::try_from(st.id).ok()?, close))
         })
         .collect();
     streams.sort_by_key(|x| x.0);
@@ -197,7 +198,7 @@ pub(crate) fn queue(h: &H2Summary, h_c: Duration, quick: Duration) -> Option<Que
         .iter()
         .filter(|st| {
             st.reset
-                .is_some_and(|(_, side, code)| side == Side::Server && code == REFUSED_STREAM)
+                .is_some_and(|r| r.by == Side::Server && r.code == Some(REFUSED_STREAM))
         })
         .count() as u32;
     // how many streams were open for the client at `t`, leaving out one
@@ -353,8 +354,8 @@ mod tests {
         }
         h.streams = streams
             .iter()
-            .map(|&(id, open, end)| crate::proto::h2::H2Stream {
-                id,
+            .map(|&(id, open, end)| crate::proto::http::stream::HttpStream {
+                id: u64::from(id),
                 request_headers: Some(at(open)),
                 request_end: Some(at(open)),
                 response_end: Some(at(end)),

@@ -8,6 +8,7 @@
 //! the application space; Initial and Handshake ACKs are sent at once).
 
 use crate::analysis::ladder::{ClientClock, ClientDir, Phase};
+use crate::analysis::requests::{rows, Exchanges, Path, RequestRow};
 use crate::base::fact::{fact, Value};
 use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
@@ -74,6 +75,10 @@ pub struct QuicAnalysis {
     pub handshake: QuicHandshake,
     /// HTTP/3 on the connection's streams (decrypted 1-RTT packets).
     pub h3: H3Summary,
+    /// The rows of the HTTP/3 request streams, one per stream of
+    /// `h3.streams` and in its order (built as TCP's HTTP/1.x and HTTP/2
+    /// rows are, [`crate::analysis::requests`]).
+    pub requests: Vec<RequestRow>,
 }
 
 impl QuicAnalysis {
@@ -93,11 +98,20 @@ pub fn analyze(mut conn: QuicConn) -> QuicAnalysis {
     let h3 = std::mem::take(&mut conn.h3).finish();
     let rtt = rtt(&conn);
     let handshake = handshake(&conn);
+    let path = Path {
+        start: conn.first.ts,
+        rtt: rtt.map_or(Duration::ZERO, |r| r.min),
+        h_s: rtt
+            .and_then(|r| r.half[Side::Server.index()])
+            .unwrap_or(Duration::ZERO),
+    };
+    let requests = rows(Exchanges::H3(&h3.streams), path);
     QuicAnalysis {
         conn,
         rtt,
         handshake,
         h3,
+        requests,
     }
 }
 

@@ -1,31 +1,38 @@
-//! Every HTTP/1.x request and every HTTP/2 stream of a connection,
-//! cleartext or decrypted from TLS, as a row: when it was sent, when its response began and ended, in ms
-//! and in round trips, the server's think time against the path, and the
-//! wait behind earlier responses when requests were pipelined.
+//! Every HTTP/1.x request and every HTTP/2 or HTTP/3 stream of a
+//! connection, cleartext or decrypted, as a row, built by one function
+//! ([`rows`]) over one view of an exchange whatever its framing: when it was
+//! sent, when its response began and ended, in ms and in round trips, the
+//! server's think time against the path, and the wait behind other answers.
 //!
 //! Times are the capture point's. A request's wait (`ttfb`) runs from its
 //! last byte to its response's first (inside TLS: the segments completing
-//! the records that held them, when the application could read them).
-//! The server held it for that wait less the server's half of the path
-//! (`h_s`, docs/design.md §4 "Vantage and RTT"), and less the time it could not
-//! answer because an earlier response on the connection was still going out
-//! (HTTP/1.1 answers in order, RFC 9112 §9.3.2).
+//! the records that held them, when the application could read them; HTTP/2
+//! and HTTP/3: the request's END_STREAM or FIN, else its HEADERS, to the
+//! response's HEADERS). The server held it for that wait less the server's
+//! half of the path (`h_s`, docs/design.md §4 "Vantage and RTT"), and less
+//! the time it could not answer because the connection was busy with other
+//! answers: HTTP/1.1 answers in order (RFC 9112 §9.3.2), so a pipelined
+//! request waits for the response ahead of it; HTTP/2's streams share one
+//! TCP stream, so a response waits while the server's DATA of other
+//! streams still goes out. HTTP/3's streams are delivered apart (RFC 9000
+//! §2.2): nothing is counted behind.
 
 use crate::base::cost::round3;
 use crate::base::side::FrameRef;
 use crate::base::side::Side;
 use crate::base::time::{Duration, Timestamp};
 use crate::proto::h2::{FlowKind, H2Summary};
-use crate::proto::http::HttpTracker;
+use crate::proto::http::stream::HttpStream;
+use crate::proto::http::{HttpExchange, HttpTracker};
 
 /// One request/response pair of a connection.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RequestRow {
     /// Position on the connection (0 = first request).
     pub index: u64,
-    /// HTTP/2 stream identifier (absent for HTTP/1.x).
+    /// HTTP/2 or HTTP/3 stream identifier (absent for HTTP/1.x).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stream: Option<u32>,
+    pub stream: Option<u64>,
     /// Request method (`GET`, …), when the request was seen.
     pub method: Option<String>,
     /// Request target (path), lossy UTF-8, at most 200 characters.
@@ -126,76 +133,197 @@ fn between(a: FrameRef, b: FrameRef) -> Duration {
     (b.ts - a.ts).max(Duration::ZERO)
 }
 
-/// The rows of `h`'s exchanges.
-pub(crate) fn rows(h: &HttpTracker, path: Path) -> Vec<RequestRow> {
-    let mut out: Vec<RequestRow> = Vec::new();
-    // the last byte of the previous response (HTTP/1.1 answers in order)
-    let mut prev_end: Option<FrameRef> = None;
-    for ex in h.exchanges().iter().take(ROWS_CAP) {
+/// What a connection's rows are made of.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Exchanges<'a> {
+    /// HTTP/1.x: request/response pairs on one TCP stream, answered in
+    /// order.
+    Http1(&'a HttpTracker),
+    /// HTTP/2: the client's streams (odd identifiers), in the order they
+    /// opened, on one TCP stream.
+    H2(&'a H2Summary),
+    /// HTTP/3: the request streams, by stream ID, one row each.
+    H3(&'a [HttpStream]),
+}
+
+/// One exchange as the rows read it, whatever its framing.
+#[derive(Debug, Clone, Copy)]
+struct Exchange<'a> {
+    /// Position on the connection.
+    index: u64,
+    /// Stream identifier (HTTP/2, HTTP/3).
+    stream: Option<u64>,
+    method: Option<&'a str>,
+    target: Option<&'a str>,
+    status: Option<u16>,
+    grpc_status: Option<u32>,
+    /// The request's first byte (HTTP/2, HTTP/3: its HEADERS).
+    request_first: Option<FrameRef>,
+    /// Its last byte (HTTP/2, HTTP/3: END_STREAM or FIN, else its HEADERS).
+    request_last: Option<FrameRef>,
+    /// The response's first byte (HTTP/2, HTTP/3: its HEADERS).
+    response_first: Option<FrameRef>,
+    /// The response's first DATA (HTTP/2, HTTP/3).
+    first_data: Option<FrameRef>,
+    /// The response's last byte.
+    response_last: Option<FrameRef>,
+    /// Response body bytes, once the response began.
+    response_bytes: Option<u64>,
+}
+
+impl<'a> Exchange<'a> {
+    /// An HTTP/1.x request and its response.
+    fn http1(ex: &'a HttpExchange) -> Exchange<'a> {
         let req = ex.request.as_ref();
         let resp = ex.response.as_ref();
-        let req_last = req.map(|q| q.last.unwrap_or(q.head_complete));
-        let wait = match (req_last, resp) {
-            (Some(q), Some(r)) if r.first.ts >= q.ts => Some(between(q, r.first)),
-            _ => None,
-        };
-        // sent before the previous response had ended: it could not be
-        // answered before that end
-        let behind_of = match (req_last, prev_end, resp) {
-            (Some(q), Some(p), Some(r)) if p.ts > q.ts && r.first.ts >= q.ts => Some(p),
-            _ => None,
-        };
-        let behind = match (req_last, behind_of, resp) {
-            (Some(q), Some(p), Some(r)) => p.ts.min(r.first.ts) - q.ts,
-            _ => Duration::ZERO,
-        };
-        let known = path.rtt > Duration::ZERO;
-        let think = wait.filter(|_| known).map(|w| {
-            let h_s = if path.h_s > Duration::ZERO {
-                path.h_s
-            } else {
-                path.rtt
-            };
-            (w - behind - h_s).max(Duration::ZERO)
-        });
-        out.push(RequestRow {
+        Exchange {
             index: ex.index,
             stream: None,
-            method: req.map(|q| q.method.clone()),
-            target: req.map(|q| q.target.clone()),
+            method: req.map(|q| q.method.as_str()),
+            target: req.map(|q| q.target.as_str()),
             status: resp.map(|r| r.status),
             grpc_status: None,
-            request_frame: req.map(|q| q.first.frame),
-            request_end_frame: req_last.map(|q| q.frame),
-            response_frame: resp.map(|r| r.first.frame),
-            first_data_frame: None,
-            response_end_frame: resp.and_then(|r| r.last).map(|l| l.frame),
-            sent_ms: req.map(|q| ms((q.first.ts - path.start).max(Duration::ZERO))),
+            request_first: req.map(|q| q.first),
+            request_last: req.map(|q| q.last.unwrap_or(q.head_complete)),
+            response_first: resp.map(|r| r.first),
+            first_data: None,
+            response_last: resp.and_then(|r| r.last),
+            response_bytes: resp.map(|r| r.body_len),
+        }
+    }
+
+    /// The `index`th request stream of HTTP/2 or HTTP/3.
+    fn stream(index: usize, s: &'a HttpStream) -> Exchange<'a> {
+        Exchange {
+            index: index as u64,
+            stream: Some(s.id),
+            method: s.method.as_deref(),
+            target: s.path.as_deref(),
+            status: s.status,
+            grpc_status: s.grpc_status,
+            request_first: s.request_headers,
+            request_last: s.request_end.or(s.request_headers),
+            response_first: s.response_headers,
+            first_data: s.response_first_data,
+            response_last: s.response_end,
+            response_bytes: s
+                .response_headers
+                .map(|_| s.data_bytes[Side::Server.index()]),
+        }
+    }
+
+    /// The request's last byte and the response's first, when the response
+    /// came after it.
+    fn waited(&self) -> Option<(FrameRef, FrameRef)> {
+        match (self.request_last, self.response_first) {
+            (Some(q), Some(r)) if r.ts >= q.ts => Some((q, r)),
+            _ => None,
+        }
+    }
+
+    /// The row, given the end of what the answer was held behind
+    /// (`behind_of`) and the time held.
+    fn row(&self, path: Path, behind_of: Option<FrameRef>, behind: Duration) -> RequestRow {
+        let wait = self.waited().map(|(q, r)| between(q, r));
+        let h_s = if path.h_s > Duration::ZERO {
+            path.h_s
+        } else {
+            path.rtt
+        };
+        RequestRow {
+            index: self.index,
+            stream: self.stream,
+            method: self.method.map(str::to_string),
+            target: self.target.map(str::to_string),
+            status: self.status,
+            grpc_status: self.grpc_status,
+            request_frame: self.request_first.map(|f| f.frame),
+            request_end_frame: self.request_last.map(|f| f.frame),
+            response_frame: self.response_first.map(|f| f.frame),
+            first_data_frame: self.first_data.map(|f| f.frame),
+            response_end_frame: self.response_last.map(|f| f.frame),
+            sent_ms: self
+                .request_first
+                .map(|q| ms((q.ts - path.start).max(Duration::ZERO))),
             ttfb_ms: wait.map(ms),
             ttfb_rtts: wait.and_then(|w| w.in_rtts(path.rtt)).map(round3),
             behind_ms: ms(behind),
-            server_think_ms: think.map(ms),
-            transfer_ms: resp.and_then(|r| r.last.map(|l| ms(between(r.first, l)))),
-            response_bytes: resp.map(|r| r.body_len),
-            request_last_at: req_last,
-            ready_at: match (req_last, behind_of) {
-                (Some(_), Some(p)) => Some(p),
-                (q, _) => q,
+            server_think_ms: wait
+                .filter(|_| path.rtt > Duration::ZERO)
+                .map(|w| ms((w - behind - h_s).max(Duration::ZERO))),
+            transfer_ms: match (self.response_first, self.response_last) {
+                (Some(a), Some(b)) => Some(ms(between(a, b))),
+                _ => None,
             },
-            response_at: resp.map(|r| r.first),
+            response_bytes: self.response_bytes,
+            request_last_at: self.request_last,
+            ready_at: behind_of.or(self.request_last),
+            response_at: self.response_first,
             behind_of,
-        });
-        if let Some(l) = resp.and_then(|r| r.last) {
-            prev_end = Some(l);
         }
     }
-    out
+}
+
+/// The rows of a connection's exchanges (at most [`ROWS_CAP`]), in order:
+/// HTTP/1.x requests, HTTP/2 streams and HTTP/3 streams alike. Only what
+/// held an answer behind others differs by framing.
+pub(crate) fn rows(x: Exchanges<'_>, path: Path) -> Vec<RequestRow> {
+    match x {
+        Exchanges::Http1(h) => {
+            // the last byte of the previous response (HTTP/1.1 answers in
+            // order)
+            let mut prev_end: Option<FrameRef> = None;
+            let mut out = Vec::new();
+            for ex in h.exchanges().iter().take(ROWS_CAP) {
+                let e = Exchange::http1(ex);
+                // sent before the previous response had ended: it could
+                // not be answered before that end
+                let behind_of = match (e.waited(), prev_end) {
+                    (Some((q, _)), Some(p)) if p.ts > q.ts => Some(p),
+                    _ => None,
+                };
+                let behind = match (e.waited(), behind_of) {
+                    (Some((q, r)), Some(p)) => p.ts.min(r.ts) - q.ts,
+                    _ => Duration::ZERO,
+                };
+                out.push(e.row(path, behind_of, behind));
+                if let Some(l) = e.response_last {
+                    prev_end = Some(l);
+                }
+            }
+            out
+        }
+        Exchanges::H2(h) => h
+            .streams
+            .iter()
+            .filter(|s| s.id % 2 == 1)
+            .take(ROWS_CAP)
+            .enumerate()
+            .map(|(i, s)| {
+                let e = Exchange::stream(i, s);
+                // the server was still sending other streams' DATA: until
+                // then the connection was busy, not the server thinking
+                let busy = e.waited().and_then(|(q, r)| busy_until(h, s.id, q, r));
+                let behind = match (e.request_last, busy) {
+                    (Some(q), Some(b)) => b.ts - q.ts,
+                    _ => Duration::ZERO,
+                };
+                e.row(path, busy, behind)
+            })
+            .collect(),
+        Exchanges::H3(streams) => streams
+            .iter()
+            .take(ROWS_CAP)
+            .enumerate()
+            .map(|(i, s)| Exchange::stream(i, s).row(path, None, Duration::ZERO))
+            .collect(),
+    }
 }
 
 /// The server's last DATA frame of another stream than `id` between the
 /// request's end `q` and the response's HEADERS `r` (from the flow events,
 /// in capture order; `None` past their cap).
-fn busy_until(h: &H2Summary, id: u32, q: FrameRef, r: FrameRef) -> Option<FrameRef> {
+fn busy_until(h: &H2Summary, id: u64, q: FrameRef, r: FrameRef) -> Option<FrameRef> {
     let upto = h.flow.partition_point(|e| e.at.frame < r.frame);
     h.flow[..upto]
         .iter()
@@ -203,74 +331,7 @@ fn busy_until(h: &H2Summary, id: u32, q: FrameRef, r: FrameRef) -> Option<FrameR
         .take_while(|e| e.at.frame > q.frame)
         .find(|e| {
             e.sender == Side::Server
-                && matches!(e.kind, FlowKind::Data { stream, .. } if stream != id)
+                && matches!(e.kind, FlowKind::Data { stream, .. } if u64::from(stream) != id)
         })
         .map(|e| e.at)
-}
-
-/// The rows of an HTTP/2 connection's streams: the request's HEADERS to its
-/// END_STREAM, then the response's HEADERS, first DATA and END_STREAM. The
-/// wait runs from the request's END_STREAM (its last byte) to the response's
-/// HEADERS; of it, the time the server was still sending other streams'
-/// DATA is `behind` (the connection was busy), not think time.
-pub(crate) fn rows_h2(h: &H2Summary, path: Path) -> Vec<RequestRow> {
-    h.streams
-        .iter()
-        .filter(|s| s.id % 2 == 1)
-        .take(ROWS_CAP)
-        .enumerate()
-        .map(|(i, s)| {
-            let req_last = s.request_end.or(s.request_headers);
-            let wait = match (req_last, s.response_headers) {
-                (Some(q), Some(r)) if r.ts >= q.ts => Some(between(q, r)),
-                _ => None,
-            };
-            // the server was still sending other streams' DATA: until
-            // then the connection was busy, not the server thinking
-            let busy = match (req_last, s.response_headers) {
-                (Some(q), Some(r)) if wait.is_some() => busy_until(h, s.id, q, r),
-                _ => None,
-            };
-            let behind = match (req_last, busy) {
-                (Some(q), Some(b)) => b.ts - q.ts,
-                _ => Duration::ZERO,
-            };
-            let h_s = if path.h_s > Duration::ZERO {
-                path.h_s
-            } else {
-                path.rtt
-            };
-            RequestRow {
-                index: i as u64,
-                stream: Some(s.id),
-                method: s.method.clone(),
-                target: s.path.clone(),
-                status: s.status,
-                grpc_status: s.grpc_status,
-                request_frame: s.request_headers.map(|f| f.frame),
-                request_end_frame: req_last.map(|f| f.frame),
-                response_frame: s.response_headers.map(|f| f.frame),
-                first_data_frame: s.response_first_data.map(|f| f.frame),
-                response_end_frame: s.response_end.map(|f| f.frame),
-                sent_ms: s
-                    .request_headers
-                    .map(|q| ms((q.ts - path.start).max(Duration::ZERO))),
-                ttfb_ms: wait.map(ms),
-                ttfb_rtts: wait.and_then(|w| w.in_rtts(path.rtt)).map(round3),
-                behind_ms: ms(behind),
-                server_think_ms: wait
-                    .filter(|_| path.rtt > Duration::ZERO)
-                    .map(|w| ms((w - behind - h_s).max(Duration::ZERO))),
-                transfer_ms: match (s.response_headers, s.response_end) {
-                    (Some(a), Some(b)) => Some(ms(between(a, b))),
-                    _ => None,
-                },
-                response_bytes: s.response_headers.map(|_| s.data_bytes[1]),
-                request_last_at: req_last,
-                ready_at: busy.or(req_last),
-                response_at: s.response_headers,
-                behind_of: busy,
-            }
-        })
-        .collect()
 }

@@ -480,23 +480,30 @@ pub struct QuicStreamRow {
 }
 
 impl QuicStreamRow {
-    fn of(s: &crate::quic::h3::H3Stream) -> QuicStreamRow {
+    /// The row of stream `s`: the request row every HTTP version gets
+    /// (`row`, [`crate::analysis::requests`]), with what only this row
+    /// shows taken from the stream (its authority, reset, body bytes and
+    /// the HEADERS-to-HEADERS wait).
+    fn of(
+        row: &crate::analysis::requests::RequestRow,
+        s: &crate::proto::http::stream::HttpStream,
+    ) -> QuicStreamRow {
         QuicStreamRow {
             id: s.id,
-            method: s.method.clone(),
-            path: s.path.clone(),
+            method: row.method.clone(),
+            path: row.target.clone(),
             authority: s.authority.clone(),
-            status: s.status,
-            request_frame: s.request_headers.map(|f| f.frame),
-            response_frame: s.response_headers.map(|f| f.frame),
-            first_data_frame: s.response_first_data.map(|f| f.frame),
-            end_frame: s.response_end.map(|f| f.frame),
+            status: row.status,
+            request_frame: row.request_frame,
+            response_frame: row.response_frame,
+            first_data_frame: row.first_data_frame,
+            end_frame: row.response_end_frame,
             ttfb_ms: s
                 .request_headers
                 .zip(s.response_headers)
                 .map(|(q, r)| round3((r.ts - q.ts).as_millis_f64())),
             response_bytes: s.data_bytes[Side::Server.index()],
-            reset_by: s.reset.map(|(_, side)| side.as_str()),
+            reset_by: s.reset.map(|r| r.by.as_str()),
         }
     }
 }
@@ -639,7 +646,12 @@ impl QuicReport {
             pn_gaps,
             sample: crate::population::Sample::of_quic(a, &ladder, start),
             ladder,
-            streams: a.h3.streams.iter().map(QuicStreamRow::of).collect(),
+            streams: a
+                .requests
+                .iter()
+                .zip(&a.h3.streams)
+                .map(|(row, s)| QuicStreamRow::of(row, s))
+                .collect(),
             findings,
             closes: c
                 .closes

@@ -4,9 +4,10 @@
 //! [`H2Tracker`] walks each direction's frames by their 9-byte headers
 //! (RFC 9113 §4.1), decodes header blocks (HEADERS + CONTINUATION) with
 //! loona-hpack, one decoder per direction as the peer's encoder requires
-//! (RFC 7541 §2.2), and keeps per stream: the request's HEADERS and
-//! END_STREAM, the response's HEADERS, first DATA and END_STREAM, with
-//! `:method`, `:path`, `:status`, `content-type` and `grpc-status`.
+//! (RFC 7541 §2.2), and keeps per stream the record HTTP/3 keeps too
+//! ([`HttpStream`]): the request's HEADERS and END_STREAM, the response's
+//! HEADERS, first DATA and END_STREAM, with `:method`, `:path`,
+//! `:authority`, `:status`, `content-type` and `grpc-status`.
 //! SETTINGS, WINDOW_UPDATE, RST_STREAM, GOAWAY and PING are tracked:
 //!
 //! - flow control (RFC 9113 §6.9): every DATA frame, WINDOW_UPDATE and
@@ -24,24 +25,20 @@
 //! lost (a capture gap, a decoding error) the direction's HPACK state is
 //! unknown and later blocks are not decoded either; framing goes on.
 
-use rustc_hash::FxHashMap;
-
 use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
+use crate::proto::http::stream::{Header, HttpStream, HttpStreams, Reset};
 use crate::proto::stream::{Framer, InOrder};
-use crate::proto::{lossy_truncated, NoteKind, Notes, PARSE_BUFFER_CAP};
+use crate::proto::{NoteKind, Notes, PARSE_BUFFER_CAP};
 
 /// The client connection preface (RFC 9113 §3.4).
 pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-/// Streams kept in detail; later ones are only counted.
-pub const STREAM_DETAIL_CAP: usize = 256;
+pub use crate::proto::http::stream::STREAM_DETAIL_CAP;
 /// PING round trips kept.
 const PING_CAP: usize = 64;
 /// Flow-control events kept per connection (DATA frames, WINDOW_UPDATEs,
 /// initial window changes); a transfer of 16 KB frames needs one per 16 KB.
 pub const FLOW_EVENT_CAP: usize = 1 << 16;
-/// Longest header value kept (`:path`, `content-type`), in characters.
-const VALUE_CHARS: usize = 200;
 
 /// Frame types (RFC 9113 §6).
 mod ty {
@@ -63,38 +60,6 @@ mod flag {
     pub(super) const END_HEADERS: u8 = 0x4;
     pub(super) const PADDED: u8 = 0x8;
     pub(super) const PRIORITY: u8 = 0x20;
-}
-
-/// One stream: a request and its response.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct H2Stream {
-    /// Stream identifier (odd: opened by the client).
-    pub id: u32,
-    /// `:method`.
-    pub method: Option<String>,
-    /// `:path` (lossy UTF-8, at most 200 characters); for gRPC the method,
-    /// `/package.Service/Method`.
-    pub path: Option<String>,
-    /// `:status` of the response.
-    pub status: Option<u16>,
-    /// The response's `content-type`.
-    pub content_type: Option<String>,
-    /// `grpc-status` (in the trailers, or a trailers-only response).
-    pub grpc_status: Option<u32>,
-    /// The request's (first) HEADERS frame.
-    pub request_headers: Option<FrameRef>,
-    /// The request's END_STREAM (on its HEADERS, DATA or trailers).
-    pub request_end: Option<FrameRef>,
-    /// The response's (first) HEADERS frame.
-    pub response_headers: Option<FrameRef>,
-    /// The response's first DATA frame.
-    pub response_first_data: Option<FrameRef>,
-    /// The response's END_STREAM.
-    pub response_end: Option<FrameRef>,
-    /// DATA payload bytes, client's and server's.
-    pub data_bytes: [u64; 2],
-    /// RST_STREAM: its frame, sender and error code.
-    pub reset: Option<(FrameRef, Side, u32)>,
 }
 
 /// Head-of-line waits kept per connection.
@@ -187,7 +152,7 @@ pub enum FlowKind {
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct H2Summary {
     /// The first [`STREAM_DETAIL_CAP`] streams, in the order they opened.
-    pub streams: Vec<H2Stream>,
+    pub streams: Vec<HttpStream>,
     /// Streams seen in all.
     pub stream_count: u64,
     /// `SETTINGS_INITIAL_WINDOW_SIZE` each side announced (bytes; `None`:
@@ -315,7 +280,7 @@ impl Dir {
 #[derive(Debug, Default)]
 struct Conn {
     sum: H2Summary,
-    index: FxHashMap<u32, usize>,
+    streams: HttpStreams,
     /// PINGs sent and not yet acknowledged: payload → when.
     pings: Vec<([u8; 8], Side, FrameRef)>,
     /// Highest stream id seen (streams open in increasing order, RFC 9113
@@ -361,10 +326,10 @@ impl H2Tracker {
     ) -> H2Tracker {
         let mut t = H2Tracker::new();
         if let Some(st) = stream_mut(&mut t.conn, 1) {
-            st.method = Some(method.to_string());
-            st.path = Some(path.chars().take(200).collect());
-            st.request_headers = Some(request_first);
-            st.request_end = Some(request_last);
+            st.field(Header::Method, method.to_string());
+            st.field(Header::Path, Header::value(path.as_bytes()));
+            st.headers(Side::Client, request_first);
+            st.end(Side::Client, request_last);
         }
         t
     }
@@ -412,7 +377,9 @@ impl H2Tracker {
 
     /// What was learnt, ending the tracker.
     pub fn finish(self) -> H2Summary {
-        self.conn.sum
+        let mut sum = self.conn.sum;
+        sum.streams = self.conn.streams.into_vec();
+        sum
     }
 }
 
@@ -500,31 +467,18 @@ fn on_header(dir: &mut Dir, conn: &mut Conn, h: [u8; 9], at: FrameRef) {
     }
 }
 
-/// The stream `id` (opened on first sight).
-fn stream_mut(conn: &mut Conn, id: u32) -> Option<&mut H2Stream> {
+/// The stream `id` (opened on first sight; stream 0 is the connection's).
+fn stream_mut(conn: &mut Conn, id: u32) -> Option<&mut HttpStream> {
     if id == 0 {
         return None;
     }
-    let i = match conn.index.get(&id) {
-        Some(&i) => i,
-        None => {
-            if id > conn.max_id {
-                conn.max_id = id;
-                conn.sum.stream_count += 1;
-            }
-            if conn.sum.streams.len() >= STREAM_DETAIL_CAP {
-                return None;
-            }
-            let i = conn.sum.streams.len();
-            conn.sum.streams.push(H2Stream {
-                id,
-                ..H2Stream::default()
-            });
-            conn.index.insert(id, i);
-            i
-        }
-    };
-    conn.sum.streams.get_mut(i)
+    // streams open in increasing order (RFC 9113 §5.1.1): a higher id
+    // than any seen is a new stream, counted once past the detail cap too
+    if id > conn.max_id {
+        conn.max_id = id;
+        conn.sum.stream_count += 1;
+    }
+    conn.streams.open(u64::from(id))
 }
 
 fn end_frame(dir: &mut Dir, conn: &mut Conn, at: FrameRef) {
@@ -565,13 +519,9 @@ fn end_frame(dir: &mut Dir, conn: &mut Conn, at: FrameRef) {
             }
             if !push {
                 if let Some(st) = stream_mut(conn, cur.stream) {
-                    let (first, end) = match side {
-                        Side::Client => (&mut st.request_headers, &mut st.request_end),
-                        Side::Server => (&mut st.response_headers, &mut st.response_end),
-                    };
-                    first.get_or_insert(at);
+                    st.headers(side, at);
                     if end_stream {
-                        end.get_or_insert(at);
+                        st.end(side, at);
                     }
                 }
             }
@@ -646,7 +596,11 @@ fn end_frame(dir: &mut Dir, conn: &mut Conn, at: FrameRef) {
                 .filter(|b| b.len() == 4)
                 .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
             if let Some(st) = stream_mut(conn, cur.stream) {
-                st.reset.get_or_insert((at, side, code));
+                st.reset(Reset {
+                    at,
+                    by: side,
+                    code: Some(u64::from(code)),
+                });
             }
         }
         ty::GOAWAY => {
@@ -705,19 +659,9 @@ fn on_data(conn: &mut Conn, side: Side, cur: &Current, at: FrameRef) {
     let Some(st) = stream_mut(conn, cur.stream) else {
         return;
     };
-    st.data_bytes[side.index()] += u64::from(cur.len);
-    match side {
-        Side::Client => {
-            if end_stream {
-                st.request_end.get_or_insert(at);
-            }
-        }
-        Side::Server => {
-            st.response_first_data.get_or_insert(at);
-            if end_stream {
-                st.response_end.get_or_insert(at);
-            }
-        }
+    st.data(side, u64::from(cur.len), at);
+    if end_stream {
+        st.end(side, at);
     }
 }
 
@@ -758,13 +702,10 @@ fn decode_block(dir: &mut Dir, conn: &mut Conn) {
         conn.sum.undecoded_blocks += 1;
         return;
     }
-    let mut fields: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut fields: Vec<(Header, String)> = Vec::new();
     let decoded = dir.hpack.decode_with_cb(&b.buf, |n, v| {
-        if matches!(
-            &*n,
-            b":method" | b":path" | b":status" | b"content-type" | b"grpc-status"
-        ) {
-            fields.push((n.into_owned(), v.into_owned()));
+        if let Some(h) = Header::of(&n) {
+            fields.push((h, Header::value(&v)));
         }
     });
     if decoded.is_err() {
@@ -778,16 +719,8 @@ fn decode_block(dir: &mut Dir, conn: &mut Conn) {
     let Some(st) = stream_mut(conn, b.stream) else {
         return;
     };
-    for (n, v) in fields {
-        let text = || lossy_truncated(&v, VALUE_CHARS);
-        match &n[..] {
-            b":method" => st.method = Some(text()),
-            b":path" => st.path = Some(text()),
-            b":status" => st.status = st.status.or(text().parse().ok().filter(|s| *s >= 200)),
-            b"content-type" => st.content_type = st.content_type.take().or_else(|| Some(text())),
-            b"grpc-status" => st.grpc_status = text().parse().ok(),
-            _ => {}
-        }
+    for (h, v) in fields {
+        st.field(h, v);
     }
 }
 

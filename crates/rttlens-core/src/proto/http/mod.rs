@@ -26,9 +26,14 @@
 //! [`HttpDirection::lost_sync_at`]. Garbage stops the direction with
 //! [`HttpDirection::malformed_at`]; on the first message it makes
 //! [`HttpTracker::is_http`] `Some(false)`.
+//!
+//! [`stream`] holds the request stream HTTP/2 (`proto::h2`) and HTTP/3
+//! (`quic::h3`) both fill: one record of a request and its response for
+//! the two framings.
 
 mod head;
 mod parser;
+pub mod stream;
 
 use crate::base::side::{FrameRef, Side};
 use crate::proto::Notes;

@@ -11,7 +11,8 @@
 //!
 //! - client-initiated bidirectional streams (ID ≡ 0 mod 4) are request
 //!   streams: HTTP/3 frames (§7.2), HEADERS decoded with QPACK, DATA
-//!   counted, the other frames skipped;
+//!   counted, the other frames skipped; each is kept as the record HTTP/2
+//!   keeps too ([`HttpStream`], `proto::http::stream`);
 //! - unidirectional streams (ID ≡ 2 mod 4 from the client, 3 from the
 //!   server) begin with a stream type (§6.2): the control stream (SETTINGS,
 //!   GOAWAY), QPACK's encoder stream (which builds the dynamic table used
@@ -35,11 +36,11 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 
 use crate::base::side::{FrameRef, Side};
-use crate::proto::{lossy_truncated, NoteKind, Notes, PARSE_BUFFER_CAP};
+use crate::proto::http::stream::{Header, HttpStream, HttpStreams, Reset};
+use crate::proto::{NoteKind, Notes, PARSE_BUFFER_CAP};
 use crate::quic::varint;
 
-/// Request streams kept in detail; later ones are only counted.
-pub const STREAM_DETAIL_CAP: usize = 256;
+pub use crate::proto::http::stream::STREAM_DETAIL_CAP;
 /// Out-of-order bytes held per stream direction, waiting for the bytes
 /// before them; beyond it the stream is marked incomplete.
 pub const REASSEMBLY_CAP: usize = 64 * 1024;
@@ -54,9 +55,6 @@ pub const BLOCKED_SECTION_CAP: usize = 16;
 const CONTROL_FRAME_CAP: u64 = 4096;
 /// SETTINGS kept besides the QPACK ones and MAX_FIELD_SECTION_SIZE.
 const OTHER_SETTINGS_CAP: usize = 16;
-/// Longest header value kept (`:path`, `:authority`, `content-type`), in
-/// characters.
-const VALUE_CHARS: usize = 200;
 
 /// HTTP/3 frame types (RFC 9114 §7.2, Table 2; §11.2.1 for the HTTP/2
 /// types reserved).
@@ -110,48 +108,11 @@ pub struct H3Settings {
     pub other: Vec<(u64, u64)>,
 }
 
-/// One request stream: a request and its response.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct H3Stream {
-    /// QUIC stream ID (a client-initiated bidirectional stream: ≡ 0 mod 4).
-    pub id: u64,
-    /// `:method`.
-    pub method: Option<String>,
-    /// `:path` (lossy UTF-8, at most 200 characters).
-    pub path: Option<String>,
-    /// `:authority`, else `host` (lossy UTF-8, at most 200 characters).
-    pub authority: Option<String>,
-    /// `:status` of the final response (200 and above).
-    pub status: Option<u16>,
-    /// The response's `content-type`.
-    pub content_type: Option<String>,
-    /// The packet completing the request's (first) HEADERS frame.
-    pub request_headers: Option<FrameRef>,
-    /// The packet completing the request: the client's stream up to its
-    /// FIN.
-    pub request_end: Option<FrameRef>,
-    /// The packet completing the response's (first) HEADERS frame (an
-    /// interim 1xx response included).
-    pub response_headers: Option<FrameRef>,
-    /// The packet delivering the first byte of the response's DATA.
-    pub response_first_data: Option<FrameRef>,
-    /// The packet completing the response: the server's stream up to its
-    /// FIN (its last byte).
-    pub response_end: Option<FrameRef>,
-    /// DATA payload bytes, client's and server's.
-    pub data_bytes: [u64; 2],
-    /// RESET_STREAM or STOP_SENDING on the stream: its packet and sender.
-    pub reset: Option<(FrameRef, Side)>,
-    /// A direction of the stream could not be followed to its end
-    /// (out-of-order bytes beyond [`REASSEMBLY_CAP`], malformed frames).
-    pub incomplete: bool,
-}
-
 /// What the tracker learnt of one HTTP/3 connection.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct H3Summary {
     /// The first [`STREAM_DETAIL_CAP`] request streams seen, by stream ID.
-    pub streams: Vec<H3Stream>,
+    pub streams: Vec<HttpStream>,
     /// Request streams opened in all (the highest client-initiated
     /// bidirectional stream ID seen / 4 + 1: lower ones open with it, RFC
     /// 9000 §3.2).
@@ -408,7 +369,8 @@ struct Blocked {
 #[derive(Debug)]
 struct Conn {
     sum: H3Summary,
-    index: FxHashMap<u64, usize>,
+    /// The request streams kept in detail.
+    streams: HttpStreams,
     /// The dynamic table each side's encoder stream builds (client's,
     /// server's): it decodes the field sections that side sends.
     tables: [qpack::DynamicTable; 2],
@@ -437,28 +399,13 @@ impl Conn {
 
     /// The request stream `id` in detail, opened on first sight while
     /// fewer than [`STREAM_DETAIL_CAP`] are kept.
-    fn stream_mut(&mut self, id: u64) -> Option<&mut H3Stream> {
-        let i = match self.index.get(&id) {
-            Some(&i) => i,
-            None => {
-                if self.sum.streams.len() >= STREAM_DETAIL_CAP {
-                    return None;
-                }
-                let i = self.sum.streams.len();
-                self.sum.streams.push(H3Stream {
-                    id,
-                    ..H3Stream::default()
-                });
-                self.index.insert(id, i);
-                i
-            }
-        };
-        self.sum.streams.get_mut(i)
+    fn stream_mut(&mut self, id: u64) -> Option<&mut HttpStream> {
+        self.streams.open(id)
     }
 
     fn mark_incomplete(&mut self, id: u64) {
-        if let Some(&i) = self.index.get(&id) {
-            self.sum.streams[i].incomplete = true;
+        if let Some(st) = self.streams.get_mut(id) {
+            st.incomplete = true;
         }
     }
 }
@@ -484,7 +431,7 @@ impl H3Tracker {
             streams: FxHashMap::default(),
             conn: Conn {
                 sum: H3Summary::default(),
-                index: FxHashMap::default(),
+                streams: HttpStreams::default(),
                 tables: Default::default(),
                 control_seen: [false; 2],
                 encoder_seen: [false; 2],
@@ -604,8 +551,12 @@ impl H3Tracker {
     /// packet `at` (RFC 9000 §19.4, §19.5).
     pub fn reset(&mut self, side: Side, id: u64, at: FrameRef) {
         if id % 4 == 0 {
-            if let Some(&i) = self.conn.index.get(&id) {
-                self.conn.sum.streams[i].reset.get_or_insert((at, side));
+            if let Some(st) = self.conn.streams.get_mut(id) {
+                st.reset(Reset {
+                    at,
+                    by: side,
+                    code: None,
+                });
             }
         }
     }
@@ -617,6 +568,7 @@ impl H3Tracker {
             unblock(&mut self.conn, side, true);
         }
         let mut sum = self.conn.sum;
+        sum.streams = self.conn.streams.into_vec();
         sum.streams.sort_by_key(|s| s.id);
         sum
     }
@@ -653,10 +605,7 @@ fn end_of_stream(dir: &mut Dir, conn: &mut Conn, id: u64, side: Side, at: FrameR
     match dir.kind {
         Kind::Request => {
             if let Some(st) = conn.stream_mut(id) {
-                match side {
-                    Side::Client => st.request_end.get_or_insert(at),
-                    Side::Server => st.response_end.get_or_insert(at),
-                };
+                st.end(side, at);
             }
         }
         // closing a critical stream is a connection error (RFC 9114
@@ -866,10 +815,7 @@ fn begin_frame(
 /// DATA payload bytes of a request stream.
 fn on_data(conn: &mut Conn, id: u64, side: Side, n: usize, at: FrameRef) {
     if let Some(st) = conn.stream_mut(id) {
-        st.data_bytes[side.index()] += n as u64;
-        if side == Side::Server {
-            st.response_first_data.get_or_insert(at);
-        }
+        st.data(side, n as u64, at);
     }
 }
 
@@ -929,10 +875,7 @@ fn on_settings(conn: &mut Conn, side: Side, buf: &[u8], offset: u64, at: FrameRe
 /// now or once the encoder stream has delivered what it needs.
 fn on_headers(conn: &mut Conn, id: u64, side: Side, buf: Vec<u8>, offset: u64, at: FrameRef) {
     if let Some(st) = conn.stream_mut(id) {
-        match side {
-            Side::Client => st.request_headers.get_or_insert(at),
-            Side::Server => st.response_headers.get_or_insert(at),
-        };
+        st.headers(side, at);
     }
     let s = side.index();
     let table = &conn.tables[s];
@@ -978,17 +921,6 @@ fn unblock(conn: &mut Conn, side: Side, all: bool) {
     }
 }
 
-/// Which header a field is, of those kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Header {
-    Method,
-    Path,
-    Authority,
-    Host,
-    Status,
-    ContentType,
-}
-
 /// Decodes one field section of `side` on stream `id` and records what it
 /// says.
 fn decode(conn: &mut Conn, id: u64, side: Side, buf: &[u8]) {
@@ -1000,17 +932,8 @@ fn decode(conn: &mut Conn, id: u64, side: Side, buf: &[u8]) {
         max,
         &mut conn.huff,
         |(n, v)| {
-            let h = match n {
-                Some(b":method") => Header::Method,
-                Some(b":path") => Header::Path,
-                Some(b":authority") => Header::Authority,
-                Some(b"host") => Header::Host,
-                Some(b":status") => Header::Status,
-                Some(b"content-type") => Header::ContentType,
-                _ => return,
-            };
-            if let Some(v) = v {
-                got.push((h, lossy_truncated(v, VALUE_CHARS)));
+            if let (Some(h), Some(v)) = (n.and_then(Header::of), v) {
+                got.push((h, Header::value(v)));
             }
         },
     );
@@ -1028,18 +951,7 @@ fn decode(conn: &mut Conn, id: u64, side: Side, buf: &[u8]) {
         return;
     };
     for (h, v) in got {
-        match h {
-            Header::Method => st.method = Some(v),
-            Header::Path => st.path = Some(v),
-            Header::Authority => st.authority = Some(v),
-            Header::Host => {
-                st.authority.get_or_insert(v);
-            }
-            Header::Status => st.status = st.status.or(v.parse().ok().filter(|s| *s >= 200)),
-            Header::ContentType => {
-                st.content_type.get_or_insert(v);
-            }
-        }
+        st.field(h, v);
     }
 }
 

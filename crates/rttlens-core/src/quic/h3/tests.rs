@@ -276,7 +276,10 @@ fn reset_reserved_streams_and_malformed_frames() {
     let ids: Vec<u64> = sum.streams.iter().map(|s| s.id).collect();
     assert_eq!(ids, [4, 8, 12]);
     assert_eq!(sum.streams[0].method.as_deref(), Some("GET"));
-    assert_eq!(sum.streams[0].reset, Some((at(3), Side::Client)));
+    assert_eq!(
+        sum.streams[0].reset.map(|r| (r.at, r.by)),
+        Some((at(3), Side::Client))
+    );
     assert_eq!(sum.undecoded_sections, 1);
     assert!(sum.streams[2].incomplete);
     assert_eq!(sum.notes[0].items().len(), 3, "{:?}", sum.notes[0]);
