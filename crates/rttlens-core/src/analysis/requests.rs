@@ -1,6 +1,6 @@
 //! Every HTTP/1.x request and every HTTP/2 or HTTP/3 stream of a
 //! connection, cleartext or decrypted, as a row, built by one function
-//! ([`rows`]) over one view of an exchange whatever its framing: when it was
+//! (`rows`) over one view of an exchange whatever its framing: when it was
 //! sent, when its response began and ended, in ms and in round trips, the
 //! server's think time against the path, and the wait behind other answers.
 //!

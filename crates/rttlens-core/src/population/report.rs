@@ -30,7 +30,7 @@ pub struct PopulationReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tail: Option<Tail>,
     /// The capture cut into intervals (absent with fewer than
-    /// [`MIN_CONNECTIONS`] connections).
+    /// [`MIN_CONNECTIONS`](super::MIN_CONNECTIONS) connections).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub over_time: Option<OverTime>,
     /// What only the population proves, costliest first.
