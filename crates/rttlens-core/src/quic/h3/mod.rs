@@ -1,3 +1,6 @@
+// Over 700 lines: the HTTP/3 frame walker, the stream kinds, the control
+// streams' settings and the sections QPACK blocks share private state
+// (Dir, Conn, Slot); apart they would import each other.
 //! HTTP/3 (RFC 9114) over one QUIC connection, with QPACK (RFC 9204).
 //!
 //! [`H3Tracker`] is fed the STREAM frames of one connection as their
