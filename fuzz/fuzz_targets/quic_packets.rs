@@ -67,7 +67,7 @@ fuzz_target!(|data: &[u8]| {
             assert!(r.at.frame >= 1 && r.at.frame <= frame);
         }
         let a = rttlens_core::analysis::quic::analyze(c);
-        let findings = rttlens_core::detect::quic::run(&a);
+        let findings = rttlens_core::detect::run_quic(&a);
         let _ = rttlens_core::model::QuicReport::new(&a, findings, Timestamp::from_nanos(0));
     }
 });

@@ -365,7 +365,7 @@ fn report_of(
 ) -> ConnReport {
     let mut a = analysis::analyze(conn);
     let findings = detect::run_all(&a);
-    let trace = a.conn.take_trace().map(|mut t| {
+    let trace = a.take_trace().map(|mut t| {
         t.labels = crate::analysis::connection::frame_labels(&a);
         t
     });
@@ -374,9 +374,9 @@ fn report_of(
         assert!(
             bad.is_empty(),
             "engine self-check failed on connection {} (frames {}–{}):\n  {}",
-            a.conn.index,
-            a.conn.first.frame,
-            a.conn.last.frame,
+            a.index(),
+            a.first().frame,
+            a.last().frame,
             bad.join("\n  ")
         );
     }

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use rttlens_core::analysis::analyze;
-use rttlens_core::base::side::FrameRef;
+use rttlens_core::base::side::{FrameRef, Side};
 use rttlens_core::capture::CaptureReader;
 use rttlens_core::detect::{self, self_check};
 use rttlens_core::flow::half::FrameMark;
@@ -247,11 +247,11 @@ fn the_self_check_catches_a_cost_nobody_paid() {
         let Some(f) = findings.iter_mut().find(|f| f.cost.ms > 0.0) else {
             return;
         };
-        let lasted = (a.conn.last.ts - a.conn.first.ts).as_millis_f64();
+        let lasted = (a.last().ts - a.first().ts).as_millis_f64();
         f.cost.ms = lasted + 1.0;
         f.evidence.reverse();
         f.evidence.push(detect::Evidence {
-            frame: a.conn.last.frame + 1,
+            frame: a.last().frame + 1,
             facts: Default::default(),
         });
         let bad = self_check::check(a, &findings);
@@ -377,8 +377,7 @@ fn only_a_block_the_ack_already_covers_is_a_duplicate_sack() {
     // real hole.
     let mut seen = 0;
     analyses("sv_tcp-empty-sack.pcap", &mut |a| {
-        let client = &a.conn.half[0];
-        for r in client.retx() {
+        for r in a.retransmissions(Side::Client) {
             match r.at.frame {
                 27 => assert!(!r.spurious, "frame 27 filled a hole: {r:?}"),
                 28 => assert!(r.spurious, "frame 28 was D-SACKed: {r:?}"),

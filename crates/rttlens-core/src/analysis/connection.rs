@@ -72,8 +72,9 @@ pub struct Coverage {
 /// All that is known of one finished connection.
 #[derive(Debug)]
 pub struct Analysis {
-    /// The flow state.
-    pub conn: Box<Conn<Protocols>>,
+    /// The flow state, private to `analysis`: the other layers read it
+    /// through the accessors of `analysis/flow_facts.rs`.
+    pub(in crate::analysis) conn: Box<Conn<Protocols>>,
     /// RTT and vantage, when both halves had samples.
     pub rtt: Option<RttEstimate>,
     /// Baseline RTT (zero when unknown).
@@ -110,9 +111,8 @@ pub struct Analysis {
     pub(crate) h2_queue: Option<crate::analysis::h2::Queue>,
     /// HTTP/2 frames held by TCP behind a hole in another stream's bytes.
     pub(crate) h2_head_of_line: Vec<crate::proto::h2::HolWait>,
-    /// The RTT's rise, once judged (by `detect::queueing_delay`, whose
-    /// judgement each window detector asks for too).
-    pub(crate) queue: std::cell::OnceCell<Option<crate::analysis::rtt::RttRise>>,
+    /// The RTT's rise, once judged ([`Analysis::rtt_rise`]).
+    pub(in crate::analysis) rtt_rise: std::cell::OnceCell<Option<crate::analysis::rtt::RttRise>>,
 }
 
 impl Analysis {
@@ -398,7 +398,7 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
         h2_blind,
         h2_queue,
         h2_head_of_line,
-        queue: std::cell::OnceCell::new(),
+        rtt_rise: std::cell::OnceCell::new(),
     };
     a.ladder = build_ladder(&a);
     a

@@ -9,11 +9,13 @@
 
 use crate::analysis::ladder::{ClientClock, ClientDir, Phase};
 use crate::analysis::requests::{rows, Exchanges, Path, RequestRow};
+use crate::base::cost::{round3, Cost};
 use crate::base::fact::{fact, Value};
 use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
 use crate::proto::tls::hello::{ClientHelloInfo, ServerHelloInfo};
-use crate::quic::conn::{PacketRec, QuicConn};
+use crate::quic::conn::{FlowEvent, Loss, PacketRec, QuicConn, ServerRedirect};
+use crate::quic::crypto::{Message, TransportParameters};
 use crate::quic::h3::H3Summary;
 use crate::quic::packet::PacketType;
 
@@ -90,6 +92,89 @@ impl QuicAnalysis {
     /// The RTT to count in, when known.
     pub fn rtt_min(&self) -> Option<Duration> {
         self.rtt.map(|r| r.min).filter(|d| *d > Duration::ZERO)
+    }
+
+    /// A cost of `d`, in round trips when the RTT is known.
+    pub(crate) fn cost(&self, d: Duration) -> Cost {
+        match self.rtt_min() {
+            Some(rtt) => Cost::of(d, rtt),
+            None => Cost {
+                ms: round3(d.as_millis_f64().max(0.0)),
+                rtts: None,
+            },
+        }
+    }
+}
+
+/// What the QUIC table recorded of the connection, read by the detectors
+/// through these accessors rather than through [`QuicAnalysis::conn`].
+impl QuicAnalysis {
+    /// 0-based index of the connection among the capture's QUIC
+    /// connections.
+    pub(crate) fn index(&self) -> u64 {
+        self.conn.index
+    }
+
+    /// The connection's first packet.
+    pub(crate) fn first(&self) -> FrameRef {
+        self.conn.first
+    }
+
+    /// The connection's last packet.
+    pub(crate) fn last(&self) -> FrameRef {
+        self.conn.last
+    }
+
+    /// Packets each side sent, indexed by [`Side::index`].
+    pub(crate) fn packets(&self) -> [u64; 2] {
+        self.conn.packets
+    }
+
+    /// Whether the client was told apart by its Initial (else by ports).
+    pub(crate) fn roles_known(&self) -> bool {
+        self.conn.roles_known
+    }
+
+    /// The server's Version Negotiation packets.
+    pub(crate) fn version_negotiations(&self) -> &[ServerRedirect] {
+        &self.conn.version_negotiation
+    }
+
+    /// The server's Retry packets.
+    pub(crate) fn retries(&self) -> &[ServerRedirect] {
+        &self.conn.retry
+    }
+
+    /// The transport parameters `side` sent, when decrypted.
+    pub(crate) fn transport_parameters(&self, side: Side) -> Option<&TransportParameters> {
+        self.conn.transport[side.index()].as_ref()
+    }
+
+    /// Packets lost (the first kept): declared lost by the peer's ACKs, or
+    /// gaps in a sender's packet numbers.
+    pub(crate) fn losses(&self) -> &[Loss] {
+        &self.conn.losses
+    }
+
+    /// Flow-control frames (`*_BLOCKED`, `MAX_*`), in capture order.
+    pub(crate) fn flow_control(&self) -> &[FlowEvent] {
+        &self.conn.flow
+    }
+
+    /// The client's 0-RTT packets: the first, how many, their bytes.
+    pub(crate) fn zero_rtt(&self) -> Option<(FrameRef, u64, u64)> {
+        self.conn.zero_rtt
+    }
+
+    /// The first STREAM data `side` sent.
+    pub(crate) fn first_stream(&self, side: Side) -> Option<FrameRef> {
+        self.conn.first_stream[side.index()]
+    }
+
+    /// The handshake message of type `ty` sent by `side` at level `level`
+    /// (0 Initial, 1 Handshake, 2 1-RTT).
+    pub(crate) fn message(&self, side: Side, level: usize, ty: u8) -> Option<&Message> {
+        self.conn.message(side, level, ty)
     }
 }
 

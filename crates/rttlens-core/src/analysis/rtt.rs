@@ -85,10 +85,10 @@ impl RttEstimate {
     }
 }
 
-/// What a connection's RTT samples show over time: the early and late RTT
-/// levels, judged by `detect::queueing_delay` (a rise is queueing on the
-/// path) and kept in [`Analysis::queue`](super::Analysis) for the window
-/// detectors, which it rules out.
+/// What a connection's RTT samples show over time when they rose: the
+/// early and late RTT levels and the samples that show them, judged by
+/// [`Analysis::rtt_rise`](super::Analysis::rtt_rise) (`rtt_rise.rs`, whose
+/// module docs say how) and cached on the analysis.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RttRise {
     /// The low end (10th percentile) of the first half of the samples.

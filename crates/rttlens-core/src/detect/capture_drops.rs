@@ -16,12 +16,12 @@ pub(crate) const ID: &str = "capture-drops";
 pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for side in [Side::Client, Side::Server] {
-        let h = &a.conn.half[side.index()];
-        if h.dropped_bytes == 0 {
+        let dropped = a.tcp.unseen_bytes[side.index()];
+        if dropped == 0 {
             continue;
         }
-        let evidence = h
-            .drops()
+        let evidence = a
+            .capture_drops(side)
             .iter()
             .take(4)
             .map(|d| {
@@ -39,10 +39,10 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             facts: args!(
                 sender = side,
                 receiver = side.peer(),
-                dropped_bytes = Value::Bytes(h.dropped_bytes),
+                dropped_bytes = Value::Bytes(dropped),
             ),
             id: ID,
-            connection: a.conn.index,
+            connection: a.index(),
             cost: Cost::ZERO,
             evidence,
             confidence: conf(Level::High, fact!("capture-drops.acked-never-seen")),

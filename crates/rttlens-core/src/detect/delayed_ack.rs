@@ -28,12 +28,12 @@ pub(crate) const ID: &str = "delayed-ack";
 pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for sender in [Side::Client, Side::Server] {
-        let half = &a.conn.half[sender.index()];
         // a stall Nagle explains is reported by `nagle`
-        let stalls: Vec<&AckStall> = half
-            .ack_stalls()
+        let nagle = a.nagle_stalls(sender);
+        let stalls: Vec<&AckStall> = a
+            .ack_stalls(sender)
             .iter()
-            .filter(|st| !half.nagle().iter().any(|n| n.x.frame == st.x.frame))
+            .filter(|st| !nagle.iter().any(|n| n.x.frame == st.x.frame))
             .collect();
         let Some(first) = stalls.first() else {
             continue;
@@ -83,7 +83,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 first_held_ms = first.held,
             ),
             id: ID,
-            connection: a.conn.index,
+            connection: a.index(),
             cost,
             evidence,
             confidence: conf(Level::Medium, fact!("delayed-ack.released-by-held-ack")),

@@ -61,7 +61,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             refused = Value::Count(u64::from(q.refused)),
         ),
         id: ID,
-        connection: a.conn.index,
+        connection: a.index(),
         cost,
         evidence,
         confidence: why,

@@ -86,7 +86,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     vec![Finding {
         facts,
         id: ID,
-        connection: a.conn.index,
+        connection: a.index(),
         cost,
         evidence,
         confidence: conf(Level::High, fact!("h2-flow-control-stall.window-at-zero")),

@@ -18,7 +18,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     vec![Finding {
         facts: Default::default(),
         id: ID,
-        connection: a.conn.index,
+        connection: a.index(),
         cost: a.cost(a.rtt_min),
         evidence: vec![
             ev(

@@ -79,7 +79,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             longest_ms = longest,
         ),
         id: ID,
-        connection: a.conn.index,
+        connection: a.index(),
         cost,
         evidence,
         confidence: conf(Level::High, fact!("http1-head-of-line.in-order")),

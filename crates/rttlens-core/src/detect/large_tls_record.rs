@@ -70,7 +70,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     vec![Finding {
         facts,
         id: ID,
-        connection: a.conn.index,
+        connection: a.index(),
         cost,
         evidence,
         confidence: conf(Level::High, fact!("large-tls-record.record-headers")),

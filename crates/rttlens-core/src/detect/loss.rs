@@ -163,7 +163,7 @@ fn finding(
             acks_lost = acks_lost,
         ),
         id,
-        connection: a.conn.index,
+        connection: a.index(),
         cost,
         evidence,
         confidence: conf(level, why),
@@ -176,26 +176,22 @@ fn finding(
 pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for side in [Side::Client, Side::Server] {
-        let h = &a.conn.half[side.index()];
+        let retx = a.retransmissions(side);
         // a timer backing off towards a dead peer is `rto-backoff`, not a
         // loss that recovery repaired
-        let dark: Vec<u64> = super::rto_backoff::episodes(h)
-            .iter()
-            .map(|b| b.offset)
-            .collect();
+        let dark: Vec<u64> = a.backoffs(side).iter().map(|b| b.offset).collect();
         for (id, kind) in [
             (ID_FAST, RetxKind::FastRetransmit),
             (ID_TLP, RetxKind::TailLossProbe),
             (ID_RTO, RetxKind::Rto),
         ] {
-            let list: Vec<&Retransmission> = h
-                .retx()
+            let list: Vec<&Retransmission> = retx
                 .iter()
                 .filter(|r| r.kind == kind && !r.spurious && !dark.contains(&r.offset))
                 .collect();
             out.extend(finding(a, id, side, &list));
         }
-        let spurious: Vec<&Retransmission> = h.retx().iter().filter(|r| r.spurious).collect();
+        let spurious: Vec<&Retransmission> = retx.iter().filter(|r| r.spurious).collect();
         if spurious.len() >= SPURIOUS_REPORT_MIN || spurious.iter().any(|r| r.kind == RetxKind::Rto)
         {
             out.extend(finding(a, ID_SPURIOUS, side, &spurious));

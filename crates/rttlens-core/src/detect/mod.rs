@@ -1,9 +1,25 @@
 //! Detectors: one named cause each, one file each, named after the finding id.
 //!
-//! Every detector is a function from an [`Analysis`] to the findings it
-//! supports. [`run_all`] runs them in a fixed order, drops findings whose
-//! cost is not material (except quality findings), lowers the confidence of
-//! findings that depend on data the capture dropped, and sorts by cost.
+//! Every detector is a function from the analysis of one transport's
+//! connection to the findings it supports: a TCP connection's [`Analysis`]
+//! or a QUIC connection's [`QuicAnalysis`]. `DETECTORS` is the one
+//! registry, each entry a [`Detector`] keyed by its transport with the
+//! id(s) it reports. Each transport has one run over its detectors, in the
+//! registry's order:
+//!
+//! - [`run_all`] (TCP) clips each finding's span to the time someone waited
+//!   and its cost to that span, drops findings whose cost is not material
+//!   (except those always reported), puts evidence in capture order, lowers
+//!   the confidence of findings that depend on data the capture dropped;
+//! - [`run_quic`] clips each cost to the connection's duration;
+//!
+//! and both sort by cost, highest first (`by_cost`).
+//!
+//! Detectors read the analysis through its accessors and never import one
+//! another: what two of them share is a fact of the connection (in
+//! `analysis`: the RTT's rise, the RTO backoff chain, a TFO fallback) or a
+//! shared module of this one ([`finding`], `window`), which
+//! `tests/layers.rs` lists.
 
 pub(crate) mod capture_drops;
 pub(crate) mod delayed_ack;
@@ -17,7 +33,6 @@ pub(crate) mod large_tls_record;
 pub(crate) mod loss;
 pub(crate) mod nagle;
 pub(crate) mod queueing_delay;
-pub mod quic;
 pub(crate) mod quic_amplification_limit;
 pub(crate) mod quic_flow_control_stall;
 pub(crate) mod quic_hello_retry;
@@ -36,47 +51,64 @@ pub mod think_time;
 pub(crate) mod tls12_full_handshake;
 pub(crate) mod tls_resumption;
 pub(crate) mod transfer_stall;
-pub(crate) mod util;
+pub(crate) mod window;
 pub(crate) mod window_limit;
 pub(crate) mod zero_rtt;
 pub(crate) mod zero_window;
 
+use crate::analysis::quic::QuicAnalysis;
 use crate::analysis::Analysis;
 pub use crate::base::cost::Cost;
 use crate::base::fact::fact;
 use crate::base::time::union_len;
 use crate::base::time::Timestamp;
 pub use finding::{Confidence, Evidence, Finding, Level};
+use Detector::{Quic, Tcp};
 
-/// A detector: the findings one cause produces on one connection.
-pub type Detector = fn(&Analysis) -> Vec<Finding>;
+/// A detector: the findings one cause produces on one connection, keyed by
+/// the transport whose analysis it reads.
+#[derive(Clone, Copy)]
+pub enum Detector {
+    /// Reads a TCP connection; run by [`run_all`].
+    Tcp(fn(&Analysis) -> Vec<Finding>),
+    /// Reads a QUIC connection; run by [`run_quic`].
+    Quic(fn(&QuicAnalysis) -> Vec<Finding>),
+}
 
-/// Every detector, with the id(s) it reports.
+/// Every detector, with the id(s) it reports, in the order each
+/// transport's run calls them.
 pub(crate) const DETECTORS: &[(&[&str], Detector)] = &[
-    (&[tls12_full_handshake::ID], tls12_full_handshake::detect),
-    (&[hello_retry_request::ID], hello_retry_request::detect),
-    (&[large_tls_record::ID], large_tls_record::detect),
-    (&[sender_window_cap::ID], sender_window_cap::detect),
-    (&[receive_window_limit::ID], receive_window_limit::detect),
-    (&[window_limit::ID], window_limit::detect),
+    // TCP
+    (
+        &[tls12_full_handshake::ID],
+        Tcp(tls12_full_handshake::detect),
+    ),
+    (&[hello_retry_request::ID], Tcp(hello_retry_request::detect)),
+    (&[large_tls_record::ID], Tcp(large_tls_record::detect)),
+    (&[sender_window_cap::ID], Tcp(sender_window_cap::detect)),
+    (
+        &[receive_window_limit::ID],
+        Tcp(receive_window_limit::detect),
+    ),
+    (&[window_limit::ID], Tcp(window_limit::detect)),
     (
         &[slow_start::ID_INITIAL_WINDOW, slow_start::ID_SLOW_START],
-        slow_start::detect,
+        Tcp(slow_start::detect),
     ),
     (
         &[think_time::ID_SERVER, think_time::ID_CLIENT],
-        think_time::detect,
+        Tcp(think_time::detect),
     ),
     (
         &[loss::ID_FAST, loss::ID_TLP, loss::ID_RTO, loss::ID_SPURIOUS],
-        loss::detect,
+        Tcp(loss::detect),
     ),
-    (&[rto_backoff::ID], rto_backoff::detect),
-    (&[transfer_stall::ID], transfer_stall::detect),
-    (&[queueing_delay::ID], queueing_delay::detect),
-    (&[zero_window::ID], zero_window::detect),
-    (&[syn_retransmission::ID], syn_retransmission::detect),
-    (&[capture_drops::ID], capture_drops::detect),
+    (&[rto_backoff::ID], Tcp(rto_backoff::detect)),
+    (&[transfer_stall::ID], Tcp(transfer_stall::detect)),
+    (&[queueing_delay::ID], Tcp(queueing_delay::detect)),
+    (&[zero_window::ID], Tcp(zero_window::detect)),
+    (&[syn_retransmission::ID], Tcp(syn_retransmission::detect)),
+    (&[capture_drops::ID], Tcp(capture_drops::detect)),
     (
         &[
             tfo::ID_COOKIE,
@@ -84,16 +116,45 @@ pub(crate) const DETECTORS: &[(&[&str], Detector)] = &[
             tfo::ID_REFUSED,
             tfo::ID_FALLBACK,
         ],
-        tfo::detect,
+        Tcp(tfo::detect),
     ),
-    (&[tls_resumption::ID], tls_resumption::detect),
-    (&[nagle::ID_STALL, nagle::ID_DELAYED_ACK], nagle::detect),
-    (&[delayed_ack::ID], delayed_ack::detect),
-    (&[zero_rtt::ID], zero_rtt::detect),
-    (&[h2_flow_control_stall::ID], h2_flow_control_stall::detect),
-    (&[http1_head_of_line::ID], http1_head_of_line::detect),
-    (&[h2_concurrency_limit::ID], h2_concurrency_limit::detect),
-    (&[h2_head_of_line::ID], h2_head_of_line::detect),
+    (&[tls_resumption::ID], Tcp(tls_resumption::detect)),
+    (
+        &[nagle::ID_STALL, nagle::ID_DELAYED_ACK],
+        Tcp(nagle::detect),
+    ),
+    (&[delayed_ack::ID], Tcp(delayed_ack::detect)),
+    (&[zero_rtt::ID], Tcp(zero_rtt::detect)),
+    (
+        &[h2_flow_control_stall::ID],
+        Tcp(h2_flow_control_stall::detect),
+    ),
+    (&[http1_head_of_line::ID], Tcp(http1_head_of_line::detect)),
+    (
+        &[h2_concurrency_limit::ID],
+        Tcp(h2_concurrency_limit::detect),
+    ),
+    (&[h2_head_of_line::ID], Tcp(h2_head_of_line::detect)),
+    // QUIC
+    (
+        &[quic_version_negotiation::ID],
+        Quic(quic_version_negotiation::detect),
+    ),
+    (&[quic_retry::ID], Quic(quic_retry::detect)),
+    (&[quic_hello_retry::ID], Quic(quic_hello_retry::detect)),
+    (
+        &[quic_amplification_limit::ID],
+        Quic(quic_amplification_limit::detect),
+    ),
+    (&[quic_initial_loss::ID], Quic(quic_initial_loss::detect)),
+    (
+        &[quic_flow_control_stall::ID],
+        Quic(quic_flow_control_stall::detect),
+    ),
+    (
+        &[quic_zero_rtt::ID_REJECTED, quic_zero_rtt::ID_UNUSED],
+        Quic(quic_zero_rtt::detect),
+    ),
 ];
 
 /// Finding ids that are reported whatever their cost: they speak of the
@@ -158,7 +219,7 @@ pub(crate) fn kept(a: &Analysis, id: &str, cost: Cost, span: &[(Timestamp, Times
     }
     let cost = match span {
         [] => cost,
-        _ => bounded(a, cost, span, a.conn.first.ts, a.waited_until()).0,
+        _ => bounded(a, cost, span, a.first().ts, a.waited_until()).0,
     };
     cost.is_material()
 }
@@ -191,12 +252,20 @@ pub const HEADER_ONLY: [&str; 21] = [
     think_time::ID_SERVER,
 ];
 
-/// Run every detector on `a`; material findings sorted by cost, highest first.
+/// Run every TCP detector on `a`; material findings sorted by cost, highest
+/// first.
 pub fn run_all(a: &Analysis) -> Vec<Finding> {
-    let mut out: Vec<Finding> = DETECTORS.iter().flat_map(|(_, d)| d(a)).collect();
+    let mut out: Vec<Finding> = DETECTORS
+        .iter()
+        .filter_map(|(_, d)| match d {
+            Tcp(detect) => Some(detect(a)),
+            Quic(_) => None,
+        })
+        .flatten()
+        .collect();
     // a cost is time someone waited: within the connection, and not after
     // both sides were done (docs/design.md §4 "Materiality")
-    let (from, until) = (a.conn.first.ts, a.waited_until());
+    let (from, until) = (a.first().ts, a.waited_until());
     for f in out.iter_mut() {
         bound_cost(a, f, from, until);
     }
@@ -205,12 +274,59 @@ pub fn run_all(a: &Analysis) -> Vec<Finding> {
         // evidence reads in the order of the capture
         f.evidence.sort_by_key(|e| e.frame);
     }
-    let drops = a.conn.half.iter().any(|h| h.dropped_bytes > 0);
-    if drops {
+    if a.tcp.unseen_bytes.iter().any(|&b| b > 0) {
         for f in out.iter_mut().filter(|f| !ALWAYS_REPORTED.contains(&f.id)) {
             f.lower_confidence(fact!("common.capture-dropped"));
         }
     }
-    out.sort_by(|a, b| b.cost.ms.total_cmp(&a.cost.ms).then(a.id.cmp(b.id)));
+    by_cost(&mut out);
     out
+}
+
+/// Run every QUIC detector on `a`; its findings sorted by cost, highest
+/// first, each cost clipped to the connection's duration (docs/design.md
+/// §4 "QUIC").
+pub fn run_quic(a: &QuicAnalysis) -> Vec<Finding> {
+    let mut out: Vec<Finding> = DETECTORS
+        .iter()
+        .filter_map(|(_, d)| match d {
+            Quic(detect) => Some(detect(a)),
+            Tcp(_) => None,
+        })
+        .flatten()
+        .collect();
+    let whole = a.last().ts - a.first().ts;
+    for f in &mut out {
+        if f.cost.ms > whole.as_millis_f64() {
+            f.cost = a.cost(whole);
+        }
+    }
+    by_cost(&mut out);
+    out
+}
+
+/// Sort findings by cost, highest first, then by id (stable: one
+/// detector's findings of the same id and cost keep their order).
+fn by_cost(out: &mut [Finding]) {
+    out.sort_by(|a, b| b.cost.ms.total_cmp(&a.cost.ms).then(a.id.cmp(b.id)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_id_is_registered_once() {
+        let mut ids: Vec<&str> = DETECTORS
+            .iter()
+            .flat_map(|(ids, _)| ids.iter().copied())
+            .collect();
+        let n = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "an id in two registry entries");
+        for id in ALWAYS_REPORTED.iter().chain(HEADER_ONLY.iter()) {
+            assert!(ids.contains(id), "{id} is in no registry entry");
+        }
+    }
 }

@@ -41,7 +41,7 @@ fn ack_wait(a: &Analysis, sender: Side, st: &NagleStall) -> Duration {
 pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for sender in [Side::Client, Side::Server] {
-        let stalls = a.conn.half[sender.index()].nagle();
+        let stalls = a.nagle_stalls(sender);
         if stalls.is_empty() {
             continue;
         }
@@ -91,7 +91,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                     stalls = Value::Count(list.len() as u64),
                 ),
                 id,
-                connection: a.conn.index,
+                connection: a.index(),
                 cost,
                 evidence,
                 confidence: conf(Level::Medium, fact!("nagle.released-by-ack")),

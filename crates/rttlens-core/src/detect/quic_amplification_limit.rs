@@ -13,7 +13,6 @@
 //! key log the certificate chain's size is named too.
 
 use super::finding::{conf, ev, Finding, Level, Value};
-use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::fact::{args, fact};
 use crate::base::side::Side;
@@ -35,14 +34,13 @@ fn long(r: &PacketRec) -> bool {
 
 /// See the module docs.
 pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
-    let c = &a.conn;
     // a Retry's token validates the address; a missing client Initial
     // leaves the budget unknown
-    if !c.retry.is_empty() || !c.roles_known || a.handshake.client_initial.is_none() {
+    if !a.retries().is_empty() || !a.roles_known() || a.handshake.client_initial.is_none() {
         return vec![];
     }
-    let server: Vec<&PacketRec> = c
-        .recs
+    let server: Vec<&PacketRec> = a
+        .recs()
         .iter()
         .filter(|r| r.side == Side::Server && long(r) && r.datagram > 0)
         .collect();
@@ -50,7 +48,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         return vec![];
     };
     let budget = FACTOR
-        * c.recs
+        * a.recs()
             .iter()
             .filter(|r| r.side == Side::Client && r.at.ts < s0.at.ts)
             .map(|r| u64::from(r.datagram))
@@ -71,7 +69,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     let after = server[i + 1];
     let sent: u64 = before.iter().map(|r| u64::from(r.datagram)).sum();
     let last = before[before.len() - 1];
-    let unlock = c.recs.iter().find(|r| {
+    let unlock = a.recs().iter().find(|r| {
         r.side == Side::Client && r.datagram > 0 && r.at.ts > s0.at.ts && r.at.ts < after.at.ts
     });
     let pause_big = match a.rtt_min() {
@@ -142,8 +140,8 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     vec![Finding {
         facts,
         id: ID,
-        connection: c.index,
-        cost: cost(a, gap),
+        connection: a.index(),
+        cost: a.cost(gap),
         evidence,
         confidence: conf(level, why),
         references: vec!["RFC 9000 §8.1", "RFC 9001 §4.1.3", "RFC 8879"],

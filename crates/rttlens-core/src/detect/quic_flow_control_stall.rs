@@ -7,7 +7,6 @@
 //! BLOCKED frames are not caught here.
 
 use super::finding::{conf, ev, Finding, Level, Value};
-use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::fact::{args, fact};
 use crate::base::time::{union_len, Timestamp};
@@ -20,24 +19,27 @@ const EVIDENCE_CAP: usize = 4;
 
 /// See the module docs.
 pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
-    let c = &a.conn;
     let mut spans: Vec<(Timestamp, Timestamp)> = Vec::new();
     let mut evidence = Vec::new();
     let mut limit_named = None;
-    for b in c.flow.iter().filter(|e| e.kind.ends_with("BLOCKED")) {
+    for b in a
+        .flow_control()
+        .iter()
+        .filter(|e| e.kind.ends_with("BLOCKED"))
+    {
         let raise = if b.kind == "DATA_BLOCKED" {
             "MAX_DATA"
         } else {
             "MAX_STREAM_DATA"
         };
-        let raised = c.flow.iter().find(|e| {
+        let raised = a.flow_control().iter().find(|e| {
             e.side != b.side
                 && e.kind == raise
                 && e.stream == b.stream
                 && e.value > b.value
                 && e.at.ts >= b.at.ts
         });
-        let until = raised.map_or(c.last.ts, |r| r.at.ts);
+        let until = raised.map_or(a.last().ts, |r| r.at.ts);
         if until <= b.at.ts {
             continue;
         }
@@ -74,7 +76,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     let d = union_len(&spans);
     evidence.sort_by_key(|e| e.frame);
     let receiver = side.peer();
-    let tp = c.transport[receiver.index()].as_ref();
+    let tp = a.transport_parameters(receiver);
     let initial = tp.and_then(|t| {
         if kind == "DATA_BLOCKED" {
             t.initial_max_data
@@ -96,8 +98,8 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     vec![Finding {
         facts,
         id: ID,
-        connection: c.index,
-        cost: cost(a, d),
+        connection: a.index(),
+        cost: a.cost(d),
         evidence,
         confidence: conf(
             Level::High,

@@ -4,7 +4,6 @@
 //! round trip.
 
 use super::finding::{conf, ev, Args, Finding, Level};
-use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::fact::{args, fact, Fact};
 use crate::proto::tls::hello::group_name;
@@ -69,7 +68,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         _ => match a.rtt_min() {
             Some(rtt) => (rtt, Level::High, fact!("quic-hello-retry.one-rtt-counted")),
             None => (
-                hrr.first.ts - a.conn.first.ts,
+                hrr.first.ts - a.first().ts,
                 Level::Medium,
                 fact!("quic-hello-retry.time-to-hrr-counted"),
             ),
@@ -78,8 +77,8 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     vec![Finding {
         facts: with_asked(args!(lost_ms = d)),
         id: ID,
-        connection: a.conn.index,
-        cost: cost(a, d),
+        connection: a.index(),
+        cost: a.cost(d),
         evidence,
         confidence: conf(level, why),
         references: vec!["RFC 8446 §4.1.4", "RFC 9001 §4.7"],

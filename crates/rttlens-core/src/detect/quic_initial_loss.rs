@@ -9,7 +9,6 @@
 //! is no loss.
 
 use super::finding::{conf, ev, Finding, Level, Value};
-use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::fact::{args, fact};
 use crate::base::side::Side;
@@ -21,11 +20,10 @@ pub(crate) const ID: &str = "quic-initial-loss";
 
 /// See the module docs.
 pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
-    let c = &a.conn;
-    let restart = c
-        .retry
+    let restart = a
+        .retries()
         .iter()
-        .chain(&c.version_negotiation)
+        .chain(a.version_negotiations())
         .map(|r| r.at.ts)
         .max();
     let end = a.handshake.client_done.map(|f| f.ts);
@@ -34,8 +32,8 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     for side in [Side::Client, Side::Server] {
         let mut first: Option<(&PacketRec, &PacketRec)> = None;
         let mut last: Option<&PacketRec> = None;
-        for r in c
-            .recs
+        for r in a
+            .recs()
             .iter()
             .filter(hs)
             .filter(|r| r.side == side && r.crypto_again)
@@ -45,7 +43,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
             }
             let (off, _) = r.crypto.unwrap_or_default();
             // the packet that first carried the data sent again
-            let Some(orig) = c.recs.iter().find(|o| {
+            let Some(orig) = a.recs().iter().find(|o| {
                 o.side == side
                     && o.ty == r.ty
                     && o.at.ts < r.at.ts
@@ -93,8 +91,8 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
             about("quic-initial-loss.sent-again-more", last).with("after_ms", d),
         ));
     }
-    let gaps = c
-        .losses
+    let gaps = a
+        .losses()
         .iter()
         .filter(|l| l.space < 2 && l.declared_by.is_none())
         .count();
@@ -105,8 +103,8 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     vec![Finding {
         facts: args!(sender = side, packet_type = retx.ty.as_str(), waited_ms = d,),
         id: ID,
-        connection: c.index,
-        cost: cost(a, d),
+        connection: a.index(),
+        cost: a.cost(d),
         evidence,
         confidence: conf(if gaps > 0 { Level::High } else { Level::Medium }, why),
         references: vec!["RFC 9002 §6.2", "RFC 9002 §6.2.2", "RFC 9000 §12.3"],

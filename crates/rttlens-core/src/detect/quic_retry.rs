@@ -4,7 +4,6 @@
 //! round trip.
 
 use super::finding::{conf, ev, Finding, Level, Value};
-use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::fact::{args, fact};
 use crate::base::side::Side;
@@ -15,13 +14,12 @@ pub(crate) const ID: &str = "quic-retry";
 
 /// See the module docs.
 pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
-    let c = &a.conn;
-    let Some(retry) = c.retry.first() else {
+    let Some(retry) = a.retries().first() else {
         return vec![];
     };
     let first = a.handshake.client_initial;
-    let again = c
-        .recs
+    let again = a
+        .recs()
         .iter()
         .find(|r| r.side == Side::Client && r.ty == PacketType::Initial && r.at.ts > retry.at.ts);
     let mut evidence = Vec::new();
@@ -35,12 +33,12 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
             token_bytes = Value::Bytes(retry.token_len as u64)
         ),
     ));
-    if c.retry.len() > 1 {
+    if a.retries().len() > 1 {
         evidence.push(ev(
-            c.retry[1].at.frame,
+            a.retries()[1].at.frame,
             fact!(
                 "quic-retry.retries",
-                retries = Value::Count(c.retry.len() as u64)
+                retries = Value::Count(a.retries().len() as u64)
             ),
         ));
     }
@@ -56,7 +54,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         _ => match a.rtt_min() {
             Some(rtt) => (rtt, Level::Medium, fact!("quic-retry.one-rtt-counted")),
             None => (
-                retry.at.ts - c.first.ts,
+                retry.at.ts - a.first().ts,
                 Level::Low,
                 fact!("quic-retry.time-to-retry-counted"),
             ),
@@ -65,12 +63,12 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     vec![Finding {
         facts: args!(
             token_bytes = Value::Bytes(retry.token_len as u64),
-            retries = Value::Count(c.retry.len() as u64),
+            retries = Value::Count(a.retries().len() as u64),
             lost_ms = d,
         ),
         id: ID,
-        connection: c.index,
-        cost: cost(a, d),
+        connection: a.index(),
+        cost: a.cost(d),
         evidence,
         confidence: conf(level, why),
         references: vec!["RFC 9000 §8.1.2", "RFC 9000 §17.2.5"],

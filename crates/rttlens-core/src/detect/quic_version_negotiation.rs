@@ -4,7 +4,6 @@
 //! round trip.
 
 use super::finding::{conf, ev, Finding, Level, Value};
-use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::fact::{args, fact};
 use crate::base::side::Side;
@@ -15,13 +14,12 @@ pub(crate) const ID: &str = "quic-version-negotiation";
 
 /// See the module docs.
 pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
-    let c = &a.conn;
-    let Some(vn) = c.version_negotiation.first() else {
+    let Some(vn) = a.version_negotiations().first() else {
         return vec![];
     };
     let first = a.handshake.client_initial;
-    let again = c
-        .recs
+    let again = a
+        .recs()
         .iter()
         .find(|r| r.side == Side::Client && r.ty == PacketType::Initial && r.at.ts > vn.at.ts);
     // the versions offered, each by its name (`0x00000001`), `, `-separated:
@@ -61,7 +59,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
                 fact!("quic-version-negotiation.one-rtt-counted"),
             ),
             None => (
-                vn.at.ts - c.first.ts,
+                vn.at.ts - a.first().ts,
                 Level::Low,
                 fact!("quic-version-negotiation.time-to-vn-counted"),
             ),
@@ -70,8 +68,8 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     vec![Finding {
         facts: args!(lost_ms = d),
         id: ID,
-        connection: c.index,
-        cost: cost(a, d),
+        connection: a.index(),
+        cost: a.cost(d),
         evidence,
         confidence: conf(level, why),
         references: vec!["RFC 9000 §6", "RFC 9000 §17.2.1", "RFC 9368"],

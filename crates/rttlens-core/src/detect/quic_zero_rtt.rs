@@ -4,7 +4,6 @@
 //! sent no early data and waited a round trip for the handshake first.
 
 use super::finding::{conf, ev, Finding, Level, Value};
-use super::util::quic_cost as cost;
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::fact::{args, fact};
 use crate::base::side::Side;
@@ -17,7 +16,6 @@ pub(crate) const ID_UNUSED: &str = "quic-zero-rtt-unused";
 /// See the module docs.
 pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     let h = &a.handshake;
-    let c = &a.conn;
     let (Some(ch), Some(ci)) = (&h.client_hello, h.client_initial) else {
         return vec![];
     };
@@ -28,7 +26,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
     };
     if ch.early_data && h.early_data_accepted == Some(false) {
         let mut evidence = vec![ev(ch.first.frame, fact!("quic-zero-rtt.offers-early-data"))];
-        if let Some((z, n, bytes)) = c.zero_rtt {
+        if let Some((z, n, bytes)) = a.zero_rtt() {
             evidence.push(ev(
                 z.frame,
                 fact!(
@@ -38,7 +36,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
                 ),
             ));
         }
-        if let Some(ee) = c.message(Side::Server, 1, 8) {
+        if let Some(ee) = a.message(Side::Server, 1, 8) {
             evidence.push(ev(
                 ee.first.frame,
                 fact!("quic-zero-rtt.encrypted-extensions-without-early-data"),
@@ -47,8 +45,8 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         return vec![Finding {
             facts: args!(wait_ms = wait),
             id: ID_REJECTED,
-            connection: c.index,
-            cost: cost(a, wait),
+            connection: a.index(),
+            cost: a.cost(wait),
             evidence,
             confidence: conf(Level::High, fact!("quic-zero-rtt.rejection-decrypted")),
             references: vec!["RFC 9001 §4.6.2", "RFC 8446 §4.2.10"],
@@ -56,8 +54,8 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         }];
     }
     let resumed = h.resumed == Some(true);
-    let requested = c.first_stream[Side::Client.index()].is_some() || !a.h3.streams.is_empty();
-    if ch.pre_shared_key && !ch.early_data && resumed && requested && c.zero_rtt.is_none() {
+    let requested = a.first_stream(Side::Client).is_some() || !a.h3.streams.is_empty();
+    if ch.pre_shared_key && !ch.early_data && resumed && requested && a.zero_rtt().is_none() {
         let mut evidence = vec![ev(
             ch.first.frame,
             fact!("quic-zero-rtt.resumes-without-early-data"),
@@ -74,8 +72,8 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         return vec![Finding {
             facts: args!(wait_ms = wait),
             id: ID_UNUSED,
-            connection: c.index,
-            cost: cost(a, wait),
+            connection: a.index(),
+            cost: a.cost(wait),
             evidence,
             confidence: conf(
                 Level::Medium,

@@ -7,7 +7,7 @@
 //! `tcp_rcv_space_adjust()` (receive buffer autotuning), `net.ipv4.tcp_rmem`.
 
 use super::finding::{conf, ev, Finding, Level, Value};
-use super::util::{capped_cost, median, window_limited};
+use super::window::{capped_cost, median, window_limited};
 use crate::analysis::rounds::UNSCALED_MAX_WINDOW;
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
@@ -69,7 +69,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     );
     // without the SYNs the scale is a lower bound: the rounds were kept as
     // `rwnd` only on the evidence `rounds::classify` names, said here
-    let wscale_known = a.conn.half[t.sender.index()].wscale_known;
+    let wscale_known = a.wscale_known(t.sender);
     if !wscale_known {
         confidence.level = Level::Medium;
         let inferred = a.tcp.window_scale_inferred[receiver.index()];
@@ -101,7 +101,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             unscaled_max = rwnd == UNSCALED_MAX_WINDOW,
         ),
         id: ID,
-        connection: a.conn.index,
+        connection: a.index(),
         cost,
         evidence,
         confidence,

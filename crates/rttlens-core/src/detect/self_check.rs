@@ -34,8 +34,7 @@ const SLACK_MS: f64 = 0.002;
 /// one line naming the finding or value; empty when all hold.
 pub fn check(a: &Analysis, findings: &[Finding]) -> Vec<String> {
     let mut bad = Vec::new();
-    let c = &a.conn;
-    let (first, last) = (c.first, c.last);
+    let (first, last) = (a.first(), a.last());
     // a damaged capture's clock can run backwards: its connection then
     // lasted nothing, and no cost fits in it
     let duration = (last.ts - first.ts).max(Duration::ZERO);
@@ -117,7 +116,7 @@ pub fn check(a: &Analysis, findings: &[Finding]) -> Vec<String> {
         }
         // the stream offsets count from the first byte the capture saw of
         // the sender (its ISN + 1 with the SYN)
-        let sent = c.half[i].snd_nxt;
+        let sent = a.snd_nxt(side);
         for r in &a.rounds[i] {
             if r.max_flight > sent {
                 bad.push(format!(

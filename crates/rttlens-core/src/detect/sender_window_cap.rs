@@ -6,7 +6,7 @@
 //! for ≥ 3 loss-free rounds); Linux `tcp_sndbuf_expand()` / `net.ipv4.tcp_wmem`.
 
 use super::finding::{conf, ev, Finding, Level, Value};
-use super::util::{
+use super::window::{
     capped_cost, capped_rounds_evidence, h2_flow_control_held, median, per_rtt_mb_s, window_limited,
 };
 use crate::analysis::Analysis;
@@ -33,7 +33,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     // without the SYNs the windows are lower bounds (inferred scale): the
     // true window is at least this, so "below the window" still holds
     let inferred = a.tcp.window_scale_inferred[t.sender.peer().index()];
-    let wscale_known = a.conn.half[t.sender.index()].wscale_known;
+    let wscale_known = a.wscale_known(t.sender);
     let rate = per_rtt_mb_s(a, flight);
     let mut evidence = capped_rounds_evidence(&capped, |r| {
         fact!(
@@ -73,7 +73,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             near_64k = near_64k,
         ),
         id: ID,
-        connection: a.conn.index,
+        connection: a.index(),
         cost,
         evidence,
         confidence: conf(

@@ -62,7 +62,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     // segment (RFC 5681 §3.1: IW ≥ 1 SMSS; Linux counts cwnd in segments,
     // tcp_cwnd_test()); full is the MSS, or the largest segment the sender
     // ever sent when that is smaller (a path MTU below the MSS)
-    let full = mss.min(u64::from(a.conn.half[t.sender.index()].max_payload).max(1));
+    let full = mss.min(u64::from(a.max_payload(t.sender)).max(1));
     let first_cwnd_limited = t
         .rounds
         .first()
@@ -79,7 +79,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 mss_bytes = Value::Bytes(mss),
             ),
             id: ID_INITIAL_WINDOW,
-            connection: a.conn.index,
+            connection: a.index(),
             cost,
             evidence: vec![ev(
                 iw.frame,
@@ -129,7 +129,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         out.push(Finding {
             facts,
             id: ID_SLOW_START,
-            connection: a.conn.index,
+            connection: a.index(),
             cost,
             evidence,
             confidence: conf(Level::Medium, fact!("slow-start.flight-grew")),

@@ -6,6 +6,7 @@
 use super::finding::{conf, ev, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
+use crate::base::side::Side;
 
 /// Finding id.
 pub(crate) const ID: &str = "syn-retransmission";
@@ -13,11 +14,11 @@ pub(crate) const ID: &str = "syn-retransmission";
 /// See the module docs.
 pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
-    for (info, what) in [(a.conn.syn, "SYN"), (a.conn.syn_ack, "SYN-ACK")] {
+    for (info, what) in [(a.syn(), "SYN"), (a.syn_ack(), "SYN-ACK")] {
         let Some(s) = info.filter(|s| s.count > 1) else {
             continue;
         };
-        if what == "SYN" && super::tfo::fell_back(&s) {
+        if what == "SYN" && a.tfo_fell_back() {
             continue;
         }
         let mut evidence = vec![
@@ -35,7 +36,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             ),
         ];
         if what == "SYN" {
-            if let Some(sa) = a.conn.syn_ack {
+            if let Some(sa) = a.syn_ack() {
                 evidence.push(ev(
                     sa.first.frame,
                     if sa.first.frame < s.last.frame {
@@ -50,14 +51,14 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         // copies of a SYN cost no one anything (a SYN-ACK seen here may
         // still have been lost on its way to the client, so it proves
         // nothing)
-        let until = a.conn.half[0]
-            .first_data
+        let until = a
+            .first_data(Side::Client)
             .map_or(s.last.ts, |d| d.ts.min(s.last.ts))
             .max(s.first.ts);
         let lost = until - s.first.ts;
         out.push(Finding {
             id: ID,
-            connection: a.conn.index,
+            connection: a.index(),
             facts: args!(
                 packet = what,
                 transmissions = Value::Count(u64::from(s.count)),

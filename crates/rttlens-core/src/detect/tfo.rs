@@ -12,6 +12,7 @@ use super::finding::{conf, ev, Args, Finding, Level, Value};
 use crate::analysis::Analysis;
 use crate::base::cost::Cost;
 use crate::base::fact::{args, fact, Fact};
+use crate::base::side::Side;
 use crate::base::time::Timestamp;
 use crate::flow::SynInfo;
 use crate::wire::FastOpen;
@@ -30,16 +31,6 @@ const REFS: &[&str] = &[
     "Linux tcp_fastopen.c: tcp_try_fastopen(), tcp_fastopen_cookie_check()",
 ];
 
-/// The client sent a SYN with the TFO option, then gave up on TFO and
-/// resent a plain SYN (no option, no data): `tfo-fallback` explains that
-/// SYN retransmission.
-pub(crate) fn fell_back(syn: &SynInfo) -> bool {
-    syn.options.fast_open.is_some()
-        && syn.count > 1
-        && syn.last_fast_open.is_none()
-        && syn.last_data_len == 0
-}
-
 /// The bytes of data a SYN carried.
 fn data_bytes(syn: &SynInfo) -> Value {
     Value::Bytes(u64::from(syn.data_len))
@@ -47,7 +38,7 @@ fn data_bytes(syn: &SynInfo) -> Value {
 
 /// See the module docs.
 pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
-    let (Some(syn), Some(sa)) = (a.conn.syn, a.conn.syn_ack) else {
+    let (Some(syn), Some(sa)) = (a.syn(), a.syn_ack()) else {
         return vec![];
     };
     let Some(tfo) = syn.options.fast_open else {
@@ -65,7 +56,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                    why: Fact| Finding {
         facts,
         id,
-        connection: a.conn.index,
+        connection: a.index(),
         cost,
         evidence,
         confidence: conf(level, why),
@@ -74,13 +65,13 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     };
     let free = || (Cost::ZERO, Vec::new());
     // a plain SYN resent after a SYN with TFO: the client fell back
-    if fell_back(&syn) {
+    if a.tfo_fell_back() {
         // the first plain SYN is where TFO was given up; the time lost ends
         // there, or sooner when the client's data shows the connection had
         // started (later copies of the SYN cost nothing)
         let plain = syn.first_plain.unwrap_or(syn.last);
-        let until = a.conn.half[0]
-            .first_data
+        let until = a
+            .first_data(Side::Client)
             .map_or(plain.ts, |d| d.ts.min(plain.ts))
             .max(syn.first.ts);
         let lost = until - syn.first.ts;
@@ -158,8 +149,8 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                     fact!("tfo.data-acknowledged"),
                 )]
             } else {
-                let resend = a.conn.half[0]
-                    .first_data
+                let resend = a
+                    .first_data(Side::Client)
                     .filter(|m| m.frame > sa.first.frame);
                 let mut evidence = vec![
                     ev(syn.first.frame, syn_fact),

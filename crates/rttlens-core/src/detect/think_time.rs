@@ -57,10 +57,9 @@ fn confidence(a: &Analysis, think: crate::base::time::Duration) -> (Level, &'sta
 /// holds the think time itself). Zero with fewer than
 /// [`SWING_MIN_SAMPLES`] samples.
 fn swing(a: &Analysis, side: Side, exclude: u64, worst: bool) -> Duration {
-    let h = &a.conn.rtt.half[side.index()];
     // on the stack for the common few dozen samples
-    let mut v: SmallVec<[Duration; 64]> = h
-        .samples
+    let mut v: SmallVec<[Duration; 64]> = a
+        .rtt_samples(side)
         .iter()
         .filter(|s| s.at.frame != exclude)
         .map(|s| s.d)
@@ -100,7 +99,7 @@ fn swing(a: &Analysis, side: Side, exclude: u64, worst: bool) -> Duration {
 /// Returns the time, and whether it is the SYN-ACK's (a proxy's ACKs).
 fn path_to_server(a: &Analysis) -> (Duration, bool) {
     let h_s = a.h_s();
-    let handshake = match (a.conn.syn, a.conn.syn_ack) {
+    let handshake = match (a.syn(), a.syn_ack()) {
         (Some(s), Some(sa)) if sa.first.frame > s.last.frame => sa.first.ts - s.last.ts,
         _ => return (h_s, false),
     };
@@ -152,8 +151,7 @@ fn server_think(
         None
     } else {
         turn.filter(|k| k.frame != r.frame).or_else(|| {
-            a.conn.half[Side::Client.index()]
-                .full_acks
+            a.full_acks(Side::Client)
                 .iter()
                 .find(|m| m.frame > q.frame && m.frame < r.frame)
                 .copied()
@@ -246,7 +244,7 @@ fn server_think(
         Finding {
             facts,
             id: ID_SERVER,
-            connection: a.conn.index,
+            connection: a.index(),
             cost: a.cost(think),
             evidence: e,
             confidence: conf(level, fact!(why)),
@@ -274,9 +272,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     // the longest turn at the TCP level, when the application layer did not
     // time that one (another request, a protocol not read, cut payloads)
     let from_turn = a
-        .conn
-        .turns
-        .longest
+        .longest_turn()
         .filter(|t| {
             app.request_last.is_none()
                 || app
@@ -299,11 +295,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     out.extend(best.map(|(_, f)| f));
     let ready = a.app.request_first.and_then(|q| {
         let tls_done = a.app.client_ready.filter(|m| m.frame < q.frame);
-        let conn_done = a
-            .conn
-            .syn_ack
-            .map(|s| s.first)
-            .filter(|m| m.frame < q.frame);
+        let conn_done = a.syn_ack().map(|s| s.first).filter(|m| m.frame < q.frame);
         tls_done.or(conn_done).map(|m| (m, q))
     });
     if let Some((m, q)) = ready {
@@ -316,7 +308,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         out.push(Finding {
             facts: args!(think_ms = think),
             id: ID_CLIENT,
-            connection: a.conn.index,
+            connection: a.index(),
             cost: a.cost(think),
             evidence: vec![
                 ev(m.frame, fact!("think-time.client-ready")),

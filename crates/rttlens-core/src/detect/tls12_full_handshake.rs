@@ -51,7 +51,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             resumed = t.info.resumed,
         ),
         id: ID,
-        connection: a.conn.index,
+        connection: a.index(),
         cost: a.cost(a.rtt_min),
         evidence,
         confidence: conf(

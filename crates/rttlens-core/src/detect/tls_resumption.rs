@@ -32,7 +32,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     vec![Finding {
         facts: args!(resumed = t.info.resumed, handshake = t.kind.as_str()),
         id: ID,
-        connection: a.conn.index,
+        connection: a.index(),
         cost: Cost::ZERO,
         evidence,
         confidence: conf(Level::High, fact!("tls-resumption.read-from-hellos")),

@@ -39,30 +39,28 @@ const FULL: f64 = 0.9;
 /// See the module docs.
 pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
-    let c = &a.conn;
     for side in [Side::Client, Side::Server] {
-        let h = &c.half[side.index()];
         let (Some(last), Some(last_pkt), Some(peer_last)) = (
-            h.last_send,
-            c.last_seen[side.index()],
-            c.last_seen[side.peer().index()],
+            a.last_send(side),
+            a.last_seen(side),
+            a.last_seen(side.peer()),
         ) else {
             continue;
         };
         let mss = a.tcp.mss[side.index()].max(1);
         let full = FULL * mss as f64;
-        let last_len = h.last_data_len();
+        let last_len = a.last_data_len(side);
         let min_stall = MIN_STALL.max(a.rtt_min * MIN_STALL_RTTS);
         let silence = peer_last.ts - last.ts;
         let sent_nothing_after = last_pkt.frame == last.frame
-            || c.rst
+            || a.rst()
                 .is_some_and(|(who, m)| who == side && m.frame == last_pkt.frame);
-        if h.data_segments < MIN_SEGMENTS
-            || h.fin.is_some()
+        if a.data_segments(side) < MIN_SEGMENTS
+            || a.fin(side).is_some()
             || !sent_nothing_after
             || (last_len as f64) < full
-            || h.acked < h.snd_nxt
-            || h.scaled(h.window) < mss
+            || a.acked(side) < a.snd_nxt(side)
+            || a.send_window(side) < mss
             || silence < min_stall
             // a response the application layer saw complete (at the TCP
             // level the last data is not known to end anything)
@@ -75,9 +73,9 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let receiver = side.peer();
         // what ended it: `ended` (`reset` by `by`, `fin` by the receiver,
         // `capture-end`)
-        let (end, ended, by) = match c.rst {
+        let (end, ended, by) = match a.rst() {
             Some((who, m)) if m.ts > last.ts => (m, "reset", who),
-            _ => match c.half[receiver.index()].fin.filter(|f| f.ts > last.ts) {
+            _ => match a.fin(receiver).filter(|f| f.ts > last.ts) {
                 Some(f) => (f, "fin", receiver),
                 None => (peer_last, "capture-end", receiver),
             },
@@ -91,13 +89,13 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 len_bytes = Value::Bytes(u64::from(last_len)),
             ),
         )];
-        if let Some(k) = h.full_acks.last().filter(|k| k.ts >= last.ts) {
+        if let Some(k) = a.full_acks(side).last().filter(|k| k.ts >= last.ts) {
             evidence.push(ev(
                 k.frame,
                 fact!(
                     "transfer-stall.all-acked",
                     receiver = receiver,
-                    window_bytes = Value::Bytes(h.scaled(h.window)),
+                    window_bytes = Value::Bytes(a.send_window(side)),
                 ),
             ));
         }
@@ -120,7 +118,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                 by = by,
             ),
             id: ID,
-            connection: c.index,
+            connection: a.index(),
             cost: a.cost(stall),
             evidence,
             confidence: conf(Level::Medium, fact!("transfer-stall.open-window")),

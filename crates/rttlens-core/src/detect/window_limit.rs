@@ -12,7 +12,7 @@
 //! RFC 7323 §2.2 (the scale is only in the SYNs).
 
 use super::finding::{conf, ev, Finding, Level, Value};
-use super::util::{capped_cost, capped_rounds_evidence, median, per_rtt_mb_s, window_limited};
+use super::window::{capped_cost, capped_rounds_evidence, median, per_rtt_mb_s, window_limited};
 use crate::analysis::rounds::FLAT_ROUNDS;
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
@@ -34,7 +34,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         return vec![];
     };
     let h2 = a.h2_blind;
-    if super::util::h2_flow_control_held(a, t.sender) {
+    if super::window::h2_flow_control_held(a, t.sender) {
         // the HTTP/2 window held the flight: `h2-flow-control-stall` names it
         return vec![];
     }
@@ -45,7 +45,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let (cost, span) = capped_cost(a, &t.rounds, capped[0].index, flight, u64::MAX);
     let receiver = t.sender.peer();
     let rate = per_rtt_mb_s(a, flight);
-    let wscale_known = a.conn.half[t.sender.index()].wscale_known;
+    let wscale_known = a.wscale_known(t.sender);
     let mut evidence = capped_rounds_evidence(&capped, |r| {
         fact!(
             "window-limit.round-flat",
@@ -96,7 +96,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
             h2 = h2,
         ),
         id: ID,
-        connection: a.conn.index,
+        connection: a.index(),
         cost,
         evidence,
         confidence: conf(

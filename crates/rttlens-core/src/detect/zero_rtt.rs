@@ -51,7 +51,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     vec![Finding {
         facts: args!(outcome = outcome, early_data_bytes = Value::Bytes(e.bytes),),
         id: ID,
-        connection: a.conn.index,
+        connection: a.index(),
         cost,
         evidence,
         confidence: conf(level, fact!("zero-rtt.read-from-record-sizes")),

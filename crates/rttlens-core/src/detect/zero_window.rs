@@ -18,20 +18,19 @@ pub(crate) const ID: &str = "zero-window";
 pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let mut out = Vec::new();
     for sender in [Side::Client, Side::Server] {
-        let h = &a.conn.half[sender.index()];
-        if h.zero_windows().is_empty() {
+        let zero_windows = a.zero_windows(sender);
+        if zero_windows.is_empty() {
             continue;
         }
         let receiver = sender.peer();
-        let end_of = |z: &crate::flow::half::ZeroWindow| z.end.unwrap_or(a.conn.last);
-        let span: Vec<_> = h
-            .zero_windows()
+        let end_of = |z: &crate::flow::half::ZeroWindow| z.end.unwrap_or(a.last());
+        let span: Vec<_> = zero_windows
             .iter()
             .map(|z| (z.start.ts, end_of(z).ts))
             .collect();
         let cost = a.cost(union_len(&span));
         let mut evidence = Vec::new();
-        for z in h.zero_windows().iter().take(3) {
+        for z in zero_windows.iter().take(3) {
             evidence.push(ev(
                 z.start.frame,
                 fact!("zero-window.closed", receiver = receiver),
@@ -41,17 +40,17 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
                     e.frame,
                     fact!("zero-window.opened", closed_ms = e.ts - z.start.ts),
                 )),
-                None => evidence.push(ev(a.conn.last.frame, fact!("zero-window.still-closed"))),
+                None => evidence.push(ev(a.last().frame, fact!("zero-window.still-closed"))),
             }
         }
         out.push(Finding {
             facts: args!(
                 receiver = receiver,
                 sender = sender,
-                times = Value::Count(h.zero_windows().len() as u64),
+                times = Value::Count(zero_windows.len() as u64),
             ),
             id: ID,
-            connection: a.conn.index,
+            connection: a.index(),
             cost,
             evidence,
             confidence: conf(Level::High, fact!("zero-window.advertised")),

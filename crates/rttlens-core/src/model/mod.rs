@@ -181,7 +181,7 @@ impl ConnReport {
         let measured_tls_rtts = a.phase("tls").map(|p| p.rtts).unwrap_or(0.0);
         let sample = crate::population::Sample::of(&a, capture_start);
         let vantage = a.vantage();
-        let c = &a.conn;
+        let (first, last) = (a.first(), a.last());
         let rtt = a.rtt.map(|r| RttReport {
             min_ms: round3(r.min.as_millis_f64()),
             median_ms: round3(r.median.as_millis_f64()),
@@ -208,7 +208,7 @@ impl ConnReport {
                     index: r.index,
                     first_frame: r.first.frame,
                     last_frame: r.last.frame,
-                    start_ms: round3((r.first.ts - c.first.ts).as_millis_f64()),
+                    start_ms: round3((r.first.ts - first.ts).as_millis_f64()),
                     new_bytes: r.new_bytes,
                     retx_bytes: r.retx_bytes,
                     flight: r.max_flight,
@@ -220,15 +220,15 @@ impl ConnReport {
             rounds_dropped: t.rounds_dropped,
         });
         ConnReport {
-            index: c.index,
-            client: endpoint(c.client),
-            server: endpoint(c.server),
-            community_id: community_id(0, TCP, c.client, c.server),
+            index: a.index(),
+            client: endpoint(a.client()),
+            server: endpoint(a.server()),
+            community_id: community_id(0, TCP, a.client(), a.server()),
             protocol: a.app.protocol,
-            first_frame: c.first.frame,
-            last_frame: c.last.frame,
-            frames: c.frames,
-            start_s: round3((c.first.ts - capture_start).as_secs_f64() * 1000.0) / 1000.0,
+            first_frame: first.frame,
+            last_frame: last.frame,
+            frames: a.frames(),
+            start_s: round3((first.ts - capture_start).as_secs_f64() * 1000.0) / 1000.0,
             duration_ms: duration_ms(&a),
             vantage,
             rtt,
@@ -307,7 +307,7 @@ impl QuicReport {
 
 /// [`ConnReport::duration_ms`] of `a`'s connection.
 pub(crate) fn duration_ms(a: &Analysis) -> f64 {
-    round3((a.conn.last.ts - a.conn.first.ts).as_millis_f64())
+    round3((a.last().ts - a.first().ts).as_millis_f64())
 }
 
 /// [`ConnReport::findings_ms`] of `findings`.

@@ -89,7 +89,7 @@ impl<'f> Intake<'f> {
     /// caller hands it on ([`Intake::quic_ended`]).
     pub(super) fn quic_done(ended: &mut Vec<QuicReport>, start: Timestamp, c: QuicConn) {
         let a = analysis::quic::analyze(c);
-        let findings = detect::quic::run(&a);
+        let findings = detect::run_quic(&a);
         ended.push(QuicReport::new(&a, findings, start));
     }
 

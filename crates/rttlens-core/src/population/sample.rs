@@ -151,12 +151,11 @@ impl Sample {
     /// The population's view of an analysed connection (before its report
     /// takes the ladder away).
     pub(crate) fn of(a: &Analysis, capture_start: Timestamp) -> Sample {
-        let c = &a.conn;
         let rel = |t: Timestamp| (t - capture_start).as_secs_f64();
         let mut s = Sample {
-            start_s: rel(c.first.ts),
+            start_s: rel(a.first().ts),
             rtt_ms: (a.rtt_min > Duration::ZERO).then(|| a.rtt_min.as_millis_f64()),
-            data_segments: [c.half[0].data_segments, c.half[1].data_segments],
+            data_segments: [a.data_segments(Side::Client), a.data_segments(Side::Server)],
             retransmissions: a.tcp.retransmissions,
             ..Sample::default()
         };
@@ -193,8 +192,8 @@ impl Sample {
             .tls
             .as_ref()
             .and_then(|t| t.done)
-            .or(c.syn_ack.map(|sa| sa.first))
-            .unwrap_or(c.last);
+            .or(a.syn_ack().map(|sa| sa.first))
+            .unwrap_or(a.last());
         s.handshake_end_s = rel(end.ts).max(s.start_s);
         if let Some(t) = &a.tls {
             s.hello_frames = t.server_hello.map(|sh| (t.client_hello.frame, sh.frame));
@@ -203,13 +202,13 @@ impl Sample {
                 TlsKind::Tls12Abbreviated | TlsKind::Tls13Psk | TlsKind::Tls13ZeroRtt
             );
         }
-        if let (Some(syn), Some(r)) = (c.syn, a.app.response_first) {
+        if let (Some(syn), Some(r)) = (a.syn(), a.app.response_first) {
             if r.ts >= syn.first.ts {
                 s.first_byte_ms = Some(((r.ts - syn.first.ts) + a.h_c()).as_millis_f64());
             }
         }
-        if let Some(syn) = c.syn {
-            let ack_ignored = match (c.syn_ack, c.handshake_ack) {
+        if let Some(syn) = a.syn() {
+            let ack_ignored = match (a.syn_ack(), a.handshake_ack()) {
                 (Some(sa), Some(ack)) if sa.count > 1 && sa.last.ts > ack.ts => Some((
                     ack.frame,
                     sa.last.frame,
@@ -217,7 +216,7 @@ impl Sample {
                 )),
                 _ => None,
             };
-            let shape = c.syn_ack.map(|sa| {
+            let shape = a.syn_ack().map(|sa| {
                 let o = &syn.options;
                 SynAckShape {
                     offered_without_ts: o.timestamps.is_none()
@@ -228,7 +227,7 @@ impl Sample {
             s.syn = Some(SynSample {
                 syn_frame: syn.first.frame,
                 syn_count: syn.count,
-                syn_ack_frame: c.syn_ack.map(|sa| sa.first.frame),
+                syn_ack_frame: a.syn_ack().map(|sa| sa.first.frame),
                 ack_ignored,
                 shape,
             });
@@ -242,18 +241,17 @@ impl Sample {
     /// processing (its first Initial less the client's, less the RTT from
     /// the capture point to the server), its RTT and packet counts.
     pub(crate) fn of_quic(a: &QuicAnalysis, ladder: &[Phase], capture_start: Timestamp) -> Sample {
-        let c = &a.conn;
         let rel = |t: Timestamp| (t - capture_start).as_secs_f64();
         let rtt = a.rtt_min();
         let mut s = Sample {
-            start_s: rel(c.first.ts),
+            start_s: rel(a.first().ts),
             rtt_ms: rtt.map(|r| r.as_millis_f64()),
-            data_segments: c.packets,
+            data_segments: a.packets(),
             ..Sample::default()
         };
         // packets declared lost (RFC 9002 §6.1.1), as a TCP sender's
         // retransmissions count
-        for l in c.losses.iter().filter(|l| l.declared_by.is_some()) {
+        for l in a.losses().iter().filter(|l| l.declared_by.is_some()) {
             s.retransmissions[l.side.index()] += 1;
         }
         let mut put = |id: PhaseId, ms: f64, rtts: f64| {
@@ -279,7 +277,7 @@ impl Sample {
             put(PhaseId::ServerHandshake, d.as_millis_f64(), rtts);
             s.hello_frames = Some((ci.frame, sf.frame));
         }
-        let end = h.client_done.unwrap_or(c.last);
+        let end = h.client_done.unwrap_or(a.last());
         s.handshake_end_s = rel(end.ts).max(s.start_s);
         s.resumed = h.resumed == Some(true);
         s
@@ -292,7 +290,6 @@ impl Sample {
 /// full TLS 1.2 handshake, and handshake done → first request out. `None`
 /// when none of these can be told.
 fn client_delay(a: &Analysis) -> Option<(Duration, Option<(u64, u64)>)> {
-    let c = &a.conn;
     let h_c = a.h_c();
     let mut total = Duration::ZERO;
     let mut longest: Option<(Duration, (u64, u64))> = None;
@@ -312,7 +309,7 @@ fn client_delay(a: &Analysis) -> Option<(Duration, Option<(u64, u64)>)> {
             longest = Some((d, (from.frame, to.frame)));
         }
     };
-    let sa = c.syn_ack?;
+    let sa = a.syn_ack()?;
     match &a.tls {
         Some(t) => {
             // the SYN-ACK the ClientHello answered: its last transmission

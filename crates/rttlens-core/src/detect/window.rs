@@ -1,4 +1,9 @@
-//! Helpers shared by detectors.
+//! What the window detectors share (`sender-window-cap`,
+//! `receive-window-limit`, `window-limit`): which rounds a window held
+//! ([`window_limited`]), what the cap cost against slow start
+//! ([`capped_cost`]), and the evidence of a run of capped rounds. A shared
+//! module of `detect`, not a detector: the detectors import it, never each
+//! other (`tests/layers.rs`).
 
 use super::finding::{ev, Fact, Value};
 use crate::analysis::rounds::slow_start_rounds;
@@ -119,14 +124,15 @@ pub(crate) fn capped_rounds_evidence(
 /// least `min` of them, they paced the transfer ([`back_to_back`]) and no
 /// queue under the transfer explains the flight (an RTT that rose: the
 /// flight sits in a queue at the bottleneck and no bigger window could
-/// help; `queueing-delay` says so). What every window finding starts from.
+/// help; `queueing-delay` says so, from the same [`Analysis::rtt_rise`]).
+/// What every window finding starts from.
 pub(crate) fn window_limited(
     a: &Analysis,
     limit: Limit,
     min: usize,
 ) -> Option<(&crate::analysis::transfer::Transfer, Vec<&Round>)> {
     let t = a.transfer.as_ref()?;
-    if super::queueing_delay::queue(a).is_some() {
+    if a.rtt_rise().is_some() {
         return None;
     }
     let rounds: Vec<_> = t.rounds_with(limit).collect();
@@ -156,20 +162,6 @@ pub(crate) fn per_rtt_mb_s(a: &Analysis, bytes: u64) -> f64 {
 /// by the receiver's HTTP/2 window, not by a TCP buffer.
 pub(crate) fn h2_flow_control_held(a: &Analysis, sender: crate::base::side::Side) -> bool {
     a.h2_stalls.0.iter().any(|s| s.sender == sender)
-}
-
-/// A cost of `d`, in round trips when the RTT is known.
-pub(crate) fn quic_cost(
-    a: &crate::analysis::quic::QuicAnalysis,
-    d: crate::base::time::Duration,
-) -> crate::base::cost::Cost {
-    match a.rtt_min() {
-        Some(rtt) => crate::base::cost::Cost::of(d, rtt),
-        None => crate::base::cost::Cost {
-            ms: crate::base::cost::round3(d.as_millis_f64().max(0.0)),
-            rtts: None,
-        },
-    }
 }
 
 #[cfg(test)]
