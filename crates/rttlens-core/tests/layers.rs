@@ -5,6 +5,11 @@
 //! - **layers** (`rttlens-core` only): every top-level module belongs to a
 //!   layer and its files import only from their own layer and the layers
 //!   before it;
+//! - **detectors apart** (`rttlens-core`'s `detect`): a detector file
+//!   (`detect/<x>.rs`, named in the registry of `detect/mod.rs` by its
+//!   `<x>::detect`) imports no other detector file; what detectors share
+//!   is in `analysis` or in a shared module of `detect`, listed in
+//!   `DETECT_SHARED`, and every other file of `detect` is a detector;
 //! - **no circle** (every crate): within each module, its submodules (each
 //!   with everything below it) import each other without a circle, of any
 //!   length. So no circle among a crate's files either, with one exception
@@ -68,6 +73,11 @@ const LAYERS: &[&[&str]] = &[
     &["model"],
     &["pipeline"],
 ];
+
+/// The modules of `rttlens-core`'s `detect` that are no detector: what
+/// the detectors share (the finding type, the window helpers) and the
+/// engine's self-check. The registry is `detect/mod.rs` itself.
+const DETECT_SHARED: &[&str] = &["finding", "self_check", "window"];
 
 /// Circles known and accepted for now, as `circles()` names them
 /// (`crate: under module: a, b, c`, the members sorted). The test fails on
@@ -714,6 +724,63 @@ fn upward(g: &CrateGraph) -> Vec<String> {
     bad.into_iter().collect()
 }
 
+/// Every import between detectors of `g`'s `detect` module (see the module
+/// docs), with a file of `detect` that is neither a detector named in the
+/// registry nor listed in `shared`, and a listed module that is missing or
+/// is a detector.
+fn detectors_importing_detectors(g: &CrateGraph, shared: &[&str]) -> Vec<String> {
+    let detect: ModPath = vec!["detect".to_string()];
+    let mut bad = BTreeSet::new();
+    // the detectors: the files the registry names `<x>::detect` of
+    let detectors: BTreeSet<ModPath> = g
+        .edges
+        .iter()
+        .filter(|e| e.from == detect && e.to.len() == 2 && e.what.ends_with("::detect"))
+        .map(|e| e.to.clone())
+        .collect();
+    let detector_of = |m: &ModPath| -> Option<ModPath> {
+        (m.len() >= 2 && m[0] == "detect")
+            .then(|| m[..2].to_vec())
+            .filter(|d| detectors.contains(d))
+    };
+    for m in g.files.keys().filter(|m| m.len() >= 2 && m[0] == "detect") {
+        if detector_of(m).is_none() && !shared.contains(&m[1].as_str()) {
+            bad.insert(format!(
+                "{}: not a detector named in the registry (`{}::detect` in {}) nor a shared \
+                 module listed in DETECT_SHARED",
+                g.files[m].rel, m[1], g.files[&detect].rel
+            ));
+        }
+    }
+    for name in shared {
+        let m = vec!["detect".to_string(), name.to_string()];
+        if !g.files.contains_key(&m) {
+            bad.insert(format!(
+                "DETECT_SHARED lists detect::{name}, which has no file"
+            ));
+        } else if detectors.contains(&m) {
+            bad.insert(format!(
+                "DETECT_SHARED lists detect::{name}, which the registry names as a detector"
+            ));
+        }
+    }
+    for e in &g.edges {
+        if let (Some(from), Some(to)) = (detector_of(&e.from), detector_of(&e.to)) {
+            if from != to {
+                bad.insert(format!(
+                    "detector {} imports detector {}: {}:{} `{}`",
+                    show(&from),
+                    show(&to),
+                    g.files[&e.from].rel,
+                    e.line,
+                    e.what
+                ));
+            }
+        }
+    }
+    bad.into_iter().collect()
+}
+
 /// Strongly connected components with more than one node (Tarjan).
 fn tarjan(n: usize, adj: &[BTreeSet<usize>]) -> Vec<Vec<usize>> {
     struct St<'a> {
@@ -964,6 +1031,20 @@ fn no_circle_in_any_crate() {
     );
 }
 
+#[test]
+fn detectors_do_not_import_each_other() {
+    let all = workspace();
+    let core = all.iter().find(|g| g.name == "rttlens-core").unwrap();
+    let bad = detectors_importing_detectors(core, DETECT_SHARED);
+    assert!(bad.is_empty(), "detectors not apart:\n{}", bad.join("\n"));
+    let detectors = core
+        .edges
+        .iter()
+        .filter(|e| e.from == ["detect"] && e.what.ends_with("::detect"))
+        .count();
+    assert!(detectors > 25, "read only {detectors} registry entries");
+}
+
 // ----------------------------------------------------------- self-tests --
 
 fn tree(files: &[(&str, &str)]) -> CrateGraph {
@@ -1089,6 +1170,55 @@ fn the_check_sees_a_circle_through_a_re_export() {
     let found = circles(&g);
     assert_eq!(found.len(), 1);
     assert!(found[0].1.contains("b.rs:1 `crate::a::Thing` is in a/x.rs"));
+}
+
+#[test]
+fn the_check_sees_a_detector_importing_another() {
+    let g = tree(&[
+        ("lib.rs", "mod analysis;\nmod detect;\n"),
+        ("analysis.rs", "pub fn rise() {}\n"),
+        (
+            "detect/mod.rs",
+            "mod a;\nmod b;\nmod c;\nmod stray;\nmod window;\n\
+             const R: &[fn()] = &[a::detect, Tcp(b::detect), c::detect];\n",
+        ),
+        // shared modules and `analysis` are fine, and so is the registry
+        (
+            "detect/a.rs",
+            "use super::window::cap;\nuse crate::analysis::rise;\npub fn detect() {}\n",
+        ),
+        // a grouped import of a detector's item, and a path in code
+        (
+            "detect/b.rs",
+            "use super::{a::ID, window};\npub fn detect() { super::kept(); }\n",
+        ),
+        (
+            "detect/c.rs",
+            "pub fn detect() { crate::detect::b::helper() }\n",
+        ),
+        ("detect/stray.rs", ""),
+        ("detect/window.rs", ""),
+    ]);
+    assert_eq!(
+        detectors_importing_detectors(&g, &["window", "gone"]),
+        vec![
+            "DETECT_SHARED lists detect::gone, which has no file",
+            "detect/stray.rs: not a detector named in the registry (`stray::detect` in \
+             detect/mod.rs) nor a shared module listed in DETECT_SHARED",
+            "detector detect::b imports detector detect::a: detect/b.rs:1 `super::a::ID`",
+            "detector detect::c imports detector detect::b: detect/c.rs:1 `crate::detect::b::helper`",
+        ]
+    );
+    assert_eq!(
+        detectors_importing_detectors(&g, &["window", "a"]),
+        vec![
+            "DETECT_SHARED lists detect::a, which the registry names as a detector",
+            "detect/stray.rs: not a detector named in the registry (`stray::detect` in \
+             detect/mod.rs) nor a shared module listed in DETECT_SHARED",
+            "detector detect::b imports detector detect::a: detect/b.rs:1 `super::a::ID`",
+            "detector detect::c imports detector detect::b: detect/c.rs:1 `crate::detect::b::helper`",
+        ]
+    );
 }
 
 #[test]
