@@ -39,6 +39,9 @@ pub enum Value {
     Name(Cow<'static, str>),
     /// Yes or no.
     Flag(bool),
+    /// Several values of one kind, in order (the flights of slow-start
+    /// rounds, the streams that waited, the versions offered).
+    List(Vec<Value>),
 }
 
 impl Value {
@@ -73,6 +76,14 @@ impl Value {
             _ => None,
         }
     }
+
+    /// The value as a list.
+    pub fn as_list(&self) -> Option<&[Value]> {
+        match self {
+            Value::List(v) => Some(v),
+            _ => None,
+        }
+    }
 }
 
 impl serde::Serialize for Value {
@@ -86,6 +97,7 @@ impl serde::Serialize for Value {
             Value::Ms(v) | Value::Number(v) => s.serialize_f64(crate::base::cost::round3(*v)),
             Value::Name(n) => s.serialize_str(n),
             Value::Flag(b) => s.serialize_bool(*b),
+            Value::List(v) => s.collect_seq(v),
         }
     }
 }
@@ -187,6 +199,11 @@ impl Args {
     pub fn flag(&self, name: &str) -> bool {
         self.get(name).and_then(Value::as_bool).unwrap_or(false)
     }
+
+    /// The list `name` (empty when absent).
+    pub fn list(&self, name: &str) -> &[Value] {
+        self.get(name).and_then(Value::as_list).unwrap_or(&[])
+    }
 }
 
 impl serde::Serialize for Args {
@@ -276,5 +293,9 @@ mod tests {
             serde_json::to_string(&Fact::new("k")).unwrap(),
             r#"{"kind":"k"}"#
         );
+        let l = args!(flights = Value::List(vec![Value::Bytes(1), Value::Bytes(2)]));
+        assert_eq!(l.list("flights").len(), 2);
+        assert!(l.list("absent").is_empty());
+        assert_eq!(serde_json::to_string(&l).unwrap(), r#"{"flights":[1,2]}"#);
     }
 }

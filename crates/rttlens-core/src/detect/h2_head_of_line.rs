@@ -21,12 +21,6 @@ use crate::base::time::union_len;
 /// Finding id.
 pub(crate) const ID: &str = "h2-head-of-line";
 
-/// The names of the first waiting streams in the finding's facts, in
-/// order (the title lists them).
-const LISTED: [&str; 8] = [
-    "stream_1", "stream_2", "stream_3", "stream_4", "stream_5", "stream_6", "stream_7", "stream_8",
-];
-
 /// See the module docs.
 pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let waits = &a.h2_head_of_line;
@@ -63,10 +57,15 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         ));
     }
     let evidence = ev_by_frame(lines);
-    let mut facts = args!(streams = Value::Count(streams.len() as u64));
-    for (name, id) in LISTED.iter().zip(&streams) {
-        facts.set(name, Value::Count(u64::from(*id)));
-    }
+    let facts = args!(
+        streams = Value::Count(streams.len() as u64),
+        stream_ids = Value::List(
+            streams
+                .iter()
+                .map(|&id| Value::Count(u64::from(id)))
+                .collect()
+        ),
+    );
     vec![Finding {
         facts,
         id: ID,

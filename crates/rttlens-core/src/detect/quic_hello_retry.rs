@@ -3,7 +3,7 @@
 //! share the client sent suits it; a second ClientHello follows: one more
 //! round trip.
 
-use super::finding::{conf, ev, Args, Finding, Level};
+use super::finding::{conf, ev, Args, Finding, Level, Value};
 use crate::analysis::quic::QuicAnalysis;
 use crate::base::fact::{args, fact, Fact};
 use crate::proto::tls::hello::group_name;
@@ -26,12 +26,12 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         }
         args
     };
-    // the groups of the client's key shares, by name (a list of names,
-    // `, `-separated: a value has no list type)
-    let offered: Vec<String> = h
+    // the groups of the client's key shares, by name
+    let offered: Vec<Value> = h
         .client_hello
         .iter()
         .flat_map(|ch| ch.key_share_groups.iter().copied().map(group_name))
+        .map(Value::from)
         .collect();
     let mut evidence = Vec::new();
     let first = h.first_client_hello.or(h.client_initial);
@@ -40,7 +40,7 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
             f.frame,
             fact!(
                 "quic-hello-retry.client-hello",
-                offered_groups = offered.join(", ")
+                offered_groups = Value::List(offered)
             ),
         ));
     }

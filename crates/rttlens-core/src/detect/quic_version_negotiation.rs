@@ -22,9 +22,6 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         .recs()
         .iter()
         .find(|r| r.side == Side::Client && r.ty == PacketType::Initial && r.at.ts > vn.at.ts);
-    // the versions offered, each by its name (`0x00000001`), `, `-separated:
-    // a value has no list type
-    let versions: Vec<String> = vn.versions.iter().map(|v| format!("{v:#010x}")).collect();
     let mut evidence = Vec::new();
     if let Some(f) = first {
         evidence.push(ev(
@@ -36,7 +33,12 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         vn.at.frame,
         fact!(
             "quic-version-negotiation.offers",
-            versions = versions.join(", "),
+            versions = Value::List(
+                vn.versions
+                    .iter()
+                    .map(|&v| Value::Count(u64::from(v)))
+                    .collect()
+            ),
             version_count = Value::Count(vn.versions.len() as u64),
         ),
     ));

@@ -27,22 +27,6 @@ pub(crate) const IW10: u64 = 10;
 /// Slow-start rounds (after the first) needed to report `slow-start`.
 const MIN_SLOW_START_ROUNDS: usize = 3;
 
-/// The names of the flights of the slow-start rounds in a `slow-start`
-/// finding's facts, in round order (the report writes the growth from
-/// them); a run longer than this (beyond any window: 64 rounds of at least
-/// 1.3× growth) keeps its first ones.
-#[rustfmt::skip]
-const ROUND_FLIGHTS: [&str; 64] = [
-    "flight_bytes_1", "flight_bytes_2", "flight_bytes_3", "flight_bytes_4", "flight_bytes_5", "flight_bytes_6", "flight_bytes_7", "flight_bytes_8",
-    "flight_bytes_9", "flight_bytes_10", "flight_bytes_11", "flight_bytes_12", "flight_bytes_13", "flight_bytes_14", "flight_bytes_15", "flight_bytes_16",
-    "flight_bytes_17", "flight_bytes_18", "flight_bytes_19", "flight_bytes_20", "flight_bytes_21", "flight_bytes_22", "flight_bytes_23", "flight_bytes_24",
-    "flight_bytes_25", "flight_bytes_26", "flight_bytes_27", "flight_bytes_28", "flight_bytes_29", "flight_bytes_30", "flight_bytes_31", "flight_bytes_32",
-    "flight_bytes_33", "flight_bytes_34", "flight_bytes_35", "flight_bytes_36", "flight_bytes_37", "flight_bytes_38", "flight_bytes_39", "flight_bytes_40",
-    "flight_bytes_41", "flight_bytes_42", "flight_bytes_43", "flight_bytes_44", "flight_bytes_45", "flight_bytes_46", "flight_bytes_47", "flight_bytes_48",
-    "flight_bytes_49", "flight_bytes_50", "flight_bytes_51", "flight_bytes_52", "flight_bytes_53", "flight_bytes_54", "flight_bytes_55", "flight_bytes_56",
-    "flight_bytes_57", "flight_bytes_58", "flight_bytes_59", "flight_bytes_60", "flight_bytes_61", "flight_bytes_62", "flight_bytes_63", "flight_bytes_64",
-];
-
 /// See the module docs.
 pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let Some(t) = &a.transfer else { return vec![] };
@@ -101,13 +85,11 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         let ideal = bytes.div_ceil(peak);
         let spent = ss.len() as u64;
         let cost = a.cost(a.rtt_min * spent.saturating_sub(ideal) as i64);
-        let mut facts = args!(
+        let facts = args!(
             rounds = Value::Count(spent),
             iw_bytes = Value::Bytes(iw.bytes),
+            flights_bytes = Value::List(ss.iter().map(|r| Value::Bytes(r.max_flight)).collect()),
         );
-        for (name, r) in ROUND_FLIGHTS.iter().zip(&ss) {
-            facts.set(name, Value::Bytes(r.max_flight));
-        }
         let mut evidence = vec![ev(
             iw.frame,
             fact!(

@@ -16,13 +16,8 @@ pub(crate) const ID: &str = "syn-flood-cookies";
 /// Cookie SYN-ACKs, and normal ones from the same server, it needs.
 const MIN_DROPPED: u64 = 3;
 const MIN_GRANTED: u64 = 3;
-/// The facts naming the first servers in the title: `server<k>`, its
-/// SYN-ACKs without the options (`without<k>`) and with them (`with<k>`).
-const NAMED: [[&str; 3]; 3] = [
-    ["server1", "without1", "with1"],
-    ["server2", "without2", "with2"],
-    ["server3", "without3", "with3"],
-];
+/// Servers the title names (most cookies first).
+const NAMED: usize = 3;
 
 pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
     let g = v.signs;
@@ -38,18 +33,25 @@ pub(crate) fn detect(v: &View<'_>) -> Option<PopFinding> {
     let (dropped, granted): (u64, u64) = servers
         .iter()
         .fold((0, 0), |(d, gr), (_, &(g2, d2))| (d + d2, gr + g2));
-    let mut facts = Args::new()
+    // the first servers, most cookies first: each one's name, SYN-ACKs
+    // without the options and with them, three lists in the same order
+    let named = || servers.iter().take(NAMED);
+    let facts = Args::new()
         .with("dropped", Value::Count(dropped))
         .with("granted", Value::Count(granted))
-        .with("servers", Value::Count(servers.len() as u64));
-    // the first servers, most cookies first: each one's name, SYN-ACKs
-    // without the options and with them
-    for (k, (s, (gr, d))) in servers.iter().take(NAMED.len()).enumerate() {
-        let [name, without, with] = NAMED[k];
-        facts.set(name, (*s).clone());
-        facts.set(without, Value::Count(*d));
-        facts.set(with, Value::Count(*gr));
-    }
+        .with("servers", Value::Count(servers.len() as u64))
+        .with(
+            "server_names",
+            Value::List(named().map(|(s, _)| Value::from((*s).clone())).collect()),
+        )
+        .with(
+            "syn_acks_without",
+            Value::List(named().map(|(_, &(_, d))| Value::Count(d)).collect()),
+        )
+        .with(
+            "syn_acks_with",
+            Value::List(named().map(|(_, &(gr, _))| Value::Count(gr)).collect()),
+        );
     let intervals = v.intervals_by(|c| c.options_dropped);
     let mut evidence: Vec<_> = intervals
         .iter()

@@ -6,8 +6,13 @@ use super::prelude::*;
 pub(super) fn title(f: &Finding) -> Option<String> {
     let a = &f.facts;
     let n = a.u64("streams");
-    let list: Vec<String> = (1..=n.min(8))
-        .map(|i| a.u64(&format!("stream_{i}")).to_string())
+    // the first eight, the title says
+    let list: Vec<String> = a
+        .list("stream_ids")
+        .iter()
+        .take(8)
+        .filter_map(|v| v.as_u64())
+        .map(|id| id.to_string())
         .collect();
     Some(format!(
         "HTTP/2 head-of-line blocking: {n} stream{} ({}{}) waited for a TCP retransmission of another stream's bytes",

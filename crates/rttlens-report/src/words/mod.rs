@@ -19,7 +19,7 @@ use rttlens_core::detect::finding::{Args, Confidence, Evidence, Fact, Finding};
 
 /// What each words file takes.
 mod prelude {
-    pub(super) use rttlens_core::detect::finding::{Args, Finding};
+    pub(super) use rttlens_core::detect::finding::{Args, Finding, Value};
 }
 
 mod capture_drops;

@@ -85,15 +85,18 @@ pub(super) fn pop_title(f: &PopFinding) -> String {
             a.u64("intervals")
         ),
         "syn-flood-cookies" => {
-            let names: Vec<String> = NAMED
+            let (without, with) = (a.list("syn_acks_without"), a.list("syn_acks_with"));
+            let names: Vec<String> = a
+                .list("server_names")
                 .iter()
-                .filter(|[name, _, _]| a.get(name).is_some())
-                .map(|[name, without, with]| {
+                .enumerate()
+                .map(|(k, name)| {
+                    let count = |l: &[Value]| l.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
                     format!(
                         "{}: {} without, {} with",
-                        a.str(name),
-                        a.u64(without),
-                        a.u64(with)
+                        name.as_str().unwrap_or(""),
+                        count(without),
+                        count(with)
                     )
                 })
                 .collect();
@@ -110,13 +113,6 @@ pub(super) fn pop_title(f: &PopFinding) -> String {
         _ => String::new(),
     }
 }
-
-/// The facts naming the first servers of `syn-flood-cookies`.
-const NAMED: [[&str; 3]; 3] = [
-    ["server1", "without1", "with1"],
-    ["server2", "without2", "with2"],
-    ["server3", "without3", "with3"],
-];
 
 /// A population finding's fix, from its facts.
 pub(super) fn pop_fix(f: &PopFinding) -> String {

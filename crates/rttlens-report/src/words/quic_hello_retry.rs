@@ -28,13 +28,20 @@ pub(super) fn fix(f: &Finding) -> Option<String> {
 /// A fact of kind `quic-hello-retry.*` as a sentence.
 pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
     Some(match kind {
-        "quic-hello-retry.client-hello" => format!(
-            "ClientHello with key shares for {}",
-            match a.str("offered_groups") {
-                "" => "no group",
-                groups => groups,
-            }
-        ),
+        "quic-hello-retry.client-hello" => {
+            let groups: Vec<&str> = a
+                .list("offered_groups")
+                .iter()
+                .filter_map(|v| v.as_str())
+                .collect();
+            format!(
+                "ClientHello with key shares for {}",
+                match groups.join(", ") {
+                    g if g.is_empty() => "no group".to_string(),
+                    g => g,
+                }
+            )
+        }
         "quic-hello-retry.hello-retry-request" => {
             format!("HelloRetryRequest: the server asks for {}", asked(a))
         }

@@ -19,10 +19,19 @@ pub(super) fn fix(_f: &Finding) -> Option<String> {
 pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
     Some(match kind {
         "quic-version-negotiation.client-initial" => "the client's Initial".into(),
-        "quic-version-negotiation.offers" => format!(
-            "Version Negotiation: the server offers {}",
-            a.str("versions")
-        ),
+        "quic-version-negotiation.offers" => {
+            // each version by its number in hex (`0x00000001`)
+            let versions: Vec<String> = a
+                .list("versions")
+                .iter()
+                .filter_map(|v| v.as_u64())
+                .map(|v| format!("{v:#010x}"))
+                .collect();
+            format!(
+                "Version Negotiation: the server offers {}",
+                versions.join(", ")
+            )
+        }
         "quic-version-negotiation.initial-again" => {
             "the client's Initial again, in the version chosen".into()
         }

@@ -14,9 +14,9 @@ pub(super) fn title(f: &Finding) -> Option<String> {
         _ => {
             // the flight of each slow-start round, in order
             let growth: Vec<String> = a
+                .list("flights_bytes")
                 .iter()
-                .filter(|(n, _)| n.starts_with("flight_bytes_"))
-                .filter_map(|(_, v)| v.as_u64())
+                .filter_map(|v| v.as_u64())
                 .map(|b| b.to_string())
                 .collect();
             format!(
