@@ -3,8 +3,10 @@
 //! `rttlens-report` crate; the JSON schema is documented in `docs/json.md`.
 //! [`Connection`] is the one record of a connection of any transport.
 
+mod capture;
 mod record;
 
+pub use capture::{CaptureSummary, Quality, TlsTally};
 pub use record::{Connection, Transport};
 
 use crate::analysis::connection::{Coverage, TcpFacts};
