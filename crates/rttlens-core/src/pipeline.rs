@@ -93,8 +93,8 @@ pub fn run_with(
     let mut population = crate::population::Population::new(options.interval_ms);
     let mut quic_findings: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut quic: Vec<QuicReport> = Vec::new();
-    let mut on_conn = |c: Connection| {
-        match &c {
+    let mut on_conn = |mut c: Connection| {
+        match &mut c {
             Connection::Tcp(r) => {
                 tls.add(r);
                 population.add(&r.population_conn(), &r.sample);
@@ -104,7 +104,11 @@ pub fn run_with(
                 for f in &q.findings {
                     *quic_findings.entry(f.id).or_default() += 1;
                 }
+                // the summary's copy without the datagrams: the caller
+                // gets them
+                let trace = q.trace.take();
                 quic.push((**q).clone());
+                q.trace = trace;
             }
         }
         on_conn(c);
@@ -236,7 +240,8 @@ fn scan(
     progress: &mut dyn FnMut(Progress),
     copies: Option<&mut Vec<u64>>,
 ) -> Result<CaptureSummary, CaptureError> {
-    let mut intake = Intake::new(options.filter.as_ref()).with_keys(reader.key_store());
+    let mut intake =
+        Intake::new(options.filter.as_ref()).with_keys(reader.key_store(), options.trace);
     // once: the source does not change (it was asked on every frame)
     intake.live = reader.is_live();
     intake.copy_frames = copies.as_ref().map(|_| Vec::new());

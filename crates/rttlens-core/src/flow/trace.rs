@@ -7,8 +7,10 @@
 //! only while a picture is wanted.
 
 use crate::base::side::{FrameRef, Side};
-use crate::flow::rtt::RttSample;
 use crate::wire::TcpFlags;
+
+/// An RTT sample as a trace keeps it (TCP's and QUIC's alike).
+pub use crate::flow::rtt::RttSample;
 
 /// One packet as the pictures need it.
 #[derive(Debug, Clone, Copy)]
@@ -66,12 +68,21 @@ impl Trace {
 
     /// The labels of `frame` (none when the analysis did not name it).
     pub fn labels_of(&self, frame: u64) -> impl Iterator<Item = &'static str> + '_ {
-        let i = self.labels.partition_point(|l| l.0 < frame);
-        self.labels[i..]
-            .iter()
-            .take_while(move |l| l.0 == frame)
-            .map(|l| l.1)
+        labels_of(&self.labels, frame)
     }
+}
+
+/// The labels of `frame` in `labels` (sorted by frame), for the traces of
+/// either transport.
+pub fn labels_of<'a>(
+    labels: &'a [(u64, &'static str)],
+    frame: u64,
+) -> impl Iterator<Item = &'static str> + 'a {
+    let i = labels.partition_point(|l| l.0 < frame);
+    labels[i..]
+        .iter()
+        .take_while(move |l| l.0 == frame)
+        .map(|l| l.1)
 }
 
 #[cfg(test)]

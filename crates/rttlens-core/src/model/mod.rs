@@ -4,9 +4,11 @@
 //! [`Connection`] is the one record of a connection of any transport.
 
 mod capture;
+mod quic_labels;
 mod record;
 
 pub use capture::{CaptureSummary, Quality, TlsTally};
+pub(crate) use quic_labels::quic_frame_labels;
 pub use record::{Connection, Transport};
 
 use crate::analysis::connection::{Coverage, TcpFacts};
@@ -449,6 +451,10 @@ pub struct QuicReport {
     /// CONNECTION_CLOSE frames: `side: error (reason)`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub closes: Vec<String>,
+    /// Every datagram, when the pipeline kept traces
+    /// ([`crate::pipeline::Options::trace`]); not part of the JSON.
+    #[serde(skip)]
+    pub trace: Option<Box<crate::quic::trace::QuicTrace>>,
 }
 
 /// One HTTP/3 request stream (RFC 9114 §4.1).
@@ -672,6 +678,7 @@ impl QuicReport {
                     }
                 })
                 .collect(),
+            trace: None,
         }
     }
 }

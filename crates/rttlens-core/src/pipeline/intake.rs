@@ -79,18 +79,25 @@ impl<'f> Intake<'f> {
         }
     }
 
-    /// Reads QUIC with the secrets of `keys`.
-    pub(super) fn with_keys(mut self, keys: KeyStore) -> Self {
-        self.quic = QuicTable::new(keys);
+    /// Reads QUIC with the secrets of `keys`, each connection keeping its
+    /// datagrams when `trace` is set.
+    pub(super) fn with_keys(mut self, keys: KeyStore, trace: bool) -> Self {
+        self.quic = QuicTable::new(keys).with_trace(trace);
         self
     }
 
     /// A QUIC connection that ended: analysed, its report kept until the
     /// caller hands it on ([`Intake::quic_ended`]).
     pub(super) fn quic_done(ended: &mut Vec<QuicReport>, start: Timestamp, c: QuicConn) {
-        let a = analysis::quic::analyze(c);
+        let mut a = analysis::quic::analyze(c);
         let findings = detect::run_quic(&a);
-        ended.push(QuicReport::new(&a, findings, start));
+        let trace = a.conn.trace.take();
+        let mut report = QuicReport::new(&a, findings, start);
+        report.trace = trace.map(|mut t| {
+            t.labels = crate::model::quic_frame_labels(&a);
+            t
+        });
+        ended.push(report);
     }
 
     /// Reads a UDP datagram; whether it was QUIC.

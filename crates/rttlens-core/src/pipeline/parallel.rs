@@ -257,7 +257,8 @@ fn read_frames(
 ) -> Result<(CaptureSummary, Vec<QuicReport>), CaptureError> {
     let _guard = StopOnPanic(pool);
     let n = pool.len();
-    let mut intake = Intake::new(options.filter.as_ref()).with_keys(reader.key_store());
+    let mut intake =
+        Intake::new(options.filter.as_ref()).with_keys(reader.key_store(), options.trace);
     intake.live = reader.is_live();
     // its sequence number, start and `last` are set when it is sent
     let new_batch = || match recycled.try_recv() {

@@ -12,6 +12,7 @@ use super::frame::{frames, Frame};
 use super::h3::H3Tracker;
 use super::packet::{packets, Header, PacketType};
 use super::protect::{open, quic_suite, tls13_suites, PacketKeys};
+use super::trace::QuicTrace;
 use crate::base::side::{FrameRef, Side};
 use crate::base::time::{Duration, Timestamp};
 use crate::capture::keylog::{KeyStore, SecretLabel, Secrets};
@@ -231,6 +232,9 @@ pub struct QuicConn {
     pub h3: H3Tracker,
     /// First STREAM data from each side.
     pub first_stream: [Option<FrameRef>; 2],
+    /// Every datagram, when the table keeps traces
+    /// (`super::table::QuicTable::with_trace`).
+    pub trace: Option<Box<QuicTrace>>,
     keys: Keys,
     sent: [[Sent; 3]; 2],
     largest: [[Option<u64>; 3]; 2],
@@ -335,6 +339,7 @@ impl QuicConn {
             keys_logged: false,
             h3: H3Tracker::new(),
             first_stream: [None, None],
+            trace: None,
             keys: Keys::default(),
             sent: Default::default(),
             largest: [[None; 3]; 2],
@@ -427,6 +432,9 @@ impl QuicConn {
         self.last = at;
         self.datagrams[s] += 1;
         self.bytes[s] += u64::from(d.payload_len);
+        if let Some(t) = &mut self.trace {
+            t.datagram(side, at, d.payload_len);
+        }
         let mut first_in_datagram = true;
         let mut first_dcid: Option<&[u8]> = None;
         // a known connection's packets may have the QUIC Bit cleared
@@ -560,6 +568,9 @@ impl QuicConn {
     }
 
     fn record(&mut self, rec: PacketRec) {
+        if let Some(t) = &mut self.trace {
+            t.packet(rec.ty, rec.pn, rec.ack_eliciting, rec.crypto_again);
+        }
         if self.recs.len() < PACKETS_KEPT {
             self.recs.push(rec);
         }
@@ -951,6 +962,9 @@ impl QuicConn {
             } else {
                 raw
             };
+            if let Some(t) = &mut self.trace {
+                t.sample(side, at, rtt);
+            }
             if self.samples.len() < EVENTS_CAP {
                 self.samples.push(AckSample {
                     acker: side,

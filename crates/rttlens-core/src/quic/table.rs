@@ -37,6 +37,8 @@ pub struct QuicTable {
     pub datagrams: u64,
     /// Connections moved to another 4-tuple.
     pub migrations: u64,
+    /// Keep every connection's datagrams ([`QuicConn::trace`]).
+    trace: bool,
 }
 
 impl QuicTable {
@@ -46,6 +48,13 @@ impl QuicTable {
             store,
             ..QuicTable::default()
         }
+    }
+
+    /// The same table, its connections keeping every datagram
+    /// ([`QuicConn::trace`]) when `trace` is set.
+    pub fn with_trace(mut self, trace: bool) -> QuicTable {
+        self.trace = trace;
+        self
     }
 
     /// Reads `d`; `false` when it is not QUIC (or of no connection known).
@@ -139,7 +148,10 @@ impl QuicTable {
     fn open(&mut self, d: &UdpDatagram<'_>, at: FrameRef) -> u64 {
         let id = self.next;
         self.next += 1;
-        let c = QuicConn::new(id, d, at, self.store.clone());
+        let mut c = QuicConn::new(id, d, at, self.store.clone());
+        if self.trace {
+            c.trace = Some(Box::default());
+        }
         self.by_tuple.insert((c.client, c.server), id);
         self.by_tuple.insert((c.server, c.client), id);
         self.conns.insert(id, c);
