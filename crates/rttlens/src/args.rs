@@ -391,7 +391,8 @@ pub struct PictureArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Also write each graph of the connections shown as its own SVG file
-    /// in DIR (`conn-INDEX-GRAPH.svg`; created if missing).
+    /// in DIR (`conn-INDEX-GRAPH.svg`, a QUIC connection's `quic-INDEX-GRAPH.svg`;
+    /// created if missing).
     #[arg(long, value_name = "DIR")]
     pub svg: Option<PathBuf>,
     /// Interval of the IO graph (e.g. 1ms, 10ms, 0.5ms).

@@ -151,14 +151,19 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
                 return;
             }
             // `--conn` selects TCP connections; every QUIC one is shown
-            if let Connection::Tcp(c) = &conn {
-                if !selectors.is_empty() && !selectors.iter().any(|s| s.matches(c)) {
-                    return;
-                }
-                if let Some(svg) = svg_only.as_mut().filter(|s| s.wants(c)) {
-                    if let Err(e) = svg.connection(&mut io::sink(), conn.clone()) {
-                        *io_err = Some(e);
+            // (and drawn)
+            let drawn = match &conn {
+                Connection::Tcp(c) => {
+                    if !selectors.is_empty() && !selectors.iter().any(|s| s.matches(c)) {
+                        return;
                     }
+                    svg_only.as_ref().is_some_and(|s| s.wants(c))
+                }
+                Connection::Quic(_) => true,
+            };
+            if let Some(svg) = svg_only.as_mut().filter(|_| drawn) {
+                if let Err(e) = svg.connection(&mut io::sink(), conn.clone()) {
+                    *io_err = Some(e);
                 }
             }
             if let Err(e) = renderer.connection(out, conn) {

@@ -1,15 +1,19 @@
 //! The four XY graphs of a connection: time-sequence (Stevens/tcptrace),
 //! bytes in flight per round, IO graph and RTT samples, each with the
-//! connection's findings pinned to the frames they cite.
+//! connection's findings pinned to the frames they cite. The IO graph and
+//! the RTT samples read any [`Traced`] connection, TCP or QUIC; the other
+//! two are TCP's alone.
 
 use plotters::prelude::*;
 use rttlens_core::base::side::Side;
 use rttlens_core::base::time::Timestamp;
+use rttlens_core::detect::Finding;
 use rttlens_core::flow::rounds::Limit;
 use rttlens_core::flow::trace::{Trace, TracePacket};
 use rttlens_core::model::ConnReport;
 
 use super::plot::{self, colour, Axes, Ctx, DrawResult, Pin, COLUMNS};
+use super::traced::Traced;
 use super::Figure;
 
 /// Milliseconds of `ts` after the trace's first packet.
@@ -46,8 +50,8 @@ pub fn data_sender(c: &ConnReport, t: &Trace) -> Side {
 }
 
 /// Every evidence frame of every finding, with its tooltip.
-fn evidence(c: &ConnReport) -> impl Iterator<Item = (&'static str, u64, String)> + '_ {
-    c.findings.iter().flat_map(|f| {
+fn evidence(findings: &[Finding]) -> impl Iterator<Item = (&'static str, u64, String)> + '_ {
+    findings.iter().flat_map(|f| {
         f.evidence.iter().map(move |e| {
             (
                 f.id,
@@ -114,7 +118,7 @@ pub fn time_sequence(c: &ConnReport, t: &Trace) -> Figure {
     let retx_bars = plot::clip_bars(plot::bars(&retx, &x), &x, &y);
     let ack_line = plot::clip(plot::envelope(&plot::steps(&acks), &x), &x, &y);
     let win_line = plot::clip(plot::envelope(&plot::steps(&wins), &x), &x, &y);
-    let pins: Vec<Pin> = evidence(c)
+    let pins: Vec<Pin> = evidence(&c.findings)
         .filter_map(|(id, frame, text)| {
             let p = packet(t, frame)?;
             let y = match (p.side == sender, p.seq, p.ack) {
@@ -272,7 +276,7 @@ pub fn flight(c: &ConnReport) -> Figure {
             Limit::Sndbuf | Limit::Rwnd | Limit::Bottleneck | Limit::Window
         )
     });
-    let pins: Vec<Pin> = evidence(c)
+    let pins: Vec<Pin> = evidence(&c.findings)
         .filter_map(|(id, frame, text)| {
             let r = rounds
                 .iter()
@@ -376,15 +380,16 @@ impl Slot {
     }
 }
 
-/// Packets (per direction) and payload bytes per `interval_ms`, as
-/// Wireshark's IO graph counts them. With more intervals than pixel
-/// columns each column shows the busiest interval in it, so batches one
-/// RTT apart stay visible however long the connection.
-pub fn io(t: &Trace, interval_ms: f64) -> Figure {
+/// Packets or datagrams (per direction) and payload bytes per
+/// `interval_ms`, as Wireshark's IO graph counts them. With more intervals
+/// than pixel columns each column shows the busiest interval in it, so
+/// batches one RTT apart stay visible however long the connection.
+pub fn io<T: Traced>(t: &T, interval_ms: f64) -> Figure {
     let name = "io";
-    let (Some(first), Some(last)) = (t.packets.first(), t.packets.last()) else {
-        return Figure::none(name, "no packets");
-    };
+    if t.is_empty() {
+        return Figure::none(name, &format!("no {}", T::UNIT));
+    }
+    let (first, last) = (t.row(0), t.row(t.len() - 1));
     let iv = interval_ms.max(1e-3);
     let t0 = first.at.ts;
     let n = ((ms(t0, last.at.ts) / iv).floor() as usize).saturating_add(1);
@@ -407,7 +412,7 @@ pub fn io(t: &Trace, interval_ms: f64) -> Figure {
             slots[i] = slots[i].max(s);
         }
     };
-    for p in &t.packets {
+    for p in t.rows() {
         let k = ((ms(t0, p.at.ts) / iv).floor() as usize).min(n - 1);
         if k != cur.0 {
             flush(cur, &mut slots);
@@ -442,9 +447,9 @@ pub fn io(t: &Trace, interval_ms: f64) -> Figure {
     } else {
         format!("per {iv} ms")
     };
-    let t_pkts = format!("IO graph: packets {per}");
-    let t_bytes = format!("IO graph: payload bytes {per}");
-    let y_pk = format!("packets / {iv} ms");
+    let t_pkts = format!("IO graph: {} {per}", T::UNIT);
+    let t_bytes = format!("IO graph: {} {per}", T::BYTES);
+    let y_pk = format!("{} / {iv} ms", T::UNIT);
     let y_by = format!("bytes / {iv} ms");
     let stroke = if reduce { 1 } else { 2 };
     let mut packets = |ch: &mut Ctx<'_, '_>| -> DrawResult {
@@ -511,7 +516,9 @@ pub fn io(t: &Trace, interval_ms: f64) -> Figure {
         name,
         svg,
         format!(
-            "Packets and payload bytes per {iv} ms (`--io-interval`). A sender held back by a window sends in batches one RTT apart: spikes with silence between them."
+            "{} and {} per {iv} ms (`--io-interval`). A sender held back by a window sends in batches one RTT apart: spikes with silence between them.",
+            capitalized(T::UNIT),
+            T::BYTES
         ),
     )
 }
@@ -523,24 +530,22 @@ const RTT_FINDINGS: [&str; 1] = ["queueing-delay"];
 /// Every RTT sample over time (data/ACK and timestamp echoes), as a full
 /// round trip: the half it measured plus the other half's minimum. The
 /// minimum RTT is the baseline; queueing shows as a band rising above it.
-pub fn rtt(c: &ConnReport, t: &Trace) -> Figure {
+pub fn rtt<T: Traced>(t: &T) -> Figure {
     let name = "rtt";
-    let Some(t0) = t.packets.first().map(|p| p.at.ts) else {
-        return Figure::none(name, "no packets");
-    };
-    if t.rtt.is_empty() {
-        return Figure::none(
-            name,
-            "no RTT samples (one direction only, or no data acknowledged)",
-        );
+    if t.is_empty() {
+        return Figure::none(name, &format!("no {}", T::UNIT));
     }
-    let (h_c, h_s) = c.rtt.as_ref().map_or((0.0, 0.0), |r| (r.h_c_ms, r.h_s_ms));
+    let t0 = t.row(0).at.ts;
+    if t.samples().is_empty() {
+        return Figure::none(name, T::NO_RTT);
+    }
+    let (h_c, h_s) = t.halves();
     let series = |side: Side| -> Vec<(f64, f64)> {
         let other = match side {
             Side::Client => h_s,
             Side::Server => h_c,
         };
-        t.rtt
+        t.samples()
             .iter()
             .filter(|(s, _)| *s == side)
             .map(|(_, r)| (ms(t0, r.at.ts), r.d.as_millis_f64() + other))
@@ -548,18 +553,19 @@ pub fn rtt(c: &ConnReport, t: &Trace) -> Figure {
     };
     let via_server = series(Side::Server);
     let via_client = series(Side::Client);
-    let end = t.packets.last().map_or(0.0, |p| ms(t0, p.at.ts));
+    let end = ms(t0, t.row(t.len() - 1).at.ts);
     let x = plot::range(0.0, end);
     let y_max = via_server
         .iter()
         .chain(&via_client)
         .map(|p| p.1)
         .fold(0.0, f64::max);
-    let y = plot::y_range(y_max.max(c.rtt.as_ref().map_or(0.0, |r| r.min_ms)));
-    let pins: Vec<Pin> = evidence(c)
+    let min = t.min_rtt();
+    let y = plot::y_range(y_max.max(min.unwrap_or(0.0)));
+    let pins: Vec<Pin> = evidence(t.findings())
         .filter(|(id, _, _)| RTT_FINDINGS.contains(id))
         .filter_map(|(id, frame, text)| {
-            let (side, r) = t.rtt.iter().find(|(_, r)| r.at.frame == frame)?;
+            let (side, r) = t.samples().iter().find(|(_, r)| r.at.frame == frame)?;
             let other = if *side == Side::Client { h_s } else { h_c };
             Some(Pin {
                 x: ms(t0, r.at.ts),
@@ -572,7 +578,6 @@ pub fn rtt(c: &ConnReport, t: &Trace) -> Figure {
     let (n_s, n_c) = (via_server.len(), via_client.len());
     let via_server = plot::clip(plot::envelope(&via_server, &x), &x, &y);
     let via_client = plot::clip(plot::envelope(&via_client, &x), &x, &y);
-    let min = c.rtt.as_ref().map(|r| r.min_ms);
     let axes = Axes {
         title: "RTT samples over time",
         x_desc: "ms since the connection's first packet",
@@ -608,11 +613,17 @@ pub fn rtt(c: &ConnReport, t: &Trace) -> Figure {
         }
         Ok(())
     };
-    let mut caption = String::from(
-        "Each dot is one RTT sample (a data segment and the ACK that covers it, or a timestamp echo; Karn's rule: none from retransmissions) plus the other half's minimum, so every dot is a whole round trip. Samples include the receiver's delayed-ACK wait; a band rising above the minimum is queueing.",
-    );
+    let mut caption = String::from(T::RTT_CAPTION);
     if min.is_none() {
         caption.push_str(" One half of the path was never sampled: the dots are that half alone.");
     }
     Figure::drawn(name, plot::canvas(&mut [(axes, pins, &mut body)]), caption)
+}
+
+/// `s` with its first letter in capitals.
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }

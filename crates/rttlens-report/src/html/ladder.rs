@@ -18,11 +18,9 @@ use std::fmt::Write as _;
 
 use rttlens_core::base::side::Side;
 use rttlens_core::base::time::Timestamp;
-use rttlens_core::flow::trace::{Trace, TracePacket};
-use rttlens_core::model::ConnReport;
-use rttlens_core::wire::TcpFlags;
 
 use super::plot::colour;
+use super::traced::{Row, Traced};
 use super::{esc, Figure};
 
 /// Canvas width (px).
@@ -105,47 +103,17 @@ impl TimeAxis {
     }
 }
 
-/// The words beside an arrow: flags, size, and what the analysis named.
-fn label(p: &TracePacket, t: &Trace) -> String {
-    let f = p.flags;
-    let mut parts: Vec<String> = Vec::new();
-    let syn = f.contains(TcpFlags::SYN);
-    if syn && f.contains(TcpFlags::ACK) {
-        parts.push("SYN-ACK".into());
-    } else if syn {
-        parts.push("SYN".into());
-    }
-    if f.contains(TcpFlags::FIN) {
-        parts.push("FIN".into());
-    }
-    if f.contains(TcpFlags::RST) {
-        parts.push("RST".into());
-    }
-    let named: Vec<&str> = t.labels_of(p.at.frame).collect();
-    if !named.is_empty() {
-        parts.push(named.join(", "));
-    }
-    if p.len > 0 {
-        parts.push(format!("{} B", p.len));
-    } else if parts.is_empty() {
-        parts.push("ACK".into());
-    }
-    if p.retransmission {
-        parts.push("retransmission".into());
-    }
-    parts.join(" · ")
-}
-
-/// The ladder diagram of the first `max_packets` packets.
-pub fn ladder(c: &ConnReport, t: &Trace, max_packets: usize) -> Figure {
+/// The ladder diagram of the first `max_packets` packets (or datagrams).
+pub fn ladder<T: Traced>(v: &T, max_packets: usize) -> Figure {
     let name = "ladder";
-    let Some(t0) = t.packets.first().map(|p| p.at.ts) else {
-        return Figure::none(name, "no packets");
-    };
-    let shown = &t.packets[..t.packets.len().min(max_packets.max(1))];
+    if v.is_empty() {
+        return Figure::none(name, &format!("no {}", T::UNIT));
+    }
+    let shown: Vec<Row> = v.rows().take(max_packets.max(1)).collect();
+    let t0 = shown[0].at.ts;
     let ms = |ts: Timestamp| (ts - t0).as_millis_f64();
-    let (h_c, h_s) = c.rtt.as_ref().map_or((0.0, 0.0), |r| (r.h_c_ms, r.h_s_ms));
-    let rtt = c.rtt.as_ref().map(|r| r.min_ms).filter(|r| *r > 0.0);
+    let (h_c, h_s) = v.halves();
+    let rtt = v.min_rtt().filter(|r| *r > 0.0);
     let times: Vec<f64> = shown.iter().map(|p| ms(p.at.ts)).collect();
     let span = times.last().copied().unwrap_or(0.0).max(1e-3);
     // about 28 px per packet on average, before the rows and cuts
@@ -170,7 +138,7 @@ pub fn ladder(c: &ConnReport, t: &Trace, max_packets: usize) -> Figure {
         };
         !middle && h <= 0.15 * (h_c + h_s)
     };
-    let ends = |i: usize, p: &TracePacket| -> (f64, f64) {
+    let ends = |i: usize, p: &Row| -> (f64, f64) {
         let t_m = times[i];
         let shift = if middle { rows[i] - axis.y(t_m) } else { 0.0 };
         let at = |s: Side, t: f64| if near(s) { rows[i] } else { axis.y(t) + shift };
@@ -227,8 +195,8 @@ pub fn ladder(c: &ConnReport, t: &Trace, max_packets: usize) -> Figure {
     }
     // the two timelines
     for (x, who, addr) in [
-        (X_CLIENT, "client", &c.client),
-        (X_SERVER, "server", &c.server),
+        (X_CLIENT, "client", v.client()),
+        (X_SERVER, "server", v.server()),
     ] {
         let _ = writeln!(
             s,
@@ -253,7 +221,7 @@ pub fn ladder(c: &ConnReport, t: &Trace, max_packets: usize) -> Figure {
         let t_m = times[i];
         let (x1, x2) = (x_of(p.side), x_of(p.side.peer()));
         let (y1, y2) = ends(i, p);
-        let col = if p.retransmission {
+        let col = if p.again {
             colour::RED
         } else if p.side == Side::Client {
             colour::ORANGE
@@ -261,35 +229,29 @@ pub fn ladder(c: &ConnReport, t: &Trace, max_packets: usize) -> Figure {
             colour::BLUE
         };
         let rgb = format!("rgb({},{},{})", col.0, col.1, col.2);
-        let pure_ack = p.len == 0
-            && !p.flags.contains(TcpFlags::SYN)
-            && !p.flags.contains(TcpFlags::FIN)
-            && !p.flags.contains(TcpFlags::RST);
-        let width = if pure_ack { 1.0 } else { 2.0 };
+        let width = if p.thin { 1.0 } else { 2.0 };
         // arrowhead: a triangle at the receiver's end
         let (dx, dy) = (x2 - x1, y2 - y1);
         let len = (dx * dx + dy * dy).sqrt().max(1e-6);
         let (ux, uy) = (dx / len, dy / len);
         let (bx, by) = (x2 - ux * 9.0, y2 - uy * 9.0);
         let (px, py) = (-uy * 4.0, ux * 4.0);
-        let words = label(p, t);
+        let words = v.words(i);
         let tip = format!(
-            "frame {} at {:.3} ms: {} → {}, {}; seq {}, ack {}, window {} B",
+            "frame {} at {:.3} ms: {} → {}, {}; {}",
             p.at.frame,
             t_m,
             p.side.as_str(),
             p.side.peer().as_str(),
             words,
-            p.seq.map_or("-".into(), |v| v.to_string()),
-            p.ack.map_or("-".into(), |v| v.to_string()),
-            p.window
+            v.detail(i)
         );
         let _ = writeln!(
             s,
             "<g class=\"packet\" data-frame=\"{}\"><title>{}</title><line x1=\"{x1}\" y1=\"{y1:.1}\" x2=\"{bx:.1}\" y2=\"{by:.1}\" stroke=\"{rgb}\" stroke-width=\"{width}\"{}/><polygon points=\"{x2:.1},{y2:.1} {:.1},{:.1} {:.1},{:.1}\" fill=\"{rgb}\"/>",
             p.at.frame,
             esc(&tip),
-            if p.retransmission { " stroke-dasharray=\"5 3\"" } else { "" },
+            if p.again { " stroke-dasharray=\"5 3\"" } else { "" },
             bx + px,
             by + py,
             bx - px,
@@ -319,8 +281,8 @@ pub fn ladder(c: &ConnReport, t: &Trace, max_packets: usize) -> Figure {
             t_m
         );
         // findings citing this frame, at the right
-        let cited: Vec<(&str, String)> = c
-            .findings
+        let cited: Vec<(&str, String)> = v
+            .findings()
             .iter()
             .flat_map(|f| {
                 f.evidence
@@ -356,19 +318,21 @@ pub fn ladder(c: &ConnReport, t: &Trace, max_packets: usize) -> Figure {
     }
     s.push_str("</svg>\n");
     let mut caption = format!(
-        "The first {} of {} packets. Each arrow leaves its sender h/2 of the sender's side before the capture saw the packet and reaches the receiver h/2 of the receiver's side after it (h_c = {h_c:.2} ms, h_s = {h_s:.2} ms: the RTT's two halves seen from the capture point, a symmetric path assumed). Time runs downward, at least one row per packet; silences longer than the page allows are cut and their length written.",
+        "The first {} of {} {}. Each arrow leaves its sender h/2 of the sender's side before the capture saw the packet and reaches the receiver h/2 of the receiver's side after it (h_c = {h_c:.2} ms, h_s = {h_s:.2} ms: the RTT's two halves seen from the capture point, a symmetric path assumed). Time runs downward, at least one row per packet; silences longer than the page allows are cut and their length written.",
         shown.len(),
-        t.packets.len(),
+        v.len(),
+        T::UNIT,
     );
     if rtt.is_none() {
         caption = format!(
-            "The first {} of {} packets. The RTT is not known, so each arrow is drawn at the time the capture saw it.",
+            "The first {} of {} {}. The RTT is not known, so each arrow is drawn at the time the capture saw it.",
             shown.len(),
-            t.packets.len()
+            v.len(),
+            T::UNIT
         );
     }
-    let beyond: Vec<String> = c
-        .findings
+    let beyond: Vec<String> = v
+        .findings()
         .iter()
         .flat_map(|f| {
             f.evidence

@@ -9,7 +9,10 @@
 //! the ladder of phases, the findings with their evidence and fix, and five
 //! graphs with the findings pinned to their frames: a ladder diagram, the
 //! time-sequence graph, bytes in flight per round, an IO graph and the RTT
-//! samples. [`figures`] gives the graphs alone (`--svg DIR`).
+//! samples. [`figures`] gives the graphs alone (`--svg DIR`). Per QUIC
+//! connection (every one, after the TCP ones, [`quic`]): its ladder of
+//! phases, findings and the graphs that apply to QUIC, the ladder diagram,
+//! IO graph and RTT samples, drawn by the same code ([`traced`]).
 //!
 //! The graphs need the packets: run the pipeline with
 //! [`rttlens_core::pipeline::Options::trace`]. Only the connections kept
@@ -19,6 +22,8 @@ pub mod charts;
 pub mod ladder;
 pub mod plot;
 pub mod population;
+pub mod quic;
+pub mod traced;
 
 use std::cmp::Ordering;
 use std::io::{self, Write};
@@ -102,30 +107,32 @@ pub fn figures(c: &ConnReport, o: &HtmlOptions) -> Vec<Figure> {
     let Some(t) = c.trace.as_deref() else {
         return vec![charts::flight(c)];
     };
+    let v = traced::View { c, t };
     vec![
-        ladder::ladder(c, t, o.ladder_packets),
+        ladder::ladder(&v, o.ladder_packets),
         charts::time_sequence(c, t),
         charts::flight(c),
-        charts::io(t, o.io_interval_ms),
-        charts::rtt(c, t),
+        charts::io(&v, o.io_interval_ms),
+        charts::rtt(&v),
     ]
 }
 
-/// Write each drawn graph of `c` to `dir/conn-INDEX-NAME.svg`; returns the
-/// paths written.
+/// Write each drawn graph of a connection to `dir/PREFIXCONN-NAME.svg`,
+/// `conn` naming it (`conn-INDEX` for TCP, `quic-INDEX` for QUIC);
+/// returns the paths written.
 ///
 /// # Errors
 /// A file could not be written.
 pub fn write_svgs(
     dir: &Path,
     prefix: &str,
-    c: &ConnReport,
+    conn: &str,
     figs: &[Figure],
 ) -> io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for f in figs {
         if let Ok(svg) = &f.svg {
-            let p = dir.join(format!("{prefix}conn-{}-{}.svg", c.index, f.name));
+            let p = dir.join(format!("{prefix}{conn}-{}.svg", f.name));
             std::fs::write(&p, svg)?;
             out.push(p);
         }
@@ -356,11 +363,11 @@ impl HtmlRenderer {
         for c in &kept {
             let figs = figures(c, &self.opts);
             if let Some(dir) = &self.svg_dir {
-                write_svgs(dir, p, c, &figs)?;
+                write_svgs(dir, p, &format!("conn-{}", c.index), &figs)?;
             }
             connection(w, p, c, &figs)?;
         }
-        quic_section(w, p, &self.quic)?;
+        quic::section(w, p, &self.quic, &self.opts, self.svg_dir.as_deref())?;
         Ok(())
     }
 }
@@ -601,76 +608,6 @@ fn finding_articles(w: &mut dyn Write, findings: &[Finding]) -> io::Result<()> {
         )?;
     }
     Ok(())
-}
-
-/// The capture's QUIC connections (docs/design.md §4 "QUIC"), each as a
-/// TCP connection is shown: what it was, its ladder (`quic-handshake`,
-/// then `request` and `transfer` with HTTP/3 decrypted) in ms and RTTs,
-/// and its findings. Nothing without QUIC.
-fn quic_section(w: &mut dyn Write, p: &str, quic: &[QuicReport]) -> io::Result<()> {
-    if quic.is_empty() {
-        return Ok(());
-    }
-    writeln!(
-        w,
-        "<section class=\"quic\" id=\"{p}quic\">\n<h3>QUIC connections</h3>\n<p class=\"note\">{} QUIC connection{}, in order of first packet.</p>",
-        quic.len(),
-        if quic.len() == 1 { "" } else { "s" }
-    )?;
-    for q in quic {
-        writeln!(
-            w,
-            "<section class=\"conn quic-conn\" id=\"{p}quic-{}\">\n<h3>QUIC connection {} <span class=\"ends\">{} → {}</span></h3>",
-            q.index,
-            q.index,
-            esc(&q.client),
-            esc(&q.server)
-        )?;
-        let h = &q.handshake;
-        let mut meta = format!(
-            "QUIC v{} · {} packets ({}–{}) · {:.1} ms",
-            q.version,
-            q.packets[0] + q.packets[1],
-            q.first_frame,
-            q.last_frame,
-            q.duration_ms
-        );
-        match &q.rtt {
-            Some(r) => meta.push_str(&format!(" · RTT {:.2} ms min", r.min_ms)),
-            None => meta.push_str(" · RTT unknown"),
-        }
-        if let Some(sni) = &h.sni {
-            meta.push_str(&format!(" · SNI {sni}"));
-        }
-        if !h.alpn_offered.is_empty() {
-            meta.push_str(&format!(" · ALPN offered {}", h.alpn_offered.join(", ")));
-        }
-        if h.resumed == Some(true) {
-            meta.push_str(" · resumed");
-        }
-        meta.push_str(&format!(" · 0-RTT {}", h.zero_rtt));
-        let undecrypted: u64 = q.not_decrypted.values().sum();
-        meta.push_str(&format!(
-            " · {} packets decrypted{}",
-            q.decrypted[0] + q.decrypted[1],
-            if undecrypted > 0 {
-                format!(", {undecrypted} not")
-            } else {
-                String::new()
-            }
-        ));
-        if !q.roles_known {
-            meta.push_str(" · client told by port");
-        }
-        writeln!(w, "<p class=\"meta\">{}</p>", esc(&meta))?;
-        for c in &q.closes {
-            writeln!(w, "<p class=\"note\">CONNECTION_CLOSE {}</p>", esc(c))?;
-        }
-        phase_table(w, &q.ladder)?;
-        finding_articles(w, &q.findings)?;
-        writeln!(w, "</section>")?;
-    }
-    writeln!(w, "</section>")
 }
 
 /// A graph with its caption, or why it was not drawn.
