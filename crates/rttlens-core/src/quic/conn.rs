@@ -1,3 +1,7 @@
+//! Over 700 lines: the packets, the keys and the ACK bookkeeping of one
+//! connection all work on QuicConn's private state; grouping its fields by
+//! concern (issue 40) is what will let it split.
+//!
 //! One QUIC connection as its datagrams pass the capture point: packets
 //! opened with the keys at hand (Initial keys always, the others from a key
 //! log), CRYPTO streams reassembled, ACK frames turned into RTT samples
