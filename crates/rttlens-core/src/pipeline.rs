@@ -249,7 +249,7 @@ fn scan(
     let mut oversized = 0u64;
     let mut finish = |conn: Box<Conn<Protocols>>, start: Timestamp| {
         connections.set(connections.get() + 1);
-        oversized += conn.half[0].oversized + conn.half[1].oversized;
+        oversized += conn.half[0].send.oversized + conn.half[1].send.oversized;
         finish(conn, start);
     };
     while let Some(frame) = intake.next(reader)? {

@@ -75,7 +75,7 @@ fn episodes(half: &Half) -> Vec<Backoff> {
     let mut by_offset: Vec<(u64, Vec<&Retransmission>)> = Vec::new();
     for r in half.retx() {
         // acknowledged later: the loss was repaired (an `rto`, not this)
-        if half.acked > r.offset {
+        if half.peer.acked > r.offset {
             continue;
         }
         match by_offset.iter_mut().find(|(o, _)| *o == r.offset) {

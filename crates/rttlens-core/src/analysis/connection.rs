@@ -168,12 +168,13 @@ impl Analysis {
     pub(crate) fn waited_until(&self) -> crate::base::time::Timestamp {
         let c = &self.conn;
         let mut end = c.last.ts;
-        if let (Some(fc), Some(fs)) = (c.half[0].fin, c.half[1].fin) {
+        if let (Some(fc), Some(fs)) = (c.half[0].send.fin, c.half[1].send.fin) {
             let closed = fc.ts.max(fs.ts);
             let delivered = c.half.iter().all(|h| {
-                h.snd_nxt.saturating_sub(h.acked) <= CLOSE_TAIL
+                h.send.snd_nxt.saturating_sub(h.peer.acked) <= CLOSE_TAIL
                     && !h.retx().iter().any(|r| {
-                        r.at.ts > closed && r.offset + u64::from(r.len) + CLOSE_TAIL < h.snd_nxt
+                        r.at.ts > closed
+                            && r.offset + u64::from(r.len) + CLOSE_TAIL < h.send.snd_nxt
                     })
             });
             if delivered {
@@ -220,15 +221,15 @@ pub(crate) const CLOSE_TAIL: u64 = 96;
 pub const OPTIONS_MAX: u64 = 40;
 
 /// A sender's MSS (bytes): its full segment size from the SYNs and the path
-/// ([`Half::full_size`](crate::flow::half::Half::full_size)), else the
+/// ([`Sender::full_size`](crate::flow::half::Sender::full_size)), else the
 /// largest segment it sent but never below [`MIN_MSS`], else 1460
 /// (Ethernet).
 fn effective_mss(conn: &Conn<Protocols>, sender: Side) -> u64 {
     let h = &conn.half[sender.index()];
-    match (h.mss, h.max_payload as u64) {
+    match (h.send.mss, h.send.max_payload as u64) {
         (0, 0) => 1460,
         (0, observed) => observed.max(MIN_MSS),
-        _ => h.full_size(),
+        _ => h.send.full_size(),
     }
 }
 
@@ -248,6 +249,7 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
         effective_mss(&conn, Side::Client),
         effective_mss(&conn, Side::Server),
     ];
+    let [h0, h1] = &conn.half;
     let tcp = TcpFacts {
         mss_option: [
             syn.and_then(|s| s.options.mss),
@@ -261,34 +263,32 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
             && sa.is_some_and(|s| s.options.sack_permitted),
         timestamps: ts,
         mss,
-        bytes: [conn.half[0].bytes_sent, conn.half[1].bytes_sent],
-        retransmissions: [conn.half[0].retx_count, conn.half[1].retx_count],
+        bytes: [h0.send.bytes_sent, h1.send.bytes_sent],
+        retransmissions: [h0.loss.retx_count, h1.loss.retx_count],
         syn_count: syn.map(|s| s.count).unwrap_or(0),
         // half[x].max_window is the window the *peer* of x advertised
-        max_window: [
-            conn.half[1].scaled(conn.half[1].max_window),
-            conn.half[0].scaled(conn.half[0].max_window),
-        ],
-        out_of_order: [conn.half[0].out_of_order, conn.half[1].out_of_order],
-        window_full: [conn.half[0].window_full, conn.half[1].window_full],
+        max_window: [h1.scaled(h1.peer.max_window), h0.scaled(h0.peer.max_window)],
+        out_of_order: [h0.loss.out_of_order, h1.loss.out_of_order],
+        window_full: [h0.peer.window_full, h1.peer.window_full],
         // half[x] scales the window its peer advertised
         window_scale_inferred: [
-            conn.half[1].wscale_evidence.as_deref().copied(),
-            conn.half[0].wscale_evidence.as_deref().copied(),
+            h1.peer.wscale_evidence.as_deref().copied(),
+            h0.peer.wscale_evidence.as_deref().copied(),
         ],
         zero_windows: [
-            conn.half[1].zero_windows().len() as u64,
-            conn.half[0].zero_windows().len() as u64,
+            h1.zero_windows().len() as u64,
+            h0.zero_windows().len() as u64,
         ],
-        unseen_bytes: [conn.half[0].dropped_bytes, conn.half[1].dropped_bytes],
+        unseen_bytes: [h0.loss.dropped_bytes, h1.loss.dropped_bytes],
     };
     let mut rounds: [Vec<Round>; 2] = [Vec::new(), Vec::new()];
     let mut dropped = [0u64; 2];
     for side in [Side::Client, Side::Server] {
         let h = &mut conn.half[side.index()];
         let tracker = std::mem::take(&mut h.rounds);
-        let (mut r, d) = tracker.finish(h.peer_wscale);
-        classify(&mut r, mss[side.index()], rtt_min, h.wscale_known);
+        let (mut r, d) = tracker.finish(h.peer_flags.peer_wscale);
+        let known = h.peer_flags.wscale_known;
+        classify(&mut r, mss[side.index()], rtt_min, known);
         rounds[side.index()] = r;
         dropped[side.index()] = d;
     }
@@ -314,7 +314,7 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
         }
     }
     let app = app.unwrap_or_else(|| tcp_timeline(&conn));
-    let sender = if conn.half[0].snd_nxt > conn.half[1].snd_nxt * 4 {
+    let sender = if conn.half[0].send.snd_nxt > conn.half[1].send.snd_nxt * 4 {
         Side::Client
     } else {
         Side::Server
@@ -423,7 +423,7 @@ fn coverage_notes(conn: &Conn<Protocols>, coverage: Coverage, rtt_known: bool) -
                 .to_string(),
         );
     }
-    let oversized = conn.half[0].oversized + conn.half[1].oversized;
+    let oversized = conn.half[0].send.oversized + conn.half[1].send.oversized;
     if oversized > 0 {
         notes.push(format!(
             "{oversized} segments larger than the MSS: captured on an end host with \
@@ -457,10 +457,10 @@ fn coverage_notes(conn: &Conn<Protocols>, coverage: Coverage, rtt_known: bool) -
         for side in [Side::Client, Side::Server] {
             // the half of the peer scales this side's window
             let h = &conn.half[side.peer().index()];
-            if h.window.max(h.max_window) == 0 {
+            if h.peer.window.max(h.peer.max_window) == 0 {
                 continue;
             }
-            notes.push(match h.wscale_evidence.as_deref() {
+            notes.push(match h.peer.wscale_evidence.as_deref() {
                 Some(e) => format!(
                     "{}'s window scale not in the capture: at least {} (×{}), since frame {} \
                      had {} B in flight under a window field of {}; its windows are lower bounds",
@@ -497,9 +497,10 @@ fn tcp_timeline(conn: &Conn<Protocols>) -> AppTimeline {
     // handshake or anything else, so no request is named unless its
     // captured bytes open with a request line
     let request_first = c
+        .send
         .first_data
         .filter(|_| conn.payload_cut == 0 || http_cut(conn));
-    let response_first = match (request_first, s.first_data) {
+    let response_first = match (request_first, s.send.first_data) {
         (Some(q), Some(r)) if r.frame > q.frame => Some(r),
         (None, r) => r,
         _ => None,
@@ -518,7 +519,7 @@ fn tcp_timeline(conn: &Conn<Protocols>) -> AppTimeline {
         request_last,
         response_first,
         response_offset: 0,
-        response_last: s.last_new_data,
+        response_last: s.send.last_new_data,
         first_record: None,
         exchanges: u64::from(request_first.is_some()),
         client_ready: None,
@@ -639,7 +640,7 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
         }
         ladder.push(clock.phase("transfer", (t.first, dir), (t.last, dir), detail));
     }
-    let fins: Vec<FrameRef> = [c.half[0].fin, c.half[1].fin]
+    let fins: Vec<FrameRef> = [c.half[0].send.fin, c.half[1].send.fin]
         .into_iter()
         .flatten()
         .collect();

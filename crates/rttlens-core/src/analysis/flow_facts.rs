@@ -89,7 +89,7 @@ impl Analysis {
 
     /// The FIN `sender` sent.
     pub(crate) fn fin(&self, sender: Side) -> Option<FrameRef> {
-        self.conn.half[sender.index()].fin
+        self.conn.half[sender.index()].send.fin
     }
 
     /// The first reset and who sent it.
@@ -102,12 +102,12 @@ impl Analysis {
 impl Analysis {
     /// The first segment of data `sender` sent.
     pub(crate) fn first_data(&self, sender: Side) -> Option<FrameRef> {
-        self.conn.half[sender.index()].first_data
+        self.conn.half[sender.index()].send.first_data
     }
 
     /// The last segment `sender` sent (data or not).
     pub(crate) fn last_send(&self, sender: Side) -> Option<FrameRef> {
-        self.conn.half[sender.index()].last_send
+        self.conn.half[sender.index()].send.last_send
     }
 
     /// Payload of the last segment of new data `sender` sent (bytes; 0
@@ -118,40 +118,40 @@ impl Analysis {
 
     /// Segments of data `sender` sent.
     pub(crate) fn data_segments(&self, sender: Side) -> u64 {
-        self.conn.half[sender.index()].data_segments
+        self.conn.half[sender.index()].send.data_segments
     }
 
     /// The largest payload `sender` sent in one segment (bytes).
     pub(crate) fn max_payload(&self, sender: Side) -> u32 {
-        self.conn.half[sender.index()].max_payload
+        self.conn.half[sender.index()].send.max_payload
     }
 
     /// The stream offset after the last byte `sender` sent.
     pub(crate) fn snd_nxt(&self, sender: Side) -> u64 {
-        self.conn.half[sender.index()].snd_nxt
+        self.conn.half[sender.index()].send.snd_nxt
     }
 
     /// The stream offset up to which the peer acknowledged `sender`'s data.
     pub(crate) fn acked(&self, sender: Side) -> u64 {
-        self.conn.half[sender.index()].acked
+        self.conn.half[sender.index()].peer.acked
     }
 
     /// The peer's ACKs that acknowledged all of `sender`'s data sent so far.
     pub(crate) fn full_acks(&self, sender: Side) -> &[FrameRef] {
-        &self.conn.half[sender.index()].full_acks
+        &self.conn.half[sender.index()].peer.full_acks
     }
 
     /// The window `sender`'s peer last advertised, scaled (bytes; a lower
     /// bound unless [`Analysis::wscale_known`]).
     pub(crate) fn send_window(&self, sender: Side) -> u64 {
         let h = &self.conn.half[sender.index()];
-        h.scaled(h.window)
+        h.scaled(h.peer.window)
     }
 
     /// Whether the windows `sender`'s peer advertised are scaled by a known
     /// shift (from the SYNs, or inferred exactly).
     pub(crate) fn wscale_known(&self, sender: Side) -> bool {
-        self.conn.half[sender.index()].wscale_known
+        self.conn.half[sender.index()].peer_flags.wscale_known
     }
 
     /// Episodes in which `sender` was held by its peer's zero window.

@@ -132,7 +132,7 @@ impl<P: Trackers> Conn<P> {
 
     /// Both directions closed by FIN, or reset.
     pub fn is_closed(&self) -> bool {
-        self.rst.is_some() || (self.half[0].fin.is_some() && self.half[1].fin.is_some())
+        self.rst.is_some() || (self.half[0].send.fin.is_some() && self.half[1].send.fin.is_some())
     }
 
     /// Baseline RTT so far (sum of the half minima), if both halves are known.
@@ -167,7 +167,7 @@ impl<P: Trackers> Conn<P> {
             self.rst = Some((side, at));
         }
         let wants = self.protocols.wants_bytes();
-        let retx_before = self.half[s].retx_count;
+        let retx_before = self.half[s].loss.retx_count;
         if is_ack {
             // the half scales the window field it is given; a SYN's is never
             // scaled (RFC 7323 §2.2), so hand it over as the field that
@@ -177,7 +177,7 @@ impl<P: Trackers> Conn<P> {
             // marks no zero window or duplicate ACK on one): keep the last
             let rst = flags.contains(TcpFlags::RST);
             let window = if is_syn {
-                Some((seg.window as u64) >> self.half[p].peer_wscale.min(14))
+                Some((seg.window as u64) >> self.half[p].peer_flags.peer_wscale.min(14))
             } else if rst {
                 None
             } else {
@@ -191,7 +191,7 @@ impl<P: Trackers> Conn<P> {
                 && !flags.contains(TcpFlags::FIN)
                 && self.half[s]
                     .offset(seg.seq)
-                    .is_none_or(|o| o >= self.half[s].snd_nxt);
+                    .is_none_or(|o| o >= self.half[s].send.snd_nxt);
             let n = seg.options.sack_count.min(4) as usize;
             let sack = &seg.options.sack_blocks[..n];
             let mut sink = SideSink {
@@ -201,8 +201,8 @@ impl<P: Trackers> Conn<P> {
             let sink: Option<&mut dyn reassembly::StreamSink> =
                 if wants { Some(&mut sink) } else { None };
             self.half[p].on_peer_ack(seg.ack, window, sack, pure, at, &mut self.rtt, sink);
-            if side == Side::Server && self.half[p].last_full_ack == Some(at) {
-                if let Some(q) = self.half[p].last_new_data {
+            if side == Side::Server && self.half[p].peer.last_full_ack == Some(at) {
+                if let Some(q) = self.half[p].send.last_new_data {
                     self.turns.on_server_full_ack(q, at);
                 }
             }
@@ -230,12 +230,12 @@ impl<P: Trackers> Conn<P> {
             // all this side's earlier data acknowledged, and it waited longer
             // than that ACK's way to it: its application paused
             let paused = side == Side::Server
-                && self.turns.pending(self.half[p].last_new_data)
+                && self.turns.pending(self.half[p].send.last_new_data)
                 && self.half[s].ack_seen_all()
-                && self.half[s].last_full_ack.is_some_and(|k| {
+                && self.half[s].peer.last_full_ack.is_some_and(|k| {
                     (at.ts - k.ts) - h_x > Duration::from_millis(1).max(rtt_min / 4)
                 });
-            if side == Side::Client && self.half[s].first_data.is_none() {
+            if side == Side::Client && self.half[s].send.first_data.is_none() {
                 self.client_opening = Opening::of(seg.payload);
             }
             self.half[s].on_data(
@@ -248,15 +248,20 @@ impl<P: Trackers> Conn<P> {
                 rtt_min,
                 sink,
             );
-            if self.half[s].last_new_data == Some(at) {
+            if self.half[s].send.last_new_data == Some(at) {
                 match side {
                     Side::Client => self.turns.on_client_data(),
-                    Side::Server if self.turns.pending(self.half[p].last_new_data) => {
+                    Side::Server if self.turns.pending(self.half[p].send.last_new_data) => {
                         // this answer acknowledges all the client sent
                         let c = &self.half[p];
-                        let acks = c.last_new_data.filter(|_| is_ack && c.acked >= c.snd_nxt);
-                        let (full, drops) =
-                            (self.half[s].segment_size(), self.half[s].dropped_bytes);
+                        let acks = c
+                            .send
+                            .last_new_data
+                            .filter(|_| is_ack && c.peer.acked >= c.send.snd_nxt);
+                        let (full, drops) = (
+                            self.half[s].send.segment_size(),
+                            self.half[s].loss.dropped_bytes,
+                        );
                         let len = u64::from(seg.payload_len);
                         self.turns
                             .on_server_data(at, acks, len, paused, full, drops);
@@ -269,11 +274,11 @@ impl<P: Trackers> Conn<P> {
             // what the other side sends next may answer this (not Nagle,
             // not ACK-clocked): data, or the end of the stream (a TLS
             // close_notify answers a FIN)
-            self.half[p].peer_spoke = true;
-            self.half[p].peer_spoke_since_data = true;
+            self.half[p].peer_flags.peer_spoke = true;
+            self.half[p].peer_flags.peer_spoke_since_data = true;
         }
-        if flags.contains(TcpFlags::FIN) && self.half[s].fin.is_none() {
-            self.half[s].fin = Some(at);
+        if flags.contains(TcpFlags::FIN) && self.half[s].send.fin.is_none() {
+            self.half[s].send.fin = Some(at);
         }
         if let Some(t) = &mut self.trace {
             let data_seq = if is_syn { seg.seq.add(1) } else { seg.seq };
@@ -289,7 +294,7 @@ impl<P: Trackers> Conn<P> {
                     None
                 },
                 window: u64::from(seg.window),
-                retransmission: self.half[s].retx_count > retx_before,
+                retransmission: self.half[s].loss.retx_count > retx_before,
             });
         }
     }
@@ -300,8 +305,14 @@ impl<P: Trackers> Conn<P> {
         let mut t = self.trace.take()?;
         // side i's window field is scaled by its own shift, which the
         // other half holds as `peer_wscale`
-        t.scale_windows([self.half[1].peer_wscale, self.half[0].peer_wscale]);
-        t.wscale_known = [self.half[1].wscale_known, self.half[0].wscale_known];
+        t.scale_windows([
+            self.half[1].peer_flags.peer_wscale,
+            self.half[0].peer_flags.peer_wscale,
+        ]);
+        t.wscale_known = [
+            self.half[1].peer_flags.wscale_known,
+            self.half[0].peer_flags.wscale_known,
+        ];
         t.rtt = self.rtt.all.take().unwrap_or_default();
         Some(t)
     }

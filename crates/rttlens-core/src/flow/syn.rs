@@ -158,18 +158,18 @@ impl<P: Trackers> Conn<P> {
             } else {
                 0
             };
-            self.half[Side::Client.index()].mss =
+            self.half[Side::Client.index()].send.mss =
                 sa.options.mss.map_or(0, |m| (m as u64).saturating_sub(ts));
-            self.half[Side::Server.index()].mss =
+            self.half[Side::Server.index()].send.mss =
                 syn.options.mss.map_or(0, |m| (m as u64).saturating_sub(ts));
             let (c, s) = match (syn.options.window_scale, sa.options.window_scale) {
                 (Some(c), Some(s)) => (c.min(14), s.min(14)),
                 _ => (0, 0),
             };
-            self.half[Side::Client.index()].peer_wscale = s;
-            self.half[Side::Server.index()].peer_wscale = c;
-            self.half[Side::Client.index()].wscale_known = true;
-            self.half[Side::Server.index()].wscale_known = true;
+            self.half[Side::Client.index()].peer_flags.peer_wscale = s;
+            self.half[Side::Server.index()].peer_flags.peer_wscale = c;
+            self.half[Side::Client.index()].peer_flags.wscale_known = true;
+            self.half[Side::Server.index()].peer_flags.wscale_known = true;
         }
     }
 }

@@ -161,11 +161,14 @@ fn sequence_wraparound_keeps_offsets_and_rounds() {
     }
     let c = n.finish().remove(0);
     let h = &c.half[Side::Server.index()];
-    assert_eq!(h.snd_nxt, 20_000);
-    assert_eq!(h.acked, 20_000);
-    assert_eq!(h.retx_count, 0);
-    assert_eq!(h.dropped_bytes, 0);
-    assert_eq!(c.half[1].peer_wscale, 7, "window scale from both SYNs");
+    assert_eq!(h.send.snd_nxt, 20_000);
+    assert_eq!(h.peer.acked, 20_000);
+    assert_eq!(h.loss.retx_count, 0);
+    assert_eq!(h.loss.dropped_bytes, 0);
+    assert_eq!(
+        c.half[1].peer_flags.peer_wscale, 7,
+        "window scale from both SYNs"
+    );
 }
 
 #[test]
@@ -251,8 +254,8 @@ fn a_hole_filled_at_once_is_reordering_not_loss() {
     n.seg(false, 20.2, ACK, 1001, 2, 1000, TcpOptions::default());
     let c = n.finish().remove(0);
     let h = &c.half[Side::Server.index()];
-    assert_eq!(h.out_of_order, 1);
-    assert_eq!(h.retx_count, 0);
+    assert_eq!(h.loss.out_of_order, 1);
+    assert_eq!(h.loss.retx_count, 0);
 }
 
 #[test]
@@ -264,9 +267,9 @@ fn acked_unseen_data_is_a_capture_drop() {
     n.seg(true, 20.5, ACK, 2, 3001, 0, TcpOptions::default());
     let c = n.finish().remove(0);
     let h = &c.half[Side::Server.index()];
-    assert_eq!(h.dropped_bytes, 1000);
+    assert_eq!(h.loss.dropped_bytes, 1000);
     assert_eq!(h.drops()[0].at.frame, 5);
-    assert_eq!(h.retx_count, 0);
+    assert_eq!(h.loss.retx_count, 0);
 }
 
 /// Client-side capture, server 10 ms away: the server sends one

@@ -393,7 +393,7 @@ fn process(shard: &mut Shard, batch: Batch, send: &mut dyn FnMut(Answer)) -> (An
     let mut a = Answer::new(batch.seq, shard.index, 0);
     let start = batch.start;
     let end = |c: Box<Conn<Protocols>>, frame: u64, phase: EventKind, a: &mut Answer| {
-        a.oversized += c.half[0].oversized + c.half[1].oversized;
+        a.oversized += c.half[0].send.oversized + c.half[1].send.oversized;
         let local = c.index;
         let report = report_of(c, start, &mut a.findings_by_id);
         a.events.push(Event {

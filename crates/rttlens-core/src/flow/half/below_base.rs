@@ -56,7 +56,7 @@ impl Half {
             return;
         }
         let sack_above = sack.iter().any(|(l, _)| l.diff(ack) > 0);
-        match &mut self.below {
+        match &mut self.loss.below {
             Some(b) if b.ack == ack => {
                 let dup = pure && window != 0 && window == b.window;
                 b.dupacks += u32::from(dup);
@@ -67,7 +67,7 @@ impl Half {
                 }
             }
             _ => {
-                self.below = Some(Box::new(BelowBase {
+                self.loss.below = Some(Box::new(BelowBase {
                     ack,
                     window,
                     first: at,
@@ -91,17 +91,17 @@ impl Half {
         at: FrameRef,
         rtt_min: Duration,
     ) {
-        let Some(b) = self.below.as_deref().copied() else {
+        let Some(b) = self.loss.below.as_deref().copied() else {
             return;
         };
         let Some(base) = self.base else { return };
         if seq.diff(b.ack) < 0 || base.diff(seq) <= 0 {
             return;
         }
-        self.below = None;
-        self.retx_count += 1;
-        self.bytes_sent += len as u64;
-        self.data_segments += 1;
+        self.loss.below = None;
+        self.loss.retx_count += 1;
+        self.send.bytes_sent += len as u64;
+        self.send.data_segments += 1;
         let silence = at.ts - b.first.ts;
         let timer = silence >= RTO_MIN && silence.nanos as f64 >= 2.5 * rtt_min.nanos as f64;
         let (kind, inferred) = if b.dupacks >= 3 || b.sack_above {

@@ -81,7 +81,7 @@ impl Half {
             sack_high,
             dup,
         };
-        match self.hist.back_mut() {
+        match self.peer.hist.back_mut() {
             Some(b)
                 if !dup
                     && !b.dup
@@ -90,7 +90,7 @@ impl Half {
             {
                 b.last_ts = ev.ts;
             }
-            _ => self.hist.push_back(ev),
+            _ => self.peer.hist.push_back(ev),
         }
     }
 
@@ -109,19 +109,20 @@ impl Half {
     /// up to the first one whose window covers `end`; when none does (a
     /// sender that overran the window, or a scale not known), nothing moves.
     pub(super) fn advance_to_cover(&mut self, end: u64) {
-        if !self.wscale_known || !self.elig.seen {
+        if !self.peer_flags.wscale_known || !self.peer.elig.seen {
             return;
         }
-        if end <= self.elig.ack + self.scaled(self.elig.window) {
+        if end <= self.peer.elig.ack + self.scaled(self.peer.elig.window) {
             return;
         }
         // the next few ACKs on their way (bounded: a sender that overran
         // every window would otherwise rescan them all per segment)
         let covering = self
+            .peer
             .hist
             .iter()
             .take(COVER_SCAN)
-            .find(|a| a.ack >= self.elig.ack && end <= a.ack + self.scaled(a.window))
+            .find(|a| a.ack >= self.peer.elig.ack && end <= a.ack + self.scaled(a.window))
             .map(|a| a.ts);
         if let Some(ts) = covering {
             self.eligible_until(ts);
@@ -130,7 +131,7 @@ impl Half {
 
     /// Make the ACKs seen at the capture point up to `horizon` eligible.
     fn eligible_until(&mut self, horizon: Timestamp) {
-        while let Some(a) = self.hist.front_mut() {
+        while let Some(a) = self.peer.hist.front_mut() {
             if a.ts > horizon {
                 break;
             }
@@ -147,24 +148,24 @@ impl Half {
                 part
             } else {
                 let a = *a;
-                self.hist.pop_front();
+                self.peer.hist.pop_front();
                 a
             };
-            if !self.elig.seen || a.ack > self.elig.ack {
-                self.elig.dupacks = 0;
-                self.elig.ack = a.ack;
-                self.elig.ack_ts = a.ts;
-                self.elig.ack_frame = a.frame;
-                self.retx_state.ack_advanced(a.ack);
-                self.elig.sack_high = 0;
+            if !self.peer.elig.seen || a.ack > self.peer.elig.ack {
+                self.peer.elig.dupacks = 0;
+                self.peer.elig.ack = a.ack;
+                self.peer.elig.ack_ts = a.ts;
+                self.peer.elig.ack_frame = a.frame;
+                self.loss.retx_state.ack_advanced(a.ack);
+                self.peer.elig.sack_high = 0;
             } else if a.dup {
-                self.elig.dupacks += 1;
+                self.peer.elig.dupacks += 1;
             }
-            self.elig.seen = true;
-            self.elig.any_ts = a.last_ts;
-            self.elig.window = a.window;
-            self.elig.sacked = a.sacked;
-            self.elig.sack_high = self.elig.sack_high.max(a.sack_high);
+            self.peer.elig.seen = true;
+            self.peer.elig.any_ts = a.last_ts;
+            self.peer.elig.window = a.window;
+            self.peer.elig.sacked = a.sacked;
+            self.peer.elig.sack_high = self.peer.elig.sack_high.max(a.sack_high);
         }
     }
 }
@@ -211,8 +212,8 @@ mod tests {
     fn repeated_acks_queue_as_one_run() {
         let h = downloading_client(100_000);
         // the first ACK of the request, then one run of its repeats
-        assert_eq!(h.hist.len(), 1, "{:?}", h.hist.front());
-        let run = h.hist.front().copied();
+        assert_eq!(h.peer.hist.len(), 1, "{:?}", h.peer.hist.front());
+        let run = h.peer.hist.front().copied();
         assert_eq!(
             run.map(|a| (a.ts, a.last_ts)),
             Some((mark(0, 10).ts, mark(0, 100_009).ts))
@@ -241,9 +242,9 @@ mod tests {
         // long after the last ACK: all eligible, the sender last heard from
         // the peer at the last repeat (1,009 ms)
         second_request(&mut h, 2_000);
-        assert!(h.hist.is_empty());
-        assert_eq!(h.elig.any_ts, mark(0, 1_009).ts);
-        assert_eq!(h.elig.ack, 100);
+        assert!(h.peer.hist.is_empty());
+        assert_eq!(h.peer.elig.any_ts, mark(0, 1_009).ts);
+        assert_eq!(h.peer.elig.ack, 100);
     }
 
     #[test]
@@ -254,10 +255,10 @@ mod tests {
         let horizon = at.ts - h_x + Duration::from_micros(1_020);
         // never later than the horizon: a silence measured from it is not
         // longer than the true one
-        assert_eq!(h.elig.any_ts, horizon);
-        assert_eq!(h.elig.ack, 100);
-        let rest = h.hist.front().copied();
-        assert_eq!(h.hist.len(), 1);
+        assert_eq!(h.peer.elig.any_ts, horizon);
+        assert_eq!(h.peer.elig.ack, 100);
+        let rest = h.peer.hist.front().copied();
+        assert_eq!(h.peer.hist.len(), 1);
         assert!(rest.is_some_and(|a| a.ts > horizon && a.last_ts == mark(0, 1_009).ts));
     }
 
@@ -268,12 +269,12 @@ mod tests {
         let mut kept = downloading_client(3);
         let mut trimmed = downloading_client(3);
         // the request acknowledged: nothing unacknowledged; the ACK waits
-        assert!(trimmed.retx_state.unacked.is_empty());
-        assert_eq!(trimmed.hist.len(), 1);
-        let hist_room = trimmed.hist.capacity();
+        assert!(trimmed.loss.retx_state.unacked.is_empty());
+        assert_eq!(trimmed.peer.hist.len(), 1);
+        let hist_room = trimmed.peer.hist.capacity();
         trimmed.trim_queues();
-        assert_eq!(trimmed.retx_state.unacked.capacity(), 0);
-        assert!(trimmed.hist.capacity() <= hist_room);
+        assert_eq!(trimmed.loss.retx_state.unacked.capacity(), 0);
+        assert!(trimmed.peer.hist.capacity() <= hist_room);
         assert_eq!(format!("{trimmed:?}"), format!("{kept:?}"));
         // a late request (queues grow again): the same as untrimmed
         second_request(&mut kept, 520);

@@ -27,7 +27,7 @@ pub(super) struct Hole {
 
 impl Half {
     fn note_drop(&mut self, at: FrameRef, bytes: u64) {
-        self.dropped_bytes += bytes;
+        self.loss.dropped_bytes += bytes;
         let drops = &mut self.events_mut().drops;
         if drops.len() < MAX_EVENTS_KEPT {
             drops.push(CaptureDrop { at, bytes });
@@ -38,13 +38,13 @@ impl Half {
     /// byte seen (and the FIN), the receiver has bytes the capture never saw,
     /// which then count as sent.
     pub(super) fn ack_beyond_sent(&mut self, off: u64, at: FrameRef) {
-        let fin_extra = self.fin.is_some() as u64;
-        if off > self.snd_nxt + fin_extra {
+        let fin_extra = self.send.fin.is_some() as u64;
+        if off > self.send.snd_nxt + fin_extra {
             // ACKed unseen: the receiver has bytes the capture never saw
-            let bytes = off - self.snd_nxt - fin_extra;
+            let bytes = off - self.send.snd_nxt - fin_extra;
             self.note_drop(at, bytes);
             self.mark(at, FrameMark::AckedUnseen);
-            self.snd_nxt = off - fin_extra.min(off);
+            self.send.snd_nxt = off - fin_extra.min(off);
         }
     }
 
@@ -52,7 +52,7 @@ impl Half {
     /// delivered past the capture point.
     pub(super) fn holes_acked(&mut self, off: u64, at: FrameRef) {
         let mut lost = 0;
-        self.holes.retain(|h| {
+        self.loss.holes.retain(|h| {
             if h.start < off {
                 lost += h.end.min(off) - h.start;
                 h.end > off
@@ -60,7 +60,7 @@ impl Half {
                 true
             }
         });
-        for h in &mut self.holes {
+        for h in &mut self.loss.holes {
             h.start = h.start.max(off);
         }
         if lost > 0 {
@@ -72,29 +72,29 @@ impl Half {
     /// were not captured.
     pub(super) fn open_hole(&mut self, off: u64, at: FrameRef) {
         self.mark(at, FrameMark::PreviousSegmentLost);
-        self.holes.push(Hole {
-            start: self.snd_nxt,
+        self.loss.holes.push(Hole {
+            start: self.send.snd_nxt,
             end: off,
             opened: at,
         });
-        if self.holes.len() > 256 {
-            self.holes.remove(0);
+        if self.loss.holes.len() > 256 {
+            self.loss.holes.remove(0);
         }
     }
 
     /// Data `off..end` filled (part of) hole `i`; what is left of it stays.
     pub(super) fn fill_hole(&mut self, i: usize, off: u64, end: u64) {
-        let h = self.holes[i];
-        self.holes.swap_remove(i);
+        let h = self.loss.holes[i];
+        self.loss.holes.swap_remove(i);
         if off > h.start {
-            self.holes.push(Hole {
+            self.loss.holes.push(Hole {
                 start: h.start,
                 end: off,
                 opened: h.opened,
             });
         }
         if end < h.end {
-            self.holes.push(Hole {
+            self.loss.holes.push(Hole {
                 start: end,
                 end: h.end,
                 opened: h.opened,

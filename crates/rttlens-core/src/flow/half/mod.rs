@@ -1,7 +1,11 @@
 //! One direction of a TCP connection: the data one side sends and the ACKs
 //! it gets back, tracked online with state bounded by the window.
 //!
-//! [`Half`] holds the direction's state, and `Half::on_data` and
+//! [`Half`] holds the direction's state, grouped by concern: what the
+//! sender sent (`Sender`), what it learnt from the peer's ACKs and windows
+//! (`PeerAcks`, and `PeerFlags` for its one-byte fields), loss and
+//! retransmission (`Loss`), the stall watchers, the timestamp echoes, the
+//! rounds, the reassembly and the rare events. `Half::on_data` and
 //! `Half::on_peer_ack` take each segment through the concerns in turn;
 //! each concern reads in its own file:
 //!
@@ -90,52 +94,58 @@ pub enum FrameMark {
     CapturedTwice,
 }
 
-/// The sender's view of one direction.
+/// The sender's view of one direction, its state grouped by concern: what
+/// the sender sent (`Sender`), what it learnt from the peer's ACKs and
+/// windows (`PeerAcks`, `PeerFlags`), loss and retransmission
+/// (`Loss`), the stall watchers, the timestamp echoes behind RTT samples,
+/// the rounds, the reassembly, and the rare events in a box of their own.
 #[derive(Debug)]
 pub struct Half {
     /// Which side sends this direction's data.
     pub side: Side,
     /// Initial sequence number, when the SYN was seen.
     pub isn: Option<SeqNumber>,
+    /// Sequence number of stream offset 0: ISN + 1, or the first segment
+    /// seen without the SYN.
     base: Option<SeqNumber>,
-    /// Highest stream offset sent (end of data; FIN not counted).
+    /// What the sender sent.
+    pub(crate) send: Sender,
+    /// What the sender learnt from the peer's ACKs and windows.
+    pub(crate) peer: PeerAcks,
+    /// How to read the peer's next segments (one byte each, packed here
+    /// beside `side`, `isn` and `base`).
+    pub(crate) peer_flags: PeerFlags,
+    /// Loss, retransmission and what the capture missed.
+    pub(crate) loss: Loss,
+    /// What the stall watchers remember of the last segments and their ACKs.
+    stalls: StallWatch,
+    /// This side's TSvals waiting for the peer's echo.
+    ts_echo: TsEcho,
+    /// Rounds of this sender.
+    pub(crate) rounds: RoundTracker,
+    /// In-order delivery to the protocol trackers.
+    pub(crate) reasm: Reassembler,
+    /// The events few connections have (retransmissions, stalls, zero
+    /// windows, capture drops, marks): boxed at the first one.
+    events: Option<Box<Events>>,
+}
+
+/// The send side of a direction as seen at the capture point, in the terms
+/// of RFC 9293 §3.3.1's send sequence variables and Linux's `tcp_sock` and
+/// `tcp_info` (`snd_nxt`, `mss_cache`, `tcpi_bytes_sent`,
+/// `tcpi_data_segs_out`). Offsets count from the stream's first byte.
+#[derive(Debug, Default)]
+pub(crate) struct Sender {
+    /// Highest stream offset sent (SND.NXT; end of data, FIN not counted).
     pub(crate) snd_nxt: u64,
-    /// Highest cumulative ACK from the peer (stream offset).
-    pub(crate) acked: u64,
-    ack_seen: bool,
-    /// Latest window field the peer advertised (raw, unscaled; see
-    /// [`Half::scaled`]).
-    pub(crate) window: u64,
-    /// Largest window field the peer advertised (raw, unscaled).
-    pub(crate) max_window: u64,
-    /// The peer's window-scale shift applied to its window field: from the
-    /// SYNs when [`Half::wscale_known`], else the smallest shift the
-    /// sender's flight allows (a lower bound, see [`WscaleEvidence`]).
-    pub(crate) peer_wscale: u8,
-    /// Both SYNs were seen, so [`Half::peer_wscale`] is the negotiated shift
-    /// (RFC 7323 §2.2), not an inferred lower bound.
-    pub(crate) wscale_known: bool,
-    /// Without the SYNs: the segment that raised the inferred shift last.
-    pub(crate) wscale_evidence: Option<Box<WscaleEvidence>>,
-    /// The peer's ACKs not yet eligible for the sender, oldest first.
-    hist: VecDeque<AckEv>,
-    /// What the sender had seen of the peer's ACKs.
-    elig: Eligible,
-    /// This side's last segment was a keep-alive (seq = snd_una − 1): the
-    /// peer's next ACK answers it and is no duplicate ACK.
-    keepalive_out: bool,
-    /// Mid-stream: the peer's ACKs below the first byte the capture saw.
-    below: Option<Box<BelowBase>>,
-    /// The unacknowledged segments and the retransmission state.
-    retx_state: RetxState,
-    /// Bytes the capture missed between segments, until filled or ACKed.
-    holes: Vec<Hole>,
     /// The sender's last segment (at the capture point).
     pub(crate) last_send: Option<FrameRef>,
     /// First data segment.
     pub(crate) first_data: Option<FrameRef>,
     /// Last segment that carried new data.
     pub(crate) last_new_data: Option<FrameRef>,
+    /// FIN from this side.
+    pub(crate) fin: Option<FrameRef>,
     /// Payload bytes on the wire, retransmissions included.
     pub(crate) bytes_sent: u64,
     /// Data segments (payload > 0).
@@ -149,23 +159,35 @@ pub struct Half {
     /// capture one large segment for several on the wire. Counted only when
     /// the MSS is known from the SYNs.
     pub(crate) oversized: u64,
-    /// The events few connections have (retransmissions, stalls, zero
-    /// windows, capture drops, marks): boxed at the first one.
-    events: Option<Box<Events>>,
-    /// Retransmissions in total.
-    pub(crate) retx_count: u64,
-    /// Segments that filled a hole soon after it opened: reordering.
-    pub(crate) out_of_order: u64,
-    /// Segments sent while the flight filled the peer's window.
+    /// The sender's MSS (bytes; 0 while unknown; RFC 9293 §3.7.1), for
+    /// "small segment" tests.
+    pub(crate) mss: u64,
+}
+
+/// What the sender learnt from the peer's ACKs and windows, in the terms of
+/// RFC 9293 §3.3.1 (SND.UNA, SND.WND) and RFC 7323 §2 (the window scale),
+/// Linux's `snd_una` and `snd_wnd`: at the capture point, and as the sender
+/// could have had them by now (docs/design.md §4 "Causality").
+#[derive(Debug, Default)]
+pub(crate) struct PeerAcks {
+    /// Highest cumulative ACK from the peer (stream offset; SND.UNA at the
+    /// capture point).
+    pub(crate) acked: u64,
+    /// Latest window field the peer advertised (raw, unscaled; see
+    /// [`Half::scaled`]).
+    pub(crate) window: u64,
+    /// Largest window field the peer advertised (raw, unscaled).
+    pub(crate) max_window: u64,
+    /// Without the SYNs: the segment that raised the inferred window-scale
+    /// shift last.
+    pub(crate) wscale_evidence: Option<Box<WscaleEvidence>>,
+    /// Segments sent while the flight filled the peer's window
+    /// (Wireshark's `tcp.analysis.window_full`).
     pub(crate) window_full: u64,
-    /// Bytes acknowledged but never seen, in total.
-    pub(crate) dropped_bytes: u64,
-    /// Rounds of this sender.
-    pub(crate) rounds: RoundTracker,
-    /// In-order delivery to the protocol trackers.
-    pub(crate) reasm: Reassembler,
-    /// FIN from this side.
-    pub(crate) fin: Option<FrameRef>,
+    /// The peer's ACKs not yet eligible for the sender, oldest first.
+    hist: VecDeque<AckEv>,
+    /// What the sender had seen of the peer's ACKs.
+    elig: Eligible,
     /// Pure ACKs from the peer that acknowledged everything this side had
     /// sent, one per burst of new data (first [`MAX_EVENTS_KEPT`]): a quick
     /// one followed by a late answer means the peer's application was slow,
@@ -173,18 +195,55 @@ pub struct Half {
     pub(crate) full_acks: Vec<FrameRef>,
     /// The latest of them (kept when the list is full).
     pub(crate) last_full_ack: Option<FrameRef>,
+}
+
+/// How to read the peer's next segments: its window scale and what this
+/// side's last segments left open. Apart from [`PeerAcks`] because one-byte
+/// fields there would pad it by a word; here they share one with
+/// [`Half::side`] and the sequence bases.
+#[derive(Debug, Default)]
+pub(crate) struct PeerFlags {
+    /// The peer's window-scale shift applied to its window field (RFC 7323
+    /// §2.2 Snd.Wind.Shift; Linux `rx_opt.snd_wscale`): from the SYNs when
+    /// [`PeerFlags::wscale_known`], else the smallest shift the sender's
+    /// flight allows (a lower bound, see [`WscaleEvidence`]).
+    pub(crate) peer_wscale: u8,
+    /// Both SYNs were seen, so [`PeerFlags::peer_wscale`] is the negotiated
+    /// shift, not an inferred lower bound.
+    pub(crate) wscale_known: bool,
+    /// An ACK from the peer was seen: [`PeerAcks::acked`] means something.
+    ack_seen: bool,
+    /// This side's last segment was a keep-alive (seq = SND.UNA − 1, RFC
+    /// 9293 §3.8.4): the peer's next ACK answers it and is no duplicate ACK.
+    keepalive_out: bool,
+    /// New data went out since the peer's last full ACK
+    /// ([`PeerAcks::full_acks`]).
     awaiting_full_ack: bool,
-    /// This side's TSvals waiting for the peer's echo.
-    ts_echo: TsEcho,
-    /// The sender's MSS (bytes; 0 while unknown), for "small segment" tests.
-    pub(crate) mss: u64,
-    /// What the stall watchers remember of the last segments and their ACKs.
-    stalls: StallWatch,
     /// The peer sent data since the last small segment: what follows may
     /// answer it.
     pub(crate) peer_spoke: bool,
     /// The peer sent data since the last new-data segment.
     pub(crate) peer_spoke_since_data: bool,
+}
+
+/// Loss and retransmission, in the terms of RFC 6298 (timeout), RFC 8985
+/// (tail loss probe), RFC 6675 and RFC 2883 (SACK, D-SACK) and Linux's
+/// `total_retrans` and `reord_seen`, and what the capture missed (holes,
+/// bytes acknowledged but never seen).
+#[derive(Debug, Default)]
+pub(crate) struct Loss {
+    /// The unacknowledged segments and the retransmission state.
+    retx_state: RetxState,
+    /// Bytes the capture missed between segments, until filled or ACKed.
+    holes: Vec<Hole>,
+    /// Mid-stream: the peer's ACKs below the first byte the capture saw.
+    below: Option<Box<BelowBase>>,
+    /// Retransmissions in total.
+    pub(crate) retx_count: u64,
+    /// Segments that filled a hole soon after it opened: reordering.
+    pub(crate) out_of_order: u64,
+    /// Bytes acknowledged but never seen, in total.
+    pub(crate) dropped_bytes: u64,
 }
 
 /// What a direction keeps of its rare events, in a box of its own: a
@@ -207,6 +266,34 @@ struct Events {
     marks: Option<Vec<(FrameRef, FrameMark)>>,
 }
 
+impl Sender {
+    /// The size of this sender's full segments (bytes; 0 while the MSS is
+    /// unknown): its MSS, or the largest payload it sent at least twice when
+    /// that sits within [`TUNNEL_OVERHEAD_MAX`] below the MSS: a path whose
+    /// MTU is smaller than the MSS announced (a tunnel, PPPoE, an MSS clamp
+    /// in one direction only; 1380 B segments under a 1460 B MSS) makes the
+    /// sender's segments that size, and they are full, not small.
+    pub(crate) fn full_size(&self) -> u64 {
+        let cap = u64::from(self.max_payload);
+        if self.max_payload_count >= 2 && cap < self.mss && self.mss - cap <= TUNNEL_OVERHEAD_MAX {
+            cap
+        } else {
+            self.mss
+        }
+    }
+
+    /// A full segment of this sender as far as the capture tells (bytes):
+    /// [`Sender::full_size`] with the MSS known, else the largest payload it
+    /// sent, never below [`MIN_MSS`] (no SYNs in the capture).
+    pub(crate) fn segment_size(&self) -> u64 {
+        if self.mss > 0 {
+            self.full_size()
+        } else {
+            u64::from(self.max_payload).max(MIN_MSS)
+        }
+    }
+}
+
 impl Half {
     /// A direction with nothing seen yet.
     pub fn new(side: Side) -> Half {
@@ -214,44 +301,15 @@ impl Half {
             side,
             isn: None,
             base: None,
-            snd_nxt: 0,
-            acked: 0,
-            ack_seen: false,
-            window: 0,
-            max_window: 0,
-            peer_wscale: 0,
-            wscale_known: false,
-            wscale_evidence: None,
-            hist: VecDeque::new(),
-            elig: Eligible::default(),
-            keepalive_out: false,
-            below: None,
-            retx_state: RetxState::default(),
-            holes: Vec::new(),
-            last_send: None,
-            first_data: None,
-            last_new_data: None,
-            bytes_sent: 0,
-            data_segments: 0,
-            max_payload: 0,
-            max_payload_count: 0,
-            oversized: 0,
-            retx_count: 0,
-            out_of_order: 0,
-            window_full: 0,
-            dropped_bytes: 0,
+            send: Sender::default(),
+            peer: PeerAcks::default(),
+            peer_flags: PeerFlags::default(),
+            loss: Loss::default(),
+            stalls: StallWatch::default(),
+            ts_echo: TsEcho::default(),
             rounds: RoundTracker::default(),
             reasm: Reassembler::default(),
-            fin: None,
-            full_acks: Vec::new(),
-            last_full_ack: None,
             events: None,
-            awaiting_full_ack: false,
-            ts_echo: TsEcho::default(),
-            mss: 0,
-            stalls: StallWatch::default(),
-            peer_spoke: false,
-            peer_spoke_since_data: false,
         }
     }
 
@@ -324,17 +382,17 @@ impl Half {
     ///
     /// [`CLOSED_LINGER`]: crate::flow::CLOSED_LINGER
     pub(crate) fn trim_queues(&mut self) {
-        self.retx_state.unacked.shrink_to_fit();
-        self.hist.shrink_to_fit();
+        self.loss.retx_state.unacked.shrink_to_fit();
+        self.peer.hist.shrink_to_fit();
         self.ts_echo.trim();
-        self.holes.shrink_to_fit();
+        self.loss.holes.shrink_to_fit();
         self.reasm.trim();
     }
 
     /// Everything this side sent so far has been acknowledged (true before
     /// any data).
     pub(crate) fn ack_seen_all(&self) -> bool {
-        self.acked >= self.snd_nxt
+        self.peer.acked >= self.send.snd_nxt
     }
 
     /// Set the sequence number of stream offset 0 (ISN + 1) from a SYN.
@@ -345,39 +403,13 @@ impl Half {
         }
     }
 
-    /// The size of this sender's full segments (bytes; 0 while the MSS is
-    /// unknown): its MSS, or the largest payload it sent at least twice when
-    /// that sits within [`TUNNEL_OVERHEAD_MAX`] below the MSS: a path whose
-    /// MTU is smaller than the MSS announced (a tunnel, PPPoE, an MSS clamp
-    /// in one direction only; 1380 B segments under a 1460 B MSS) makes the
-    /// sender's segments that size, and they are full, not small.
-    pub(crate) fn full_size(&self) -> u64 {
-        let cap = u64::from(self.max_payload);
-        if self.max_payload_count >= 2 && cap < self.mss && self.mss - cap <= TUNNEL_OVERHEAD_MAX {
-            cap
-        } else {
-            self.mss
-        }
-    }
-
-    /// A full segment of this sender as far as the capture tells (bytes):
-    /// [`Half::full_size`] with the MSS known, else the largest payload it
-    /// sent, never below [`MIN_MSS`] (no SYNs in the capture).
-    pub(crate) fn segment_size(&self) -> u64 {
-        if self.mss > 0 {
-            self.full_size()
-        } else {
-            u64::from(self.max_payload).max(MIN_MSS)
-        }
-    }
-
     /// Stream offset of `seq`, relative to the highest offset sent; `None`
     /// before this direction's first segment.
     pub(crate) fn offset(&self, seq: SeqNumber) -> Option<u64> {
         let base = self.base?;
         // unwrap the 32-bit number around snd_nxt, so streams over 4 GiB work
-        let nxt_seq = base.add(self.snd_nxt as u32);
-        let off = self.snd_nxt as i64 + seq.diff(nxt_seq);
+        let nxt_seq = base.add(self.send.snd_nxt as u32);
+        let off = self.send.snd_nxt as i64 + seq.diff(nxt_seq);
         (off >= 0).then_some(off as u64)
     }
 
@@ -402,35 +434,35 @@ impl Half {
             }
             return;
         };
-        if self.below.is_some() {
+        if self.loss.below.is_some() {
             // the ACK reached the first byte the capture saw: the hole below
             // it is closed
-            self.below = None;
+            self.loss.below = None;
         }
         let window_known = window.is_some();
-        let window = window.unwrap_or(self.window);
+        let window = window.unwrap_or(self.peer.window);
         self.ack_beyond_sent(off, at);
-        let advanced = !self.ack_seen || off > self.acked;
-        let acked_before = self.acked;
+        let advanced = !self.peer_flags.ack_seen || off > self.peer.acked;
+        let acked_before = self.peer.acked;
         // a duplicate ACK as Wireshark's `tcp.analysis.duplicate_ack`
         // (packet-tcp.c): a pure ACK repeating the last ACK number and a
         // non-zero window (a zero window repeated is the receiver still
         // full), not the answer to a keep-alive; counted towards fast
         // retransmit only with data outstanding
         let dup_mark = pure
-            && self.ack_seen
-            && off == self.acked
+            && self.peer_flags.ack_seen
+            && off == self.peer.acked
             && window != 0
-            && window == self.window
-            && !self.keepalive_out;
-        let dup = dup_mark && self.snd_nxt > self.acked;
-        self.keepalive_out = false;
+            && window == self.peer.window
+            && !self.peer_flags.keepalive_out;
+        let dup = dup_mark && self.send.snd_nxt > self.peer.acked;
+        self.peer_flags.keepalive_out = false;
         // holes below the ACK were delivered past the capture point
-        if advanced && !self.holes.is_empty() {
+        if advanced && !self.loss.holes.is_empty() {
             self.holes_acked(off, at);
         }
         if let Some(sink) = sink {
-            let covered = off.min(self.snd_nxt);
+            let covered = off.min(self.send.snd_nxt);
             if covered > self.reasm.next_offset() {
                 self.reasm.skip_to(covered, sink);
             }
@@ -442,17 +474,17 @@ impl Half {
         let (sacked, sack_high) = self.read_sack(sack, off);
         if advanced {
             self.karn_sample(off, at, rtt);
-            self.acked = off;
+            self.peer.acked = off;
         }
         self.stall_acks(off, at, pure, acked_before);
-        if pure && self.awaiting_full_ack && off >= self.snd_nxt {
-            self.awaiting_full_ack = false;
-            self.last_full_ack = Some(at);
-            if self.full_acks.len() < MAX_EVENTS_KEPT {
-                self.full_acks.push(at);
+        if pure && self.peer_flags.awaiting_full_ack && off >= self.send.snd_nxt {
+            self.peer_flags.awaiting_full_ack = false;
+            self.peer.last_full_ack = Some(at);
+            if self.peer.full_acks.len() < MAX_EVENTS_KEPT {
+                self.peer.full_acks.push(at);
             }
         }
-        self.ack_seen = true;
+        self.peer_flags.ack_seen = true;
         self.queue_ack(at, off, window, (sacked, sack_high), dup);
     }
 
@@ -485,35 +517,39 @@ impl Half {
         };
         let end = off + len as u64;
         self.advance_eligible(at.ts, h_x);
-        if len > 1 && end > self.snd_nxt {
+        if len > 1 && end > self.send.snd_nxt {
             self.advance_to_cover(end);
         }
-        self.bytes_sent += len as u64;
-        self.data_segments += 1;
-        match len.cmp(&self.max_payload) {
-            std::cmp::Ordering::Greater => (self.max_payload, self.max_payload_count) = (len, 1),
-            std::cmp::Ordering::Equal => self.max_payload_count += 1,
+        self.send.bytes_sent += len as u64;
+        self.send.data_segments += 1;
+        match len.cmp(&self.send.max_payload) {
+            std::cmp::Ordering::Greater => {
+                (self.send.max_payload, self.send.max_payload_count) = (len, 1)
+            }
+            std::cmp::Ordering::Equal => self.send.max_payload_count += 1,
             std::cmp::Ordering::Less => {}
         }
-        if self.mss > 0 && u64::from(len) > self.mss {
-            self.oversized += 1;
+        if self.send.mss > 0 && u64::from(len) > self.send.mss {
+            self.send.oversized += 1;
         }
-        self.first_data.get_or_insert(at);
+        self.send.first_data.get_or_insert(at);
         let silence = self
+            .send
             .last_send
             .map(|l| at.ts - l.ts)
             .unwrap_or(Duration::ZERO);
-        let snd_nxt_before = self.snd_nxt;
+        let snd_nxt_before = self.send.snd_nxt;
 
         // Keep-alive (seq = snd_una − 1, RFC 9293 §3.8.4) or zero-window probe.
         let probe = len <= 1
-            && ((self.ack_seen && end <= self.acked) || (self.elig.seen && self.elig.window == 0));
+            && ((self.peer_flags.ack_seen && end <= self.peer.acked)
+                || (self.peer.elig.seen && self.peer.elig.window == 0));
         let mut retx = false;
         let mut new_bytes = 0;
-        self.keepalive_out = probe && self.ack_seen && end <= self.acked;
+        self.peer_flags.keepalive_out = probe && self.peer_flags.ack_seen && end <= self.peer.acked;
         if probe {
             // keep-alive or zero-window probe: not a retransmission
-        } else if off < self.snd_nxt {
+        } else if off < self.send.snd_nxt {
             // overlaps what was sent before: a hole fill or a retransmission
             let timing = RetxTiming {
                 since_send: silence,
@@ -521,11 +557,11 @@ impl Half {
                 rtt_min,
             };
             retx = self.on_resent(off, len, at, timing);
-            if end > self.snd_nxt {
-                new_bytes = end - self.snd_nxt;
+            if end > self.send.snd_nxt {
+                new_bytes = end - self.send.snd_nxt;
             }
         } else {
-            if off > self.snd_nxt {
+            if off > self.send.snd_nxt {
                 self.open_hole(off, at);
             }
             new_bytes = len as u64;
@@ -538,15 +574,16 @@ impl Half {
             self.check_ack_stall(off, at, h_x, h_peer, rtt_min);
         }
         if new_bytes > 0 {
-            self.last_new_data = Some(at);
-            self.awaiting_full_ack = true;
+            self.send.last_new_data = Some(at);
+            self.peer_flags.awaiting_full_ack = true;
             self.note_sent(off, end, at);
-            self.snd_nxt = end;
+            self.send.snd_nxt = end;
         }
         let flight = self
+            .send
             .snd_nxt
-            .saturating_sub(self.elig.ack)
-            .saturating_sub(self.elig.sacked);
+            .saturating_sub(self.peer.elig.ack)
+            .saturating_sub(self.peer.elig.sacked);
         if !probe && !retx {
             self.infer_wscale(end, at);
         }
@@ -556,7 +593,7 @@ impl Half {
         if new_bytes > 0 && !retx && !probe {
             self.check_window_full(end, at);
         }
-        let answers_peer = self.peer_spoke_since_data;
+        let answers_peer = self.peer_flags.peer_spoke_since_data;
         if new_bytes > 0 && !retx {
             self.note_last_data(len, at, flight);
         }
@@ -568,16 +605,30 @@ impl Half {
                 new_bytes,
                 retx,
                 flight,
-                eligible_ack: self.elig.ack,
-                rwnd: self.elig.window,
+                eligible_ack: self.peer.elig.ack,
+                rwnd: self.peer.elig.window,
                 snd_nxt_before,
-                since_ack: self.elig.seen.then(|| (at.ts - h_x) - self.elig.ack_ts),
+                since_ack: self
+                    .peer
+                    .elig
+                    .seen
+                    .then(|| (at.ts - h_x) - self.peer.elig.ack_ts),
                 answers_peer,
             });
         }
         if let Some(sink) = sink {
             self.reasm.push(off, payload, len as u64, at, sink);
         }
-        self.last_send = Some(at);
+        self.send.last_send = Some(at);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A crowd of open connections holds two halves each: the grouping by
+    /// concern costs no padding (`PeerFlags` shares a word with `side`).
+    #[test]
+    fn half_stays_small() {
+        assert!(std::mem::size_of::<super::Half>() <= 936);
     }
 }

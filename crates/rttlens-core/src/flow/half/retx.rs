@@ -147,38 +147,44 @@ impl Half {
         timing: RetxTiming,
     ) -> bool {
         let end = off + len as u64;
-        let hole = self.holes.iter().position(|h| off < h.end && end > h.start);
+        let hole = self
+            .loss
+            .holes
+            .iter()
+            .position(|h| off < h.end && end > h.start);
         match hole {
-            Some(i) if at.ts - self.holes[i].opened.ts < timing.rtt_min / 2 => {
+            Some(i) if at.ts - self.loss.holes[i].opened.ts < timing.rtt_min / 2 => {
                 // filled soon after the hole opened: reordered in the network
-                self.out_of_order += 1;
+                self.loss.out_of_order += 1;
                 self.fill_hole(i, off, end);
                 false
             }
             Some(i) => {
                 // original lost before the capture point, then resent
-                let opened = self.holes[i].opened;
+                let opened = self.loss.holes[i].opened;
                 self.fill_hole(i, off, end);
                 self.note_retx(off, len, at, None, at.ts - opened.ts, timing, 0);
                 true
             }
             None => {
                 let idx = self
+                    .loss
                     .retx_state
                     .unacked
                     .iter()
                     .position(|s| s.offset <= off && s.end > off);
-                let (original, rtos) = match idx.and_then(|i| self.retx_state.unacked.get_mut(i)) {
-                    Some(s) => {
-                        s.retx = s.retx.saturating_add(1);
-                        (Some(s.at), s.rtos)
-                    }
-                    None => (None, 0),
-                };
+                let (original, rtos) =
+                    match idx.and_then(|i| self.loss.retx_state.unacked.get_mut(i)) {
+                        Some(s) => {
+                            s.retx = s.retx.saturating_add(1);
+                            (Some(s.at), s.rtos)
+                        }
+                        None => (None, 0),
+                    };
                 let delay = original.map(|o| at.ts - o.ts).unwrap_or(timing.since_send);
                 let kind = self.note_retx(off, len, at, original, delay, timing, rtos);
                 if kind == RetxKind::Rto {
-                    if let Some(s) = idx.and_then(|i| self.retx_state.unacked.get_mut(i)) {
+                    if let Some(s) = idx.and_then(|i| self.loss.retx_state.unacked.get_mut(i)) {
                         s.rtos = s.rtos.saturating_add(1);
                     }
                 }
@@ -190,11 +196,11 @@ impl Half {
     /// New data from `off` (or the highest offset sent, if above) to `end`,
     /// sent at `at`: kept until acknowledged.
     pub(super) fn note_sent(&mut self, off: u64, end: u64, at: FrameRef) {
-        if self.retx_state.unacked.len() >= MAX_UNACKED {
-            self.retx_state.unacked.pop_front();
+        if self.loss.retx_state.unacked.len() >= MAX_UNACKED {
+            self.loss.retx_state.unacked.pop_front();
         }
-        self.retx_state.unacked.push_back(SentSeg {
-            offset: off.max(self.snd_nxt),
+        self.loss.retx_state.unacked.push_back(SentSeg {
+            offset: off.max(self.send.snd_nxt),
             end,
             at,
             retx: 0,
@@ -217,7 +223,7 @@ impl Half {
             let (Some(lo), Some(hi)) = (self.offset(*l), self.offset(*r)) else {
                 continue;
             };
-            if hi <= lo || hi > self.snd_nxt + 1 {
+            if hi <= lo || hi > self.send.snd_nxt + 1 {
                 continue;
             }
             let dsack = i == 0
@@ -268,11 +274,11 @@ impl Half {
         t: RetxTiming,
         rtos_before: u8,
     ) -> RetxKind {
-        self.retx_count += 1;
+        self.loss.retx_count += 1;
         let end = off + len as u64;
-        let e = self.elig;
+        let e = self.peer.elig;
         // any ACK seen (eligible or still on its way) already covering it
-        let spurious = self.ack_seen && self.acked >= end;
+        let spurious = self.peer_flags.ack_seen && self.peer.acked >= end;
         // what the sender's timer saw: silence since its last segment and
         // since the last ACK reached it (an ACK seen at M at t_a reaches the
         // sender h_x/2 later; a segment seen at t_p left it h_x/2 earlier).
@@ -287,10 +293,10 @@ impl Half {
             t.since_send
         };
         let timer = silence >= RTO_MIN && silence.nanos as f64 >= 2.5 * t.rtt_min.nanos as f64;
-        let highest = end >= self.snd_nxt;
-        let first = self.retx_state.since_advance == 0;
+        let highest = end >= self.send.snd_nxt;
+        let first = self.loss.retx_state.since_advance == 0;
         let sack_above = e.sack_high > off;
-        let in_rto_recovery = self.retx_state.rto_recovery.is_some_and(|p| e.ack < p);
+        let in_rto_recovery = self.loss.retx_state.rto_recovery.is_some_and(|p| e.ack < p);
         let (kind, inferred) = if in_rto_recovery && !timer {
             (RetxKind::Rto, false)
         } else if timer {
@@ -306,9 +312,9 @@ impl Half {
         } else {
             (RetxKind::FastRetransmit, true)
         };
-        self.retx_state.since_advance += 1;
+        self.loss.retx_state.since_advance += 1;
         if kind == RetxKind::Rto && !in_rto_recovery {
-            self.retx_state.rto_recovery = Some(self.snd_nxt);
+            self.loss.retx_state.rto_recovery = Some(self.send.snd_nxt);
         }
         self.mark(at, FrameMark::Retransmission(kind));
         let retx = &mut self.events_mut().retx;

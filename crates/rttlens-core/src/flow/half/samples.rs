@@ -21,7 +21,8 @@ fn ts_after(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) > 0
 }
 
-/// This side's TSvals and the peer's echoes of them.
+/// This side's TSvals and the peer's echoes of them: RTT samples from the
+/// timestamp option (RFC 7323 §4, TSval/TSecr; Linux `rx_opt.rcv_tsecr`).
 #[derive(Debug, Default)]
 pub(super) struct TsEcho {
     /// This side's TSvals not yet echoed by the peer, oldest first, with
@@ -46,7 +47,7 @@ impl Half {
     /// it covers are forgotten.
     pub(super) fn karn_sample(&mut self, off: u64, at: FrameRef, rtt: &mut RttSamples) {
         let mut sample = None;
-        while let Some(s) = self.retx_state.unacked.front() {
+        while let Some(s) = self.loss.retx_state.unacked.front() {
             if s.end > off {
                 break;
             }
@@ -55,7 +56,7 @@ impl Half {
             } else {
                 sample = None;
             }
-            self.retx_state.unacked.pop_front();
+            self.loss.retx_state.unacked.pop_front();
         }
         if let Some(t) = sample {
             rtt.add(self.side.peer(), at, at.ts - t, RttMethod::DataAck);

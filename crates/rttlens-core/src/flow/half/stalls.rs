@@ -60,7 +60,11 @@ pub struct AckStall {
 /// jitter).
 pub const DELAYED_ACK_MIN: Duration = Duration::from_millis(30);
 
-/// What the stall watchers remember between segments.
+/// What the stall watchers remember between segments: the sender's last
+/// small segment and the ACK that released it (Nagle's algorithm, RFC 896,
+/// RFC 1122 §4.2.3.4; Linux `tcp_nagle_check`), and its last data segment
+/// and the peer's ACK a delayed ACK held (RFC 1122 §4.2.3.2, RFC 9293
+/// §3.8.6.3; Linux `icsk_ack.ato`).
 #[derive(Debug, Default)]
 pub(super) struct StallWatch {
     /// The last new-data segment if it was small: (end offset, mark, length).
@@ -129,10 +133,10 @@ impl Half {
     /// new-data segment from now on.
     pub(super) fn note_last_data(&mut self, len: u32, at: FrameRef, flight: u64) {
         // in flight by the ACKs seen here (Wireshark's bytes in flight)
-        let here = self.snd_nxt.saturating_sub(self.acked);
-        self.stalls.last_data = Some((self.snd_nxt, at, len, flight, here));
+        let here = self.send.snd_nxt.saturating_sub(self.peer.acked);
+        self.stalls.last_data = Some((self.send.snd_nxt, at, len, flight, here));
         self.stalls.last_data_ack = None;
-        self.peer_spoke_since_data = false;
+        self.peer_flags.peer_spoke_since_data = false;
     }
 
     /// A candidate Nagle stall holds only if the sender then went quiet: a
@@ -178,14 +182,17 @@ impl Half {
     ) {
         // full-size segments are never held, and leave Minshall's state
         // (the last small segment sent, `tp->snd_sml`) as it is
-        if self.mss == 0 || len as u64 >= self.full_size() {
+        if self.send.mss == 0 || len as u64 >= self.send.full_size() {
             return;
         }
         let last = self.stalls.last_small.take();
         let ack = self.stalls.last_small_ack.take();
-        if let (Some((y_end, y, y_len)), Some((a, true)), false) = (last, ack, self.peer_spoke) {
+        if let (Some((y_end, y, y_len)), Some((a, true)), false) =
+            (last, ack, self.peer_flags.peer_spoke)
+        {
             // silent right up to x: nothing new left during the stall
             let silent = self
+                .send
                 .last_new_data
                 .is_none_or(|l| at.ts - l.ts >= min_stall(rtt_min));
             if y_end <= off && released_by_ack(at, y, a, h_x, rtt_min) && silent {
@@ -199,7 +206,7 @@ impl Half {
             }
         }
         self.stalls.last_small = Some((off + len as u64, at, len));
-        self.peer_spoke = false;
+        self.peer_flags.peer_spoke = false;
     }
 
     /// Delayed ACK (see [`AckStall`]): the new segment x at `off` left when
@@ -219,7 +226,7 @@ impl Half {
         let (Some((y_end, y, y_len, flight, flight_here)), Some((a, true, newly_acked)), false) = (
             self.stalls.last_data,
             self.stalls.last_data_ack,
-            self.peer_spoke_since_data,
+            self.peer_flags.peer_spoke_since_data,
         ) else {
             return;
         };
@@ -229,7 +236,7 @@ impl Half {
         // once was held for another reason (a receiver that stopped
         // reading, ACK coalescing), which the window findings cover.
         // (without the SYNs, the largest segment seen stands for the MSS)
-        if newly_acked > self.segment_size() {
+        if newly_acked > self.send.segment_size() {
             return;
         }
         let held = (a.ts - y.ts) - h_peer;

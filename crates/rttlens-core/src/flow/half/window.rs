@@ -38,32 +38,32 @@ impl Half {
     /// A window field of the peer in bytes: `raw << peer_wscale` (a lower
     /// bound unless [`Half::wscale_known`]).
     pub(crate) fn scaled(&self, raw: u64) -> u64 {
-        raw << self.peer_wscale.min(14)
+        raw << self.peer_flags.peer_wscale.min(14)
     }
 
     /// Raise the inferred window-scale shift until the peer's window (as
     /// last heard by the sender) covers data ending at `end` (see
     /// [`WscaleEvidence`]). Only without the SYNs.
     pub(super) fn infer_wscale(&mut self, end: u64, at: FrameRef) {
-        if self.wscale_known || !self.elig.seen || self.elig.window == 0 {
+        if self.peer_flags.wscale_known || !self.peer.elig.seen || self.peer.elig.window == 0 {
             return;
         }
-        let flight = end.saturating_sub(self.elig.ack);
-        if self.scaled(self.elig.window) >= flight {
+        let flight = end.saturating_sub(self.peer.elig.ack);
+        if self.scaled(self.peer.elig.window) >= flight {
             return;
         }
-        while self.peer_wscale < 14 && self.scaled(self.elig.window) < flight {
-            self.peer_wscale += 1;
+        while self.peer_flags.peer_wscale < 14 && self.scaled(self.peer.elig.window) < flight {
+            self.peer_flags.peer_wscale += 1;
         }
         let evidence = WscaleEvidence {
             at,
             flight,
-            raw: self.elig.window,
-            shift: self.peer_wscale,
+            raw: self.peer.elig.window,
+            shift: self.peer_flags.peer_wscale,
         };
-        match &mut self.wscale_evidence {
+        match &mut self.peer.wscale_evidence {
             Some(e) => **e = evidence,
-            None => self.wscale_evidence = Some(Box::new(evidence)),
+            None => self.peer.wscale_evidence = Some(Box::new(evidence)),
         }
     }
 
@@ -93,18 +93,18 @@ impl Half {
                 z.end = Some(at);
             }
         }
-        self.window = window;
-        self.max_window = self.max_window.max(window);
+        self.peer.window = window;
+        self.peer.max_window = self.peer.max_window.max(window);
     }
 
     /// New data ending at `end`, sent at `at`: it filled the window when it
     /// reached the right edge the sender had seen (eligible ACK + window).
     pub(super) fn check_window_full(&mut self, end: u64, at: FrameRef) {
-        if self.elig.seen
-            && self.elig.window > 0
-            && end == self.elig.ack + self.scaled(self.elig.window)
+        if self.peer.elig.seen
+            && self.peer.elig.window > 0
+            && end == self.peer.elig.ack + self.scaled(self.peer.elig.window)
         {
-            self.window_full += 1;
+            self.peer.window_full += 1;
             self.mark(at, FrameMark::WindowFull);
         }
     }
