@@ -51,7 +51,7 @@ fn engine(path: &Path, keylog: Option<&Path>) -> (Packets, Vec<QuicConn>) {
     table.finish(&mut |c| done.push(c));
     let mut out = Packets::new();
     for c in &done {
-        for r in &c.recs {
+        for r in &c.recovery.recs {
             let e = out.entry(r.at.frame).or_default();
             e.0.push(name(r.ty));
             e.1.push(r.pn);
@@ -183,12 +183,12 @@ fn with_the_key_log_every_packet_opens_and_packet_numbers_agree() {
     }
     assert_eq!(conns.len(), 1);
     let c = &conns[0];
-    assert_eq!(c.opened, c.packets, "every packet decrypted");
-    assert!(c.keys_logged);
+    assert_eq!(c.protection.opened, c.packets, "every packet decrypted");
+    assert!(c.protection.keys_logged());
     // without the key log only the Initials open, and no number is guessed
     let (bare, conns) = engine(&path, None);
     let c = &conns[0];
-    assert!(c.opened[0] + c.opened[1] < c.packets[0] + c.packets[1]);
+    assert!(c.protection.opened[0] + c.protection.opened[1] < c.packets[0] + c.packets[1]);
     for (frame, (types, pns)) in &bare {
         for (t, pn) in types.iter().zip(pns) {
             if *t != "0" {

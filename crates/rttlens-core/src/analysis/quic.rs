@@ -86,7 +86,7 @@ pub struct QuicAnalysis {
 impl QuicAnalysis {
     /// The packets in order, as recorded.
     pub fn recs(&self) -> &[PacketRec] {
-        &self.conn.recs
+        &self.conn.recovery.recs
     }
 
     /// The RTT to count in, when known.
@@ -137,38 +137,38 @@ impl QuicAnalysis {
 
     /// The server's Version Negotiation packets.
     pub(crate) fn version_negotiations(&self) -> &[ServerRedirect] {
-        &self.conn.version_negotiation
+        &self.conn.redirects.version_negotiation
     }
 
     /// The server's Retry packets.
     pub(crate) fn retries(&self) -> &[ServerRedirect] {
-        &self.conn.retry
+        &self.conn.redirects.retry
     }
 
     /// The transport parameters `side` sent, when decrypted.
     pub(crate) fn transport_parameters(&self, side: Side) -> Option<&TransportParameters> {
-        self.conn.transport[side.index()].as_ref()
+        self.conn.handshake.transport[side.index()].as_ref()
     }
 
     /// Packets lost (the first kept): declared lost by the peer's ACKs, or
     /// gaps in a sender's packet numbers.
     pub(crate) fn losses(&self) -> &[Loss] {
-        &self.conn.losses
+        &self.conn.recovery.losses
     }
 
     /// Flow-control frames (`*_BLOCKED`, `MAX_*`), in capture order.
     pub(crate) fn flow_control(&self) -> &[FlowEvent] {
-        &self.conn.flow
+        &self.conn.signals.flow
     }
 
     /// The client's 0-RTT packets: the first, how many, their bytes.
     pub(crate) fn zero_rtt(&self) -> Option<(FrameRef, u64, u64)> {
-        self.conn.zero_rtt
+        self.conn.handshake.zero_rtt
     }
 
     /// The first STREAM data `side` sent.
     pub(crate) fn first_stream(&self, side: Side) -> Option<FrameRef> {
-        self.conn.first_stream[side.index()]
+        self.conn.signals.first_stream[side.index()]
     }
 
     /// The handshake message of type `ty` sent by `side` at level `level`
@@ -180,7 +180,7 @@ impl QuicAnalysis {
 
 /// Reads a finished connection.
 pub fn analyze(mut conn: QuicConn) -> QuicAnalysis {
-    let h3 = std::mem::take(&mut conn.h3).finish();
+    let h3 = std::mem::take(&mut conn.signals.h3).finish();
     let rtt = rtt(&conn);
     let handshake = handshake(&conn);
     let path = Path {
@@ -202,7 +202,7 @@ pub fn analyze(mut conn: QuicConn) -> QuicAnalysis {
 
 fn rtt(c: &QuicConn) -> Option<QuicRtt> {
     let mut half = [None::<Duration>; 2];
-    for s in &c.samples {
+    for s in &c.recovery.samples {
         let h = &mut half[s.acker.index()];
         *h = Some(h.map_or(s.rtt, |x| x.min(s.rtt)));
     }
@@ -214,19 +214,25 @@ fn rtt(c: &QuicConn) -> Option<QuicRtt> {
     Some(QuicRtt {
         half,
         min,
-        samples: c.samples.len(),
+        samples: c.recovery.samples.len(),
     })
 }
 
 fn handshake(c: &QuicConn) -> QuicHandshake {
     let mut h = QuicHandshake {
         client_initial: c
+            .recovery
             .recs
             .iter()
             .find(|r| r.side == Side::Client && r.ty == PacketType::Initial)
             .map(|r| r.at),
-        server_first: c.recs.iter().find(|r| r.side == Side::Server).map(|r| r.at),
-        handshake_done: c.handshake_done,
+        server_first: c
+            .recovery
+            .recs
+            .iter()
+            .find(|r| r.side == Side::Server)
+            .map(|r| r.at),
+        handshake_done: c.handshake.done,
         ..QuicHandshake::default()
     };
     let hellos: Vec<_> = c.crypto_messages(Side::Client, 0, 1);
@@ -261,11 +267,13 @@ fn handshake(c: &QuicConn) -> QuicHandshake {
     } else {
         let after = h.server_first.map_or(c.first.ts, |f| f.ts);
         h.client_done = c
+            .recovery
             .recs
             .iter()
             .find(|r| r.side == Side::Client && r.ty == PacketType::OneRtt && r.at.ts >= after)
             .or_else(|| {
-                c.recs
+                c.recovery
+                    .recs
                     .iter()
                     .rev()
                     .find(|r| r.side == Side::Client && r.ty == PacketType::Handshake)
@@ -295,8 +303,8 @@ impl QuicAnalysis {
             let detail = fact!(
                 "ladder.quic-handshake",
                 finished_seen = h.finished_seen,
-                version_negotiation = !self.conn.version_negotiation.is_empty(),
-                retry = !self.conn.retry.is_empty(),
+                version_negotiation = !self.conn.redirects.version_negotiation.is_empty(),
+                retry = !self.conn.redirects.retry.is_empty(),
                 hello_retry = h.hello_retry.is_some(),
             );
             out.push(clock.phase(

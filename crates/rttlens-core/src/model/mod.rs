@@ -589,7 +589,7 @@ impl QuicReport {
         };
         let mut lost = [0u64; 2];
         let mut pn_gaps = [0u64; 2];
-        for l in &c.losses {
+        for l in &c.recovery.losses {
             if l.declared_by.is_some() {
                 lost[l.side.index()] += 1;
             } else {
@@ -611,9 +611,9 @@ impl QuicReport {
             datagrams: c.datagrams,
             bytes: c.bytes,
             packets: c.packets,
-            decrypted: c.opened,
-            not_decrypted: c.not_opened.clone(),
-            key_log: c.keys_logged,
+            decrypted: c.protection.opened,
+            not_decrypted: c.protection.not_opened.clone(),
+            key_log: c.protection.keys_logged(),
             rtt: a.rtt.map(|r| QuicRttReport {
                 min_ms: round3(r.min.as_millis_f64()),
                 client_half_ms: r.half[0].map(|d| round3(d.as_millis_f64())),
@@ -638,18 +638,18 @@ impl QuicReport {
                     .and_then(|sh| sh.key_share_group)
                     .map(crate::proto::tls::hello::group_name),
                 hello_retry_request: h.hello_retry.is_some(),
-                retry: !c.retry.is_empty(),
-                version_negotiation: !c.version_negotiation.is_empty(),
+                retry: !c.redirects.retry.is_empty(),
+                version_negotiation: !c.redirects.version_negotiation.is_empty(),
                 resumption_offered: h.client_hello.as_ref().is_some_and(|ch| ch.pre_shared_key),
                 resumed: h.resumed,
                 zero_rtt,
-                zero_rtt_packets: c.zero_rtt.map_or(0, |z| z.1),
+                zero_rtt_packets: c.handshake.zero_rtt.map_or(0, |z| z.1),
                 certificate_bytes: h.certificate_bytes,
                 ms: hs_phase.map(|p| p.ms),
                 rtts: hs_phase.filter(|_| a.rtt_min().is_some()).map(|p| p.rtts),
                 handshake_done_frame: h.handshake_done.map(|f| f.frame),
             },
-            transport_parameters: c.transport.clone(),
+            transport_parameters: c.handshake.transport.clone(),
             lost,
             pn_gaps,
             sample: crate::population::Sample::of_quic(a, &ladder, start),
@@ -662,6 +662,7 @@ impl QuicReport {
                 .collect(),
             findings,
             closes: c
+                .signals
                 .closes
                 .iter()
                 .map(|x| {

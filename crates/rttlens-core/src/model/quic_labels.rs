@@ -31,7 +31,7 @@ pub(crate) fn quic_frame_labels(a: &QuicAnalysis) -> Vec<(u64, &'static str)> {
         put(s.response_first_data, "first response DATA");
         put(s.response_end, "response end");
     }
-    for c in &a.conn.closes {
+    for c in &a.conn.signals.closes {
         put(Some(c.at), "CONNECTION_CLOSE");
     }
     v.sort_by_key(|l| l.0);

@@ -96,7 +96,7 @@ impl QuicTable {
         };
         let side = c.side_of(src);
         c.push(side, d, at);
-        let mut cids: Vec<Vec<u8>> = std::mem::take(&mut c.new_cids);
+        let mut cids: Vec<Vec<u8>> = std::mem::take(&mut c.signals.new_cids);
         for s in &c.scid {
             if !s.is_empty() && !self.by_cid.contains_key(s) {
                 cids.push(s.clone());
@@ -128,8 +128,8 @@ impl QuicTable {
         h.ty == PacketType::Initial
             && h.dcid != c.original_dcid.as_slice()
             && h.dcid != c.scid[Side::Server.index()].as_slice()
-            && c.retry.is_empty()
-            && c.version_negotiation.is_empty()
+            && c.redirects.retry.is_empty()
+            && c.redirects.version_negotiation.is_empty()
             && super::conn::opens_as_first_initial(&h)
     }
 
@@ -176,7 +176,7 @@ impl QuicTable {
             .values()
             .filter(|c| {
                 let quiet = now - c.last_ts();
-                quiet > IDLE || !c.closes.is_empty() && quiet > CLOSED_LINGER
+                quiet > IDLE || !c.signals.closes.is_empty() && quiet > CLOSED_LINGER
             })
             .map(|c| c.index)
             .collect();
