@@ -13,8 +13,8 @@
 use libfuzzer_sys::fuzz_target;
 use rttlens_core::base::side::{FrameRef, Side};
 use rttlens_core::base::time::Timestamp;
+use rttlens_core::proto::h3::{H3Tracker, STREAM_DETAIL_CAP};
 use rttlens_core::proto::Notes;
-use rttlens_core::quic::h3::{H3Tracker, STREAM_DETAIL_CAP};
 
 fuzz_target!(|data: &[u8]| {
     let mut h3 = H3Tracker::new();

@@ -13,11 +13,12 @@ use crate::base::cost::{round3, Cost};
 use crate::base::fact::{fact, Value};
 use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
+use crate::proto::h3::H3Summary;
 use crate::proto::tls::hello::{ClientHelloInfo, ServerHelloInfo};
-use crate::quic::conn::{FlowEvent, Loss, PacketRec, QuicConn, ServerRedirect};
+use crate::quic::conn::{Close, FlowEvent, Loss, PacketRec, QuicConn, ServerRedirect};
 use crate::quic::crypto::{Message, TransportParameters};
-use crate::quic::h3::H3Summary;
 use crate::quic::packet::PacketType;
+use crate::quic::trace::QuicTrace;
 
 /// The RTT of a QUIC connection at the capture point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,8 +70,9 @@ pub struct QuicHandshake {
 /// A finished QUIC connection and what the analysis made of it.
 #[derive(Debug)]
 pub struct QuicAnalysis {
-    /// The connection.
-    pub conn: QuicConn,
+    /// The connection, read through the accessors below (the engine's
+    /// flow internals stay in `analysis`, as TCP's do).
+    conn: QuicConn,
     /// RTT, when an ACK gave a sample.
     pub rtt: Option<QuicRtt>,
     /// The handshake.
@@ -107,41 +109,109 @@ impl QuicAnalysis {
 }
 
 /// What the QUIC table recorded of the connection, read by the detectors
-/// through these accessors rather than through [`QuicAnalysis::conn`].
+/// and the report through these accessors.
 impl QuicAnalysis {
+    /// The client's address (the sender of the first Initial, else the
+    /// higher port).
+    pub fn client(&self) -> std::net::SocketAddr {
+        self.conn.client
+    }
+
+    /// The server's address.
+    pub fn server(&self) -> std::net::SocketAddr {
+        self.conn.server
+    }
+
+    /// The QUIC version the connection settled on (RFC 9000 §15).
+    pub fn version(&self) -> u32 {
+        self.conn.version
+    }
+
+    /// The version of the client's first Initial, when it was not the one
+    /// the connection settled on (Version Negotiation, RFC 9368).
+    pub fn first_version(&self) -> Option<u32> {
+        self.conn.first_version
+    }
+
+    /// UDP datagrams each side sent, indexed by [`Side::index`].
+    pub fn datagrams(&self) -> [u64; 2] {
+        self.conn.datagrams
+    }
+
+    /// UDP payload bytes each side sent, indexed by [`Side::index`].
+    pub fn bytes(&self) -> [u64; 2] {
+        self.conn.bytes
+    }
+
+    /// Packets opened with the keys, each side.
+    pub fn decrypted(&self) -> [u64; 2] {
+        self.conn.protection.opened
+    }
+
+    /// Packets left sealed, by packet type.
+    pub fn not_decrypted(&self) -> &std::collections::BTreeMap<&'static str, u64> {
+        &self.conn.protection.not_opened
+    }
+
+    /// Whether the key log held this connection's secrets.
+    pub fn keys_logged(&self) -> bool {
+        self.conn.protection.keys_logged()
+    }
+
+    /// The transport parameters each side sent, when decrypted.
+    pub fn transport(&self) -> &[Option<TransportParameters>; 2] {
+        &self.conn.handshake.transport
+    }
+
+    /// CONNECTION_CLOSE frames, in capture order.
+    pub fn closes(&self) -> &[Close] {
+        &self.conn.signals.closes
+    }
+
+    /// The frames of the CRYPTO data carrying `side`'s handshake messages
+    /// of type `ty` at level `level` (0 Initial, 1 Handshake, 2 1-RTT).
+    pub fn crypto_messages(&self, side: Side, level: usize, ty: u8) -> Vec<FrameRef> {
+        self.conn.crypto_messages(side, level, ty)
+    }
+
+    /// The datagram trace (`--trace`), taken out for the report.
+    pub fn take_trace(&mut self) -> Option<Box<QuicTrace>> {
+        self.conn.trace.take()
+    }
+
     /// 0-based index of the connection among the capture's QUIC
     /// connections.
-    pub(crate) fn index(&self) -> u64 {
+    pub fn index(&self) -> u64 {
         self.conn.index
     }
 
     /// The connection's first packet.
-    pub(crate) fn first(&self) -> FrameRef {
+    pub fn first(&self) -> FrameRef {
         self.conn.first
     }
 
     /// The connection's last packet.
-    pub(crate) fn last(&self) -> FrameRef {
+    pub fn last(&self) -> FrameRef {
         self.conn.last
     }
 
     /// Packets each side sent, indexed by [`Side::index`].
-    pub(crate) fn packets(&self) -> [u64; 2] {
+    pub fn packets(&self) -> [u64; 2] {
         self.conn.packets
     }
 
     /// Whether the client was told apart by its Initial (else by ports).
-    pub(crate) fn roles_known(&self) -> bool {
+    pub fn roles_known(&self) -> bool {
         self.conn.roles_known
     }
 
     /// The server's Version Negotiation packets.
-    pub(crate) fn version_negotiations(&self) -> &[ServerRedirect] {
+    pub fn version_negotiations(&self) -> &[ServerRedirect] {
         &self.conn.redirects.version_negotiation
     }
 
     /// The server's Retry packets.
-    pub(crate) fn retries(&self) -> &[ServerRedirect] {
+    pub fn retries(&self) -> &[ServerRedirect] {
         &self.conn.redirects.retry
     }
 
@@ -152,7 +222,7 @@ impl QuicAnalysis {
 
     /// Packets lost (the first kept): declared lost by the peer's ACKs, or
     /// gaps in a sender's packet numbers.
-    pub(crate) fn losses(&self) -> &[Loss] {
+    pub fn losses(&self) -> &[Loss] {
         &self.conn.recovery.losses
     }
 
@@ -162,7 +232,7 @@ impl QuicAnalysis {
     }
 
     /// The client's 0-RTT packets: the first, how many, their bytes.
-    pub(crate) fn zero_rtt(&self) -> Option<(FrameRef, u64, u64)> {
+    pub fn zero_rtt(&self) -> Option<(FrameRef, u64, u64)> {
         self.conn.handshake.zero_rtt
     }
 

@@ -39,6 +39,7 @@
 //! that direction when it cannot know where the next item starts.
 
 pub mod h2;
+pub mod h3;
 pub mod http;
 pub mod protocols;
 mod stream;

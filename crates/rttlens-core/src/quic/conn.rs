@@ -15,13 +15,13 @@ pub use protection::Protection;
 pub use recovery::Recovery;
 
 use super::frame::{frames, Frame};
-use super::h3::H3Tracker;
 use super::packet::{packets, Header, PacketType};
 use super::protect::{open, PacketKeys};
 use super::trace::QuicTrace;
 use crate::base::side::{FrameRef, Side};
 use crate::base::time::{Duration, Timestamp};
 use crate::capture::keylog::KeyStore;
+use crate::proto::h3::H3Tracker;
 use crate::wire::UdpDatagram;
 
 /// Packets recorded in detail per connection (the handshake and the start

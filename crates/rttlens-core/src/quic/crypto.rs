@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use super::varint::Cursor;
 use crate::base::side::FrameRef;
+use crate::wire::varint::Cursor;
 
 /// Longest handshake message kept whole for parsing, bytes (a
 /// certificate chain is seldom above 16 KB; beyond this only its length is
@@ -249,7 +249,7 @@ impl TransportParameters {
         let mut tp = TransportParameters::default();
         let mut c = Cursor::new(data);
         while let (Some(id), Some(value)) = (c.varint(), c.bytes_varint_len()) {
-            let v = || super::varint::read(value).map(|(v, _)| v);
+            let v = || crate::wire::varint::read(value).map(|(v, _)| v);
             match id {
                 0x01 => tp.max_idle_timeout_ms = v(),
                 0x03 => tp.max_udp_payload_size = v(),

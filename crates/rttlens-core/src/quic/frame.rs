@@ -8,7 +8,7 @@
 //! The walk stops after the first [`FrameError`]: a frame's length is only
 //! known by parsing it, so nothing after a malformed frame can be found.
 
-use crate::quic::varint::Cursor;
+use crate::wire::varint::Cursor;
 
 /// Largest value a variable-length integer holds, and the largest stream or
 /// CRYPTO offset plus length (RFC 9000 §16, §19.6, §19.8).

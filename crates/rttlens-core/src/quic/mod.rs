@@ -13,7 +13,6 @@
 //! - [`frame`]: the frames of an opened packet (RFC 9000 §19);
 //! - `crypto`: the TLS handshake in CRYPTO frames, cut into messages and
 //!   read by the TLS layer's hello parsers; transport parameters;
-//! - [`h3`]: HTTP/3 frames and QPACK on the streams;
 //! - [`trace`]: every datagram and RTT sample, kept for the HTML report's
 //!   graphs when asked for.
 //!
@@ -23,11 +22,9 @@
 pub mod conn;
 pub(crate) mod crypto;
 pub mod frame;
-pub mod h3;
 pub mod packet;
 pub(crate) mod protect;
 pub mod table;
 pub mod trace;
-pub(crate) mod varint;
 
 pub use crypto::TransportParameters;

@@ -8,7 +8,7 @@
 //! is crate-private; quiche's header parser needs its own types and
 //! BoringSSL).
 
-use super::varint::Cursor;
+use crate::wire::varint::Cursor;
 
 /// QUIC version 1 (RFC 9000).
 pub const VERSION_1: u32 = 0x0000_0001;

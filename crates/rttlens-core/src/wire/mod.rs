@@ -30,6 +30,7 @@ pub(crate) mod duplicates;
 pub(crate) mod ip;
 pub(crate) mod link;
 pub(crate) mod tcp;
+pub(crate) mod varint;
 
 use std::net::IpAddr;
 

@@ -28,7 +28,7 @@
 //! [`HttpTracker::is_http`] `Some(false)`.
 //!
 //! [`stream`] holds the request stream HTTP/2 (`proto::h2`) and HTTP/3
-//! (`quic::h3`) both fill: one record of a request and its response for
+//! (`proto::h3`) both fill: one record of a request and its response for
 //! the two framings.
 
 mod head;

@@ -1,7 +1,7 @@
 //! One request stream of HTTP/2 or HTTP/3, as both keep it.
 //!
 //! HTTP/2 (`proto::h2`, frames in a TCP byte stream, HPACK) and HTTP/3
-//! (`quic::h3`, frames in QUIC streams, QPACK) frame a request and its
+//! (`proto::h3`, frames in QUIC streams, QPACK) frame a request and its
 //! response differently, but what they learn of it is the same, and is
 //! kept here: the header fields read ([`Header`]), the packet that
 //! delivered each side's first HEADERS, the response's first DATA and each

@@ -1,4 +1,5 @@
-//! QUIC's variable-length integers (RFC 9000 §16): the two high bits of the
+//! QUIC's variable-length integers (RFC 9000 §16), which HTTP/3 (RFC 9114
+//! §1.3) and QPACK's stream instructions use too: the two high bits of the
 //! first byte give the length (1, 2, 4 or 8 bytes), the rest is the value,
 //! big-endian; values up to 2^62 − 1.
 

@@ -42,7 +42,7 @@ use rustc_hash::FxHashMap;
 use crate::base::side::{FrameRef, Side};
 use crate::proto::http::stream::{Header, HttpStream, HttpStreams, Reset};
 use crate::proto::{NoteKind, Notes, PARSE_BUFFER_CAP};
-use crate::quic::varint;
+use crate::wire::varint;
 
 pub use crate::proto::http::stream::STREAM_DETAIL_CAP;
 /// Out-of-order bytes held per stream direction, waiting for the bytes
