@@ -25,6 +25,9 @@ fuzz_target!(|data: &[u8]| {
     let mut buf = Vec::new();
     if rt.block_on(read_response(&mut reader, &mut buf)).is_ok() {
         assert!(buf.len() <= body.len());
-        assert!(body.ends_with(&buf), "left bytes that were not the input's tail");
+        assert!(
+            body.ends_with(&buf),
+            "left bytes that were not the input's tail"
+        );
     }
 });

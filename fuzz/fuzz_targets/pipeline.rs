@@ -18,6 +18,7 @@ use std::io::Cursor;
 
 use libfuzzer_sys::fuzz_target;
 use rttlens_core::capture::CaptureReader;
+use rttlens_core::model::Connection;
 use rttlens_core::pipeline::{self, Options};
 
 mod input;
@@ -40,8 +41,19 @@ fn run(input: &[u8], threads: usize, keys: u8) -> Option<String> {
         threads,
         ..Options::default()
     };
-    let sum = pipeline::run_with(&mut reader, &options, &mut |c| conns.push(c), &mut |_| {});
+    // each record as the JSON of its transport's report
+    let mut on_conn = |c| {
+        conns.push(match c {
+            Connection::Tcp(c) => serde_json::to_string(&c),
+            Connection::Quic(q) => serde_json::to_string(&q),
+        })
+    };
+    let sum = pipeline::run_with(&mut reader, &options, &mut on_conn, &mut |_| {});
     let sum = sum.ok()?;
+    let conns: Vec<String> = conns
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .expect("reports serialize");
     Some(serde_json::to_string(&(conns, sum)).expect("reports serialize"))
 }
 

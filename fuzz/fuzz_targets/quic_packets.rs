@@ -63,7 +63,7 @@ fuzz_target!(|data: &[u8]| {
     }
     table.finish(&mut |c| done.push(c));
     for c in done {
-        for r in &c.recs {
+        for r in &c.recovery.recs {
             assert!(r.at.frame >= 1 && r.at.frame <= frame);
         }
         let a = rttlens_core::analysis::quic::analyze(c);

@@ -92,9 +92,8 @@ pub fn run_with(
     let mut tls = TlsTally::default();
     let mut population = crate::population::Population::new(options.interval_ms);
     let mut quic_findings: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let mut quic: Vec<QuicReport> = Vec::new();
-    let mut on_conn = |mut c: Connection| {
-        match &mut c {
+    let mut on_conn = |c: Connection| {
+        match &c {
             Connection::Tcp(r) => {
                 tls.add(r);
                 population.add(&r.population_conn(), &r.sample);
@@ -104,11 +103,6 @@ pub fn run_with(
                 for f in &q.findings {
                     *quic_findings.entry(f.id).or_default() += 1;
                 }
-                // the summary's copy without the datagrams: the caller
-                // gets them
-                let trace = q.trace.take();
-                quic.push((**q).clone());
-                q.trace = trace;
             }
         }
         on_conn(c);
@@ -117,8 +111,6 @@ pub fn run_with(
     for (id, n) in quic_findings {
         *sum.findings_by_id.entry(id).or_default() += n;
     }
-    quic.sort_by_key(|q| q.index);
-    sum.quic = quic;
     tls.key_log = !reader.key_store().is_empty();
     sum.tls = tls;
     sum.population = population.finish();

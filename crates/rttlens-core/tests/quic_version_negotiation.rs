@@ -7,7 +7,7 @@
 //! key log holds the secrets), then sends GET /size/20000.
 
 use rttlens_core::capture::CaptureReader;
-use rttlens_core::model::QuicReport;
+use rttlens_core::model::{Connection, QuicReport};
 use rttlens_core::pipeline;
 
 fn quic(name: &str) -> Vec<QuicReport> {
@@ -15,9 +15,14 @@ fn quic(name: &str) -> Vec<QuicReport> {
     let mut reader = CaptureReader::open(&dir.join(format!("{name}.pcapng"))).expect("capture");
     let keylog = std::fs::read(dir.join(format!("{name}.keylog"))).expect("key log");
     reader.key_store().add(&keylog);
-    pipeline::run(&mut reader, &mut |_| {}, &mut |_| {})
-        .expect("analysis")
-        .quic
+    let mut quic = Vec::new();
+    let on_conn = &mut |c| {
+        if let Connection::Quic(q) = c {
+            quic.push(*q);
+        }
+    };
+    pipeline::run(&mut reader, on_conn, &mut |_| {}).expect("analysis");
+    quic
 }
 
 #[test]

@@ -16,7 +16,7 @@
 #![deny(missing_docs)]
 
 use rttlens_core::base::cost::round3;
-use rttlens_core::model::ConnReport;
+use rttlens_core::model::{ConnReport, QuicReport};
 use rttlens_core::pipeline::CaptureSummary;
 
 /// `getsockopt(TCP_INFO)` decoded (the type of [`TcpInfoSnapshots`]).
@@ -415,6 +415,10 @@ pub struct ProbeReport {
     /// The capture's analysis, one entry per probe connection found in it.
     #[serde(skip)]
     pub connections: Vec<ConnReport>,
+    /// `--http3`: the capture's QUIC connections, in order of first
+    /// packet ([`Attempt::quic_connection`] indexes them).
+    #[serde(skip)]
+    pub quic_connections: Vec<QuicReport>,
     /// The capture's summary.
     #[serde(skip)]
     pub capture_summary: Option<CaptureSummary>,

@@ -224,6 +224,7 @@ pub fn report(
             )
         },
         connections: Vec::new(),
+        quic_connections: Vec::new(),
         capture_summary: None,
         keylog,
     };

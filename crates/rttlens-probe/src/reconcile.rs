@@ -60,7 +60,6 @@ pub fn attach(
             ..Default::default()
         },
         &mut |c| {
-            // QUIC connections: `summary.quic`, matched below
             if let rttlens_core::model::Connection::Tcp(c) = c {
                 if locals.contains_key(&c.client) {
                     conns.push(*c);
@@ -234,23 +233,29 @@ pub fn attach_quic_bytes(
     if let Some(k) = secrets {
         reader.key_store().add(k);
     }
+    let mut quic = Vec::new();
     let summary = pipeline::run_with(
         &mut reader,
         &pipeline::Options {
             trace,
             ..Default::default()
         },
-        &mut |_| {},
+        &mut |c| {
+            if let rttlens_core::model::Connection::Quic(q) = c {
+                quic.push(*q);
+            }
+        },
         &mut |_| {},
     )
     .map_err(|e| e.to_string())?;
+    quic.sort_by_key(|q| q.index);
     let times = frame_times(open()?)?;
     let mut matched = 0;
     let mut undecrypted: std::collections::BTreeMap<&'static str, u64> = Default::default();
     for (a, state) in report.attempts.iter_mut().zip(states) {
-        let idx = summary.quic.iter().position(|q| q.client == a.local);
+        let idx = quic.iter().position(|q| q.client == a.local);
         a.quic_connection = idx;
-        let Some(q) = idx.and_then(|i| summary.quic.get(i)) else {
+        let Some(q) = idx.and_then(|i| quic.get(i)) else {
             continue;
         };
         matched += 1;
@@ -261,6 +266,7 @@ pub fn attach_quic_bytes(
             a.wire_vs_app = quic_agreements(&app, q, &times);
         }
     }
+    report.quic_connections = quic;
     report.capture_summary = Some(summary);
     report.capture.status = "captured";
     report.capture.packets = times.len() as u64;

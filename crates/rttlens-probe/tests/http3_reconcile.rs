@@ -110,13 +110,13 @@ fn reconciled(r: &ProbeReport) -> Vec<(String, &'static str, f64)> {
         "capture note: {:?} (capture {pcap})",
         r.capture.note
     );
-    let sum = r.capture_summary.as_ref().expect("the capture analysed");
+    assert!(r.capture_summary.is_some(), "the capture analysed");
     let mut out = Vec::new();
     for a in &r.attempts {
         let step = &a.step;
         let q = a
             .quic_connection
-            .and_then(|i| sum.quic.get(i))
+            .and_then(|i| r.quic_connections.get(i))
             .unwrap_or_else(|| panic!("{step}: no QUIC connection for {}", a.local));
         assert_eq!(q.client, a.local);
         assert!(

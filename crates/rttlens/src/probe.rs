@@ -64,7 +64,11 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             std::mem::take(&mut report.connections)
                 .into_iter()
                 .map(Connection::from)
-                .chain(summary.quic.iter().cloned().map(Connection::from))
+                .chain(
+                    std::mem::take(&mut report.quic_connections)
+                        .into_iter()
+                        .map(Connection::from),
+                )
                 .collect(),
             summary,
         )?);

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{ConnReport, QuicReport};
+use super::ConnReport;
 
 /// Counted problems with the capture (docs/design.md §9): the analysis went
 /// on.
@@ -138,12 +138,6 @@ pub struct CaptureSummary {
     /// UDP datagrams that carried QUIC (absent without QUIC).
     #[serde(skip_serializing_if = "is_zero")]
     pub quic_datagrams: u64,
-    /// QUIC connections, in order of first packet (absent without QUIC;
-    /// docs/json.md "QUIC connections").
-    /// Not serialized here: the JSON renderer (`rttlens_report::json`)
-    /// writes them with their findings' sentences.
-    #[serde(skip)]
-    pub quic: Vec<QuicReport>,
     /// Findings per id over all connections.
     pub findings_by_id: BTreeMap<&'static str, u64>,
     /// TLS connections, and what decryption did (absent without TLS).

@@ -20,7 +20,7 @@ pub(crate) fn quic_frame_labels(a: &QuicAnalysis) -> Vec<(u64, &'static str)> {
     put(h.client_hello.as_ref().map(|c| c.first), "ClientHello");
     put(h.hello_retry.as_ref().map(|s| s.first), "HelloRetryRequest");
     put(h.server_hello.as_ref().map(|s| s.first), "ServerHello");
-    let server_finished = a.conn.crypto_messages(Side::Server, 1, 20);
+    let server_finished = a.crypto_messages(Side::Server, 1, 20);
     put(server_finished.first().copied(), "server Finished");
     put(h.client_done.filter(|_| h.finished_seen), "client Finished");
     put(h.handshake_done, "HANDSHAKE_DONE");
@@ -31,7 +31,7 @@ pub(crate) fn quic_frame_labels(a: &QuicAnalysis) -> Vec<(u64, &'static str)> {
         put(s.response_first_data, "first response DATA");
         put(s.response_end, "response end");
     }
-    for c in &a.conn.signals.closes {
+    for c in a.closes() {
         put(Some(c.at), "CONNECTION_CLOSE");
     }
     v.sort_by_key(|l| l.0);

@@ -91,7 +91,7 @@ impl<'f> Intake<'f> {
     pub(super) fn quic_done(ended: &mut Vec<QuicReport>, start: Timestamp, c: QuicConn) {
         let mut a = analysis::quic::analyze(c);
         let findings = detect::run_quic(&a);
-        let trace = a.conn.trace.take();
+        let trace = a.take_trace();
         let mut report = QuicReport::new(&a, findings, start);
         report.trace = trace.map(|mut t| {
             t.labels = crate::model::quic_frame_labels(&a);

@@ -394,8 +394,7 @@ fn run(
     lab.stop_link();
     drop(lab);
     result?;
-    let (conns, summary) = analyze_summary(&client_capture)?;
-    let quic = summary.quic;
+    let (conns, quic, _) = analyze_summary(&client_capture)?;
     let found = expectations(&conns, &quic, s.expect);
     let unexpected_forbidden = forbidden(&conns, &quic, s.forbid);
     let quic_key = s.key.starts_with("quic-");
@@ -533,9 +532,9 @@ fn run_variant(
     } else {
         expect
     };
-    let (conns, summary) = analyze_summary(&copy.path)?;
-    let found = expectations(&conns, &summary.quic, expect);
-    let mut problems = forbidden(&conns, &summary.quic, s.forbid)
+    let (conns, quic, summary) = analyze_summary(&copy.path)?;
+    let found = expectations(&conns, &quic, expect);
+    let mut problems = forbidden(&conns, &quic, s.forbid)
         .into_iter()
         .map(|f| format!("forbidden {f}"))
         .collect::<Vec<_>>();

@@ -42,9 +42,8 @@ pub fn write_json(report: &ProbeReport, w: &mut dyn Write) -> io::Result<()> {
             .map(|c| Conn::Tcp(ConnJson::new(c)))
             .chain(
                 report
-                    .capture_summary
+                    .quic_connections
                     .iter()
-                    .flat_map(|s| &s.quic)
                     .map(|q| Conn::Quic(QuicJson::new(q))),
             )
             .collect(),

@@ -101,7 +101,7 @@ pub fn write_text(report: &ProbeReport, w: &mut dyn Write) -> io::Result<()> {
         }
         let quic = a
             .quic_connection
-            .and_then(|i| report.capture_summary.as_ref()?.quic.get(i));
+            .and_then(|i| report.quic_connections.get(i));
         if let Some(q) = quic {
             writeln!(w, "  --- from the probe's own capture ---")?;
             let mut buf = Vec::new();
