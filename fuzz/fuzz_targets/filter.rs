@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rttlens_core::filter::Filter;
 use rttlens_core::base::seq::SeqNumber;
+use rttlens_core::filter::Filter;
 use rttlens_core::wire::{TcpFlags, TcpOptions, TcpSegment};
 
 fn seg(src: &str, sp: u16, dst: &str, dp: u16) -> TcpSegment<'static> {

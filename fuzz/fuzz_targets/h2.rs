@@ -28,7 +28,11 @@ fuzz_target!(|data: &[u8]| {
     let mut frame = 0u64;
     let mut rest = data;
     while let [ctl, len, tail @ ..] = rest {
-        let side = if ctl & 1 == 0 { Side::Client } else { Side::Server };
+        let side = if ctl & 1 == 0 {
+            Side::Client
+        } else {
+            Side::Server
+        };
         let i = side.index();
         frame += 1;
         if ctl & 2 != 0 {

@@ -13,7 +13,10 @@ fuzz_target!(|data: &[u8]| {
     assert!(log.len() as u64 <= first.secrets);
     log.add(data);
     let second = log.notes();
-    assert_eq!(second.secrets, first.secrets, "a repeat is not a new secret");
+    assert_eq!(
+        second.secrets, first.secrets,
+        "a repeat is not a new secret"
+    );
     assert_eq!(second.malformed_lines, 2 * first.malformed_lines);
     assert_eq!(second.unknown_labels, 2 * first.unknown_labels);
 });

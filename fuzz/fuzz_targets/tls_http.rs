@@ -10,10 +10,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rttlens_core::proto::http::HttpTracker;
-use rttlens_core::proto::tls::{TlsTracker, RECORD_DETAIL_CAP};
 use rttlens_core::base::side::{FrameRef, Side};
 use rttlens_core::base::time::Timestamp;
+use rttlens_core::proto::http::HttpTracker;
+use rttlens_core::proto::tls::{TlsTracker, RECORD_DETAIL_CAP};
 
 fuzz_target!(|data: &[u8]| {
     let mut tls = TlsTracker::new();

@@ -10,6 +10,11 @@
 //!   `<x>::detect`) imports no other detector file; what detectors share
 //!   is in `analysis` or in a shared module of `detect`, listed in
 //!   `DETECT_SHARED`, and every other file of `detect` is a detector;
+//! - **the record's one door** (every crate but `rttlens-core`): outside
+//!   the engine, the record's types (findings, phases, request rows, the
+//!   population view, traces) are named through `rttlens_core::model`,
+//!   never through the module that fills them; the other engine modules a
+//!   consumer may name are listed in `DOOR`;
 //! - **no circle** (every crate): within each module, its submodules (each
 //!   with everything below it) import each other without a circle, of any
 //!   length. So no circle among a crate's files either, with one exception
@@ -83,6 +88,22 @@ const DETECT_SHARED: &[&str] = &["finding", "self_check", "window"];
 /// (`crate: under module: a, b, c`, the members sorted). The test fails on
 /// any other circle, and on a listed one that is gone (remove it here).
 const KNOWN_CIRCLES: &[&str] = &[];
+
+/// What a crate other than `rttlens-core` may name of it: the record
+/// (`model`), how to run the engine (`pipeline`, `capture`, `filter`), the
+/// vocabulary (`base`, `wire`), the detector registry (`detect`: its ids
+/// and lists, never a type: the finding is `model::finding`), and HTTP/1.1's
+/// response parser (`proto::http`, the bench's client reads with it).
+const DOOR: &[&[&str]] = &[
+    &["model"],
+    &["pipeline"],
+    &["capture"],
+    &["filter"],
+    &["base"],
+    &["wire"],
+    &["detect"],
+    &["proto", "http"],
+];
 
 type ModPath = Vec<String>;
 
@@ -1045,6 +1066,93 @@ fn detectors_do_not_import_each_other() {
     assert!(detectors > 25, "read only {detectors} registry entries");
 }
 
+/// Whether `path` (after `rttlens_core`) goes through the door: it starts
+/// with an entry of `DOOR`, and under `detect` names no type and not
+/// `finding` (a type's name starts with an upper-case letter followed by a
+/// lower-case one; `HEADER_ONLY` and the ids are constants).
+fn through_the_door(path: &[String]) -> bool {
+    let Some(entry) = DOOR
+        .iter()
+        .find(|d| path.len() >= d.len() && d.iter().zip(path).all(|(a, b)| a == b))
+    else {
+        return false;
+    };
+    if entry[0] != "detect" {
+        return true;
+    }
+    path.iter().skip(1).all(|seg| {
+        let mut c = seg.chars();
+        let is_type =
+            c.next().is_some_and(char::is_uppercase) && c.next().is_some_and(char::is_lowercase);
+        seg != "finding" && !is_type
+    })
+}
+
+/// Every path into `rttlens-core` from another crate's file that does not
+/// go [`through_the_door`]: `use` leaves, paths in code, and paths in code
+/// that start with a name a `use` of the file bound to an engine module.
+fn past_the_door(g: &CrateGraph) -> Vec<String> {
+    if g.name == "rttlens-core" {
+        return Vec::new();
+    }
+    let mut bad = Vec::new();
+    for f in g.files.values() {
+        let bound: BTreeMap<&str, &[String]> = f
+            .uses
+            .iter()
+            .filter(|u| u.path.first().is_some_and(|p| p == "rttlens_core"))
+            .filter_map(|u| Some((u.name.as_deref()?, &u.path[1..])))
+            .collect();
+        let mut check = |path: Vec<String>, line: usize| {
+            if !path.is_empty() && !through_the_door(&path) {
+                bad.push(format!(
+                    "{}: {}:{line} `rttlens_core::{}`",
+                    g.name,
+                    f.rel,
+                    path.join("::")
+                ));
+            }
+        };
+        for u in &f.uses {
+            if u.path.first().is_some_and(|p| p == "rttlens_core") {
+                check(u.path[1..].to_vec(), u.line);
+            }
+        }
+        for p in &f.paths {
+            if p.path[0] == "rttlens_core" {
+                check(p.path[1..].to_vec(), p.line);
+            } else if let Some(base) = bound.get(p.path[0].as_str()) {
+                let mut full = base.to_vec();
+                full.extend(p.path[1..].iter().cloned());
+                check(full, p.line);
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn the_record_is_read_through_model() {
+    let all = workspace();
+    let bad: Vec<String> = all.iter().flat_map(past_the_door).collect();
+    assert!(
+        bad.is_empty(),
+        "engine modules named outside rttlens-core (read the record's types from rttlens_core::model; the door is DOOR):\n{}",
+        bad.join("\n")
+    );
+    let through: usize = all
+        .iter()
+        .filter(|g| g.name != "rttlens-core")
+        .flat_map(|g| g.files.values())
+        .flat_map(|f| &f.uses)
+        .filter(|u| u.path.len() > 2 && u.path[0] == "rttlens_core" && u.path[1] == "model")
+        .count();
+    assert!(
+        through > 20,
+        "read only {through} imports of rttlens_core::model"
+    );
+}
+
 // ----------------------------------------------------------- self-tests --
 
 fn tree(files: &[(&str, &str)]) -> CrateGraph {
@@ -1256,4 +1364,31 @@ fn the_check_passes_what_is_no_circle() {
     ]);
     assert_eq!(circle_keys(&g), Vec::<String>::new());
     assert!(g.edges.iter().all(|e| e.from != ["a"]), "{:?}", g.edges);
+}
+
+#[test]
+fn the_check_sees_a_record_type_named_past_the_door() {
+    let files: Vec<(String, String)> = [(
+        "lib.rs",
+        "use rttlens_core::model::{Connection, finding::Finding};\n\
+             use rttlens_core::detect::{finding::Evidence, HEADER_ONLY};\n\
+             use rttlens_core::population;\n\
+             fn f(c: &rttlens_core::analysis::ladder::Phase) -> population::Stats { todo!() }\n\
+             fn g() -> rttlens_core::detect::Finding { todo!() }\n\
+             const I: &str = rttlens_core::detect::nagle::ID;\n",
+    )]
+    .iter()
+    .map(|(r, t)| (r.to_string(), t.to_string()))
+    .collect();
+    let g = CrateGraph::new("consumer", &files);
+    assert_eq!(
+        past_the_door(&g),
+        [
+            "consumer: lib.rs:2 `rttlens_core::detect::finding::Evidence`",
+            "consumer: lib.rs:3 `rttlens_core::population`",
+            "consumer: lib.rs:4 `rttlens_core::analysis::ladder::Phase`",
+            "consumer: lib.rs:4 `rttlens_core::population::Stats`",
+            "consumer: lib.rs:5 `rttlens_core::detect::Finding`",
+        ]
+    );
 }

@@ -28,7 +28,7 @@ pub use run::{
     BESIDE_READY, BESIDE_STOP,
 };
 
-use rttlens_core::detect::finding::Finding;
+use rttlens_core::model::finding::Finding;
 use rttlens_core::model::{ConnReport, QuicReport};
 use rttlens_lab_net::link::LinkConfig;
 use rttlens_lab_net::{Host, LabError};

@@ -15,8 +15,8 @@ use std::process::Command;
 
 use rttlens_core::capture::CaptureReader;
 use rttlens_core::model::ConnReport;
+use rttlens_core::model::DecryptStatus;
 use rttlens_core::pipeline;
-use rttlens_core::proto::tls::decrypt::DecryptStatus;
 use rttlens_lab_net::Host;
 use support::{body, TestLab, SERVER_IP};
 

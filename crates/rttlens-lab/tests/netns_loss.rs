@@ -20,8 +20,8 @@ mod support;
 use std::ops::{Range, RangeInclusive};
 use std::path::PathBuf;
 
-use rttlens_core::detect::Finding;
-use rttlens_core::flow::rounds::Limit;
+use rttlens_core::model::trace::Limit;
+use rttlens_core::model::Finding;
 use rttlens_lab_net::Host;
 use support::{
     analyze, analyze_both, body, marked_transmissions, seq_after, Analyzed, Packet, TestLab,

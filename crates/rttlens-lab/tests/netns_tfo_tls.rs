@@ -42,10 +42,7 @@ fn stop_and_analyze(
     conns
 }
 
-fn phase<'a>(
-    c: &'a rttlens_core::model::ConnReport,
-    name: &str,
-) -> &'a rttlens_core::analysis::ladder::Phase {
+fn phase<'a>(c: &'a rttlens_core::model::ConnReport, name: &str) -> &'a rttlens_core::model::Phase {
     c.ladder
         .iter()
         .find(|p| p.name == name)

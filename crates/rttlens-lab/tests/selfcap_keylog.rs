@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rttlens_core::capture::CaptureReader;
 use rttlens_core::model::ConnReport;
+use rttlens_core::model::DecryptStatus;
 use rttlens_core::pipeline;
-use rttlens_core::proto::tls::decrypt::DecryptStatus;
 use rttlens_lab_net::netns::Netns;
 use rttlens_live::{Captured, SelfCapture};
 

@@ -12,11 +12,11 @@
 
 use std::io::{self, Write};
 
-use rttlens_core::analysis::ladder::Phase;
-use rttlens_core::detect::finding::{Confidence, Evidence, Finding};
+use rttlens_core::model::finding::{Confidence, Evidence, Finding};
+use rttlens_core::model::population::PopFinding;
+use rttlens_core::model::Phase;
 use rttlens_core::model::{ConnReport, Connection, QuicReport, Transport};
 use rttlens_core::pipeline::CaptureSummary;
-use rttlens_core::population::PopFinding;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
@@ -84,7 +84,7 @@ impl Serialize for PopFindingJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         /// One proof: its connection, frames or interval, `what` (the
         /// sentence) and `fact`.
-        struct Ev<'a>(&'a rttlens_core::population::PopEvidence);
+        struct Ev<'a>(&'a rttlens_core::model::population::PopEvidence);
         impl Serialize for Ev<'_> {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 let e = self.0;

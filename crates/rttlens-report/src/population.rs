@@ -5,11 +5,11 @@
 
 use std::io::{self, Write};
 
+use rttlens_core::model::population::{Group, PhaseId, PhaseStats, PopulationReport, Stats};
 use rttlens_core::pipeline::CaptureSummary;
-use rttlens_core::population::{Group, PhaseId, PhaseStats, PopulationReport, Stats};
 
 /// Connections a capture needs for the population view in text.
-pub const MIN_CONNECTIONS: u64 = rttlens_core::population::MIN_CONNECTIONS;
+pub const MIN_CONNECTIONS: u64 = rttlens_core::model::population::MIN_CONNECTIONS;
 /// Groups (servers, SNIs) printed.
 const GROUPS_SHOWN: usize = 5;
 

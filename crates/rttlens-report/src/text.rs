@@ -5,12 +5,12 @@
 
 use std::io::{self, Write};
 
-use rttlens_core::analysis::ladder::Phase;
-use rttlens_core::analysis::requests::RequestRow;
-use rttlens_core::detect::Finding;
+use rttlens_core::model::Finding;
+use rttlens_core::model::Phase;
+use rttlens_core::model::RequestRow;
 use rttlens_core::model::{ConnReport, Connection, QuicReport};
+use rttlens_core::model::{DecryptStatus, Decryption};
 use rttlens_core::pipeline::{CaptureSummary, TlsTally};
-use rttlens_core::proto::tls::decrypt::{DecryptStatus, Decryption};
 
 use crate::{Renderer, Source};
 

@@ -4,15 +4,26 @@
 //! [`Connection`] is the one record of a connection of any transport.
 
 mod capture;
+pub mod finding;
+pub mod population;
 mod quic_labels;
 mod record;
+pub mod trace;
+
+pub use finding::Finding;
+pub use trace::Limit;
 
 pub use capture::{CaptureSummary, Quality, TlsTally};
 pub(crate) use quic_labels::quic_frame_labels;
 pub use record::{Connection, Transport};
 
+// The record's parts defined where an earlier layer fills them, read from
+// here outside the engine (tests/layers.rs "the record's one door").
+pub use crate::analysis::ladder::Phase;
+pub use crate::analysis::requests::RequestRow;
+pub use crate::proto::tls::decrypt::{DecryptStatus, Decryption};
+
 use crate::analysis::connection::{Coverage, TcpFacts};
-use crate::analysis::ladder::Phase;
 use crate::analysis::rtt::Vantage;
 use crate::analysis::tls::TlsInfo;
 use crate::analysis::transfer::{Bound, InitialWindow, LimitCount};
@@ -20,8 +31,6 @@ use crate::analysis::Analysis;
 use crate::base::cost::round3;
 use crate::base::side::Side;
 use crate::base::time::Timestamp;
-use crate::detect::Finding;
-use crate::flow::rounds::Limit;
 use crate::flow::rtt::RttMethod;
 use crate::wire::community_id::{community_id, TCP, UDP};
 use std::collections::BTreeMap;
@@ -572,7 +581,6 @@ impl QuicReport {
         findings: Vec<Finding>,
         start: Timestamp,
     ) -> QuicReport {
-        let c = &a.conn;
         let h = &a.handshake;
         let version = |v: u32| match v {
             crate::quic::packet::VERSION_1 => "1".to_string(),
@@ -589,7 +597,7 @@ impl QuicReport {
         };
         let mut lost = [0u64; 2];
         let mut pn_gaps = [0u64; 2];
-        for l in &c.recovery.losses {
+        for l in a.losses() {
             if l.declared_by.is_some() {
                 lost[l.side.index()] += 1;
             } else {
@@ -597,23 +605,23 @@ impl QuicReport {
             }
         }
         QuicReport {
-            index: c.index,
-            client: c.client.to_string(),
-            server: c.server.to_string(),
-            community_id: community_id(0, UDP, c.client, c.server),
-            roles_known: c.roles_known,
-            version: version(c.version),
-            first_version: c.first_version.map(version),
-            first_frame: c.first.frame,
-            last_frame: c.last.frame,
-            start_s: round3((c.first.ts - start).as_secs_f64()),
-            duration_ms: round3((c.last.ts - c.first.ts).as_millis_f64()),
-            datagrams: c.datagrams,
-            bytes: c.bytes,
-            packets: c.packets,
-            decrypted: c.protection.opened,
-            not_decrypted: c.protection.not_opened.clone(),
-            key_log: c.protection.keys_logged(),
+            index: a.index(),
+            client: a.client().to_string(),
+            server: a.server().to_string(),
+            community_id: community_id(0, UDP, a.client(), a.server()),
+            roles_known: a.roles_known(),
+            version: version(a.version()),
+            first_version: a.first_version().map(version),
+            first_frame: a.first().frame,
+            last_frame: a.last().frame,
+            start_s: round3((a.first().ts - start).as_secs_f64()),
+            duration_ms: round3((a.last().ts - a.first().ts).as_millis_f64()),
+            datagrams: a.datagrams(),
+            bytes: a.bytes(),
+            packets: a.packets(),
+            decrypted: a.decrypted(),
+            not_decrypted: a.not_decrypted().clone(),
+            key_log: a.keys_logged(),
             rtt: a.rtt.map(|r| QuicRttReport {
                 min_ms: round3(r.min.as_millis_f64()),
                 client_half_ms: r.half[0].map(|d| round3(d.as_millis_f64())),
@@ -638,18 +646,18 @@ impl QuicReport {
                     .and_then(|sh| sh.key_share_group)
                     .map(crate::proto::tls::hello::group_name),
                 hello_retry_request: h.hello_retry.is_some(),
-                retry: !c.redirects.retry.is_empty(),
-                version_negotiation: !c.redirects.version_negotiation.is_empty(),
+                retry: !a.retries().is_empty(),
+                version_negotiation: !a.version_negotiations().is_empty(),
                 resumption_offered: h.client_hello.as_ref().is_some_and(|ch| ch.pre_shared_key),
                 resumed: h.resumed,
                 zero_rtt,
-                zero_rtt_packets: c.handshake.zero_rtt.map_or(0, |z| z.1),
+                zero_rtt_packets: a.zero_rtt().map_or(0, |z| z.1),
                 certificate_bytes: h.certificate_bytes,
                 ms: hs_phase.map(|p| p.ms),
                 rtts: hs_phase.filter(|_| a.rtt_min().is_some()).map(|p| p.rtts),
                 handshake_done_frame: h.handshake_done.map(|f| f.frame),
             },
-            transport_parameters: c.handshake.transport.clone(),
+            transport_parameters: a.transport().clone(),
             lost,
             pn_gaps,
             sample: crate::population::Sample::of_quic(a, &ladder, start),
@@ -661,9 +669,8 @@ impl QuicReport {
                 .map(|(row, s)| QuicStreamRow::of(row, s))
                 .collect(),
             findings,
-            closes: c
-                .signals
-                .closes
+            closes: a
+                .closes()
                 .iter()
                 .map(|x| {
                     let side = if x.side == Side::Client {

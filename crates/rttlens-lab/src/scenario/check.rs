@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use rttlens_core::capture::CaptureReader;
-use rttlens_core::detect::finding::Finding;
-use rttlens_core::model::{ConnReport, QuicReport};
+use rttlens_core::model::finding::Finding;
+use rttlens_core::model::{ConnReport, Connection, QuicReport};
 use rttlens_core::pipeline;
 use rttlens_lab_net::LabError;
 
@@ -94,12 +94,12 @@ pub(super) fn forbidden(conns: &[ConnReport], quic: &[QuicReport], forbid: &[&st
 
 /// The connections of the capture at `path`, in capture order.
 pub(super) fn analyze(path: &Path) -> Result<Vec<ConnReport>, LabError> {
-    analyze_summary(path).map(|(c, _)| c)
+    analyze_summary(path).map(|(c, _, _)| c)
 }
 
 pub(super) fn analyze_summary(
     path: &Path,
-) -> Result<(Vec<ConnReport>, pipeline::CaptureSummary), LabError> {
+) -> Result<(Vec<ConnReport>, Vec<QuicReport>, pipeline::CaptureSummary), LabError> {
     let mut reader = CaptureReader::open(path)
         .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
     // the keys the scenario's TLS clients wrote beside the capture
@@ -108,17 +108,17 @@ pub(super) fn analyze_summary(
         reader.key_store().add(&text);
     }
     let mut conns = Vec::new();
-    // the QUIC connections: `summary.quic`
+    let mut quic = Vec::new();
     let summary = pipeline::run(
         &mut reader,
-        &mut |c| {
-            if let rttlens_core::model::Connection::Tcp(c) = c {
-                conns.push(*c);
-            }
+        &mut |c| match c {
+            Connection::Tcp(c) => conns.push(*c),
+            Connection::Quic(q) => quic.push(*q),
         },
         &mut |_| {},
     )
     .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
     conns.sort_by_key(|c| c.index);
-    Ok((conns, summary))
+    quic.sort_by_key(|q| q.index);
+    Ok((conns, quic, summary))
 }

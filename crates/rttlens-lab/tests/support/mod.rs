@@ -38,8 +38,8 @@ use std::thread::{sleep, JoinHandle};
 use std::time::{Duration, Instant};
 
 use rttlens_core::capture::CaptureReader;
-use rttlens_core::detect::Finding;
 use rttlens_core::model::ConnReport;
+use rttlens_core::model::Finding;
 use rttlens_core::pipeline::{self, CaptureSummary};
 use rttlens_lab_net::{Host, Lab, LinkConfig, Tcpdump};
 use rttlens_lab_server::nginx;

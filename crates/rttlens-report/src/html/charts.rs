@@ -7,10 +7,10 @@
 use plotters::prelude::*;
 use rttlens_core::base::side::Side;
 use rttlens_core::base::time::Timestamp;
-use rttlens_core::detect::Finding;
-use rttlens_core::flow::rounds::Limit;
-use rttlens_core::flow::trace::{Trace, TracePacket};
+use rttlens_core::model::trace::Limit;
+use rttlens_core::model::trace::{Trace, TracePacket};
 use rttlens_core::model::ConnReport;
+use rttlens_core::model::Finding;
 
 use super::plot::{self, colour, Axes, Ctx, DrawResult, Pin, COLUMNS};
 use super::traced::Traced;

@@ -30,8 +30,8 @@ use std::cmp::Ordering;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use rttlens_core::analysis::ladder::Phase;
-use rttlens_core::detect::Finding;
+use rttlens_core::model::Finding;
+use rttlens_core::model::Phase;
 use rttlens_core::model::{ConnReport, Connection, QuicReport, Transport};
 use rttlens_core::pipeline::CaptureSummary;
 

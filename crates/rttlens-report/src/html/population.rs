@@ -7,8 +7,8 @@
 use std::io::{self, Write};
 
 use plotters::prelude::*;
+use rttlens_core::model::population::{Group, PhaseId, PopFinding, PopulationReport};
 use rttlens_core::pipeline::CaptureSummary;
-use rttlens_core::population::{Group, PhaseId, PopFinding, PopulationReport};
 
 use super::plot::colour;
 use super::{esc, Figure};

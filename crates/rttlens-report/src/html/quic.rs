@@ -1,18 +1,18 @@
 //! A QUIC connection's section of the HTML report: what it was, its ladder
 //! of phases, its findings and the graphs that apply to QUIC (the ladder
 //! diagram, the IO graph, the RTT samples), drawn from its datagrams
-//! ([`rttlens_core::quic::trace::QuicTrace`]) through the code that draws
+//! ([`rttlens_core::model::trace::QuicTrace`]) through the code that draws
 //! a TCP connection's ([`Traced`]).
 
 use std::io::{self, Write};
 use std::path::Path;
 
 use rttlens_core::base::side::Side;
-use rttlens_core::detect::Finding;
-use rttlens_core::flow::trace::RttSample;
+use rttlens_core::model::trace::PacketType;
+use rttlens_core::model::trace::QuicTrace;
+use rttlens_core::model::trace::RttSample;
+use rttlens_core::model::Finding;
 use rttlens_core::model::QuicReport;
-use rttlens_core::quic::packet::PacketType;
-use rttlens_core::quic::trace::QuicTrace;
 
 use super::traced::{Row, Traced, View};
 use super::{

@@ -5,9 +5,9 @@
 //! keep them in (the half measured, the frame that closed the sample).
 
 use rttlens_core::base::side::{FrameRef, Side};
-use rttlens_core::detect::Finding;
-use rttlens_core::flow::trace::{RttSample, Trace, TracePacket};
+use rttlens_core::model::trace::{RttSample, Trace, TracePacket};
 use rttlens_core::model::ConnReport;
+use rttlens_core::model::Finding;
 use rttlens_core::wire::TcpFlags;
 
 /// One packet (TCP) or datagram (QUIC) as the graphs draw it.

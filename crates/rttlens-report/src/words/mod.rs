@@ -14,12 +14,12 @@
 //! precision (`{:.1} ms`), and a few change with a value (singular or
 //! plural, a clause only when a flag is set).
 
-use rttlens_core::analysis::ladder::Phase;
-use rttlens_core::detect::finding::{Args, Confidence, Evidence, Fact, Finding};
+use rttlens_core::model::finding::{Args, Confidence, Evidence, Fact, Finding};
+use rttlens_core::model::Phase;
 
 /// What each words file takes.
 mod prelude {
-    pub(super) use rttlens_core::detect::finding::{Args, Finding, Value};
+    pub(super) use rttlens_core::model::finding::{Args, Finding, Value};
 }
 
 mod capture_drops;
@@ -132,12 +132,12 @@ pub fn fix(f: &Finding) -> String {
 }
 
 /// A population finding's title: one line a person reads.
-pub fn pop_title(f: &rttlens_core::population::PopFinding) -> String {
+pub fn pop_title(f: &rttlens_core::model::population::PopFinding) -> String {
     population::pop_title(f)
 }
 
 /// A population finding's fix.
-pub fn pop_fix(f: &rttlens_core::population::PopFinding) -> String {
+pub fn pop_fix(f: &rttlens_core::model::population::PopFinding) -> String {
     population::pop_fix(f)
 }
 

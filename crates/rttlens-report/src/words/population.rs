@@ -4,7 +4,7 @@
 //! facts (`population.*`).
 
 use super::prelude::*;
-use rttlens_core::population::PopFinding;
+use rttlens_core::model::population::PopFinding;
 
 /// Population findings are not connection findings: nothing to write for
 /// a [`Finding`].

@@ -4,8 +4,8 @@
 
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
+use rttlens_core::model::population::{Interval, OverTime, PhaseId};
 use rttlens_core::pipeline::CaptureSummary;
-use rttlens_core::population::{Interval, OverTime, PhaseId};
 
 use super::super::plot::{self, colour, Axes, Ctx, DrawResult, Panel};
 use super::super::Figure;

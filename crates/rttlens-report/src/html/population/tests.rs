@@ -3,8 +3,8 @@
 
 use super::over_time::*;
 use super::*;
-use rttlens_core::detect::finding::{Args, Confidence, Fact, Level, Value};
-use rttlens_core::population::{
+use rttlens_core::model::finding::{Args, Confidence, Fact, Level, Value};
+use rttlens_core::model::population::{
     Interval, IntervalPhase, OverTime, PhaseStats, PopCost, PopEvidence,
 };
 
@@ -76,7 +76,7 @@ fn report() -> PopulationReport {
             ],
             confidence: Confidence {
                 level: Level::High,
-                why: std::iter::once(rttlens_core::detect::finding::Fact::new(
+                why: std::iter::once(rttlens_core::model::finding::Fact::new(
                     "population.backlog-ack-dropped",
                 ))
                 .collect(),
@@ -158,8 +158,8 @@ fn decades_are_labelled() {
 }
 
 /// One value as a whole distribution.
-fn stats(v: f64) -> rttlens_core::population::Stats {
-    use rttlens_core::population::Stats;
+fn stats(v: f64) -> rttlens_core::model::population::Stats {
+    use rttlens_core::model::population::Stats;
     Stats {
         count: 10,
         min: v,
