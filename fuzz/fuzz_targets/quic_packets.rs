@@ -68,6 +68,6 @@ fuzz_target!(|data: &[u8]| {
         }
         let a = rttlens_core::analysis::quic::analyze(c);
         let findings = rttlens_core::detect::run_quic(&a);
-        let _ = rttlens_core::model::QuicReport::new(&a, findings, Timestamp::from_nanos(0));
+        let _ = rttlens_core::model::QuicReport::new(&a, findings, Timestamp::from_nanos(0), 0);
     }
 });

@@ -71,6 +71,11 @@ pub struct Options {
     /// exporter's `rttlens_live_open_connections`). Kept by a one-thread
     /// run only (`threads` ≤ 1); with more it is left alone.
     pub open_connections: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// The seed of every record's Community ID
+    /// ([`crate::wire::community_id`]): 0, every tool's default, unless a
+    /// site hashes with its own (`--community-id-seed`, Zeek's
+    /// `CommunityID::seed`, Suricata's `community-id-seed`).
+    pub community_id_seed: u16,
 }
 
 /// [`run`], keeping what `options` asks for.
@@ -131,7 +136,7 @@ fn run_counted(
     // the TCP table's and the QUIC table's hand-offs share the one callback
     let on_conn = std::cell::RefCell::new(on_conn);
     let mut finish = |conn: Box<Conn<Protocols>>, start: Timestamp| {
-        let report = report_of(conn, start, &mut findings_by_id);
+        let report = report_of(conn, start, options.community_id_seed, &mut findings_by_id);
         (on_conn.borrow_mut())(report.into());
     };
     let table = if options.trace {
@@ -154,12 +159,14 @@ fn run_counted(
     Ok(sum)
 }
 
-/// The analysis of one finished connection: analysis, detectors, report;
-/// its findings counted by id. Once: the engine makes no sentence, so a
-/// connection no output shows costs no more than its typed record.
+/// The analysis of one finished connection: analysis, detectors, report
+/// (its Community ID with `seed`); its findings counted by id. Once: the
+/// engine makes no sentence, so a connection no output shows costs no
+/// more than its typed record.
 fn report_of(
     conn: Box<Conn<Protocols>>,
     start: Timestamp,
+    seed: u16,
     findings_by_id: &mut BTreeMap<&'static str, u64>,
 ) -> ConnReport {
     let mut a = analysis::analyze(conn);
@@ -182,7 +189,7 @@ fn report_of(
     for f in &findings {
         *findings_by_id.entry(f.id).or_default() += 1;
     }
-    let mut report = ConnReport::new(a, findings, start);
+    let mut report = ConnReport::new(a, findings, start, seed);
     report.trace = trace;
     report
 }
@@ -232,8 +239,9 @@ fn scan(
     progress: &mut dyn FnMut(Progress),
     copies: Option<&mut Vec<u64>>,
 ) -> Result<CaptureSummary, CaptureError> {
-    let mut intake =
-        Intake::new(options.filter.as_ref()).with_keys(reader.key_store(), options.trace);
+    let mut intake = Intake::new(options.filter.as_ref())
+        .with_keys(reader.key_store(), options.trace)
+        .with_seed(options.community_id_seed);
     // once: the source does not change (it was asked on every frame)
     intake.live = reader.is_live();
     intake.copy_frames = copies.as_ref().map(|_| Vec::new());

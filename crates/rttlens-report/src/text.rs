@@ -74,7 +74,11 @@ fn human_bytes(b: f64) -> String {
 
 /// Render one connection in full.
 pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::Result<()> {
-    writeln!(w, "connection {}  {} → {}", c.index, c.client, c.server)?;
+    writeln!(
+        w,
+        "connection {}  {} → {}  community_id {}",
+        c.index, c.client, c.server, c.community_id
+    )?;
     let mut line = format!(
         "  {} · {} frames ({}–{}) · {} ms",
         c.protocol,
@@ -287,8 +291,8 @@ fn write_findings(w: &mut dyn Write, findings: &[Finding]) -> io::Result<()> {
 pub fn write_quic_connection(w: &mut dyn Write, q: &QuicReport) -> io::Result<()> {
     writeln!(
         w,
-        "QUIC connection {}  {} → {}",
-        q.index, q.client, q.server
+        "QUIC connection {}  {} → {}  community_id {}",
+        q.index, q.client, q.server, q.community_id
     )?;
     let mut line = format!(
         "  QUIC v{} · {} datagrams ({}–{}) · {} ms",

@@ -510,6 +510,11 @@ pub struct AnalyzeArgs {
     /// not, parentheses), e.g. 'host 10.0.0.1 and port 443'.
     #[arg(long, value_parser = parse_filter)]
     pub filter: Option<Filter>,
+    /// The seed of every connection's Community ID (v1; 0 to 65535): the
+    /// same seed as the Zeek, Suricata or Arkime records to join with
+    /// (Zeek's `CommunityID::seed`, Suricata's `community-id-seed`).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub community_id_seed: u16,
     /// TLS key log (NSS format, as `SSLKEYLOGFILE` writes it: curl, Firefox,
     /// Chrome, Go's KeyLogWriter, rustls' KeyLogFile): TLS 1.2 and 1.3
     /// records are decrypted and every HTTP request inside is timed.

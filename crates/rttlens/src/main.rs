@@ -137,6 +137,7 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         filter: args.filter.clone(),
         interval_ms: args.interval,
         open_connections: None,
+        community_id_seed: args.community_id_seed,
     };
     renderer.begin(&mut out, &Source { name: name.clone() })?;
     let selectors = args.conn.clone();

@@ -109,8 +109,10 @@ pub struct ConnReport {
     pub client: String,
     /// Server address:port.
     pub server: String,
-    /// Community ID v1 (seed 0) of its 4-tuple: the key Zeek, Suricata,
-    /// Arkime and Elastic join flows on ([`crate::wire::community_id`]).
+    /// Community ID v1 of its 4-tuple (seed 0 unless
+    /// `Options::community_id_seed` says otherwise): the key Zeek,
+    /// Suricata, Arkime and Elastic join flows on
+    /// ([`crate::wire::community_id`]).
     pub community_id: String,
     /// `tls`, `http` or `tcp`.
     pub protocol: &'static str,
@@ -185,11 +187,13 @@ pub struct TlsReport {
 
 impl ConnReport {
     /// Build the report of an analysed connection (the analysis is spent:
-    /// its ladder, notes and facts move into the report, not copied).
+    /// its ladder, notes and facts move into the report, not copied); its
+    /// Community ID with `seed` (0 by default in every tool).
     pub fn new(
         mut a: Analysis,
         findings: Vec<Finding>,
         capture_start: crate::base::time::Timestamp,
+        seed: u16,
     ) -> ConnReport {
         let measured_tls_rtts = a.phase("tls").map(|p| p.rtts).unwrap_or(0.0);
         let sample = crate::population::Sample::of(&a, capture_start);
@@ -236,7 +240,7 @@ impl ConnReport {
             index: a.index(),
             client: endpoint(a.client()),
             server: endpoint(a.server()),
-            community_id: community_id(0, TCP, a.client(), a.server()),
+            community_id: community_id(seed, TCP, a.client(), a.server()),
             protocol: a.app.protocol,
             first_frame: first.frame,
             last_frame: last.frame,
@@ -575,11 +579,13 @@ pub struct QuicHandshakeReport {
 }
 
 impl QuicReport {
-    /// The report of `a` with its `findings`; times relative to `start`.
+    /// The report of `a` with its `findings`; times relative to `start`;
+    /// its Community ID with `seed`.
     pub fn new(
         a: &crate::analysis::quic::QuicAnalysis,
         findings: Vec<Finding>,
         start: Timestamp,
+        seed: u16,
     ) -> QuicReport {
         let h = &a.handshake;
         let version = |v: u32| match v {
@@ -608,7 +614,7 @@ impl QuicReport {
             index: a.index(),
             client: a.client().to_string(),
             server: a.server().to_string(),
-            community_id: community_id(0, UDP, a.client(), a.server()),
+            community_id: community_id(seed, UDP, a.client(), a.server()),
             roles_known: a.roles_known(),
             version: version(a.version()),
             first_version: a.first_version().map(version),

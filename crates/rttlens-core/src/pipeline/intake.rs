@@ -54,6 +54,8 @@ pub(super) struct Intake<'f> {
     pub(super) quic_swept: Timestamp,
     /// QUIC connections that ended and were analysed, not yet handed on.
     pub(super) quic_ended: Vec<QuicReport>,
+    /// The Community ID seed of the QUIC records.
+    pub(super) seed: u16,
 }
 
 impl<'f> Intake<'f> {
@@ -76,7 +78,14 @@ impl<'f> Intake<'f> {
             quic: QuicTable::default(),
             quic_swept: Timestamp::default(),
             quic_ended: Vec::new(),
+            seed: 0,
         }
+    }
+
+    /// Gives the QUIC records' Community IDs `seed`.
+    pub(super) fn with_seed(mut self, seed: u16) -> Self {
+        self.seed = seed;
+        self
     }
 
     /// Reads QUIC with the secrets of `keys`, each connection keeping its
@@ -86,13 +95,18 @@ impl<'f> Intake<'f> {
         self
     }
 
-    /// A QUIC connection that ended: analysed, its report kept until the
-    /// caller hands it on ([`Intake::quic_ended`]).
-    pub(super) fn quic_done(ended: &mut Vec<QuicReport>, start: Timestamp, c: QuicConn) {
+    /// A QUIC connection that ended: analysed, its report (Community ID
+    /// with `seed`) kept until the caller hands it on
+    /// ([`Intake::quic_ended`]).
+    pub(super) fn quic_done(
+        ended: &mut Vec<QuicReport>,
+        (start, seed): (Timestamp, u16),
+        c: QuicConn,
+    ) {
         let mut a = analysis::quic::analyze(c);
         let findings = detect::run_quic(&a);
         let trace = a.take_trace();
-        let mut report = QuicReport::new(&a, findings, start);
+        let mut report = QuicReport::new(&a, findings, start, seed);
         report.trace = trace.map(|mut t| {
             t.labels = crate::model::quic_frame_labels(&a);
             t
@@ -110,10 +124,10 @@ impl<'f> Intake<'f> {
         // the same connection IDs (RFC 9000 §10.1: an idle connection is
         // discarded)
         self.sweep_quic(at.ts);
-        let start = self.start();
+        let at_seed = (self.start(), self.seed);
         let ended = &mut self.quic_ended;
         self.quic
-            .push(d, at, &mut |c| Intake::quic_done(ended, start, c))
+            .push(d, at, &mut |c| Intake::quic_done(ended, at_seed, c))
     }
 
     /// Sweeps the QUIC table at `now` when [`QUIC_SWEEP_INTERVAL`] has
@@ -121,10 +135,10 @@ impl<'f> Intake<'f> {
     pub(super) fn sweep_quic(&mut self, now: Timestamp) {
         if now - self.quic_swept >= QUIC_SWEEP_INTERVAL {
             self.quic_swept = now;
-            let start = self.start();
+            let at_seed = (self.start(), self.seed);
             let ended = &mut self.quic_ended;
             self.quic
-                .sweep(now, &mut |c| Intake::quic_done(ended, start, c));
+                .sweep(now, &mut |c| Intake::quic_done(ended, at_seed, c));
         }
     }
 
@@ -258,7 +272,7 @@ impl<'f> Intake<'f> {
         let quic = std::mem::take(&mut self.quic);
         let mut left = std::mem::take(&mut self.quic_ended);
         let from = left.len();
-        quic.finish(&mut |c| Intake::quic_done(&mut left, start, c));
+        quic.finish(&mut |c| Intake::quic_done(&mut left, (start, self.seed), c));
         left[from..].sort_by_key(|q| q.index);
         let sum = &mut self.sum;
         let breaks = reader.breaks();

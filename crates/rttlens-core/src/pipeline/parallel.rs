@@ -257,8 +257,9 @@ fn read_frames(
 ) -> Result<(CaptureSummary, Vec<QuicReport>), CaptureError> {
     let _guard = StopOnPanic(pool);
     let n = pool.len();
-    let mut intake =
-        Intake::new(options.filter.as_ref()).with_keys(reader.key_store(), options.trace);
+    let mut intake = Intake::new(options.filter.as_ref())
+        .with_keys(reader.key_store(), options.trace)
+        .with_seed(options.community_id_seed);
     intake.live = reader.is_live();
     // its sequence number, start and `last` are set when it is sent
     let new_batch = || match recycled.try_recv() {
@@ -384,18 +385,21 @@ fn renumber(c: &mut Connection, serial: u64) {
 struct Shard {
     index: usize,
     table: FlowTable<Protocols>,
+    /// The Community ID seed of its records.
+    seed: u16,
 }
 
 /// Runs one batch of `shard`'s frames through flow tracking, analysis and
 /// detectors: the answer for the merger, and the emptied batch.
 fn process(shard: &mut Shard, batch: Batch, send: &mut dyn FnMut(Answer)) -> (Answer, Batch) {
     let table = &mut shard.table;
+    let seed = shard.seed;
     let mut a = Answer::new(batch.seq, shard.index, 0);
     let start = batch.start;
     let end = |c: Box<Conn<Protocols>>, frame: u64, phase: EventKind, a: &mut Answer| {
         a.oversized += c.half[0].send.oversized + c.half[1].send.oversized;
         let local = c.index;
-        let report = report_of(c, start, &mut a.findings_by_id);
+        let report = report_of(c, start, seed, &mut a.findings_by_id);
         a.events.push(Event {
             frame,
             phase,
@@ -552,6 +556,7 @@ impl Pool {
                     Mutex::new(Shard {
                         index,
                         table: table(),
+                        seed: options.community_id_seed,
                     })
                 })
                 .collect(),
