@@ -349,6 +349,15 @@ pub enum AnalyzeFormat {
     /// One self-contained HTML page with the graphs (inline SVG, no
     /// network): use with `-o report.html`.
     Html,
+    /// The columnar tables as Parquet files in the directory `-o DIR`:
+    /// `connections.parquet`, `findings.parquet`, `requests.parquet`
+    /// (docs/schema.md).
+    #[cfg(feature = "parquet")]
+    Parquet,
+    /// The same three tables as Arrow IPC streams, one after the other,
+    /// on standard output (or `-o FILE`), for pipes (docs/schema.md).
+    #[cfg(feature = "parquet")]
+    Arrow,
 }
 
 impl AnalyzeFormat {
@@ -358,6 +367,8 @@ impl AnalyzeFormat {
             AnalyzeFormat::Text => Format::Text,
             AnalyzeFormat::Json | AnalyzeFormat::Jsonl => Format::Json,
             AnalyzeFormat::Html => Format::Html,
+            #[cfg(feature = "parquet")]
+            AnalyzeFormat::Parquet | AnalyzeFormat::Arrow => Format::Json,
         }
     }
 }
@@ -387,7 +398,8 @@ fn parse_filter(s: &str) -> Result<Filter, String> {
 /// subcommands.
 #[derive(Debug, Clone, clap::Args)]
 pub struct PictureArgs {
-    /// Write the report to FILE instead of standard output.
+    /// Write the report to FILE instead of standard output (`--format
+    /// parquet`: the directory of its three files).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Also write each graph of the connections shown as its own SVG file

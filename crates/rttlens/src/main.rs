@@ -6,7 +6,8 @@
 //! unreadable input). The products are features, all on by default:
 //! `probe` (`rttlens-probe`), `lab` (`rttlens-lab`), `bench`
 //! (`rttlens-bench`), `serve` (`rttlens-serve`), `live` (`rttlens-live`:
-//! `analyze -i IFACE`); without them (`--no-default-features`) the binary
+//! `analyze -i IFACE`), `parquet` (`rttlens-columnar`: `--format parquet`
+//! and `--format arrow`); without them (`--no-default-features`) the binary
 //! is `rttlens analyze` of files alone, and the other subcommands do not
 //! exist.
 #![forbid(unsafe_code)]
@@ -14,6 +15,8 @@
 mod args;
 #[cfg(feature = "bench")]
 mod bench;
+#[cfg(feature = "parquet")]
+mod columnar;
 #[cfg(feature = "lab")]
 mod lab;
 #[cfg(feature = "live")]
@@ -105,7 +108,15 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let show_progress = args.progress || (!args.no_progress && tty && !live);
     let mut progress = output::ProgressDisplay::new(show_progress, tty, total);
     let pics = &args.pictures;
-    let mut out = output::open(pics)?;
+    #[cfg(feature = "parquet")]
+    if args.format == AnalyzeFormat::Parquet && pics.output.is_none() {
+        anyhow::bail!("--format parquet writes three files: name their directory with -o DIR");
+    }
+    let mut out = match args.format {
+        #[cfg(feature = "parquet")]
+        AnalyzeFormat::Parquet => Box::new(io::sink()),
+        _ => output::open(pics)?,
+    };
     let html = output::html_options(pics, args.top);
     let svg_dir = output::svg_dir(pics)?;
     let mut renderer: Box<dyn Renderer> = match args.format {
@@ -115,6 +126,12 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         AnalyzeFormat::Html => {
             Box::new(HtmlRenderer::new(html.clone()).with_svg_dir(svg_dir.clone()))
         }
+        #[cfg(feature = "parquet")]
+        AnalyzeFormat::Parquet => Box::new(columnar::ParquetRenderer::new(
+            pics.output.clone().unwrap_or_default(),
+        )),
+        #[cfg(feature = "parquet")]
+        AnalyzeFormat::Arrow => Box::new(columnar::ArrowRenderer::default()),
     };
     // `--svg` beside text or JSON: the HTML renderer draws the graphs of
     // the connections it would show and writes only the SVG files

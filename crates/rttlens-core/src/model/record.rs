@@ -119,6 +119,14 @@ impl Connection {
         }
     }
 
+    /// Its first packet's time (capture clock).
+    pub fn first_ts(&self) -> crate::base::time::Timestamp {
+        match self {
+            Connection::Tcp(c) => c.first_ts,
+            Connection::Quic(q) => q.first_ts,
+        }
+    }
+
     /// First to last packet (ms).
     pub fn duration_ms(&self) -> f64 {
         match self {
