@@ -19,6 +19,8 @@ use crate::model::QuicReport;
 use crate::model::{ConnReport, Connection};
 use crate::proto::protocols::Protocols;
 
+/// `--shard K/N` ([`Options::shard`]).
+pub use crate::flow::shard::Shard;
 pub use crate::model::{CaptureSummary, Quality, TlsTally};
 
 /// How far the reading is, for a progress bar.
@@ -76,6 +78,14 @@ pub struct Options {
     /// site hashes with its own (`--community-id-seed`, Zeek's
     /// `CommunityID::seed`, Suricata's `community-id-seed`).
     pub community_id_seed: u16,
+    /// `--shard K/N`: only the connections of this shard are analysed and
+    /// handed on ([`crate::flow::shard`]); the others are tracked only as
+    /// far as they open and end, so every index and hand-off point is the
+    /// unsharded run's. The summary's counts of the capture (frames,
+    /// segments, bytes, quality, peak open connections) stay the whole
+    /// capture's; its connections, findings, TLS tally, population view
+    /// and QUIC list are the shard's.
+    pub shard: Option<Shard>,
 }
 
 /// [`run`], keeping what `options` asks for.
@@ -144,7 +154,8 @@ fn run_counted(
     } else {
         FlowTable::new()
     }
-    .with_ctx(reader.key_store());
+    .with_ctx(reader.key_store())
+    .with_shard(options.shard, options.community_id_seed, false);
     let mut on_quic = |q: QuicReport| (on_conn.borrow_mut())(q.into());
     let mut sum = scan(
         reader,
@@ -241,7 +252,7 @@ fn scan(
 ) -> Result<CaptureSummary, CaptureError> {
     let mut intake = Intake::new(options.filter.as_ref())
         .with_keys(reader.key_store(), options.trace)
-        .with_seed(options.community_id_seed);
+        .with_seed(options.community_id_seed, options.shard);
     // once: the source does not change (it was asked on every frame)
     intake.live = reader.is_live();
     intake.copy_frames = copies.as_ref().map(|_| Vec::new());
@@ -265,8 +276,7 @@ fn scan(
             table.sweep(intake.now, &mut |c| finish(c, start));
         }
         if let Some(open) = &options.open_connections {
-            let n = table.opened().saturating_sub(connections.get());
-            open.store(n, std::sync::atomic::Ordering::Relaxed);
+            open.store(table.open_now(), std::sync::atomic::Ordering::Relaxed);
         }
         if intake.sum.frames % 8192 == 0 {
             progress(Progress {

@@ -527,6 +527,14 @@ pub struct AnalyzeArgs {
     /// (Zeek's `CommunityID::seed`, Suricata's `community-id-seed`).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub community_id_seed: u16,
+    /// Analyse only shard K of N (1 ≤ K ≤ N): the connections whose
+    /// Community ID hash falls in it, each whole (QUIC by its first
+    /// 4-tuple). N workers each reading the whole capture with K = 1…N
+    /// together give the unsharded run's records, with its connection
+    /// indexes; the capture summary's packet counts stay the whole
+    /// capture's (docs/schema.md "Shards").
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<rttlens_core::pipeline::Shard>,
     /// TLS key log (NSS format, as `SSLKEYLOGFILE` writes it: curl, Firefox,
     /// Chrome, Go's KeyLogWriter, rustls' KeyLogFile): TLS 1.2 and 1.3
     /// records are decrypted and every HTTP request inside is timed.

@@ -155,6 +155,7 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         interval_ms: args.interval,
         open_connections: None,
         community_id_seed: args.community_id_seed,
+        shard: args.shard,
     };
     renderer.begin(&mut out, &Source { name: name.clone() })?;
     let selectors = args.conn.clone();

@@ -26,6 +26,92 @@ fn shared_captures() -> Vec<PathBuf> {
     all
 }
 
+/// The capture and its key log, when one lies beside it.
+fn args_of(f: &std::path::Path) -> Vec<std::ffi::OsString> {
+    let mut v = vec![f.as_os_str().to_owned()];
+    let k = f.with_extension("keylog");
+    if k.exists() {
+        v.push("--keylog".into());
+        v.push(k.into_os_string());
+    }
+    v
+}
+
+/// `analyze --format jsonl ARGS…`: its connection lines, and its summary.
+fn jsonl(args: &[std::ffi::OsString]) -> (Vec<String>, serde_json::Value) {
+    let out = analyze_ok(
+        args.iter()
+            .cloned()
+            .chain(["--format".into(), "jsonl".into()]),
+    );
+    let text = String::from_utf8(out).expect("utf-8");
+    let conns = text
+        .lines()
+        .filter(|l| l.starts_with("{\"type\":\"connection\""))
+        .map(str::to_string)
+        .collect();
+    let summary = text
+        .lines()
+        .find(|l| l.starts_with("{\"type\":\"summary\""))
+        .map(|l| serde_json::from_str(l).expect("summary"))
+        .expect("a summary line");
+    (conns, summary)
+}
+
+/// `--shard K/N`, K = 1…3, on every shared capture (with its key log), on
+/// one thread and on two: the shards' connection lines together are the
+/// unsharded run's, line for line once sorted, indexes included (a shard
+/// keeps the unsharded index, so shards join); no connection is in two
+/// shards; each shard's summary counts the whole capture's packets and
+/// peak of open connections, and its own connections.
+#[test]
+fn shards_together_are_the_whole_run() {
+    let mut split = 0;
+    let mut total = 0;
+    for f in shared_captures() {
+        for threads in ["1", "2"] {
+            let mut base = args_of(&f);
+            base.extend(["--threads".into(), threads.into()]);
+            let (mut whole, whole_sum) = jsonl(&base);
+            let mut union = Vec::new();
+            let mut nonempty = 0;
+            for k in 1..=3 {
+                let mut a = base.clone();
+                a.extend(["--shard".into(), format!("{k}/3").into()]);
+                let (lines, sum) = jsonl(&a);
+                let (c, w) = (&sum["capture"], &whole_sum["capture"]);
+                for key in ["frames", "tcp_segments", "bytes", "peak_open_connections"] {
+                    assert_eq!(c[key], w[key], "{}: shard {k}/3 {key}", f.display());
+                }
+                let tcp = lines
+                    .iter()
+                    .filter(|l| l.contains("\"transport\":\"tcp\""))
+                    .count();
+                assert_eq!(c["connections"], tcp, "{}: shard {k}/3", f.display());
+                nonempty += usize::from(!lines.is_empty());
+                union.extend(lines);
+            }
+            whole.sort();
+            union.sort();
+            assert_eq!(
+                union.len(),
+                whole.len(),
+                "{} --threads {threads}",
+                f.display()
+            );
+            for (a, b) in union.iter().zip(&whole) {
+                assert_eq!(a, b, "{} --threads {threads}", f.display());
+            }
+            split += usize::from(nonempty > 1);
+            total += whole.len();
+        }
+    }
+    assert!(
+        split >= 16 && total >= 150,
+        "{split} runs over several shards, {total} connections"
+    );
+}
+
 /// With `--community-id-seed N`, every connection's `community_id` is
 /// Wireshark's with the same seed (`tshark -o communityid.seed:N
 /// --enable-protocol communityid`) of its first frame, on every shared

@@ -20,6 +20,7 @@ pub mod reassembly;
 mod roles;
 pub mod rounds;
 pub(crate) mod rtt;
+pub mod shard;
 mod syn;
 mod table;
 #[cfg(test)]

@@ -8,7 +8,6 @@ use std::collections::BinaryHeap;
 use std::net::IpAddr;
 
 use rustc_hash::FxHashMap;
-use smallvec::SmallVec;
 
 use crate::base::seq::SeqNumber;
 use crate::base::side::FrameRef;
@@ -16,7 +15,11 @@ use crate::base::time::{Duration, Timestamp};
 use crate::flow::reassembly::Trackers;
 use crate::wire::{TcpFlags, TcpSegment};
 
+use super::shard::{Ghost, Shard};
 use super::Conn;
+use syns::{bare_syn, Syns};
+
+mod syns;
 
 /// A connection closed (FIN both ways or RST) and quiet this long is handed on.
 pub const CLOSED_LINGER: Duration = Duration::from_millis(1_000);
@@ -171,125 +174,8 @@ enum State<P> {
     Syns(SeqNumber, Box<Syns<P>>),
     /// Everything else.
     Conn(Box<Conn<P>>),
-}
-
-/// See [`State::Syns`]: one allocation for a connection of SYNs, however
-/// often they are sent again (a storm's client gives up after about seven).
-#[derive(Debug)]
-struct Syns<P> {
-    index: u64,
-    /// The trackers, made as the first SYN came (the key store then).
-    protocols: P,
-    /// The first SYN, without payload; kind 0.
-    first: TcpSegment<'static>,
-    /// The other distinct SYNs, first seen first (kinds 1, 2, …): most
-    /// often none, as a SYN sent again differs in its IP ID and TSval only.
-    more: Vec<TcpSegment<'static>>,
-    /// Every SYN in capture order: which kind, and what differs.
-    sent: SmallVec<[Sent; 8]>,
-}
-
-/// One SYN of a [`Syns`]: a kind with its own IP ID and timestamps.
-#[derive(Debug, Clone, Copy)]
-struct Sent {
-    at: FrameRef,
-    timestamps: Option<(u32, u32)>,
-    ip_id: u16,
-    kind: u8,
-}
-
-impl<P> Syns<P> {
-    /// At most this many distinct SYNs are kept; the next makes the
-    /// connection whole.
-    const MAX_KINDS: usize = 16;
-
-    /// A connection's first SYN (a [`bare_syn`]).
-    fn new(index: u64, protocols: P, syn: TcpSegment<'static>, at: FrameRef) -> Syns<P> {
-        let mut s = Syns {
-            index,
-            protocols,
-            first: syn,
-            more: Vec::new(),
-            sent: SmallVec::new(),
-        };
-        s.sent.push(Sent::of(&syn, at, 0));
-        s
-    }
-
-    /// Keeps `syn` (a [`bare_syn`]); `false` when it would be one kind too
-    /// many.
-    fn keep(&mut self, syn: TcpSegment<'static>, at: FrameRef) -> bool {
-        // the same SYN sent again: equal but for the IPv4 Identification
-        // and the timestamps option. A bare SYN has no payload: comparing
-        // the empty slices (`TcpSegment`'s `==`) was a call to `memcmp`
-        // for every SYN of a storm
-        let plain = |s: &TcpSegment<'static>| {
-            let mut o = s.options;
-            o.timestamps = None;
-            let (ports, numbers) = ((s.src_port, s.dst_port), (s.seq, s.ack));
-            (s.src, s.dst, ports, numbers, s.flags, s.window, o)
-        };
-        debug_assert!(syn.payload.is_empty() && syn.payload_len == 0);
-        let p = plain(&syn);
-        let kind = if plain(&self.first) == p {
-            0
-        } else {
-            match self.more.iter().position(|k| plain(k) == p) {
-                Some(k) => k + 1,
-                None if self.more.len() + 1 < Self::MAX_KINDS => {
-                    self.more.push(syn);
-                    self.more.len()
-                }
-                None => return false,
-            }
-        };
-        self.sent
-            .push(Sent::of(&syn, at, u8::try_from(kind).unwrap_or(u8::MAX)));
-        true
-    }
-
-    /// The SYN `s` as it was captured.
-    fn segment(&self, s: &Sent) -> Option<TcpSegment<'static>> {
-        let mut seg = match s.kind {
-            0 => self.first,
-            k => *self.more.get(usize::from(k) - 1)?,
-        };
-        seg.ip_id = s.ip_id;
-        seg.options.timestamps = s.timestamps;
-        Some(seg)
-    }
-
-    /// The whole connection: the SYNs replayed into a [`Conn`] (the
-    /// trackers moved into it).
-    fn replay(&mut self) -> Box<Conn<P>>
-    where
-        P: Trackers,
-    {
-        let protocols = std::mem::take(&mut self.protocols);
-        let mut segs = self
-            .sent
-            .iter()
-            .filter_map(|x| Some((self.segment(x)?, x.at)));
-        // `sent` starts with the first SYN, whose kind always exists
-        let (first, at) = segs.next().unwrap_or((self.first, FrameRef::default()));
-        let mut c = Box::new(Conn::with_protocols(self.index, &first, at, protocols));
-        c.push(&first, at);
-        for (seg, at) in segs {
-            c.push(&seg, at);
-        }
-        c
-    }
-}
-
-impl Sent {
-    fn of(syn: &TcpSegment<'static>, at: FrameRef, kind: u8) -> Sent {
-        Sent {
-            at,
-            timestamps: syn.options.timestamps,
-            ip_id: syn.ip_id,
-            kind,
-        }
-    }
+    /// A connection of another `--shard`: only what decides when it ends.
+    Ghost(Ghost),
 }
 
 impl<P: Trackers> State<P> {
@@ -299,42 +185,19 @@ impl<P: Trackers> State<P> {
         match self {
             State::Syns(first, _) => *first == isn,
             State::Conn(c) => c.syn.is_some_and(|s| s.isn == isn),
+            State::Ghost(g) => g.isn() == Some(isn),
         }
     }
 
-    /// The whole connection, the SYNs replayed when that is all it had.
-    fn into_conn(self) -> Box<Conn<P>> {
+    /// The whole connection, the SYNs replayed when that is all it had;
+    /// `None` for another shard's.
+    fn into_conn(self) -> Option<Box<Conn<P>>> {
         match self {
-            State::Conn(c) => c,
-            State::Syns(_, mut s) => s.replay(),
+            State::Conn(c) => Some(c),
+            State::Syns(_, mut s) => Some(s.replay()),
+            State::Ghost(_) => None,
         }
     }
-}
-
-/// `seg` as a SYN a [`State::Syns`] keeps: a client's SYN (no ACK) without
-/// payload, from the same end as the first.
-fn bare_syn(seg: &TcpSegment<'_>, first: Option<&TcpSegment<'_>>) -> Option<TcpSegment<'static>> {
-    let f = seg.flags;
-    let syn_only = f.contains(TcpFlags::SYN)
-        && !f.contains(TcpFlags::ACK)
-        && !f.contains(TcpFlags::RST)
-        && !f.contains(TcpFlags::FIN);
-    let same_end =
-        first.is_none_or(|f| (f.src, f.src_port, f.seq) == (seg.src, seg.src_port, seg.seq));
-    (syn_only && seg.payload_len == 0 && seg.payload.is_empty() && same_end).then_some(TcpSegment {
-        src: seg.src,
-        dst: seg.dst,
-        src_port: seg.src_port,
-        dst_port: seg.dst_port,
-        seq: seg.seq,
-        ack: seg.ack,
-        flags: seg.flags,
-        window: seg.window,
-        options: seg.options,
-        payload: &[],
-        payload_len: 0,
-        ip_id: seg.ip_id,
-    })
 }
 
 /// [`Slot::due`] of an open connection: not in [`FlowTable::closing`].
@@ -377,6 +240,15 @@ pub struct FlowTable<P: Trackers> {
     trace: bool,
     /// What every connection's trackers share.
     ctx: P::Ctx,
+    /// `--shard`: the share of connections analysed, and the Community ID
+    /// seed they are hashed with; the others are [`State::Ghost`]s.
+    shard: Option<(Shard, u16)>,
+    /// Other shards' connections in the table now.
+    ghosts: usize,
+    /// The indexes of other shards' connections that left the table since
+    /// the caller last took them ([`FlowTable::take_ghosts_gone`]), when
+    /// it asked to be told ([`FlowTable::with_shard`]).
+    ghosts_gone: Option<Vec<u64>>,
 }
 
 impl<P: Trackers> Default for FlowTable<P> {
@@ -395,6 +267,9 @@ impl<P: Trackers> Default for FlowTable<P> {
             marks: false,
             trace: false,
             ctx: P::Ctx::default(),
+            shard: None,
+            ghosts: 0,
+            ghosts_gone: None,
         }
     }
 }
@@ -408,6 +283,43 @@ impl<P: Trackers> FlowTable<P> {
     /// The table, its connections' trackers sharing `ctx`.
     pub fn with_ctx(self, ctx: P::Ctx) -> FlowTable<P> {
         FlowTable { ctx, ..self }
+    }
+
+    /// The table analysing only the connections of `shard` (Community IDs
+    /// hashed with `seed`): the others are tracked as far as opening and
+    /// ending go, so indexes and hand-off points stay the unsharded run's.
+    /// `tell`: keep the indexes of the others as they leave, for
+    /// [`take_ghosts_gone`](Self::take_ghosts_gone).
+    pub(crate) fn with_shard(self, shard: Option<Shard>, seed: u16, tell: bool) -> FlowTable<P> {
+        FlowTable {
+            shard: shard.map(|s| (s, seed)),
+            ghosts_gone: (shard.is_some() && tell).then(Vec::new),
+            ..self
+        }
+    }
+
+    /// The indexes of other shards' connections that left the table since
+    /// the last call (in the order they left).
+    pub(crate) fn take_ghosts_gone(&mut self) -> Vec<u64> {
+        self.ghosts_gone
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// A connection leaving the table: to `done`, or counted gone when it
+    /// is another shard's.
+    fn leave(&mut self, slot: Slot<P>, done: &mut dyn FnMut(Box<Conn<P>>)) {
+        let index = slot.index;
+        match slot.conn.into_conn() {
+            Some(c) => done(c),
+            None => {
+                self.ghosts -= 1;
+                if let Some(v) = &mut self.ghosts_gone {
+                    v.push(index);
+                }
+            }
+        }
     }
 
     /// An empty table whose connections keep every frame's TCP analysis
@@ -450,7 +362,7 @@ impl<P: Trackers> FlowTable<P> {
             if let Some(slot) = self.conns.get_mut(&key) {
                 if !slot.conn.same_syn(seg.seq) {
                     if let Some(old) = self.conns.remove(&key) {
-                        done(old.conn.into_conn());
+                        self.leave(old, done);
                     }
                 } else if let State::Syns(_, s) = &mut slot.conn {
                     // a SYN sent again: kept with the others, one lookup
@@ -480,63 +392,91 @@ impl<P: Trackers> FlowTable<P> {
             None => {
                 let index = self.next_index;
                 self.next_index += 1;
-                // tables that keep marks or traces keep whole connections
-                let syn = if self.marks || self.trace {
-                    None
-                } else {
-                    bare_syn(seg, None)
-                };
-                if let Some(syn) = syn {
-                    let syns = Syns::new(index, P::new(&self.ctx), syn, at);
-                    self.conns.insert(
-                        key,
-                        Slot {
-                            index,
-                            last: at.ts,
-                            closed: false,
-                            due: NOT_QUEUED,
-                            conn: State::Syns(syn.seq, Box::new(syns)),
-                        },
+                let theirs = self.shard.is_some_and(|(s, seed)| {
+                    let (a, b) = (
+                        std::net::SocketAddr::new(seg.src, seg.src_port),
+                        std::net::SocketAddr::new(seg.dst, seg.dst_port),
                     );
-                    self.idle_from = self.idle_from.min(at.ts + IDLE_TIMEOUT);
-                    self.peak_open = self.peak_open.max(self.conns.len());
-                    return true;
-                }
-                opened = true;
-                let mut c = Box::new(Conn::new(index, seg, at, &self.ctx));
-                if self.marks {
-                    for h in &mut c.half {
-                        h.keep_marks();
+                    !s.contains(seed, crate::wire::community_id::TCP, a, b)
+                });
+                if theirs {
+                    // opened as far as numbering goes (the parallel
+                    // pipeline's merger counts it)
+                    opened = true;
+                    self.ghosts += 1;
+                    self.conns.entry(key).or_insert(Slot {
+                        index,
+                        last: at.ts,
+                        closed: false,
+                        due: NOT_QUEUED,
+                        conn: State::Ghost(Ghost::new(seg)),
+                    })
+                } else {
+                    // tables that keep marks or traces keep whole connections
+                    let syn = if self.marks || self.trace {
+                        None
+                    } else {
+                        bare_syn(seg, None)
+                    };
+                    if let Some(syn) = syn {
+                        let syns = Syns::new(index, P::new(&self.ctx), syn, at);
+                        self.conns.insert(
+                            key,
+                            Slot {
+                                index,
+                                last: at.ts,
+                                closed: false,
+                                due: NOT_QUEUED,
+                                conn: State::Syns(syn.seq, Box::new(syns)),
+                            },
+                        );
+                        self.idle_from = self.idle_from.min(at.ts + IDLE_TIMEOUT);
+                        self.peak_open = self.peak_open.max(self.conns.len());
+                        return true;
                     }
+                    opened = true;
+                    let mut c = Box::new(Conn::new(index, seg, at, &self.ctx));
+                    if self.marks {
+                        for h in &mut c.half {
+                            h.keep_marks();
+                        }
+                    }
+                    if self.trace {
+                        c.trace = Some(Box::default());
+                        c.rtt.all = Some(Vec::new());
+                    }
+                    self.conns.entry(key).or_insert(Slot {
+                        index,
+                        last: at.ts,
+                        closed: false,
+                        due: NOT_QUEUED,
+                        conn: State::Conn(c),
+                    })
                 }
-                if self.trace {
-                    c.trace = Some(Box::default());
-                    c.rtt.all = Some(Vec::new());
-                }
-                self.conns.entry(key).or_insert(Slot {
-                    index,
-                    last: at.ts,
-                    closed: false,
-                    due: NOT_QUEUED,
-                    conn: State::Conn(c),
-                })
             }
         };
         if let State::Syns(_, s) = &mut slot.conn {
             // the first segment that is not one of its SYNs: made whole
             slot.conn = State::Conn(s.replay());
         }
-        let State::Conn(conn) = &mut slot.conn else {
-            unreachable!("made whole above")
-        };
-        conn.push(seg, at);
-        slot.last = conn.last.ts;
         let was_closed = slot.closed;
-        slot.closed = conn.is_closed();
-        if slot.closed && !was_closed {
-            for h in &mut conn.half {
-                h.trim_queues();
+        match &mut slot.conn {
+            State::Conn(conn) => {
+                conn.push(seg, at);
+                slot.last = conn.last.ts;
+                slot.closed = conn.is_closed();
+                if slot.closed && !was_closed {
+                    for h in &mut conn.half {
+                        h.trim_queues();
+                    }
+                }
             }
+            State::Ghost(g) => {
+                g.push(seg);
+                slot.last = at.ts;
+                slot.closed = g.is_closed();
+            }
+            State::Syns(..) => unreachable!("made whole above"),
         }
         if slot.closed {
             // `last` may go back (timestamps out of order): queue again
@@ -619,7 +559,7 @@ impl<P: Trackers> FlowTable<P> {
                 if c.closed {
                     self.closed.insert(k, now);
                 }
-                done(c.conn.into_conn());
+                self.leave(c, done);
             }
         }
         self.over = over;
@@ -633,15 +573,21 @@ impl<P: Trackers> FlowTable<P> {
         }
     }
 
-    /// End of capture: hand on every connection still open, in index order.
-    pub fn finish(self, done: &mut dyn FnMut(Box<Conn<P>>)) {
-        let mut rest: Vec<Slot<P>> = self.conns.into_values().collect();
+    /// End of capture: hand on every connection still open, in index order
+    /// (other shards' are dropped, and not told).
+    pub fn finish(mut self, done: &mut dyn FnMut(Box<Conn<P>>)) {
+        let mut rest: Vec<Slot<P>> = std::mem::take(&mut self.conns).into_values().collect();
         rest.sort_by_key(|s| s.index);
         // made whole one at a time: a storm's thousands of SYN-only
         // connections left at the end are not all whole at once
         for s in rest {
-            done(s.conn.into_conn());
+            self.leave(s, done);
         }
+    }
+
+    /// Connections of this shard open now (opened and not handed on).
+    pub(crate) fn open_now(&self) -> u64 {
+        (self.conns.len() - self.ghosts) as u64
     }
 }
 

@@ -10,10 +10,12 @@ use crate::capture::keylog::KeyStore;
 use crate::capture::{CaptureError, Frame, FrameSource, SharedFrame};
 use crate::detect;
 use crate::filter::Filter;
+use crate::flow::shard::Shard;
 use crate::flow::{SWEEP_EVERY, SWEEP_INTERVAL, SWEEP_MIN};
 use crate::model::QuicReport;
 use crate::quic::conn::QuicConn;
 use crate::quic::table::QuicTable;
+use crate::wire::community_id::UDP;
 use crate::wire::duplicates::Duplicates;
 use crate::wire::{self, Decoded, TcpSegment, UdpDatagram};
 
@@ -56,6 +58,8 @@ pub(super) struct Intake<'f> {
     pub(super) quic_ended: Vec<QuicReport>,
     /// The Community ID seed of the QUIC records.
     pub(super) seed: u16,
+    /// `--shard`: only its QUIC connections are analysed.
+    pub(super) shard: Option<Shard>,
 }
 
 impl<'f> Intake<'f> {
@@ -79,12 +83,15 @@ impl<'f> Intake<'f> {
             quic_swept: Timestamp::default(),
             quic_ended: Vec::new(),
             seed: 0,
+            shard: None,
         }
     }
 
-    /// Gives the QUIC records' Community IDs `seed`.
-    pub(super) fn with_seed(mut self, seed: u16) -> Self {
+    /// Gives the QUIC records' Community IDs `seed`; only `shard`'s QUIC
+    /// connections are analysed.
+    pub(super) fn with_seed(mut self, seed: u16, shard: Option<Shard>) -> Self {
         self.seed = seed;
+        self.shard = shard;
         self
     }
 
@@ -97,12 +104,18 @@ impl<'f> Intake<'f> {
 
     /// A QUIC connection that ended: analysed, its report (Community ID
     /// with `seed`) kept until the caller hands it on
-    /// ([`Intake::quic_ended`]).
+    /// ([`Intake::quic_ended`]); dropped unanalysed when its first 4-tuple
+    /// is not in `shard`. Another shard's QUIC connections are tracked
+    /// whole until then: their datagrams are placed by connection IDs,
+    /// which only decryption follows.
     pub(super) fn quic_done(
         ended: &mut Vec<QuicReport>,
-        (start, seed): (Timestamp, u16),
+        (start, seed, shard): (Timestamp, u16, Option<Shard>),
         c: QuicConn,
     ) {
+        if shard.is_some_and(|s| !s.contains(seed, UDP, c.client, c.server)) {
+            return;
+        }
         let mut a = analysis::quic::analyze(c);
         let findings = detect::run_quic(&a);
         let trace = a.take_trace();
@@ -124,7 +137,7 @@ impl<'f> Intake<'f> {
         // the same connection IDs (RFC 9000 §10.1: an idle connection is
         // discarded)
         self.sweep_quic(at.ts);
-        let at_seed = (self.start(), self.seed);
+        let at_seed = (self.start(), self.seed, self.shard);
         let ended = &mut self.quic_ended;
         self.quic
             .push(d, at, &mut |c| Intake::quic_done(ended, at_seed, c))
@@ -135,7 +148,7 @@ impl<'f> Intake<'f> {
     pub(super) fn sweep_quic(&mut self, now: Timestamp) {
         if now - self.quic_swept >= QUIC_SWEEP_INTERVAL {
             self.quic_swept = now;
-            let at_seed = (self.start(), self.seed);
+            let at_seed = (self.start(), self.seed, self.shard);
             let ended = &mut self.quic_ended;
             self.quic
                 .sweep(now, &mut |c| Intake::quic_done(ended, at_seed, c));
@@ -272,7 +285,8 @@ impl<'f> Intake<'f> {
         let quic = std::mem::take(&mut self.quic);
         let mut left = std::mem::take(&mut self.quic_ended);
         let from = left.len();
-        quic.finish(&mut |c| Intake::quic_done(&mut left, (start, self.seed), c));
+        let at_seed = (start, self.seed, self.shard);
+        quic.finish(&mut |c| Intake::quic_done(&mut left, at_seed, c));
         left[from..].sort_by_key(|q| q.index);
         let sum = &mut self.sum;
         let breaks = reader.breaks();

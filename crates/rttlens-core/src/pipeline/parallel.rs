@@ -259,7 +259,7 @@ fn read_frames(
     let n = pool.len();
     let mut intake = Intake::new(options.filter.as_ref())
         .with_keys(reader.key_store(), options.trace)
-        .with_seed(options.community_id_seed);
+        .with_seed(options.community_id_seed, options.shard);
     intake.live = reader.is_live();
     // its sequence number, start and `last` are set when it is sent
     let new_batch = || match recycled.try_recv() {
@@ -373,6 +373,20 @@ fn read_frames(
     Ok(intake.finish(reader))
 }
 
+/// Other shards' connections that left `table` (`--shard`), as events
+/// without a report: the merger forgets their serial indexes and counts
+/// them closed.
+fn gone(table: &mut FlowTable<Protocols>, frame: u64, phase: EventKind, a: &mut Answer) {
+    for local in table.take_ghosts_gone() {
+        a.events.push(Event {
+            frame,
+            phase,
+            local,
+            report: None,
+        });
+    }
+}
+
 /// A TCP report's serial index, given by the merger.
 fn renumber(c: &mut Connection, serial: u64) {
     if let Connection::Tcp(r) = c {
@@ -433,6 +447,7 @@ fn process(shard: &mut Shard, batch: Batch, send: &mut dyn FnMut(Answer)) -> (An
                 let opened = table.push(&seg, at, &mut |c| {
                     end(c, at.frame, EventKind::Reused, &mut a);
                 });
+                gone(table, at.frame, EventKind::Reused, &mut a);
                 if opened {
                     a.events.push(Event {
                         frame: at.frame,
@@ -444,6 +459,7 @@ fn process(shard: &mut Shard, batch: Batch, send: &mut dyn FnMut(Answer)) -> (An
             }
             Item::Sweep { now, frame } => {
                 table.sweep(now, &mut |c| end(c, frame, EventKind::Swept, &mut a));
+                gone(table, frame, EventKind::Swept, &mut a);
             }
         }
     }
@@ -541,6 +557,9 @@ impl Pool {
                 FlowTable::new()
             }
             .with_ctx(keys.clone())
+            // other `--shard`s' connections: their ends are told to the
+            // merger, which numbers every connection
+            .with_shard(options.shard, options.community_id_seed, true)
         };
         Pool {
             sched: Mutex::new(Sched {

@@ -25,6 +25,17 @@ pub const UDP: u8 = 17;
 /// endpoint cannot share a flow: the v4 one is then taken as v4-mapped v6
 /// so that the ID is still defined (no capture gives such a pair).
 pub fn community_id(seed: u16, proto: u8, a: SocketAddr, b: SocketAddr) -> String {
+    let digest = digest(seed, proto, a, b);
+    let mut out = String::with_capacity(30);
+    out.push_str("1:");
+    base64::engine::general_purpose::STANDARD.encode_string(digest, &mut out);
+    out
+}
+
+/// The SHA-1 digest a Community ID v1 is the base64 of ([`community_id`]
+/// without the `1:` and the base64): what `--shard` hashes connections by
+/// (`flow::shard`).
+pub fn digest(seed: u16, proto: u8, a: SocketAddr, b: SocketAddr) -> [u8; 20] {
     // an address's bytes, 4 or 16, in a 16-byte array
     let bytes = |ip: IpAddr, mixed: bool| -> ([u8; 16], usize) {
         match ip {
@@ -55,10 +66,9 @@ pub fn community_id(seed: u16, proto: u8, a: SocketAddr, b: SocketAddr) -> Strin
         input[n..n + part.len()].copy_from_slice(part);
         n += part.len();
     }
-    let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, &input[..n]);
-    let mut out = String::with_capacity(30);
-    out.push_str("1:");
-    base64::engine::general_purpose::STANDARD.encode_string(digest.as_ref(), &mut out);
+    let d = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, &input[..n]);
+    let mut out = [0u8; 20];
+    out.copy_from_slice(d.as_ref());
     out
 }
 
