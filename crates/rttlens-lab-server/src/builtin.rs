@@ -86,6 +86,23 @@ pub struct ServerConfig {
     /// The certificate and key. Default `None`: a fresh self-signed ECDSA
     /// P-256 one ([`SelfSigned::generate`]).
     pub certificate: Option<SelfSigned>,
+    /// Handshakes as a CPU-bound server does them: each ClientHello waits
+    /// for one of a few handshake workers, which spends a fixed time on it
+    /// before the ServerHello leaves (an RSA-4096 signature takes a core
+    /// several milliseconds; a Go or nginx server has as many workers as
+    /// cores). Default `None`: every handshake at once, at rustls' own cost.
+    pub handshake_cpu: Option<HandshakeCpu>,
+}
+
+/// Handshake workers and the time each handshake holds one
+/// ([`ServerConfig::handshake_cpu`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HandshakeCpu {
+    /// Handshakes served at once.
+    pub workers: usize,
+    /// Time a handshake holds its worker, between the ClientHello read and
+    /// the ServerHello written.
+    pub cost: Duration,
 }
 
 /// A pause of the accept loop: after the `after`-th accepted connection,
@@ -116,6 +133,7 @@ impl Default for ServerConfig {
             backlog: 1024,
             accept_stall: None,
             certificate: None,
+            handshake_cpu: None,
         }
     }
 }
@@ -251,6 +269,10 @@ impl Server {
             .map_err(Error::io("registering the listener"))?;
         let cfg = Arc::new(self.cfg);
         let acceptor = self.tls.map(tokio_rustls::TlsAcceptor::from);
+        // the handshake workers (`handshake_cpu`), shared by the connections
+        let workers = cfg
+            .handshake_cpu
+            .map(|h| Arc::new(tokio::sync::Semaphore::new(h.workers.max(1))));
         let mut conns = JoinSet::new();
         tokio::pin!(shutdown);
         loop {
@@ -276,9 +298,10 @@ impl Server {
                     let acceptor = acceptor.clone();
                     let stats = Arc::clone(&self.stats);
                     let stall = cfg.accept_stall.filter(|s| s.after == n);
+                    let workers = workers.clone();
                     conns.spawn(async move {
                         // A failed connection is the client's business.
-                        let _ = serve_connection(stream, acceptor, cfg, stats).await;
+                        let _ = serve_connection(stream, acceptor, cfg, stats, workers).await;
                     });
                     if let Some(s) = stall {
                         // only this loop sleeps: the connections run on
@@ -342,15 +365,35 @@ async fn serve_connection(
     acceptor: Option<tokio_rustls::TlsAcceptor>,
     cfg: Arc<ServerConfig>,
     stats: Arc<ServerStats>,
+    workers: Option<Arc<tokio::sync::Semaphore>>,
 ) -> Result<()> {
     let Some(acceptor) = acceptor else {
         return serve_http(stream, cfg).await;
     };
     let wrapped = FlightStream::new(stream, cfg.handshake_writes);
-    let mut tls = acceptor
-        .accept(wrapped)
-        .await
-        .map_err(Error::io("TLS handshake"))?;
+    let mut tls = match (cfg.handshake_cpu, workers) {
+        (Some(cpu), Some(workers)) => {
+            // the ClientHello read, then a worker's time before the
+            // ServerHello: rustls writes nothing until `into_stream`
+            let start =
+                tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), wrapped)
+                    .await
+                    .map_err(Error::io("reading the ClientHello"))?;
+            let _worker = workers
+                .acquire()
+                .await
+                .map_err(|e| Error::Config(e.to_string()))?;
+            tokio::time::sleep(cpu.cost).await;
+            start
+                .into_stream(Arc::clone(acceptor.config()))
+                .await
+                .map_err(Error::io("TLS handshake"))?
+        }
+        _ => acceptor
+            .accept(wrapped)
+            .await
+            .map_err(Error::io("TLS handshake"))?,
+    };
     let (io, conn) = tls.get_mut();
     io.finish_handshake(&stats.handshake_writes);
     // Early data stays readable in rustls after the handshake; hand it to

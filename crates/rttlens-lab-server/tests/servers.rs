@@ -9,7 +9,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rttlens_lab_server::builtin::{HandshakeWrites, Server, ServerConfig, ServerStats};
+use rttlens_lab_server::builtin::{
+    HandshakeCpu, HandshakeWrites, Server, ServerConfig, ServerStats,
+};
 use rttlens_lab_server::nginx;
 use rttlens_lab_server::TlsVersion;
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -407,6 +409,49 @@ fn builtin_openssl_resumes_and_sends_accepted_early_data() {
 }
 
 /// The wrapper counts the `write` calls of each handshake.
+#[test]
+fn builtin_handshake_cpu_serves_handshakes_one_at_a_time() {
+    // one worker, 150 ms a handshake: three clients at once finish about
+    // 150, 300 and 450 ms after they start, whatever order they are served
+    let cost = Duration::from_millis(150);
+    let srv = start(ServerConfig {
+        handshake_cpu: Some(HandshakeCpu { workers: 1, cost }),
+        ..ServerConfig::default()
+    });
+    let cfg = client_config(&srv.cert, TlsVersion::Tls13);
+    let t0 = std::time::Instant::now();
+    let clients: Vec<_> = (0..3)
+        .map(|_| {
+            let cfg = Arc::clone(&cfg);
+            let addr = srv.addr;
+            std::thread::spawn(move || {
+                let f = fetch(addr, &cfg, "/size/100");
+                assert_eq!(f.body_len, 100);
+                t0.elapsed()
+            })
+        })
+        .collect();
+    let mut done: Vec<Duration> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    done.sort();
+    for (i, d) in done.iter().enumerate() {
+        let least = cost * (i as u32 + 1);
+        assert!(
+            *d >= least,
+            "client {i} done after {d:?}, before {least:?}: handshakes overlapped"
+        );
+    }
+    // without the knob the same three take a fraction of one cost
+    let fast = start(ServerConfig::default());
+    let cfg = client_config(&fast.cert, TlsVersion::Tls13);
+    let t1 = std::time::Instant::now();
+    let _ = fetch(fast.addr, &cfg, "/size/100");
+    assert!(
+        t1.elapsed() < cost,
+        "a plain handshake took {:?}",
+        t1.elapsed()
+    );
+}
+
 #[test]
 fn builtin_handshake_writes_one_or_two() {
     for (mode, nodelay, want) in [

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use rttlens_lab_server::builtin::{HandshakeWrites, ServerConfig};
+use rttlens_lab_server::builtin::{HandshakeCpu, HandshakeWrites, ServerConfig};
 use rttlens_lab_server::quic::{KxGroup, QuicConfig};
 use rttlens_lab_server::TlsVersion;
 
@@ -35,7 +35,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 48] = [
+static CATALOGUE: [Scenario; 50] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -428,6 +428,28 @@ static CATALOGUE: [Scenario; 48] = [
         link: |l| l.loss_s2c.black_hole_from = Some(BLACK_HOLE_FROM),
         run: black_hole,
         variants: &[Variant::MidStream],
+    },
+    Scenario {
+        name: "handshake-burst",
+        about: "12 clients connect at once to the built-in server, which does one TLS handshake at a time, 40 ms each (an RSA-4096 signature on one busy core): the ClientHellos queue, the ServerHellos leave 40 ms apart, and each wait is the handshake's, not the application's",
+        expect: &["server-handshake-time"],
+        forbid: &["server-think-time"],
+        key: "tls",
+        vantage: Host::Client,
+        link: plain_link,
+        run: |c| handshake_burst(c, Some(HandshakeCpu { workers: 1, cost: Duration::from_millis(40) })),
+        variants: &[],
+    },
+    Scenario {
+        name: "handshake-burst-control",
+        about: "control: the same burst, every handshake at once at rustls' own cost (ECDSA P-256, no queue): no handshake wait to name",
+        expect: &[],
+        forbid: &["server-handshake-time", "server-think-time"],
+        key: "tls",
+        vantage: Host::Client,
+        link: plain_link,
+        run: |c| handshake_burst(c, None),
+        variants: &[],
     },
     Scenario {
         name: "jitter-no-think",
@@ -1099,6 +1121,38 @@ fn pipelined_head_of_line(c: &mut ScenarioCtx) -> Result<(), LabError> {
 fn download(c: &mut ScenarioCtx, cfg: ServerConfig, n: usize) -> Result<(), LabError> {
     let port = c.builtin(cfg)?;
     c.curl(&["--tlsv1.3", &url(port, n)])?;
+    Ok(())
+}
+
+/// Clients in a reconnect burst ([`handshake_burst`]).
+const BURST: usize = 12;
+
+/// [`BURST`] TLS 1.3 connections at once (curl `--parallel`), each with one
+/// small request, against the built-in server doing its handshakes as
+/// `cpu` says (no tickets: every handshake is full).
+fn handshake_burst(c: &mut ScenarioCtx, cpu: Option<HandshakeCpu>) -> Result<(), LabError> {
+    let port = c.builtin(ServerConfig {
+        handshake_cpu: cpu,
+        tickets: false,
+        ..ServerConfig::default()
+    })?;
+    // one curl process, every transfer on its own connection at once (a
+    // burst of curl processes would load the 2-core lab machine with their
+    // start-up while the server handshakes)
+    let outs: Vec<String> = (0..BURST)
+        .map(|i| format!("-o /dev/null {}?i={i}", url(port, 2000)))
+        .collect();
+    let script = format!(
+        "curl -sS -k --tlsv1.3 --max-time 20 --parallel --parallel-immediate --parallel-max {BURST} -w '%{{http_code}}\\n' {}",
+        outs.join(" ")
+    );
+    let out = c.sh(&script)?;
+    if out.lines().filter(|l| l.trim() == "200").count() != BURST {
+        return Err(LabError::Client {
+            command: script,
+            stderr: out,
+        });
+    }
     Ok(())
 }
 

@@ -136,6 +136,7 @@ fn tls(s: &TlsSummary, conn: &Conn<Protocols>) -> (Option<AppTimeline>, Option<T
         client_finished: hs.client_finished.as_ref().map(|x| x.first),
         server_finished: complete(&hs.server_finished),
         hello_retry: hs.hello_retry_request.as_ref().map(|x| x.first),
+        second_client_hello: hs.second_client_hello.as_ref().map(|x| x.first),
         done,
         done_sent_by_client: done_sent,
         early_data: hs.early_data.offered.then(|| EarlyDataFacts {

@@ -566,14 +566,7 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
             // server processing: ClientHello in → ServerHello out, from
             // the ClientHello's last transmission before the ServerHello
             // (the wait for a lost one is the network's, not the server's)
-            if let Some(sh) = t.server_hello {
-                let hello = c.half[Side::Client.index()]
-                    .retx()
-                    .iter()
-                    .filter(|r| r.offset == 0 && r.at.ts < sh.ts)
-                    .map(|r| r.at)
-                    .fold(t.client_hello, |a, b| if b.ts > a.ts { b } else { a });
-                let d = (sh.ts - hello.ts) - a.h_s();
+            if let Some((_, _, d)) = a.server_hello_wait() {
                 p.parts.push(clock.part("server-processing", d));
             }
             // TLS 1.2 full: the client's key exchange after the server's first flight

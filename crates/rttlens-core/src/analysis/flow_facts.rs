@@ -14,11 +14,12 @@ use std::net::SocketAddr;
 
 use crate::analysis::Analysis;
 use crate::base::side::{FrameRef, Side};
+use crate::base::time::Duration;
 use crate::flow::half::{AckStall, CaptureDrop, NagleStall, Retransmission, ZeroWindow};
 use crate::flow::rtt::RttSample;
 use crate::flow::trace::Trace;
 use crate::flow::turns::Turn;
-use crate::flow::SynInfo;
+use crate::flow::{Opening, SynInfo};
 
 /// The connection.
 impl Analysis {
@@ -188,9 +189,60 @@ impl Analysis {
         &self.conn.rtt.half[side.index()].samples
     }
 
-    /// The longest request/response turn at the TCP level.
-    pub(crate) fn longest_turn(&self) -> Option<Turn> {
-        self.conn.turns.longest
+    /// The longest request/response turn at the TCP level that was not
+    /// answered within the TLS handshake ([`Analysis::within_tls_handshake`]):
+    /// the first turn or the longest after it.
+    pub(crate) fn longest_app_turn(&self) -> Option<Turn> {
+        let t = &self.conn.turns;
+        [t.first, t.later]
+            .into_iter()
+            .flatten()
+            .filter(|t| !self.within_tls_handshake(t.response_first))
+            .reduce(|a, b| if b.wait() > a.wait() { b } else { a })
+    }
+
+    /// The server's wait on the ClientHello (docs/design.md §4 "Think
+    /// time"): the ClientHello's last transmission before the ServerHello
+    /// (the wait for a lost one is the network's; after a
+    /// HelloRetryRequest, the second ClientHello: the retry's round trip is
+    /// `hello-retry-request`'s), the ServerHello, and the time between them
+    /// less h_s (the path: what is left is the server's handshake work and
+    /// its queue). `None` without both hellos.
+    pub(crate) fn server_hello_wait(&self) -> Option<(FrameRef, FrameRef, Duration)> {
+        let t = self.tls.as_ref()?;
+        let sh = t.server_hello?;
+        let first = t.second_client_hello.unwrap_or(t.client_hello);
+        let hello = self.conn.half[Side::Client.index()]
+            .retx()
+            .iter()
+            .filter(|r| r.offset == 0 && r.at.ts < sh.ts)
+            .map(|r| r.at)
+            .fold(first, |a, b| if b.ts > a.ts { b } else { a });
+        Some((hello, sh, (sh.ts - hello.ts) - self.h_s()))
+    }
+
+    /// Whether the server's answer at `r` fell within the TLS handshake (up
+    /// to its last server handshake packet seen): a turn answered there is
+    /// the handshake's, not the application's.
+    /// When the record layer could not be read (the snapshot length cut
+    /// the payloads) but the client's bytes opened with a ClientHello, the
+    /// server's first data is taken for its ServerHello: that turn is not
+    /// claimed either (said less, never the application's).
+    pub(crate) fn within_tls_handshake(&self, r: FrameRef) -> bool {
+        match &self.tls {
+            Some(t) => t
+                .done
+                .or(t.server_finished)
+                .or(t.server_flight_end)
+                .or(t.server_hello)
+                .is_some_and(|end| r.frame <= end.frame),
+            None => {
+                self.conn.client_opening == Some(Opening::TlsClientHello)
+                    && self
+                        .first_data(Side::Server)
+                        .is_some_and(|f| f.frame == r.frame)
+            }
+        }
     }
 
     /// Take the connection's trace (when kept), once.

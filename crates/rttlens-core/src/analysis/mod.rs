@@ -15,6 +15,7 @@ pub mod requests;
 pub mod rounds;
 pub(crate) mod rtt;
 pub(crate) mod rtt_rise;
+pub(crate) mod rtt_swing;
 pub mod tls;
 pub(crate) mod transfer;
 

@@ -39,6 +39,15 @@ impl TlsKind {
     }
 
     /// Round trips the kind needs before the client can send its request.
+    /// A resumed handshake (session id, ticket or PSK): no certificate,
+    /// no signature.
+    pub(crate) fn resumed(self) -> bool {
+        matches!(
+            self,
+            TlsKind::Tls12Abbreviated | TlsKind::Tls13Psk | TlsKind::Tls13ZeroRtt
+        )
+    }
+
     pub(crate) fn nominal_rtts(self) -> u32 {
         match self {
             TlsKind::Tls12Full => 2,
@@ -95,6 +104,8 @@ pub struct TlsFacts {
     pub(crate) server_finished: Option<FrameRef>,
     /// HelloRetryRequest, if the server asked for another key share.
     pub(crate) hello_retry: Option<FrameRef>,
+    /// The ClientHello sent again after the HelloRetryRequest.
+    pub(crate) second_client_hello: Option<FrameRef>,
     /// Segment after which the client could send application data: the
     /// handshake is done at the client when this packet reaches it.
     pub(crate) done: Option<FrameRef>,

@@ -44,6 +44,7 @@ pub(crate) mod receive_window_limit;
 pub(crate) mod rto_backoff;
 pub mod self_check;
 pub(crate) mod sender_window_cap;
+pub mod server_handshake_time;
 pub(crate) mod slow_start;
 pub(crate) mod syn_retransmission;
 pub(crate) mod tfo;
@@ -98,6 +99,10 @@ pub(crate) const DETECTORS: &[(&[&str], Detector)] = &[
     (
         &[think_time::ID_SERVER, think_time::ID_CLIENT],
         Tcp(think_time::detect),
+    ),
+    (
+        &[server_handshake_time::ID],
+        Tcp(server_handshake_time::detect),
     ),
     (
         &[loss::ID_FAST, loss::ID_TLP, loss::ID_RTO, loss::ID_SPURIOUS],

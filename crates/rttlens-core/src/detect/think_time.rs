@@ -6,7 +6,9 @@
 //!   request and sending its answer. The request is the application's
 //!   first exchange or, when longer, the longest request/response turn at
 //!   the TCP level ([`crate::flow::turns`]): any protocol, cut payloads,
-//!   later requests on a keep-alive connection.
+//!   later requests on a keep-alive connection. A turn answered within the
+//!   TLS handshake is not the application's: `server-handshake-time`
+//!   reports the server's wait on the ClientHello.
 //! - client think = first request byte − the moment the client could send
 //!   it (connection or TLS handshake done) − h_c.
 //!
@@ -29,7 +31,6 @@ use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
 use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
-use smallvec::SmallVec;
 
 /// Finding id of server think time.
 pub const ID_SERVER: &str = "server-think-time";
@@ -48,43 +49,6 @@ fn confidence(a: &Analysis, think: crate::base::time::Duration) -> (Level, &'sta
         Vantage::Middle => (Level::Medium, "think-time.mid-path"),
         Vantage::Unknown => (Level::Low, "think-time.vantage-unknown"),
     }
-}
-
-/// How much the path's half on `side` swung: the 90th percentile of its
-/// RTT samples less their minimum (`worst`: the largest sample less the
-/// minimum), or their median less the minimum plus three standard
-/// deviations if that is more, leaving out the sample the response frame `exclude` gave (it
-/// holds the think time itself). Zero with fewer than
-/// [`SWING_MIN_SAMPLES`] samples.
-fn swing(a: &Analysis, side: Side, exclude: u64, worst: bool) -> Duration {
-    // on the stack for the common few dozen samples
-    let mut v: SmallVec<[Duration; 64]> = a
-        .rtt_samples(side)
-        .iter()
-        .filter(|s| s.at.frame != exclude)
-        .map(|s| s.d)
-        .collect();
-    if v.len() < SWING_MIN_SAMPLES {
-        return Duration::ZERO;
-    }
-    v.sort();
-    let top = if worst {
-        v.len() - 1
-    } else {
-        (v.len() - 1) * 9 / 10
-    };
-    // a few samples rarely catch a jittery path at its worst: its spread
-    // is also taken as the median's height over the minimum plus three
-    // standard deviations (a stable path's is a fraction of a ms)
-    let n = v.len() as f64;
-    let secs = || v.iter().map(|d| d.as_secs_f64());
-    let mean = secs().sum::<f64>() / n;
-    let sd = (secs().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-    // f64 seconds of a capture: far from i64 nanoseconds' range
-    let spread = Duration::from_nanos(
-        ((v[v.len() / 2].as_secs_f64() - v[0].as_secs_f64() + 3.0 * sd).max(0.0) * 1e9) as i64,
-    );
-    (v[top] - v[0]).max(spread)
 }
 
 /// How far the server's application is from the capture point (M→server→M):
@@ -113,9 +77,6 @@ fn path_to_server(a: &Analysis) -> (Duration, bool) {
 /// See `path_to_server`.
 pub(crate) const PROXY_RATIO: i64 = 4;
 
-/// RTT samples of a half needed to judge its swing.
-pub(crate) const SWING_MIN_SAMPLES: usize = 5;
-
 /// The longest a delayed-ACK timer holds an ACK (Linux `TCP_DELACK_MAX`
 /// 200 ms, Windows' 200 ms default), with jitter.
 const DELAYED_ACK_MAX: Duration = Duration::from_millis(220);
@@ -142,7 +103,7 @@ fn server_think(
     let (mut level, mut why) = confidence(a, think);
     // a turn at the TCP level proves no request: the path's worst swing
     // may explain it (a jittery path's late answer is not think time)
-    let path_swing = swing(a, Side::Server, r.frame, turn.is_some());
+    let path_swing = a.rtt_swing(Side::Server, r.frame, turn.is_some());
     // the server's TCP acknowledged the request before the response
     // (an answer that carries the ACK itself says nothing of the path)
     // (not for a pipelined request timed from the response ahead of it:
@@ -271,8 +232,10 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         .max_by_key(|(think, _)| *think);
     // the longest turn at the TCP level, when the application layer did not
     // time that one (another request, a protocol not read, cut payloads)
+    // (a turn answered within the TLS handshake is the handshake's work,
+    // `server-handshake-time`, not the application's)
     let from_turn = a
-        .longest_turn()
+        .longest_app_turn()
         .filter(|t| {
             app.request_last.is_none()
                 || app

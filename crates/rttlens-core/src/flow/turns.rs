@@ -8,8 +8,10 @@
 //! This needs no payload: it times the requests of a protocol rttlens does
 //! not read, of a capture whose snapshot length cut the payloads, and of
 //! any later request on a keep-alive connection, where the application
-//! layer times only the first exchange. Only the longest turn is kept, so
-//! a connection's state does not grow with its requests.
+//! layer times only the first exchange. Only the first turn and the
+//! longest of the later ones are kept, so a connection's state does not
+//! grow with its requests (the first turn of a TLS connection is its
+//! handshake, which the analysis sets apart).
 
 use crate::base::side::FrameRef;
 
@@ -27,7 +29,8 @@ pub struct Turn {
 }
 
 impl Turn {
-    fn wait(&self) -> i64 {
+    /// From the client's last byte to the server's answer (ns).
+    pub(crate) fn wait(&self) -> i64 {
         (self.response_first.ts - self.request_last.ts).nanos
     }
 }
@@ -48,8 +51,8 @@ pub struct Turns {
     answered: Option<u64>,
     /// The first complete turn.
     pub first: Option<Turn>,
-    /// The longest complete turn.
-    pub(crate) longest: Option<Turn>,
+    /// The longest complete turn after the first.
+    pub(crate) later: Option<Turn>,
     /// Complete turns.
     pub(crate) count: u32,
 }
@@ -141,9 +144,19 @@ impl Turns {
     }
 
     fn record(&mut self, t: Turn) {
-        self.first.get_or_insert(t);
-        if self.longest.is_none_or(|l| t.wait() > l.wait()) {
-            self.longest = Some(t);
+        if self.first.is_none() {
+            self.first = Some(t);
+        } else if self.later.is_none_or(|l| t.wait() > l.wait()) {
+            self.later = Some(t);
+        }
+    }
+
+    /// The longest complete turn (the earlier on a tie).
+    #[cfg(test)]
+    fn longest(&self) -> Option<Turn> {
+        match (self.first, self.later) {
+            (Some(f), Some(l)) if l.wait() > f.wait() => Some(l),
+            (f, l) => f.or(l),
         }
     }
 }
@@ -157,18 +170,18 @@ mod tests {
         // response 200 ms later once the ticket was acknowledged
         t.on_server_data(m(3, 41), Some(m(2, 0)), 250, false, 1448, 0);
         t.on_server_data(m(5, 241), None, 1448, true, 1448, 0);
-        assert_eq!(t.longest.map(|l| l.response_first.frame), Some(5));
+        assert_eq!(t.longest().map(|l| l.response_first.frame), Some(5));
         assert_eq!(t.first.map(|l| l.response_first.frame), Some(3));
         // a full first answer: later data is the answer going on
         let mut t = Turns::default();
         t.on_server_data(m(3, 41), Some(m(2, 0)), 1448, false, 1448, 0);
         t.on_server_data(m(5, 1041), None, 1448, true, 1448, 0);
-        assert_eq!(t.longest.map(|l| l.response_first.frame), Some(3));
+        assert_eq!(t.longest().map(|l| l.response_first.frame), Some(3));
         // data the capture missed between: no pause is proven
         let mut t = Turns::default();
         t.on_server_data(m(3, 41), Some(m(2, 0)), 250, false, 1448, 0);
         t.on_server_data(m(5, 241), None, 1448, true, 1448, 1448);
-        assert_eq!(t.longest.map(|l| l.response_first.frame), Some(3));
+        assert_eq!(t.longest().map(|l| l.response_first.frame), Some(3));
     }
 
     use super::*;
@@ -192,7 +205,7 @@ mod tests {
         t.on_server_full_ack(m(7, 600), m(8, 610));
         t.on_server_data(m(9, 620), None, 1448, false, 1448, 0);
         assert_eq!(t.count, 3);
-        assert_eq!(t.longest.map(|l| l.response_first.frame), Some(6));
+        assert_eq!(t.longest().map(|l| l.response_first.frame), Some(6));
         assert_eq!(t.first.map(|l| l.response_first.frame), Some(3));
     }
 
@@ -213,11 +226,11 @@ mod tests {
         assert_eq!(t.count, 1);
         let mut t = Turns::default();
         assert_eq!(t.count, 0);
-        assert!(t.longest.is_none());
+        assert!(t.longest().is_none());
         // an answer that acknowledges the whole request itself
         t.on_server_data(m(8, 1500), Some(m(7, 1000)), 1448, false, 1448, 0);
         assert_eq!(
-            t.longest.map(|l| (l.ack.frame, l.request_last.frame)),
+            t.longest().map(|l| (l.ack.frame, l.request_last.frame)),
             Some((8, 7))
         );
     }

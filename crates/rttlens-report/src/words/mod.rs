@@ -46,6 +46,7 @@ mod quic_zero_rtt;
 mod receive_window_limit;
 mod rto_backoff;
 mod sender_window_cap;
+mod server_handshake_time;
 mod slow_start;
 mod syn_retransmission;
 mod tfo;
@@ -95,6 +96,7 @@ const WORDS: &[Words] = &[
     Words { fact: receive_window_limit::fact, prefix: "receive-window-limit", ids: &["receive-window-limit"], title: receive_window_limit::title, fix: receive_window_limit::fix },
     Words { fact: rto_backoff::fact, prefix: "rto-backoff", ids: &["rto-backoff"], title: rto_backoff::title, fix: rto_backoff::fix },
     Words { fact: sender_window_cap::fact, prefix: "sender-window-cap", ids: &["sender-window-cap"], title: sender_window_cap::title, fix: sender_window_cap::fix },
+    Words { fact: server_handshake_time::fact, prefix: "server-handshake-time", ids: &["server-handshake-time"], title: server_handshake_time::title, fix: server_handshake_time::fix },
     Words { fact: slow_start::fact, prefix: "slow-start", ids: &["initial-window", "slow-start"], title: slow_start::title, fix: slow_start::fix },
     Words { fact: syn_retransmission::fact, prefix: "syn-retransmission", ids: &["syn-retransmission"], title: syn_retransmission::title, fix: syn_retransmission::fix },
     Words { fact: tfo::fact, prefix: "tfo", ids: &["tfo-cookie", "tfo-accepted", "tfo-refused", "tfo-fallback"], title: tfo::title, fix: tfo::fix },
