@@ -106,6 +106,7 @@ impl<P: Trackers> Conn<P> {
         match slot {
             Some(prev) if prev.isn == seg.seq => {
                 prev.count += 1;
+                self.half[side.index()].mark_syn_retransmission(at);
                 prev.last = at;
                 prev.last_data_len = seg.payload_len;
                 prev.last_fast_open = seg.options.fast_open;

@@ -31,8 +31,9 @@ use rttlens_core::pipeline;
 /// `ack_lost_segment`, where Wireshark flags again every ACK after a gap
 /// until its own state catches up, while the engine marks the ACK that
 /// first proves bytes were not captured ([`FrameMark::AckedUnseen`]).
-pub const CLASSES: [&str; 6] = [
+pub const CLASSES: [&str; 7] = [
     "retransmission",
+    "syn_retransmission",
     "fast_retransmission",
     "duplicate_ack",
     "zero_window",
@@ -46,8 +47,9 @@ pub type Frames = BTreeSet<u64>;
 /// tshark's flags of one capture.
 pub struct Tshark {
     /// Frames per class. `retransmission` is every retransmission of data
-    /// (plain, fast or spurious; retransmitted SYNs and FINs without data
-    /// are left out: docs/wireshark.md).
+    /// (plain, fast or spurious; FINs without data are left out:
+    /// docs/wireshark.md); `syn_retransmission` every SYN or SYN-ACK
+    /// Wireshark calls a retransmission.
     pub class: BTreeMap<&'static str, Frames>,
     /// Data segments Wireshark calls out-of-order.
     pub out_of_order: Frames,
@@ -71,7 +73,7 @@ pub fn tshark(path: &Path) -> Tshark {
     cmd.args(["-n", "-r"])
         .arg(path)
         .args(["-Y", "tcp", "-T", "fields", "-E", "occurrence=f"]);
-    for f in ["frame.number", "tcp.stream", "tcp.len"] {
+    for f in ["frame.number", "tcp.stream", "tcp.len", "tcp.flags.syn"] {
         cmd.args(["-e", f]);
     }
     for f in FLAGS {
@@ -100,13 +102,20 @@ pub fn tshark(path: &Path) -> Tshark {
         t.stream.insert(frame, stream);
         let data = p.get(2).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) > 0;
         let has = |f: &str| {
-            let i = FLAGS.iter().position(|x| *x == f).expect("flag") + 3;
+            let i = FLAGS.iter().position(|x| *x == f).expect("flag") + 4;
             p.get(i).is_some_and(|v| !v.is_empty())
         };
         let mut add = |c: &'static str| {
             t.class.get_mut(c).expect("class").insert(frame);
         };
+        // a SYN or SYN-ACK sent again (no data: a TFO SYN's data is the
+        // handshake's too)
+        let syn = p.get(3).is_some_and(|v| *v == "1" || *v == "True");
+        if syn && has("retransmission") {
+            add("syn_retransmission");
+        }
         if data
+            && !syn
             && (has("retransmission")
                 || has("fast_retransmission")
                 || has("spurious_retransmission"))
@@ -156,6 +165,7 @@ pub fn ours(path: &Path) -> Ours {
                 &["retransmission", "fast_retransmission"]
             }
             FrameMark::Retransmission(_) => &["retransmission"],
+            FrameMark::SynRetransmission => &["syn_retransmission"],
             FrameMark::DuplicateAck => &["duplicate_ack"],
             FrameMark::ZeroWindow => &["zero_window"],
             FrameMark::WindowFull => &["window_full"],

@@ -88,6 +88,11 @@ pub enum FrameMark {
     /// `tcp.analysis.ack_lost_segment`): the gap is counted here, once, and
     /// the data segment after it is contiguous for the engine.
     AckedUnseen,
+    /// A SYN or SYN-ACK sent again with the same ISN (RFC 6298 §5.7: the
+    /// initial RTO, doubled each time): Wireshark's
+    /// `tcp.analysis.retransmission` on a SYN. The cost is
+    /// `syn-retransmission`'s.
+    SynRetransmission,
     /// An exact copy of a frame just before it (captured twice), dropped
     /// before the flow layer (`wire/duplicates.rs`): Wireshark calls it a
     /// retransmission or a duplicate ACK.
@@ -486,6 +491,12 @@ impl Half {
         }
         self.peer_flags.ack_seen = true;
         self.queue_ack(at, off, window, (sacked, sack_high), dup);
+    }
+
+    /// This side's SYN (or SYN-ACK) at `at` was sent again
+    /// ([`FrameMark::SynRetransmission`]).
+    pub(crate) fn mark_syn_retransmission(&mut self, at: FrameRef) {
+        self.mark(at, FrameMark::SynRetransmission);
     }
 
     fn mark(&mut self, at: FrameRef, m: FrameMark) {
