@@ -3,11 +3,9 @@
 //! the reader goes on through the file, and give the bytes `next_frame`
 //! gives, on real captures, plain and gzip'd, and on a set of files.
 
+use rttlens_core::capture::{CaptureReader, CaptureSet, Chunk, FrameSource};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
-
-use rttlens_core::capture::{CaptureReader, CaptureSet, FrameSource};
 
 fn capture(name: &str) -> PathBuf {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -31,23 +29,23 @@ fn copied(mut r: impl FrameSource) -> Vec<(u64, Vec<u8>)> {
 }
 
 /// Every frame as a share of the reader's buffer, all kept to the end.
-fn shared(mut r: impl FrameSource) -> Vec<(u64, Arc<Vec<u8>>, usize, usize)> {
+fn shared(mut r: impl FrameSource) -> Vec<(u64, Chunk, usize, usize)> {
     let mut out = Vec::new();
     while let Some((f, s)) = r.next_shared().expect("read") {
         let s = s.expect("a capture reader shares its frames");
         assert_eq!(s.bytes(), f.data, "frame {}", f.number);
-        out.push((f.number, Arc::clone(s.chunk), s.start, s.len));
+        out.push((f.number, s.chunk.clone(), s.start, s.len));
     }
     out
 }
 
-fn same(want: &[(u64, Vec<u8>)], got: &[(u64, Arc<Vec<u8>>, usize, usize)]) {
+fn same(want: &[(u64, Vec<u8>)], got: &[(u64, Chunk, usize, usize)]) {
     assert_eq!(want.len(), got.len());
     assert!(want.len() > 100);
     for ((n, bytes), (m, chunk, start, len)) in want.iter().zip(got) {
         assert_eq!(n, m);
         assert_eq!(
-            &chunk[*start..start + len],
+            &chunk.bytes()[*start..start + len],
             &bytes[..],
             "frame {n} changed after it was shared"
         );

@@ -3,6 +3,13 @@
 //!
 //! The format modules (`pcap`, `pcapng`) frame and parse records in the
 //! buffer of an [`Input`]; the reader owns one and dispatches to the format.
+//!
+//! The bytes come from a stream (`read` into a chunk of memory: a file,
+//! stdin, a pipe, a gzip decoder) or from a whole capture already in memory
+//! ([`CaptureBytes`]: a file the caller mapped). A whole capture is read in
+//! place, without a copy; its window over the bytes moves in the very steps
+//! a stream's buffer would (the same sizes, the same compactions), so every
+//! record, error and [`Input::bytes_read`] is the one the stream gives.
 
 use std::io::{self, Read};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,7 +18,7 @@ use std::sync::Arc;
 use flate2::read::MultiGzDecoder;
 
 use super::keylog::KeyStore;
-use super::{CaptureError, CaptureNotes, LinkType, SharedFrame};
+use super::{CaptureBytes, CaptureError, CaptureNotes, Chunk, LinkType, SharedFrame};
 use crate::base::time::Timestamp;
 
 /// Initial size of the record buffer: small, so that opening a tiny input
@@ -25,6 +32,13 @@ const STEADY_BUFFER: usize = 1 << 20;
 /// accepts. Real packets are at most 256 KiB (Wireshark's limit); anything
 /// larger than this is taken as a corrupt length field.
 pub(super) const MAX_RECORD: usize = 64 << 20;
+
+/// A whole capture in memory gives back its pages this far behind the
+/// reader ([`CaptureBytes::release_before`]): the frames handed to other
+/// threads (a few batches of 1 MiB) are read well within it.
+const KEEP_BEHIND: usize = 8 << 20;
+/// …in steps of this many bytes.
+const RELEASE_STEP: usize = 4 << 20;
 
 /// The input of a capture: the (possibly decompressed) byte stream, the
 /// buffer of its unconsumed bytes, and what the records read so far left
@@ -77,7 +91,31 @@ impl Input {
             buf.preload(head);
             Box::new(counting)
         };
-        Ok(Input {
+        Ok(Input::with(src, raw_count, gzip, buf))
+    }
+
+    /// Starts reading a whole capture in place. A gzip'd one is
+    /// decompressed as a stream (through [`Input::new`]).
+    pub(super) fn from_bytes(bytes: Arc<dyn CaptureBytes>) -> Result<Input, CaptureError> {
+        if bytes.bytes().starts_with(&[0x1f, 0x8b]) {
+            return Input::new(Box::new(WholeReader { bytes, pos: 0 }));
+        }
+        let buf = RecordBuffer::whole(bytes);
+        Ok(Input::with(
+            Box::new(io::empty()),
+            Arc::new(AtomicU64::new(0)),
+            false,
+            buf,
+        ))
+    }
+
+    fn with(
+        src: Box<dyn Read + Send>,
+        raw_count: Arc<AtomicU64>,
+        gzip: bool,
+        buf: RecordBuffer,
+    ) -> Input {
+        Input {
             src,
             raw_count,
             gzip,
@@ -88,7 +126,7 @@ impl Input {
             notes: CaptureNotes::default(),
             key_log: KeyStore::default(),
             last_snaplen: 0,
-        })
+        }
     }
 
     /// Whether the input is gzip-compressed.
@@ -97,9 +135,18 @@ impl Input {
     }
 
     /// Bytes consumed so far from the underlying input (compressed bytes for
-    /// a gzip file).
+    /// a gzip file; for a whole capture, those a stream would have read).
     pub(super) fn bytes_read(&self) -> u64 {
-        self.raw_count.load(Ordering::Relaxed)
+        match self.buf.whole_read() {
+            Some(n) => n,
+            None => self.raw_count.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Whether the bytes are read in place ([`Input::from_bytes`], not
+    /// gzip'd).
+    pub(super) fn is_whole(&self) -> bool {
+        self.buf.whole_read().is_some()
     }
 
     /// Consumes the record returned or skipped by the previous step.
@@ -184,6 +231,24 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
+/// A whole capture read as a stream (a gzip'd one, for the decoder).
+struct WholeReader {
+    bytes: Arc<dyn CaptureBytes>,
+    pos: usize,
+}
+
+impl Read for WholeReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let rest = self.bytes.bytes().get(self.pos..).unwrap_or(&[]);
+        let n = rest.len().min(buf.len());
+        if let (Some(dst), Some(src)) = (buf.get_mut(..n), rest.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        self.pos += n;
+        Ok(n)
+    }
+}
+
 /// Counts the bytes read through it (for [`Input::bytes_read`]).
 struct Counting {
     inner: Box<dyn Read + Send>,
@@ -198,23 +263,34 @@ impl Read for Counting {
     }
 }
 
-/// A byte buffer holding the unconsumed part of the input: `buf[start..end]`.
+/// A byte buffer holding the unconsumed part of the input: `buf[start..end]`
+/// of a window `cap` bytes long.
 ///
-/// The bytes live in a reference-counted chunk so that the frames in it can
-/// be handed to other threads without a copy ([`RecordBuffer::share`]):
+/// A stream's bytes live in a reference-counted chunk so that the frames in
+/// it can be handed to other threads without a copy ([`RecordBuffer::share`]):
 /// a chunk that others still hold is never written again; reading goes on
 /// in another chunk (a free one from `spare`, else a new one), into which
 /// only the unconsumed bytes (part of one record) are copied, at the same
 /// place.
+///
+/// A whole capture ([`CaptureBytes`]) is its own chunk: the window is
+/// `bytes[base..base + cap]`, and reading, growing and compacting only move
+/// `end`, `cap` and `base`, in the steps a stream of the same bytes takes.
 pub(super) struct RecordBuffer {
-    buf: Arc<Vec<u8>>,
+    buf: Chunk,
+    /// Where the window starts in a whole capture (0 for a stream).
+    base: usize,
     start: usize,
     end: usize,
+    /// The window's length (a stream: its chunk's).
+    cap: usize,
     /// Offset in the stream of `buf[start]`.
     pub(crate) offset: u64,
     eof: bool,
     /// Chunks handed out before, reused once nobody else holds them.
     spare: Vec<Arc<Vec<u8>>>,
+    /// A whole capture: the bytes before this were given back.
+    released: usize,
 }
 
 /// Chunks kept for reuse (more are dropped when the threads let go of them).
@@ -223,18 +299,43 @@ const SPARE_CHUNKS: usize = 8;
 impl RecordBuffer {
     fn new() -> Self {
         RecordBuffer {
-            buf: Arc::new(vec![0; INITIAL_BUFFER]),
+            buf: Chunk::Buffer(Arc::new(vec![0; INITIAL_BUFFER])),
+            base: 0,
             start: 0,
             end: 0,
+            cap: INITIAL_BUFFER,
             offset: 0,
             eof: false,
             spare: Vec::new(),
+            released: 0,
         }
+    }
+
+    /// A whole capture, its first bytes "read" as [`Input::new`] sniffs
+    /// a stream's.
+    fn whole(bytes: Arc<dyn CaptureBytes>) -> Self {
+        let sniffed = bytes.bytes().len().min(4);
+        RecordBuffer {
+            buf: Chunk::Whole(bytes),
+            base: 0,
+            start: 0,
+            end: sniffed,
+            cap: INITIAL_BUFFER,
+            offset: 0,
+            eof: false,
+            spare: Vec::new(),
+            released: 0,
+        }
+    }
+
+    /// For a whole capture, the bytes a stream would have read so far.
+    fn whole_read(&self) -> Option<u64> {
+        matches!(self.buf, Chunk::Whole(_)).then_some((self.base + self.end) as u64)
     }
 
     /// Puts bytes already read (the sniffed magic) at the front.
     fn preload(&mut self, bytes: &[u8]) {
-        if let Some(dst) = self.writable().get_mut(..bytes.len()) {
+        if let Some(dst) = self.writable().and_then(|b| b.get_mut(..bytes.len())) {
             dst.copy_from_slice(bytes);
             self.start = 0;
             self.end = bytes.len();
@@ -243,7 +344,10 @@ impl RecordBuffer {
 
     /// The unconsumed bytes.
     pub(crate) fn data(&self) -> &[u8] {
-        self.buf.get(self.start..self.end).unwrap_or(&[])
+        self.buf
+            .bytes()
+            .get(self.base + self.start..self.base + self.end)
+            .unwrap_or(&[])
     }
 
     /// The chunk and the absolute range of `data()[from..from + len]`, for
@@ -251,16 +355,20 @@ impl RecordBuffer {
     pub(crate) fn share(&self, from: usize, len: usize) -> SharedFrame<'_> {
         SharedFrame {
             chunk: &self.buf,
-            start: self.start + from,
+            start: self.base + self.start + from,
             len: len.min(self.end.saturating_sub(self.start + from)),
         }
     }
 
     /// The buffer to write into: this chunk when nobody else holds it,
     /// else another one holding the unconsumed bytes at the same offsets.
-    fn writable(&mut self) -> &mut Vec<u8> {
-        if Arc::get_mut(&mut self.buf).is_none() {
-            let len = self.buf.len();
+    /// A whole capture is never written: `None`.
+    fn writable(&mut self) -> Option<&mut Vec<u8>> {
+        let Chunk::Buffer(buf) = &mut self.buf else {
+            return None;
+        };
+        if Arc::get_mut(buf).is_none() {
+            let len = buf.len();
             let free = self
                 .spare
                 .iter()
@@ -274,16 +382,16 @@ impl RecordBuffer {
             // those of an unshared buffer, so the input is read in the same
             // steps (and a broken file read as far) on one thread or several
             let live = self.start..self.end;
-            if let (Some(dst), Some(src)) = (fresh.get_mut(live.clone()), self.buf.get(live)) {
+            if let (Some(dst), Some(src)) = (fresh.get_mut(live.clone()), buf.get(live)) {
                 dst.copy_from_slice(src);
             }
-            let old = std::mem::replace(&mut self.buf, Arc::new(fresh));
+            let old = std::mem::replace(buf, Arc::new(fresh));
             if self.spare.len() < SPARE_CHUNKS {
                 self.spare.push(old);
             }
         }
         // unique now: no copy
-        Arc::make_mut(&mut self.buf)
+        Some(Arc::make_mut(buf))
     }
 
     /// Drops `n` bytes from the front (at most what is buffered).
@@ -291,9 +399,20 @@ impl RecordBuffer {
         let n = n.min(self.end - self.start);
         self.start += n;
         self.offset += n as u64;
+        let whole = matches!(self.buf, Chunk::Whole(_));
         if self.start == self.end {
+            if whole {
+                self.base += self.start;
+            }
             self.start = 0;
             self.end = 0;
+        }
+        if let Chunk::Whole(bytes) = &self.buf {
+            let at = self.base + self.start;
+            if at >= self.released + KEEP_BEHIND + RELEASE_STEP {
+                self.released = at - KEEP_BEHIND;
+                bytes.release_before(self.released);
+            }
         }
     }
 
@@ -302,7 +421,8 @@ impl RecordBuffer {
     /// When the tail is full the buffer doubles up to 1 MiB; beyond that it
     /// is compacted, and grown (doubling, capped at `need`) only when the
     /// unconsumed data fills the whole buffer, so a bogus length field costs
-    /// memory only as data arrives.
+    /// memory only as data arrives. A whole capture's window takes the same
+    /// steps, without allocating or copying.
     fn fill(&mut self, src: &mut dyn Read, need: usize, gzip: bool) -> io::Result<bool> {
         loop {
             if self.end - self.start >= need {
@@ -311,24 +431,27 @@ impl RecordBuffer {
             if self.eof {
                 return Ok(false);
             }
-            // unique from here on
-            self.writable();
-            let buf = Arc::make_mut(&mut self.buf);
-            if self.end == buf.len() {
-                if buf.len() < STEADY_BUFFER {
-                    let new_len = (buf.len() * 2).clamp(1, STEADY_BUFFER);
-                    buf.resize(new_len, 0);
-                } else if self.start > 0 {
-                    buf.copy_within(self.start..self.end, 0);
-                    self.end -= self.start;
-                    self.start = 0;
-                } else {
-                    let len = buf.len().max(1);
-                    let new_len = len.saturating_mul(2).min(need).max(len + 1);
-                    buf.resize(new_len, 0);
+            if let Chunk::Whole(bytes) = &self.buf {
+                let total = bytes.bytes().len();
+                if self.end == self.cap {
+                    self.make_room(need);
                 }
+                // a regular file's read(2) fills the space or reaches the end
+                let n = (self.cap - self.end).min(total.saturating_sub(self.base + self.end));
+                if n == 0 {
+                    self.eof = true;
+                }
+                self.end += n;
+                continue;
             }
-            let Some(space) = buf.get_mut(self.end..) else {
+            if self.end == self.cap {
+                self.make_room(need);
+            }
+            let end = self.end;
+            let Some(buf) = self.writable() else {
+                return Ok(false);
+            };
+            let Some(space) = buf.get_mut(end..) else {
                 return Ok(false);
             };
             match src.read(space) {
@@ -341,5 +464,33 @@ impl RecordBuffer {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// The window is full: it doubles up to 1 MiB; beyond that it is
+    /// compacted, or grown (doubling, capped at `need`) when the unconsumed
+    /// data fills it all. A stream's chunk follows; a whole capture only
+    /// moves its window.
+    fn make_room(&mut self, need: usize) {
+        let (start, end) = (self.start, self.end);
+        let compact = self.cap >= STEADY_BUFFER && start > 0;
+        let cap = if compact {
+            self.cap
+        } else if self.cap < STEADY_BUFFER {
+            (self.cap * 2).clamp(1, STEADY_BUFFER)
+        } else {
+            let len = self.cap.max(1);
+            len.saturating_mul(2).min(need).max(len + 1)
+        };
+        match self.writable() {
+            Some(buf) if compact => buf.copy_within(start..end, 0),
+            Some(buf) => buf.resize(cap, 0),
+            None if compact => self.base += start,
+            None => {}
+        }
+        if compact {
+            self.end -= start;
+            self.start = 0;
+        }
+        self.cap = cap;
     }
 }

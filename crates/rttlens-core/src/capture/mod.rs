@@ -2,7 +2,10 @@
 //!
 //! [`CaptureReader`] reads one record at a time from any [`std::io::Read`]
 //! (a file, stdin, a gzip stream) through a fixed-size buffer that grows only
-//! to fit one large record, so memory does not depend on the file's size.
+//! to fit one large record, so memory does not depend on the file's size;
+//! or, in place, from a capture already in memory ([`CaptureBytes`]: the
+//! `rttlens` binary maps regular files), with the same frames, notes and
+//! errors and no copy.
 //!
 //! What the reader handles:
 //!
@@ -39,7 +42,7 @@ mod set;
 use std::fmt;
 
 pub use reader::CaptureReader;
-pub use set::CaptureSet;
+pub use set::{CaptureSet, Opener};
 
 /// A stream of frames the pipeline reads: one capture ([`CaptureReader`])
 /// or several merged in time order ([`CaptureSet`]).
@@ -228,13 +231,75 @@ pub struct Frame<'a> {
     pub orig_len: u32,
 }
 
-/// Where a frame's bytes are inside a reader's buffer. A clone of `chunk`
-/// keeps them: the reader never writes a buffer again while anyone else
-/// holds it.
+/// A whole capture's bytes in memory, read in place by
+/// [`CaptureReader::from_bytes`]: a file the caller mapped (the `rttlens`
+/// binary maps regular files through `rttlens-sys`, the one crate allowed
+/// `unsafe`), or a `Vec<u8>`.
+pub trait CaptureBytes: Send + Sync {
+    /// The bytes, the same on every call.
+    fn bytes(&self) -> &[u8];
+    /// The reader is past the bytes before `offset` (the frames it handed
+    /// to other threads there may still be read): a mapping may give their
+    /// pages back to the system, as long as they read the same again. The
+    /// default keeps them.
+    fn release_before(&self, offset: usize) {
+        let _ = offset;
+    }
+}
+
+impl CaptureBytes for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+/// Bytes a reader shares frames from: one of its buffers, or the whole
+/// capture it reads in place. A clone keeps them.
+#[derive(Clone)]
+pub enum Chunk {
+    /// A buffer of a stream's bytes, never written again while anyone else
+    /// holds it.
+    Buffer(std::sync::Arc<Vec<u8>>),
+    /// A whole capture ([`CaptureReader::from_bytes`]).
+    Whole(std::sync::Arc<dyn CaptureBytes>),
+}
+
+impl Chunk {
+    /// All its bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Chunk::Buffer(b) => b,
+            Chunk::Whole(w) => w.bytes(),
+        }
+    }
+
+    /// Whether `self` and `other` are the same bytes (not a copy).
+    pub fn same(&self, other: &Chunk) -> bool {
+        match (self, other) {
+            (Chunk::Buffer(a), Chunk::Buffer(b)) => std::sync::Arc::ptr_eq(a, b),
+            (Chunk::Whole(a), Chunk::Whole(b)) => {
+                std::ptr::addr_eq(std::sync::Arc::as_ptr(a), std::sync::Arc::as_ptr(b))
+            }
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Debug for Chunk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Chunk::Buffer(b) => write!(f, "Chunk::Buffer({} bytes)", b.len()),
+            Chunk::Whole(w) => write!(f, "Chunk::Whole({} bytes)", w.bytes().len()),
+        }
+    }
+}
+
+/// Where a frame's bytes are inside a reader's buffer or whole capture. A
+/// clone of `chunk` keeps them.
 #[derive(Debug, Clone, Copy)]
 pub struct SharedFrame<'a> {
-    /// The buffer.
-    pub chunk: &'a std::sync::Arc<Vec<u8>>,
+    /// The buffer, or the whole capture.
+    pub chunk: &'a Chunk,
     /// Where the frame starts in it (byte offset).
     pub start: usize,
     /// Its captured length (bytes).
@@ -245,6 +310,7 @@ impl SharedFrame<'_> {
     /// The frame's bytes.
     pub fn bytes(&self) -> &[u8] {
         self.chunk
+            .bytes()
             .get(self.start..self.start.saturating_add(self.len))
             .unwrap_or(&[])
     }

@@ -12,19 +12,22 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
+use std::sync::Arc;
 
 use super::input::{Input, Record, RecordMeta};
 use super::keylog::{KeyLog, KeyStore};
 use super::pcap::PcapState;
 use super::pcapng::{NgState, NG_SHB_MAGIC};
-use super::{CaptureError, CaptureFormat, CaptureNotes, Frame, SharedFrame};
+use super::{CaptureBytes, CaptureError, CaptureFormat, CaptureNotes, Frame, SharedFrame};
 use crate::base::time::Timestamp;
 
 /// Reads frames from a pcap or pcapng capture, optionally gzip'd.
 ///
 /// Memory is bounded: one buffer of 1 MiB (starting at 64 KiB) that grows
 /// further only when a single record does not fit (up to 64 MiB; a longer
-/// record is [`CaptureError::Malformed`]).
+/// record is [`CaptureError::Malformed`]). A capture already in memory
+/// ([`from_bytes`](Self::from_bytes): a mapped file) is read in place,
+/// without that buffer or a copy.
 ///
 /// ```no_run
 /// # fn main() -> Result<(), rttlens_core::capture::CaptureError> {
@@ -85,8 +88,24 @@ impl CaptureReader {
     /// - [`CaptureError::Malformed`]: the pcapng section header is broken.
     /// - [`CaptureError::Gzip`], [`CaptureError::Io`]: reading failed.
     pub fn new(reader: Box<dyn Read + Send>) -> Result<CaptureReader, CaptureError> {
+        CaptureReader::start(Input::new(reader)?)
+    }
+
+    /// Starts reading a whole capture in memory, in place: the frames are
+    /// the bytes of `bytes` (no copy), and they and every error, note and
+    /// [`bytes_read`](Self::bytes_read) are those [`new`](Self::new) gives
+    /// for the same bytes. A gzip'd capture is decompressed as a stream.
+    ///
+    /// # Errors
+    ///
+    /// As [`CaptureReader::new`].
+    pub fn from_bytes(bytes: Arc<dyn CaptureBytes>) -> Result<CaptureReader, CaptureError> {
+        CaptureReader::start(Input::from_bytes(bytes)?)
+    }
+
+    fn start(input: Input) -> Result<CaptureReader, CaptureError> {
         let mut reader = CaptureReader {
-            input: Input::new(reader)?,
+            input,
             format: Format::PcapNg(NgState::default()),
             finished: false,
             loaded: None,
@@ -271,6 +290,12 @@ impl CaptureReader {
         self.input.is_gzip()
     }
 
+    /// Whether the frames are read in place from a capture in memory
+    /// ([`from_bytes`](Self::from_bytes), not gzip'd).
+    pub fn in_place(&self) -> bool {
+        self.input.is_whole()
+    }
+
     /// Bytes consumed so far from the underlying input (compressed bytes for
     /// a gzip file), for a progress bar. Runs ahead of the frames returned by
     /// up to one buffer.
@@ -337,6 +362,7 @@ impl std::fmt::Debug for CaptureReader {
         f.debug_struct("CaptureReader")
             .field("format", &self.format())
             .field("gzip", &self.input.is_gzip())
+            .field("in_place", &self.input.is_whole())
             .field("frames_seen", &self.input.number)
             .field("bytes_read", &self.bytes_read())
             .field("notes", &self.input.notes)

@@ -10,13 +10,18 @@
 //!
 //! Memory stays that of the files open at once: each file is opened when
 //! the merge reaches its first timestamp and closed at its end, so a rotated
-//! set of any length has one or two files open.
+//! set of any length has one or two files open. Files are opened by
+//! [`CaptureReader::open`], or by the caller's opener
+//! ([`CaptureSet::with_opener`]: the `rttlens` binary maps them).
 
 use std::path::{Path, PathBuf};
 
 use super::keylog::KeyStore;
 use super::{CaptureError, CaptureNotes, CaptureReader, Frame, FrameSource, SharedFrame};
 use crate::base::time::Timestamp;
+
+/// Opens one file of a set (see [`CaptureSet::with_opener`]).
+pub type Opener = fn(&Path) -> Result<CaptureReader, CaptureError>;
 
 /// One file of the set.
 struct Member {
@@ -60,17 +65,35 @@ pub struct CaptureSet {
     breaks: Vec<String>,
     /// The TLS secrets of every member's Decryption Secrets Blocks.
     keys: KeyStore,
+    /// Opens a member (`None`: [`CaptureReader::open`]).
+    opener: Option<Opener>,
 }
 
 impl CaptureSet {
+    /// An empty set whose files `open` opens, each time the set opens one
+    /// (when it is added, and again when the merge reaches it), instead of
+    /// [`CaptureReader::open`]: e.g. mapped and read in place
+    /// ([`CaptureReader::from_bytes`]).
+    pub fn with_opener(open: Opener) -> CaptureSet {
+        CaptureSet {
+            opener: Some(open),
+            ..CaptureSet::default()
+        }
+    }
+
+    fn open(&self, path: &Path) -> Result<CaptureReader, CaptureError> {
+        self.opener.unwrap_or(CaptureReader::open)(path)
+    }
+
     /// Adds the capture at `path`: it is opened, its first frame's
     /// timestamp read, and closed again until the merge reaches it. A file
     /// without a single frame adds nothing.
     ///
     /// # Errors
     ///
-    /// Those of [`CaptureReader::open`], or of reading the first frame (a
-    /// file that cannot give one frame is not a usable capture).
+    /// Those of [`CaptureReader::open`] (or of the opener), or of reading
+    /// the first frame (a file that cannot give one frame is not a usable
+    /// capture).
     /// Standard input (`-`) cannot be part of a set.
     pub fn add(&mut self, path: &Path) -> Result<(), CaptureError> {
         if path.as_os_str() == "-" {
@@ -79,7 +102,7 @@ impl CaptureSet {
                 "standard input (-) can only be read alone, not with other files",
             )));
         }
-        let mut reader = CaptureReader::open(path)?;
+        let mut reader = self.open(path)?;
         let name = reader.format().to_string();
         if !self.formats.contains(&name) {
             self.formats.push(name);
@@ -164,7 +187,7 @@ impl CaptureSet {
             // the next file starts before (or with) every open one: open it
             let i = self.next_closed;
             self.next_closed += 1;
-            match CaptureReader::open(&self.members[i].path) {
+            match self.open(&self.members[i].path) {
                 Ok(mut r) => {
                     r.share_key_store(&self.keys);
                     self.members[i].reader = Some(r);

@@ -42,7 +42,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use rustc_hash::FxHashMap;
 
@@ -50,7 +50,7 @@ use super::{report_of, CaptureSummary, Intake, Options, Progress};
 use crate::base::side::FrameRef;
 use crate::base::time::Timestamp;
 use crate::capture::keylog::KeyStore;
-use crate::capture::{CaptureError, FrameSource};
+use crate::capture::{CaptureError, Chunk, FrameSource};
 use crate::flow::{Conn, FlowTable};
 use crate::model::{Connection, QuicReport};
 use crate::proto::protocols::Protocols;
@@ -104,8 +104,9 @@ struct Batch {
     /// The capture's first timestamp.
     start: Timestamp,
     items: Vec<Item>,
-    /// The reader's buffers the frames are in, held until the batch is done.
-    chunks: Vec<Arc<Vec<u8>>>,
+    /// The reader's buffers (or whole capture) the frames are in, held
+    /// until the batch is done.
+    chunks: Vec<Chunk>,
     data: Vec<u8>,
     /// The last batch: hand on every connection still open.
     last: bool,
@@ -318,8 +319,8 @@ fn read_frames(
                 _ if len == 0 => Loc::Data { start: 0, len: 0 },
                 // the reader's buffer, shared: no copy
                 Some(f) if inside => {
-                    if !b.chunks.last().is_some_and(|c| Arc::ptr_eq(c, f.chunk)) {
-                        b.chunks.push(Arc::clone(f.chunk));
+                    if !b.chunks.last().is_some_and(|c| c.same(f.chunk)) {
+                        b.chunks.push(f.chunk.clone());
                     }
                     Loc::Chunk {
                         chunk: b.chunks.len() - 1,
@@ -435,7 +436,7 @@ fn process(shard: &mut Shard, batch: Batch, send: &mut dyn FnMut(Answer)) -> (An
             Loc::Chunk { chunk, start, len } => batch
                 .chunks
                 .get(chunk)
-                .and_then(|c| c.get(start..start + len)),
+                .and_then(|c| c.bytes().get(start..start + len)),
             Loc::Data { start, len } => batch.data.get(start..start + len),
         }
         .unwrap_or(&[])
