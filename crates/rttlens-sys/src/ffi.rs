@@ -1,8 +1,9 @@
 //! The only module of the workspace that calls the C library directly: the
 //! socket options and the `bind(2)` that neither socket2 0.6 nor nix 0.31
-//! wraps. Each function is one system call on a caller-owned descriptor
-//! with stack buffers whose sizes are passed exactly; each `unsafe` block
-//! says why it is sound.
+//! wraps, and the mapping of a capture file (memmap2's `Mmap::map` and
+//! `MADV_DONTNEED`). Each socket function is one system call on a
+//! caller-owned descriptor with stack buffers whose sizes are passed
+//! exactly; each `unsafe` block says why it is sound.
 #![allow(unsafe_code)]
 
 use std::io;
@@ -147,4 +148,95 @@ pub fn packet_statistics(sock: &impl AsRawFd) -> io::Result<PacketStats> {
         packets: stats.tp_packets,
         drops: stats.tp_drops,
     })
+}
+
+/// A regular file mapped read-only, for reading a capture in place
+/// (`rttlens analyze FILE`): its bytes are those of the file when it was
+/// mapped, up to the length it had then.
+///
+/// **If another process truncates the file while it is mapped**, touching
+/// a page past the new end raises `SIGBUS`, and the process ends (killed by
+/// signal 7) with the report unwritten. No check can rule this out (the
+/// file can shrink between any check and the next access), and catching
+/// `SIGBUS` would mean a process-wide signal handler that jumps out of
+/// safe code. rttlens does what ripgrep does: it maps only regular files
+/// it opened itself, and documents the risk; `RTTLENS_NO_MMAP=1` reads
+/// through `read(2)` instead (a file `tcpdump -W` may reopen and truncate,
+/// one on a network file system other hosts write). A file modified in
+/// place shows its new bytes, which the capture reader (safe Rust,
+/// bounds-checked against the mapping's fixed length) takes for a broken
+/// capture at worst; bytes appended after the mapping are not read.
+#[derive(Debug)]
+pub struct MappedFile {
+    map: memmap2::Mmap,
+}
+
+impl MappedFile {
+    /// Maps `file` (opened for reading) when it is a regular file of at
+    /// least one byte; `Ok(None)` for anything else (a FIFO, a character
+    /// device, a directory, an empty file), which the caller reads as a
+    /// stream. The kernel is told the mapping will be read in order
+    /// (`MADV_SEQUENTIAL`: read ahead, and pages behind are reclaimed
+    /// first).
+    ///
+    /// # Errors
+    /// Those of `fstat(2)` and `mmap(2)` (`ENOMEM`, `ENODEV` for a file
+    /// system that cannot map).
+    pub fn map(file: &std::fs::File) -> io::Result<Option<MappedFile>> {
+        let meta = file.metadata()?;
+        if !meta.is_file() || meta.len() == 0 {
+            return Ok(None);
+        }
+        // SAFETY: `Mmap::map` hands out the file's pages as a `&[u8]`
+        // (PROT_READ, MAP_SHARED; `len` from `fstat` above, the descriptor
+        // may be closed afterwards). It is unsafe because Rust takes the
+        // bytes behind a `&[u8]` never to change, and no one can promise
+        // that of a file: any process may write or truncate it while it is
+        // mapped. We only ever read through the mapping, and accept the
+        // rest as documented on `MappedFile`: bytes changed in place are
+        // read as whatever they now are by safe, bounds-checked code
+        // (the slice's length is the mapping's, which never changes); a
+        // truncation turns an access past the new end into SIGBUS, which
+        // ends the process rather than letting it read invalid memory.
+        // MAP_PRIVATE would change neither (a private mapping shares the
+        // file's pages until it is written, and it never is).
+        let map = unsafe { memmap2::Mmap::map(file)? };
+        // only advice: reading works the same without it
+        let _ = map.advise(memmap2::Advice::Sequential);
+        Ok(Some(MappedFile { map }))
+    }
+
+    /// The file's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
+    /// Gives the pages wholly before `offset` back to the system
+    /// (`MADV_DONTNEED`): the process's resident memory stays that of the
+    /// part being read, not of the file. Reading them again is correct,
+    /// only slower (they come back from the page cache, or the disk).
+    pub fn release_before(&self, offset: usize) {
+        // madvise(2) rounds the length up to whole pages: the page holding
+        // `offset` may go too, and is read back when it is next touched
+        let len = offset.min(self.map.len());
+        if len == 0 {
+            return;
+        }
+        // SAFETY: MADV_DONTNEED is unsafe in general because on a private
+        // or anonymous mapping it throws the pages' contents away (the
+        // next read sees zeros or the file's bytes, not what was written
+        // there). This mapping is a shared, read-only mapping of a file
+        // that is never written through it: dropping its pages only drops
+        // the process's page-table entries, and the next access maps the
+        // file's page again, with the same bytes (madvise(2): "shared
+        // mappings ... the pages will be repopulated from the underlying
+        // file"). `0..len` lies inside the mapping (`len` ≤ its length)
+        // and starts at its page-aligned first byte; no `&mut` to it
+        // exists, and a thread reading a frame there meanwhile faults the
+        // same bytes back in.
+        let _ = unsafe {
+            self.map
+                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, len)
+        };
+    }
 }

@@ -11,6 +11,10 @@
 //! - [`bind_packet`] and [`packet_statistics`]: binding an `AF_PACKET`
 //!   socket to one interface and reading its drop counter (the probe's
 //!   self-capture in `rttlens-lab-net`, the live capture in `rttlens-live`).
+//! - [`MappedFile`]: a regular capture file mapped read-only (memmap2's
+//!   `Mmap::map`, with `MADV_SEQUENTIAL`, and `MADV_DONTNEED` behind the
+//!   reader), read in place by `rttlens analyze`; what a truncation while
+//!   it is mapped does (`SIGBUS`) is on [`MappedFile`].
 //!
 //! Every `unsafe` block lives in the private module `ffi` (allowed there,
 //! denied everywhere else in this crate, forbidden in every other crate of
@@ -21,7 +25,7 @@
 mod ffi;
 mod tcp_info;
 
-pub use ffi::{bind_packet, packet_statistics, set_tcp_fastopen, PacketStats};
+pub use ffi::{bind_packet, packet_statistics, set_tcp_fastopen, MappedFile, PacketStats};
 pub use tcp_info::{
     tcp_info, TcpInfo, TCPI_OPT_ECN, TCPI_OPT_ECN_SEEN, TCPI_OPT_SACK, TCPI_OPT_SYN_DATA,
     TCPI_OPT_TIMESTAMPS, TCPI_OPT_WSCALE,

@@ -21,6 +21,7 @@ mod columnar;
 mod lab;
 #[cfg(feature = "live")]
 mod live;
+mod mapped;
 mod output;
 #[cfg(feature = "probe")]
 mod probe;
@@ -33,7 +34,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use rttlens_core::capture::{CaptureReader, CaptureSet, FrameSource};
+use rttlens_core::capture::{CaptureSet, FrameSource};
 use rttlens_core::model::Connection;
 use rttlens_core::pipeline;
 use rttlens_report::html::HtmlRenderer;
@@ -227,13 +228,13 @@ fn open_input(args: &AnalyzeArgs) -> anyhow::Result<(Box<dyn FrameSource>, Strin
 fn open_captures(files: &[PathBuf]) -> anyhow::Result<(Box<dyn FrameSource>, String)> {
     if let [path] = files {
         let reader =
-            CaptureReader::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+            mapped::open(path).with_context(|| format!("cannot read {}", path.display()))?;
         return Ok((Box::new(reader), path.display().to_string()));
     }
     if files.iter().any(|p| p.as_os_str() == "-") {
         anyhow::bail!("standard input (-) can only be read alone, not with other files");
     }
-    let mut set = CaptureSet::default();
+    let mut set = CaptureSet::with_opener(mapped::open);
     for path in files {
         set.add(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
