@@ -12,9 +12,10 @@
 //!   socket to one interface and reading its drop counter (the probe's
 //!   self-capture in `rttlens-lab-net`, the live capture in `rttlens-live`).
 //! - [`MappedFile`]: a regular capture file mapped read-only (memmap2's
-//!   `Mmap::map`, with `MADV_SEQUENTIAL`, and `MADV_DONTNEED` behind the
-//!   reader), read in place by `rttlens analyze`; what a truncation while
-//!   it is mapped does (`SIGBUS`) is on [`MappedFile`].
+//!   `Mmap::map`, with `MADV_SEQUENTIAL`, `MADV_DONTNEED` behind the
+//!   reader and a `prefetcht0` of the next record), read in place by
+//!   `rttlens analyze`; what a truncation while it is mapped does
+//!   (`SIGBUS`) is on [`MappedFile`].
 //!
 //! Every `unsafe` block lives in the private module `ffi` (allowed there,
 //! denied everywhere else in this crate, forbidden in every other crate of

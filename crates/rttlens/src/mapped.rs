@@ -28,6 +28,9 @@ impl CaptureBytes for Mapped {
     fn release_before(&self, offset: usize) {
         self.0.release_before(offset);
     }
+    fn prefetch(&self, offset: usize) {
+        self.0.prefetch(offset);
+    }
 }
 
 /// Whether `RTTLENS_NO_MMAP` asks for the stream path.

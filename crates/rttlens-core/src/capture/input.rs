@@ -36,9 +36,9 @@ pub(super) const MAX_RECORD: usize = 64 << 20;
 /// A whole capture in memory gives back its pages this far behind the
 /// reader ([`CaptureBytes::release_before`]): the frames handed to other
 /// threads (a few batches of 1 MiB) are read well within it.
-const KEEP_BEHIND: usize = 8 << 20;
+const KEEP_BEHIND: usize = 4 << 20;
 /// …in steps of this many bytes.
-const RELEASE_STEP: usize = 4 << 20;
+const RELEASE_STEP: usize = 1 << 20;
 
 /// The input of a capture: the (possibly decompressed) byte stream, the
 /// buffer of its unconsumed bytes, and what the records read so far left
@@ -158,6 +158,7 @@ impl Input {
     /// Marks `len` bytes at the front of the buffer as the current record.
     pub(super) fn set_pending(&mut self, len: usize) {
         self.pending = len;
+        self.buf.touch_ahead(len);
     }
 
     /// Offset in the (decompressed) stream of the first unconsumed byte.
@@ -392,6 +393,16 @@ impl RecordBuffer {
         }
         // unique now: no copy
         Some(Arc::make_mut(buf))
+    }
+
+    /// A whole capture: asks for the bytes just past the current record
+    /// (the next record's header and the packet headers after it) to be
+    /// brought into the CPU's cache while this one is processed
+    /// ([`CaptureBytes::prefetch`]).
+    fn touch_ahead(&self, len: usize) {
+        if let Chunk::Whole(bytes) = &self.buf {
+            bytes.prefetch(self.base + self.start + len);
+        }
     }
 
     /// Drops `n` bytes from the front (at most what is buffered).

@@ -245,6 +245,12 @@ pub trait CaptureBytes: Send + Sync {
     fn release_before(&self, offset: usize) {
         let _ = offset;
     }
+    /// The reader will soon read the bytes at `offset` (the next record's
+    /// header): a mapping may ask the CPU to fetch them into its cache.
+    /// The default does nothing.
+    fn prefetch(&self, offset: usize) {
+        let _ = offset;
+    }
 }
 
 impl CaptureBytes for Vec<u8> {
