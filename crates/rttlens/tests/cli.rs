@@ -169,11 +169,15 @@ fn conn_selects_by_index_and_endpoint() {
 fn unreadable_input_exits_2_with_a_clear_message() {
     let not_capture = scratch("notes.txt");
     std::fs::write(&not_capture, b"this is a text file, not a capture\n").expect("write");
-    for path in [not_capture, PathBuf::from("/nonexistent/capture.pcap")] {
+    let dir = std::env::temp_dir();
+    for path in [not_capture, PathBuf::from("/nonexistent/capture.pcap"), dir] {
         let out = bin().arg("analyze").arg(&path).output().expect("run");
         assert_eq!(out.status.code(), Some(2), "{}", path.display());
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.starts_with("rttlens: cannot read"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        // the OS's reason once, not again as the error's cause
+        assert!(err.matches("(os error").count() <= 1, "{err}");
         assert!(out.stdout.is_empty());
     }
 }

@@ -173,7 +173,7 @@ impl Input {
             Ok(ok) => Ok(ok),
             Err(e) if self.gzip && is_corrupt_data(&e) => Err(CaptureError::Gzip {
                 offset: self.buf.offset + self.buf.data().len() as u64,
-                source: e,
+                error: e,
             }),
             Err(e) => Err(CaptureError::Io(e)),
         }

@@ -444,16 +444,25 @@ pub enum CaptureError {
         what: &'static str,
     },
     /// The input looked like gzip but its compressed data is corrupt.
-    #[error("the gzip stream is corrupt after {offset} decompressed bytes: {source}")]
+    // The OS or decompressor error is in the message and is not also the
+    // error's `source()`: a chain printer (anyhow's `{:#}`) would print it
+    // twice ("… (os error 21): Is a directory (os error 21)").
+    #[error("the gzip stream is corrupt after {offset} decompressed bytes: {error}")]
     Gzip {
         /// Decompressed bytes read before the corruption was detected.
         offset: u64,
         /// The decompressor's error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Reading the input failed.
     #[error("cannot read the capture: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for CaptureError {
+    fn from(e: std::io::Error) -> Self {
+        CaptureError::Io(e)
+    }
 }
 
 /// A human description of what a file starting with `magic` looks like.
