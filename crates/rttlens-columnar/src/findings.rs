@@ -5,21 +5,17 @@ use std::sync::Arc;
 
 use arrow_array::builder::{
     Float64Builder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
-    TimestampMicrosecondBuilder,
 };
 use rttlens_core::model::Connection;
 
 use crate::facts::{int, FactListCol, MapCol};
+use crate::key::KeyCols;
 use crate::{Columns, Key};
 
 /// The columns being filled.
 pub(crate) struct Cols {
     rows: usize,
-    ts: TimestampMicrosecondBuilder,
-    uid: StringBuilder,
-    community_id: StringBuilder,
-    transport: StringBuilder,
-    connection: Int64Builder,
+    key: KeyCols,
     rank: Int32Builder,
     id: StringBuilder,
     cost_ms: Float64Builder,
@@ -36,11 +32,7 @@ impl Default for Cols {
     fn default() -> Self {
         Cols {
             rows: 0,
-            ts: TimestampMicrosecondBuilder::new().with_timezone("UTC"),
-            uid: StringBuilder::new(),
-            community_id: StringBuilder::new(),
-            transport: StringBuilder::new(),
-            connection: Int64Builder::new(),
+            key: KeyCols::default(),
             rank: Int32Builder::new(),
             id: StringBuilder::new(),
             cost_ms: Float64Builder::new(),
@@ -65,11 +57,7 @@ impl Cols {
     pub(crate) fn push(&mut self, c: &Connection, key: &Key<'_>) {
         for (rank, f) in c.findings().iter().enumerate() {
             self.rows += 1;
-            self.ts.append_value(key.ts_us);
-            self.uid.append_value(&key.uid);
-            self.community_id.append_value(key.community_id);
-            self.transport.append_value(key.transport);
-            self.connection.append_value(key.index);
+            self.key.append(key);
             self.rank
                 .append_value(i32::try_from(rank).unwrap_or(i32::MAX));
             self.id.append_value(f.id);
@@ -99,31 +87,7 @@ impl Cols {
     pub(crate) fn finish(&mut self) -> Columns {
         self.rows = 0;
         let mut c = Columns::default();
-        c.add(
-            "ts",
-            "µs since 1970-01-01 UTC",
-            false,
-            Arc::new(self.ts.finish()),
-        );
-        c.add("uid", "text", false, Arc::new(self.uid.finish()));
-        c.add(
-            "community_id",
-            "text",
-            false,
-            Arc::new(self.community_id.finish()),
-        );
-        c.add(
-            "transport",
-            "name",
-            false,
-            Arc::new(self.transport.finish()),
-        );
-        c.add(
-            "connection",
-            "count",
-            false,
-            Arc::new(self.connection.finish()),
-        );
+        self.key.finish(&mut c);
         c.add("rank", "count", false, Arc::new(self.rank.finish()));
         c.add("id", "name", false, Arc::new(self.id.finish()));
         c.add("cost_ms", "ms", false, Arc::new(self.cost_ms.finish()));

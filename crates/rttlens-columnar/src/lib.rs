@@ -29,6 +29,7 @@
 mod connections;
 mod facts;
 mod findings;
+mod key;
 mod requests;
 mod write;
 

@@ -3,22 +3,17 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    Float64Builder, Int32Builder, Int64Builder, StringBuilder, TimestampMicrosecondBuilder,
-};
+use arrow_array::builder::{Float64Builder, Int32Builder, Int64Builder, StringBuilder};
 use rttlens_core::model::Connection;
 
 use crate::facts::int;
+use crate::key::KeyCols;
 use crate::{Columns, Key};
 
 /// The columns being filled.
 pub(crate) struct Cols {
     rows: usize,
-    ts: TimestampMicrosecondBuilder,
-    uid: StringBuilder,
-    community_id: StringBuilder,
-    transport: StringBuilder,
-    connection: Int64Builder,
+    key: KeyCols,
     index: Int64Builder,
     http: StringBuilder,
     stream: Int64Builder,
@@ -57,11 +52,7 @@ impl Default for Cols {
     fn default() -> Self {
         Cols {
             rows: 0,
-            ts: TimestampMicrosecondBuilder::new().with_timezone("UTC"),
-            uid: StringBuilder::new(),
-            community_id: StringBuilder::new(),
-            transport: StringBuilder::new(),
-            connection: Int64Builder::new(),
+            key: KeyCols::default(),
             index: Int64Builder::new(),
             http: StringBuilder::new(),
             stream: Int64Builder::new(),
@@ -86,11 +77,7 @@ impl Cols {
 
     fn key(&mut self, key: &Key<'_>, index: usize) {
         self.rows += 1;
-        self.ts.append_value(key.ts_us);
-        self.uid.append_value(&key.uid);
-        self.community_id.append_value(key.community_id);
-        self.transport.append_value(key.transport);
-        self.connection.append_value(key.index);
+        self.key.append(key);
         self.index.append_value(index as i64);
     }
 
@@ -167,31 +154,7 @@ impl Cols {
     pub(crate) fn finish(&mut self) -> Columns {
         self.rows = 0;
         let mut c = Columns::default();
-        c.add(
-            "ts",
-            "µs since 1970-01-01 UTC",
-            false,
-            Arc::new(self.ts.finish()),
-        );
-        c.add("uid", "text", false, Arc::new(self.uid.finish()));
-        c.add(
-            "community_id",
-            "text",
-            false,
-            Arc::new(self.community_id.finish()),
-        );
-        c.add(
-            "transport",
-            "name",
-            false,
-            Arc::new(self.transport.finish()),
-        );
-        c.add(
-            "connection",
-            "count",
-            false,
-            Arc::new(self.connection.finish()),
-        );
+        self.key.finish(&mut c);
         c.add("index", "count", false, Arc::new(self.index.finish()));
         c.add("http", "name", false, Arc::new(self.http.finish()));
         c.add("stream", "stream ID", true, Arc::new(self.stream.finish()));
