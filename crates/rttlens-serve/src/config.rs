@@ -81,6 +81,10 @@ pub enum ConfigError {
     },
 }
 
+/// The module `/probe` runs when the request names none (blackbox_exporter's
+/// default, `http_2xx`).
+pub const DEFAULT_MODULE: &str = "http_2xx";
+
 /// The whole file.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -285,6 +289,20 @@ impl Config {
             source,
         })?;
         Config::parse(&text, path)
+    }
+
+    /// The modules `rttlens serve` starts with when no `--config` is
+    /// given, as blackbox_exporter ships its own: `http_2xx` (blackbox's
+    /// name, the module `/probe` takes when none is named) and `https`,
+    /// both the probe's defaults (HTTPS GET, the certificate verified,
+    /// 10 s).
+    pub fn builtin() -> Config {
+        Config {
+            modules: [DEFAULT_MODULE, "https"]
+                .into_iter()
+                .map(|n| (n.to_string(), Module::default()))
+                .collect(),
+        }
     }
 
     /// Parse and check `text` (`path` only names it in errors).

@@ -393,7 +393,15 @@ async fn probe(state: &Arc<State>, req: &Request<Incoming>) -> Answer {
             "target parameter is missing (/probe?target=URL&module=NAME)".into(),
         );
     };
-    let Some(name) = p.module.filter(|m| !m.is_empty()) else {
+    // no module named: blackbox_exporter's default, when it is a module
+    let name = p.module.filter(|m| !m.is_empty()).or_else(|| {
+        state
+            .config
+            .modules
+            .contains_key(crate::config::DEFAULT_MODULE)
+            .then(|| crate::config::DEFAULT_MODULE.to_string())
+    });
+    let Some(name) = name else {
         return bad(
             "",
             "module parameter is missing (/probe?target=URL&module=NAME)".into(),

@@ -52,9 +52,10 @@ pub struct ServeArgs {
     /// printed on stderr).
     #[arg(long, default_value = "127.0.0.1:9115", value_name = "ADDR")]
     pub listen: std::net::SocketAddr,
-    /// The modules (YAML, docs/serve.md); optional with --interface (then
-    /// `/probe` knows no module).
-    #[arg(long, value_name = "FILE", required_unless_present = "interface")]
+    /// The modules (YAML, docs/serve.md). Without it, the built-in
+    /// `http_2xx` (the module `/probe` takes when none is named) and
+    /// `https`: the probe's defaults.
+    #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Also analyse this interface's traffic live in the background
     /// (`rttlens analyze -i`) and show it on `/metrics`: connections,

@@ -1,5 +1,6 @@
-//! `rttlens serve --listen ADDR --config FILE [--interface IFACE]`: loads
-//! and checks the modules, starts the live analysis of IFACE, then runs the
+//! `rttlens serve [--listen ADDR] [--config FILE] [--interface IFACE]`:
+//! loads and checks the modules (without a file, the built-in `http_2xx`
+//! and `https`), starts the live analysis of IFACE, then runs the
 //! exporter ([`rttlens_serve`]) until Ctrl-C. Exit codes: 0 stopped, 2 a
 //! bad configuration file, address or interface (or no CAP_NET_RAW).
 
@@ -14,8 +15,10 @@ const EXIT_USAGE: u8 = 2;
 
 /// Run `rttlens serve`.
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    // no file: the built-in modules (`http_2xx`, `https`), as
+    // blackbox_exporter starts with its own
     let config = match args.config.as_deref().map(Config::load).transpose() {
-        Ok(c) => c.unwrap_or_default(),
+        Ok(c) => c.unwrap_or_else(Config::builtin),
         Err(e) => {
             eprintln!("rttlens serve: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));

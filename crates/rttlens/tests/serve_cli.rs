@@ -83,6 +83,54 @@ fn start_serve(mut cmd: std::process::Command) -> (Reaped, SocketAddr, mpsc::Rec
     (serve, addr, lrx)
 }
 
+/// `GET path` from `addr` over HTTP/1.0: the status line and the body.
+fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").expect("request");
+    let mut r = String::new();
+    s.read_to_string(&mut r).expect("response");
+    let (head, body) = r.split_once("\r\n\r\n").unwrap_or((&r, ""));
+    let status = head.lines().next().unwrap_or("").to_string();
+    (status, body.to_string())
+}
+
+#[test]
+fn without_a_config_serve_starts_with_the_builtin_modules() {
+    // a target on loopback: nothing listens on its port, so the probe
+    // fails at connect, quickly, and still answers with its series
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let target = closed.local_addr().expect("addr");
+    drop(closed);
+    let mut cmd = bin();
+    cmd.args(["serve", "--listen", "127.0.0.1:0"]);
+    let (serve, addr, _log) = start_serve(cmd);
+    let (status, index) = http_get(addr, "/");
+    assert!(status.contains("200"), "{status}");
+    for m in ["http_2xx", "https"] {
+        assert!(
+            index.contains(m),
+            "module {m} missing from the index: {index}"
+        );
+    }
+    // no `module=`: blackbox_exporter's default, http_2xx
+    let (status, body) = http_get(addr, &format!("/probe?target=https://{target}/"));
+    assert!(status.contains("200"), "{status}: {body}");
+    assert!(body.contains("probe_success 0"), "{body}");
+    let (status, body) = http_get(
+        addr,
+        &format!("/probe?target=https://{target}/&module=nope"),
+    );
+    assert!(status.contains("400"), "{status}");
+    assert!(
+        body.contains("http_2xx"),
+        "the known modules are named: {body}"
+    );
+    drop(serve);
+}
+
 #[test]
 fn prometheus_scrapes_probe_and_reads_the_values_back() {
     prom::require("prometheus", "prometheus");
