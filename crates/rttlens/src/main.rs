@@ -159,6 +159,10 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         shard: args.shard,
     };
     renderer.begin(&mut out, &Source { name: name.clone() })?;
+    // live: the header (jsonl's first line) at once, before any connection
+    if live {
+        out.flush()?;
+    }
     let selectors = args.conn.clone();
     // the renderer and its output, and the first write error
     let mut sink = (renderer, out, None::<io::Error>);

@@ -322,6 +322,12 @@ fn live_jsonl_streams_each_connection_as_it_ends() {
             }
         }
     });
+    // the header at once, before any packet: a watcher of a quiet link
+    // sees the stream has begun
+    let header = lines
+        .recv_timeout(Duration::from_secs(3))
+        .expect("the header line before any traffic");
+    assert!(header.contains("\"type\":\"header\""), "{header}");
     let server = pair.serve(2);
     pair.clients(1);
     // a connection is handed on once closed and quiet for a second, seen
