@@ -1373,8 +1373,8 @@ fn the_check_sees_a_record_type_named_past_the_door() {
         "use rttlens_core::model::{Connection, finding::Finding};\n\
              use rttlens_core::detect::{finding::Evidence, HEADER_ONLY};\n\
              use rttlens_core::population;\n\
-             fn f(c: &rttlens_core::analysis::ladder::Phase) -> population::Stats { todo!() }\n\
-             fn g() -> rttlens_core::detect::Finding { todo!() }\n\
+             fn f(c: &rttlens_core::analysis::ladder::Phase) -> population::Stats { make() }\n\
+             fn g() -> rttlens_core::detect::Finding { make() }\n\
              const I: &str = rttlens_core::detect::nagle::ID;\n",
     )]
     .iter()
