@@ -7,7 +7,8 @@
 //! the ladder's `server-processing` part of its `tls` phase. It is the TLS
 //! stack's work (the key exchange and, in a full handshake, the
 //! certificate's signature: an RSA-4096 signature takes a core several
-//! milliseconds, ECDSA P-256 a tenth of one) and the ClientHello's wait for
+//! milliseconds, an ECDSA P-256 one a small fraction of that, as
+//! `openssl speed` shows) and the ClientHello's wait for
 //! a core or a handshake worker (in a reconnect burst, the queue of
 //! ClientHellos). It is never the application's think time: the request
 //! has not been sent yet, so `server-think-time` leaves this turn alone and
