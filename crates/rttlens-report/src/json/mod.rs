@@ -22,6 +22,8 @@ use serde::{Serialize, Serializer};
 
 use crate::{words, Renderer, Source};
 
+pub mod ser;
+
 /// Version of the JSON schema documented in `docs/json.md`. 3: a finding
 /// carries its typed parameters (`facts`), each evidence frame and each
 /// reason its typed facts, beside the sentences (docs/json.md "From 2 to 3").
@@ -222,13 +224,19 @@ impl<'a> SummaryJson<'a> {
     }
 }
 
-/// `conn` as one JSON object into `buf`.
-fn write_connection(buf: &mut Vec<u8>, conn: &Connection) -> io::Result<()> {
+/// `conn` as one JSON object, appended to `buf` (by [`ser`], which writes
+/// serde_json's bytes faster).
+pub fn write_connection(buf: &mut Vec<u8>, conn: &Connection) -> io::Result<()> {
     match conn {
-        Connection::Tcp(c) => serde_json::to_writer(buf, &ConnJson::new(c)),
-        Connection::Quic(q) => serde_json::to_writer(buf, &QuicJson::new(q)),
+        Connection::Tcp(c) => ser::to_vec_into(buf, &ConnJson::new(c)),
+        Connection::Quic(q) => ser::to_vec_into(buf, &QuicJson::new(q)),
     }
-    .map_err(to_io)
+    .map_err(io::Error::other)
+}
+
+/// The capture summary's JSON object, appended to `buf`.
+pub fn write_summary(buf: &mut Vec<u8>, summary: &CaptureSummary) -> io::Result<()> {
+    ser::to_vec_into(buf, &SummaryJson::new(summary)).map_err(io::Error::other)
 }
 
 /// Streams the JSON document.
@@ -240,17 +248,15 @@ pub struct JsonRenderer {
     buf: Vec<u8>,
 }
 
-fn to_io(e: serde_json::Error) -> io::Error {
-    io::Error::other(e)
-}
-
 /// `"schema_version":…,"tool":…,"source":…`: the head of both the JSON
 /// document and the JSON Lines header line.
 fn head_fields(source: &Source) -> io::Result<String> {
-    let name = serde_json::to_string(&source.name).map_err(to_io)?;
+    let mut name = Vec::new();
+    ser::to_vec_into(&mut name, &source.name).map_err(io::Error::other)?;
     Ok(format!(
-        "\"schema_version\":{SCHEMA_VERSION},\"tool\":\"rttlens {}\",\"source\":{name}",
-        env!("CARGO_PKG_VERSION")
+        "\"schema_version\":{SCHEMA_VERSION},\"tool\":\"rttlens {}\",\"source\":{}",
+        env!("CARGO_PKG_VERSION"),
+        String::from_utf8_lossy(&name)
     ))
 }
 
@@ -272,9 +278,11 @@ impl Renderer for JsonRenderer {
     }
 
     fn end(&mut self, w: &mut dyn Write, summary: &CaptureSummary) -> io::Result<()> {
-        w.write_all(b"\n],\"capture\":")?;
-        serde_json::to_writer(&mut *w, &SummaryJson::new(summary)).map_err(to_io)?;
-        w.write_all(b"}\n")
+        self.buf.clear();
+        self.buf.extend_from_slice(b"\n],\"capture\":");
+        write_summary(&mut self.buf, summary)?;
+        self.buf.extend_from_slice(b"}\n");
+        w.write_all(&self.buf)
     }
 }
 
@@ -307,18 +315,24 @@ impl Renderer for JsonlRenderer {
     }
 
     fn connection(&mut self, w: &mut dyn Write, conn: Connection) -> io::Result<()> {
+        // the type goes first, inside the connection's own object: the
+        // object's opening brace becomes the comma after it
         self.buf.clear();
+        self.buf.extend_from_slice(b"{\"type\":\"connection\"");
+        let at = self.buf.len();
         write_connection(&mut self.buf, &conn)?;
-        // the type goes first, inside the connection's own object
-        let fields = self.buf.strip_prefix(b"{").unwrap_or(&self.buf);
-        w.write_all(b"{\"type\":\"connection\",")?;
-        w.write_all(fields)?;
-        w.write_all(b"\n")
+        debug_assert_eq!(self.buf[at], b'{');
+        self.buf[at] = b',';
+        self.buf.push(b'\n');
+        w.write_all(&self.buf)
     }
 
     fn end(&mut self, w: &mut dyn Write, summary: &CaptureSummary) -> io::Result<()> {
-        w.write_all(b"{\"type\":\"summary\",\"capture\":")?;
-        serde_json::to_writer(&mut *w, &SummaryJson::new(summary)).map_err(to_io)?;
-        w.write_all(b"}\n")
+        self.buf.clear();
+        self.buf
+            .extend_from_slice(b"{\"type\":\"summary\",\"capture\":");
+        write_summary(&mut self.buf, summary)?;
+        self.buf.extend_from_slice(b"}\n");
+        w.write_all(&self.buf)
     }
 }

@@ -1,0 +1,80 @@
+//! The JSON renderer's own serializer (`json::ser`) against serde_json, on
+//! every connection of every shared capture: the same bytes, record by
+//! record (with the key logs beside the captures, so decrypted requests
+//! and HTTP/2 streams are in), and the capture summaries.
+
+use std::path::{Path, PathBuf};
+
+use rttlens_core::capture::CaptureReader;
+use rttlens_core::model::Connection;
+use rttlens_core::pipeline::{self, Options};
+use rttlens_report::json::{self, ConnJson, QuicJson, SummaryJson};
+
+fn captures() -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/captures");
+    assert!(
+        root.exists(),
+        "{} is missing: the tests need ../shared/captures",
+        root.display()
+    );
+    let mut out = Vec::new();
+    for dir in ["itts", "public"] {
+        for e in std::fs::read_dir(root.join(dir)).expect("read_dir") {
+            let p = e.expect("entry").path();
+            let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
+            if matches!(ext, "pcap" | "pcapng" | "cap") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    assert!(out.len() >= 20, "only {} captures found", out.len());
+    out
+}
+
+fn keylog(p: &Path) -> Option<PathBuf> {
+    let k = p.with_extension("keylog");
+    k.exists().then_some(k)
+}
+
+#[test]
+fn every_record_of_the_shared_captures_is_written_as_serde_json_writes_it() {
+    let (mut conns, mut bytes) = (0usize, 0usize);
+    for path in captures() {
+        let mut reader = CaptureReader::open(&path).expect("open");
+        if let Some(k) = keylog(&path) {
+            reader.key_store().add(&std::fs::read(k).expect("key log"));
+        }
+        let options = Options::default();
+        let mut check = |c: Connection| {
+            let mut ours = Vec::new();
+            json::write_connection(&mut ours, &c).expect("ours");
+            let theirs = match &c {
+                Connection::Tcp(t) => serde_json::to_vec(&ConnJson::new(t)),
+                Connection::Quic(q) => serde_json::to_vec(&QuicJson::new(q)),
+            }
+            .expect("serde_json");
+            assert!(
+                ours == theirs,
+                "{}: a connection's JSON differs:\n ours: {}\n serde_json: {}",
+                path.display(),
+                String::from_utf8_lossy(&ours),
+                String::from_utf8_lossy(&theirs)
+            );
+            conns += 1;
+            bytes += ours.len();
+        };
+        let summary =
+            pipeline::run_with(&mut reader, &options, &mut check, &mut |_| {}).expect("analyse");
+        let mut ours = Vec::new();
+        json::write_summary(&mut ours, &summary).expect("ours");
+        let theirs = serde_json::to_vec(&SummaryJson::new(&summary)).expect("serde_json");
+        assert!(
+            ours == theirs,
+            "{}: the summary's JSON differs",
+            path.display()
+        );
+    }
+    assert!(conns > 50, "only {conns} connections");
+    assert!(bytes > 100_000, "only {bytes} bytes of JSON");
+}
