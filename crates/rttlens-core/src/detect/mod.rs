@@ -260,14 +260,18 @@ pub const HEADER_ONLY: [&str; 21] = [
 /// Run every TCP detector on `a`; material findings sorted by cost, highest
 /// first.
 pub fn run_all(a: &Analysis) -> Vec<Finding> {
-    let mut out: Vec<Finding> = DETECTORS
-        .iter()
-        .filter_map(|(_, d)| match d {
-            Tcp(detect) => Some(detect(a)),
-            Quic(_) => None,
-        })
-        .flatten()
-        .collect();
+    // a plain loop, not `flatten().collect()`: most detectors find nothing,
+    // and the adapter's per-detector state cost a SYN-only connection more
+    // than its detectors did (issue 41)
+    let mut out: Vec<Finding> = Vec::new();
+    for (_, d) in DETECTORS {
+        if let Tcp(detect) = d {
+            let found = detect(a);
+            if !found.is_empty() {
+                out.extend(found);
+            }
+        }
+    }
     // a cost is time someone waited: within the connection, and not after
     // both sides were done (docs/design.md §4 "Materiality")
     let (from, until) = (a.first().ts, a.waited_until());
