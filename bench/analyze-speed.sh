@@ -20,6 +20,7 @@ RUNS=${RUNS:-3}
 BUILD=1
 MEMBUILD=1
 BIG_GB=0
+SCALE=0
 PEERS=1
 ONLY=""
 BIN=${RTTLENS_BIN:-}
@@ -41,7 +42,7 @@ STORM_ARGS=(--lab nginx --rtt 10ms --lab-backlog 8 --lab-syncookies 0 --rate 140
 usage() {
     cat <<EOF
 Usage: $PROG [--runs N] [--no-build] [--bin PATH] [--compare PATH] [--no-peers]
-       [--only bulk|conns|storm|wrk] [--big GB]
+       [--only bulk|conns|storm|wrk] [--big GB] [--scale COPIES]
 
 Builds rttlens (release), makes the three captures when missing (root: network
 namespaces), then prints, per capture, in one run: cat (the read limit),
@@ -82,7 +83,12 @@ Options:
   --only C        time only capture C (bulk, conns, storm or wrk)
   --big GB        also make $BIG of at least GB GB (time-shifted copies of the
                   bulk capture, editcap + mergecap) and print rttlens' RSS after
-                  1, 5, 10, … GB read (disk: GB plus the bulk capture)
+                  10 %, 25 %, 50 %, 75 % and 90 % of the run (disk: GB plus the
+                  bulk capture)
+  --scale COPIES  also make $DATA/storm-xCOPIES.pcap, COPIES time-shifted copies
+                  of the storm (12: 17 M packets, 1.06 M connections, 3.4 GB),
+                  and time it beside the storm itself: packets/s of each and
+                  the RSS through each run (it must stay flat)
 
 Needs GNU time and python3; tcptrace (apt-get install -y tcptrace) unless
 --no-peers; tshark optional (apt-get install -y tshark).
@@ -101,12 +107,14 @@ while (($#)); do
         --no-peers) PEERS=0; shift ;;
         --only)     [[ $# -ge 2 ]] || die "$1 needs a value"; ONLY=$2; shift 2 ;;
         --big)      [[ $# -ge 2 ]] || die "$1 needs a value"; BIG_GB=$2; shift 2 ;;
+        --scale)    [[ $# -ge 2 ]] || die "$1 needs a value"; SCALE=$2; shift 2 ;;
         -h|--help)  usage; exit 0 ;;
         *)          usage >&2; die "unknown argument: $1" ;;
     esac
 done
 if ! [[ $RUNS =~ ^[0-9]+$ ]] || ((RUNS < 1 || RUNS > 50)); then die "--runs must be in 1..50"; fi
 if ! [[ $BIG_GB =~ ^[0-9]+$ ]] || ((BIG_GB > 200)); then die "--big must be a number of GB up to 200"; fi
+if ! [[ $SCALE =~ ^[0-9]+$ ]] || ((SCALE > 100)); then die "--scale must be a number of copies up to 100"; fi
 case $ONLY in ""|bulk|conns|storm|wrk) ;; *) die "--only takes bulk, conns, storm or wrk" ;; esac
 
 [[ -x /usr/bin/time ]] || die "GNU time is missing: apt-get install -y time"
@@ -395,53 +403,107 @@ else
     note "no $MEMBIN (cargo build --release -p rttlens-core --example conn_memory): heap per open connection skipped"
 fi
 
-# ---- 10 GB: memory stays flat ---------------------------------------------------
-((BIG_GB > 0)) || exit 0
-if ! command -v editcap >/dev/null || ! command -v mergecap >/dev/null; then
-    die "editcap/mergecap are missing: apt-get install -y wireshark-common"
-fi
-[[ -f $BULK ]] || die "$BULK is missing (run without --only, or with --only bulk, first)"
-want=$((BIG_GB * 1000 * 1000 * 1000))
-if [[ ! -f $BIG ]] || (($(stat -c %s -- "$BIG") < want)); then
-    size=$(stat -c %s -- "$BULK")
-    copies=$(((want + size - 1) / size))
-    # each copy shifted past the previous one's end, so the result is one
-    # capture in time order, of the same connections again and again
-    span=$("$BIN" analyze "$BULK" --format jsonl --no-progress | tail -n 1 \
+# ---- copies of a capture: memory stays flat -----------------------------------
+
+# shifted_copies SRC OUT COPIES : OUT made of COPIES copies of SRC, each
+# shifted past the previous one's end, so the result is one capture in time
+# order, of the same connections again and again.
+shifted_copies() {
+    local src=$1 out=$2 copies=$3 span i parts=()
+    if ! command -v editcap >/dev/null || ! command -v mergecap >/dev/null; then
+        die "editcap/mergecap are missing: apt-get install -y wireshark-common"
+    fi
+    span=$("$BIN" analyze "$src" --format jsonl --no-progress | tail -n 1 \
         | python3 -c 'import json, sys; print(int(json.load(sys.stdin)["capture"]["duration_s"]) + 10)')
-    note "making $BIG: $copies time-shifted copies of ${BULK#"$ROOT"/} (every ${span} s)"
-    parts=()
+    note "making ${out#"$ROOT"/}: $copies time-shifted copies of ${src#"$ROOT"/} (every ${span} s)"
     for ((i = 0; i < copies; i++)); do
-        editcap -t $((i * span)) "$BULK" "$WORK/part-$i.pcap"
+        editcap -t $((i * span)) "$src" "$WORK/part-$i.pcap"
         parts+=("$WORK/part-$i.pcap")
     done
-    mergecap -a -F pcap -w "$BIG" "${parts[@]}"
+    mergecap -a -F pcap -w "$out.partial" "${parts[@]}"
     rm -f -- "${parts[@]}"
-fi
-BIGSIZE=$(stat -c %s -- "$BIG")
-echo
-echo "### ${BIG#"$ROOT"/}: $(awk -v s="$BIGSIZE" 'BEGIN { printf "%.1f", s / 1e9 }') GB, rttlens analyze --format jsonl (all threads)"
-echo
-t0=$(date +%s%N)
-"$BIN" analyze "$BIG" --format jsonl --no-progress >/dev/null &
-pid=$!
-next=1
-marks=(1 5 10 20 50 100 200)
-peak=0
-echo "| read GB | RSS MB |"
-echo "|--------:|-------:|"
-while kill -0 "$pid" 2>/dev/null; do
-    rchar=$(awk '/^rchar/ { print $2 }' "/proc/$pid/io" 2>/dev/null || echo 0)
-    rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)
-    ((rss > peak)) && peak=$rss
-    while ((next <= ${#marks[@]})) && ((rchar >= marks[next - 1] * 1000000000)); do
-        printf '| %7d | %6.1f |\n' "${marks[next - 1]}" "$(awk -v r="$rss" 'BEGIN { print r / 1024 }')"
-        next=$((next + 1))
+    mv -- "$out.partial" "$out"
+}
+
+# flat_run FILE ARGS... : rttlens analyze FILE ARGS, its RSS sampled every
+# 0.2 s; prints the RSS at 10 %, 25 %, 50 %, 75 % and 90 % of the run's wall
+# time, the peak, and the wall time. (By time, not by bytes read: a mapped
+# file is read without read(2), so /proc/PID/io's rchar does not move.)
+# Sets F_WALL (s) and F_OUT (the output file).
+flat_run() {
+    local f=$1 t0 t1 pid rss peak=0 now
+    shift
+    F_OUT="$WORK/flat.out"
+    local samples="$WORK/flat.rss"
+    : >"$samples"
+    t0=$(date +%s%N)
+    "$BIN" analyze "$f" "$@" --no-progress >"$F_OUT" &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)
+        [[ -n $rss ]] || rss=0
+        now=$(date +%s%N)
+        echo "$(((now - t0) / 1000000)) $rss" >>"$samples"
+        ((rss > peak)) && peak=$rss
+        sleep 0.2
     done
-    sleep 0.2
-done
-wait "$pid" || die "rttlens analyze $BIG failed"
-t1=$(date +%s%N)
-printf '| %7.1f | %6.1f | (end; peak)\n' "$(awk -v s="$BIGSIZE" 'BEGIN { print s / 1e9 }')" "$(awk -v r="$peak" 'BEGIN { print r / 1024 }')"
-echo
-awk -v a="$t0" -v b="$t1" -v s="$BIGSIZE" 'BEGIN { w = (b - a) / 1e9; printf "%.1f s, %.0f MB/s (sampled every 0.2 s; page cache cold for most of the file)\n", w, s / 1048576 / w }'
+    wait "$pid" || die "rttlens analyze $f failed"
+    t1=$(date +%s%N)
+    F_WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
+    echo "| share of the run | RSS MB |"
+    echo "|-----------------:|-------:|"
+    awk -v wall_ms="$(((t1 - t0) / 1000000))" '
+        { t[NR] = $1; r[NR] = $2 }
+        END {
+            split("10 25 50 75 90", q, " ")
+            for (k = 1; k <= 5; k++) {
+                want = wall_ms * q[k] / 100; best = 1
+                for (i = 1; i <= NR; i++) if (t[i] <= want) best = i
+                printf "| %15d %% | %6.1f |\n", q[k], r[best] / 1024
+            }
+        }' "$samples"
+    printf '| %16s | %6.1f |\n' "peak" "$(awk -v r="$peak" 'BEGIN { print r / 1024 }')"
+}
+
+# ---- 10 GB of the bulk capture ---------------------------------------------------
+if ((BIG_GB > 0)); then
+    [[ -f $BULK ]] || die "$BULK is missing (run without --only, or with --only bulk, first)"
+    want=$((BIG_GB * 1000 * 1000 * 1000))
+    if [[ ! -f $BIG ]] || (($(stat -c %s -- "$BIG") < want)); then
+        size=$(stat -c %s -- "$BULK")
+        shifted_copies "$BULK" "$BIG" $(((want + size - 1) / size))
+    fi
+    BIGSIZE=$(stat -c %s -- "$BIG")
+    echo
+    echo "### ${BIG#"$ROOT"/}: $(awk -v s="$BIGSIZE" 'BEGIN { printf "%.1f", s / 1e9 }') GB, rttlens analyze --format jsonl (all threads)"
+    echo
+    flat_run "$BIG" --format jsonl
+    echo
+    awk -v w="$F_WALL" -v s="$BIGSIZE" 'BEGIN { printf "%.1f s, %.0f MB/s\n", w, s / 1048576 / w }'
+fi
+
+# ---- the storm, SCALE times: 10 M packets, 1 M connections ---------------------
+if ((SCALE > 0)); then
+    [[ -f $STORM ]] || die "$STORM is missing (run without --only, or with --only storm, first)"
+    SCALED="$DATA/storm-x$SCALE.pcap"
+    [[ -f $SCALED ]] || shifted_copies "$STORM" "$SCALED" "$SCALE"
+    # the storm itself, the same way, for its packets/s
+    echo
+    echo "### the storm and ${SCALED#"$ROOT"/} ($SCALE time-shifted copies), rttlens analyze --threads 2 (text)"
+    echo
+    rates=()
+    for f in "$STORM" "$SCALED"; do
+        echo "${f#"$ROOT"/}:"
+        echo
+        flat_run "$f" --threads 2
+        head -n 1 "$F_OUT" >"$WORK/head"
+        pkts=$(sed -E 's/.* ([0-9]+) frames.*/\1/' "$WORK/head")
+        conns=$(sed -E 's/.* ([0-9]+) connections.*/\1/' "$WORK/head")
+        rate=$(awk -v p="$pkts" -v w="$F_WALL" 'BEGIN { printf "%.0f", p / w }')
+        rates+=("$rate")
+        echo
+        echo "$pkts packets, $conns connections, $F_WALL s: $rate packets/s"
+        echo
+    done
+    awk -v a="${rates[0]}" -v b="${rates[1]}" 'BEGIN { printf "packets/s of the copies against the storm: %+.1f %%\n", (b / a - 1) * 100 }'
+fi
