@@ -7,9 +7,9 @@ use std::io::{self, Write};
 
 use rttlens_core::model::Finding;
 use rttlens_core::model::Phase;
-use rttlens_core::model::RequestRow;
 use rttlens_core::model::{ConnReport, Connection, QuicReport};
 use rttlens_core::model::{DecryptStatus, Decryption};
+use rttlens_core::model::{RequestRow, ServerTimingRow};
 use rttlens_core::pipeline::{CaptureSummary, TlsTally};
 
 use crate::{Renderer, Source};
@@ -130,7 +130,10 @@ pub fn write_connection(w: &mut dyn Write, c: &ConnReport, rounds: bool) -> io::
         }
     }
     write_ladder(w, &c.ladder)?;
-    if c.requests.len() > 1 || (c.tls.is_some() && !c.requests.is_empty()) {
+    if c.requests.len() > 1
+        || (c.tls.is_some() && !c.requests.is_empty())
+        || c.requests.iter().any(|r| r.server_timing.is_some())
+    {
         write_requests(w, &c.requests)?;
     }
     if let Some(t) = &c.transfer {
@@ -389,6 +392,9 @@ pub fn write_quic_connection(w: &mut dyn Write, q: &QuicReport) -> io::Result<()
                     .or(s.response_frame)
                     .map_or("?".to_string(), |f| f.to_string()),
             )?;
+            if let Some(st) = &s.server_timing {
+                writeln!(w, "  {:>6}  {}", "", server_timing_line(st))?;
+            }
         }
         if q.streams.len() > REQUEST_ROWS {
             writeln!(w, "  … {} more streams", q.streams.len() - REQUEST_ROWS)?;
@@ -454,6 +460,9 @@ fn write_requests(w: &mut dyn Write, rows: &[RequestRow]) -> io::Result<()> {
                 .or(r.response_frame)
                 .map_or_else(|| "?".to_string(), |f| f.to_string()),
         )?;
+        if let Some(st) = &r.server_timing {
+            writeln!(w, "      {}", server_timing_line(st))?;
+        }
     }
     if rows.len() > REQUEST_ROWS {
         writeln!(
@@ -463,6 +472,39 @@ fn write_requests(w: &mut dyn Write, rows: &[RequestRow]) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// A row's `Server-Timing` beside the wire's think time: `server-timing
+/// 100.2 ms (db 53.0, app 47.2) · think 120.3 ms · 20.1 ms unaccounted ·
+/// frame 12`.
+pub(crate) fn server_timing_line(st: &ServerTimingRow) -> String {
+    let mut l = format!(
+        "server-timing {}",
+        st.total_ms
+            .map_or_else(|| "-".to_string(), |t| format!("{t:.1} ms"))
+    );
+    let metrics: Vec<String> = st
+        .metrics
+        .iter()
+        .map(|m| match m.dur_ms {
+            Some(d) => format!("{} {d:.1}", m.name),
+            None => m.name.clone(),
+        })
+        .collect();
+    if !metrics.is_empty() {
+        l.push_str(&format!(" ({})", metrics.join(", ")));
+    }
+    if let Some(t) = st.think_ms {
+        l.push_str(&format!(" · think {t:.1} ms"));
+    }
+    if let Some(u) = st.unaccounted_ms {
+        l.push_str(&format!(" · {u:.1} ms unaccounted"));
+    }
+    l.push_str(&format!(" · frame {}", st.frame));
+    if st.trailer {
+        l.push_str(" (trailers)");
+    }
+    l
 }
 
 /// The capture's TLS connections in one line, and how to see inside them

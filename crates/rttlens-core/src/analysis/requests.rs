@@ -22,6 +22,7 @@ use crate::base::side::FrameRef;
 use crate::base::side::Side;
 use crate::base::time::{Duration, Timestamp};
 use crate::proto::h2::{FlowKind, H2Summary};
+use crate::proto::http::server_timing::{Metric, ServerTiming};
 use crate::proto::http::stream::HttpStream;
 use crate::proto::http::{HttpExchange, HttpTracker};
 
@@ -70,6 +71,11 @@ pub struct RequestRow {
     pub transfer_ms: Option<f64>,
     /// Response body bytes (decoded length for chunked bodies).
     pub response_bytes: Option<u64>,
+    /// The server's own account of its time (the response's
+    /// `Server-Timing`), beside the wire's think time; absent when the
+    /// response had none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_timing: Option<ServerTimingRow>,
     /// The request's last byte.
     #[serde(skip)]
     pub(crate) request_last_at: Option<FrameRef>,
@@ -84,6 +90,92 @@ pub struct RequestRow {
     /// The end of the earlier response this one waited behind.
     #[serde(skip)]
     pub(crate) behind_of: Option<FrameRef>,
+}
+
+/// A response's `Server-Timing` beside the wire's think time
+/// ([`crate::proto::http::server_timing`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ServerTimingRow {
+    /// The server's reported total (ms): its `total` metric's `dur`, else
+    /// the sum of every `dur`; `None` when no metric gave a `dur`.
+    pub total_ms: Option<f64>,
+    /// Where the total comes from: `total` (a metric of that name) or
+    /// `sum`.
+    pub total_from: &'static str,
+    /// The wire's server think time ([`RequestRow::server_think_ms`]).
+    pub think_ms: Option<f64>,
+    /// The think time less the reported total (ms; negative when the
+    /// server reported more than the wire shows), when both are known.
+    pub unaccounted_ms: Option<f64>,
+    /// The metrics, in the order sent (the first 16).
+    pub metrics: Vec<Metric>,
+    /// Metrics past the first 16.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dropped: u32,
+    /// The frame that delivered the (first) `Server-Timing` field.
+    pub frame: u64,
+    /// A field came in the trailers.
+    pub trailer: bool,
+    /// That frame, timed.
+    #[serde(skip)]
+    pub(crate) at: FrameRef,
+}
+
+/// The smallest think time beyond the reported total that is the server's
+/// (ms): below it, clocks, rounding and the handler's time outside its own
+/// timers (serialising, writing) explain the difference.
+pub const UNACCOUNTED_MIN_MS: f64 = 5.0;
+/// The same as a share of the reported total.
+pub const UNACCOUNTED_MIN_SHARE: f64 = 0.2;
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl ServerTimingRow {
+    fn of(st: &ServerTiming, think_ms: Option<f64>) -> ServerTimingRow {
+        let total_ms = st.total_ms().map(round3);
+        ServerTimingRow {
+            total_ms,
+            total_from: if st.has_total_metric() {
+                "total"
+            } else {
+                "sum"
+            },
+            think_ms,
+            unaccounted_ms: think_ms.zip(total_ms).map(|(w, t)| round3(w - t)),
+            metrics: st
+                .metrics
+                .iter()
+                .map(|m| Metric {
+                    dur_ms: m.dur_ms.map(round3),
+                    ..m.clone()
+                })
+                .collect(),
+            dropped: st.dropped,
+            frame: st.at.frame,
+            trailer: st.trailer,
+            at: st.at,
+        }
+    }
+
+    /// Whether a think time of `think_ms` exceeds the reported total by
+    /// at least max([`UNACCOUNTED_MIN_MS`], [`UNACCOUNTED_MIN_SHARE`] of
+    /// the total): the difference is the server's, outside its timers
+    /// (`server-unaccounted-time`). `None` without a total.
+    pub fn unaccounted(&self, think_ms: f64) -> Option<bool> {
+        let total = self.total_ms?;
+        Some(think_ms - total >= UNACCOUNTED_MIN_MS.max(UNACCOUNTED_MIN_SHARE * total))
+    }
+
+    /// The metric with the longest `dur` (a `total` left out).
+    pub fn dominant(&self) -> Option<&Metric> {
+        self.metrics
+            .iter()
+            .filter(|m| !m.name.eq_ignore_ascii_case("total"))
+            .filter(|m| m.dur_ms.is_some())
+            .reduce(|a, b| if b.dur_ms > a.dur_ms { b } else { a })
+    }
 }
 
 impl RequestRow {
@@ -169,6 +261,8 @@ struct Exchange<'a> {
     response_last: Option<FrameRef>,
     /// Response body bytes, once the response began.
     response_bytes: Option<u64>,
+    /// The response's `Server-Timing`.
+    server_timing: Option<&'a ServerTiming>,
 }
 
 impl<'a> Exchange<'a> {
@@ -189,6 +283,7 @@ impl<'a> Exchange<'a> {
             first_data: None,
             response_last: resp.and_then(|r| r.last),
             response_bytes: resp.map(|r| r.body_len),
+            server_timing: resp.and_then(|r| r.server_timing.as_ref()),
         }
     }
 
@@ -209,6 +304,7 @@ impl<'a> Exchange<'a> {
             response_bytes: s
                 .response_headers
                 .map(|_| s.data_bytes[Side::Server.index()]),
+            server_timing: s.server_timing.as_ref(),
         }
     }
 
@@ -230,6 +326,9 @@ impl<'a> Exchange<'a> {
         } else {
             path.rtt
         };
+        let server_think_ms = wait
+            .filter(|_| path.rtt > Duration::ZERO)
+            .map(|w| ms((w - behind - h_s).max(Duration::ZERO)));
         RequestRow {
             index: self.index,
             stream: self.stream,
@@ -248,14 +347,15 @@ impl<'a> Exchange<'a> {
             ttfb_ms: wait.map(ms),
             ttfb_rtts: wait.and_then(|w| w.in_rtts(path.rtt)).map(round3),
             behind_ms: ms(behind),
-            server_think_ms: wait
-                .filter(|_| path.rtt > Duration::ZERO)
-                .map(|w| ms((w - behind - h_s).max(Duration::ZERO))),
+            server_think_ms,
             transfer_ms: match (self.response_first, self.response_last) {
                 (Some(a), Some(b)) => Some(ms(between(a, b))),
                 _ => None,
             },
             response_bytes: self.response_bytes,
+            server_timing: self
+                .server_timing
+                .map(|st| ServerTimingRow::of(st, server_think_ms)),
             request_last_at: self.request_last,
             ready_at: behind_of.or(self.request_last),
             response_at: self.response_first,

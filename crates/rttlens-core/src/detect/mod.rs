@@ -45,6 +45,7 @@ pub(crate) mod rto_backoff;
 pub mod self_check;
 pub(crate) mod sender_window_cap;
 pub mod server_handshake_time;
+pub(crate) mod server_unaccounted_time;
 pub(crate) mod slow_start;
 pub(crate) mod syn_retransmission;
 pub(crate) mod tfo;
@@ -105,6 +106,10 @@ pub(crate) const DETECTORS: &[(&[&str], Detector)] = &[
         Tcp(server_handshake_time::detect),
     ),
     (
+        &[server_unaccounted_time::ID],
+        Tcp(server_unaccounted_time::detect),
+    ),
+    (
         &[loss::ID_FAST, loss::ID_TLP, loss::ID_RTO, loss::ID_SPURIOUS],
         Tcp(loss::detect),
     ),
@@ -159,6 +164,10 @@ pub(crate) const DETECTORS: &[(&[&str], Detector)] = &[
     (
         &[quic_zero_rtt::ID_REJECTED, quic_zero_rtt::ID_UNUSED],
         Quic(quic_zero_rtt::detect),
+    ),
+    (
+        &[server_unaccounted_time::ID],
+        Quic(server_unaccounted_time::detect_quic),
     ),
 ];
 
@@ -325,15 +334,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_id_is_registered_once() {
-        let mut ids: Vec<&str> = DETECTORS
+    fn every_id_is_registered_once_per_transport() {
+        // a cause both transports show (`server-unaccounted-time`) has one
+        // entry per transport, never two for one
+        let mut keyed: Vec<(bool, &str)> = DETECTORS
             .iter()
-            .flat_map(|(ids, _)| ids.iter().copied())
+            .flat_map(|(ids, d)| ids.iter().map(move |id| (matches!(d, Tcp(_)), *id)))
             .collect();
-        let n = ids.len();
-        ids.sort_unstable();
-        ids.dedup();
-        assert_eq!(ids.len(), n, "an id in two registry entries");
+        let n = keyed.len();
+        keyed.sort_unstable();
+        keyed.dedup();
+        assert_eq!(
+            keyed.len(),
+            n,
+            "an id in two registry entries of one transport"
+        );
+        let ids: Vec<&str> = keyed.iter().map(|(_, id)| *id).collect();
         for id in ALWAYS_REPORTED.iter().chain(HEADER_ONLY.iter()) {
             assert!(ids.contains(id), "{id} is in no registry entry");
         }

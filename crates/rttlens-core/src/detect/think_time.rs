@@ -161,6 +161,22 @@ fn server_think(
     if let Some(w) = row.filter(|_| a.requests.len() > 1) {
         facts.set("request", w.label());
     }
+    // the server's own account covers the wire's think time: its largest
+    // metric is where to look (`server-unaccounted-time` reports the
+    // other case)
+    if let Some(st) = row.and_then(|w| w.server_timing.as_ref()) {
+        let covered = st
+            .total_ms
+            .filter(|_| st.unaccounted(think.as_millis_f64()) == Some(false));
+        if let (Some(total), Some(m)) = (covered, st.dominant()) {
+            facts.set("reported_ms", crate::base::fact::Value::Ms(total));
+            facts.set("reported_metric", m.name.clone());
+            facts.set(
+                "reported_metric_ms",
+                crate::base::fact::Value::Ms(m.dur_ms.unwrap_or(0.0)),
+            );
+        }
+    }
     let mut e = vec![ev(q.frame, fact!("think-time.from", timed_from = from))];
     if let Some((k, late)) = ack_late {
         let after = k.ts - q.ts;

@@ -23,7 +23,8 @@ pub use record::{Connection, Transport};
 // The record's parts defined where an earlier layer fills them, read from
 // here outside the engine (tests/layers.rs "the record's one door").
 pub use crate::analysis::ladder::Phase;
-pub use crate::analysis::requests::RequestRow;
+pub use crate::analysis::requests::{RequestRow, ServerTimingRow};
+pub use crate::proto::http::server_timing::Metric as ServerTimingMetric;
 pub use crate::proto::tls::decrypt::{DecryptStatus, Decryption};
 
 use crate::analysis::connection::{Coverage, TcpFacts};

@@ -121,6 +121,10 @@ pub struct QuicStreamRow {
     /// Reset (RESET_STREAM or STOP_SENDING) by `client` or `server`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reset_by: Option<&'static str>,
+    /// The response's `Server-Timing` beside the wire's think time (the
+    /// request row's); absent when the response had none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_timing: Option<crate::analysis::requests::ServerTimingRow>,
 }
 
 impl QuicStreamRow {
@@ -148,6 +152,7 @@ impl QuicStreamRow {
                 .map(|(q, r)| round3((r.ts - q.ts).as_millis_f64())),
             response_bytes: s.data_bytes[Side::Server.index()],
             reset_by: s.reset.map(|r| r.by.as_str()),
+            server_timing: row.server_timing.clone(),
         }
     }
 }

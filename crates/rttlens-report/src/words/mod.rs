@@ -47,6 +47,7 @@ mod receive_window_limit;
 mod rto_backoff;
 mod sender_window_cap;
 mod server_handshake_time;
+mod server_unaccounted_time;
 mod slow_start;
 mod syn_retransmission;
 mod tfo;
@@ -97,6 +98,7 @@ const WORDS: &[Words] = &[
     Words { fact: rto_backoff::fact, prefix: "rto-backoff", ids: &["rto-backoff"], title: rto_backoff::title, fix: rto_backoff::fix },
     Words { fact: sender_window_cap::fact, prefix: "sender-window-cap", ids: &["sender-window-cap"], title: sender_window_cap::title, fix: sender_window_cap::fix },
     Words { fact: server_handshake_time::fact, prefix: "server-handshake-time", ids: &["server-handshake-time"], title: server_handshake_time::title, fix: server_handshake_time::fix },
+    Words { fact: server_unaccounted_time::fact, prefix: "server-unaccounted-time", ids: &["server-unaccounted-time"], title: server_unaccounted_time::title, fix: server_unaccounted_time::fix },
     Words { fact: slow_start::fact, prefix: "slow-start", ids: &["initial-window", "slow-start"], title: slow_start::title, fix: slow_start::fix },
     Words { fact: syn_retransmission::fact, prefix: "syn-retransmission", ids: &["syn-retransmission"], title: syn_retransmission::title, fix: syn_retransmission::fix },
     Words { fact: tfo::fact, prefix: "tfo", ids: &["tfo-cookie", "tfo-accepted", "tfo-refused", "tfo-fallback"], title: tfo::title, fix: tfo::fix },

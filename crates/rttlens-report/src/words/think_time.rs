@@ -37,6 +37,13 @@ pub(super) fn title(f: &Finding) -> Option<String> {
 pub(super) fn fix(f: &Finding) -> Option<String> {
     Some(if f.id == "client-think-time" {
         "Client-side latency: the application was busy or slow to write the request (DNS, pool checkout, request building, certificate verification); send the request as soon as the connection is ready.".into()
+    } else if let Some(m) = f.facts.get("reported_metric").and_then(|m| m.as_str()) {
+        // the server's own Server-Timing covers the wait: its largest part
+        format!(
+            "Application latency at the server, and its own Server-Timing says where: {m} {:.1} ms of {:.1} ms reported. Profile that first (its queries, calls or locks), then the rest of the handler.",
+            f.facts.f64("reported_metric_ms"),
+            f.facts.f64("reported_ms")
+        )
     } else {
         "Application latency at the server: profile the handler and its upstreams (nginx `$request_time` vs `$upstream_response_time` in the access log), caches, database calls.".into()
     })

@@ -27,6 +27,7 @@
 
 use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
+use crate::proto::http::server_timing;
 use crate::proto::http::stream::{Header, HttpStream, HttpStreams, Reset};
 use crate::proto::stream::{Framer, InOrder};
 use crate::proto::{NoteKind, PARSE_BUFFER_CAP};
@@ -398,7 +399,7 @@ fn end_frame(dir: &mut Dir, conn: &mut Conn, at: FrameRef) {
                 broken,
             });
             if cur.flags & flag::END_HEADERS != 0 {
-                decode_block(dir, conn);
+                decode_block(dir, conn, at);
             }
         }
         ty::CONTINUATION => {
@@ -419,7 +420,7 @@ fn end_frame(dir: &mut Dir, conn: &mut Conn, at: FrameRef) {
                 }
             }
             if cur.flags & flag::END_HEADERS != 0 {
-                decode_block(dir, conn);
+                decode_block(dir, conn, at);
             }
         }
         ty::SETTINGS if cur.flags & flag::ACK == 0 => {
@@ -560,8 +561,9 @@ fn held_back(
     }
 }
 
-/// Decodes the header block gathered in `dir` (HPACK state permitting).
-fn decode_block(dir: &mut Dir, conn: &mut Conn) {
+/// Decodes the header block gathered in `dir` (HPACK state permitting),
+/// completed by `at`.
+fn decode_block(dir: &mut Dir, conn: &mut Conn, at: FrameRef) {
     let Some(b) = dir.block.take() else { return };
     if b.broken || dir.hpack_lost {
         dir.hpack_lost = true;
@@ -569,9 +571,13 @@ fn decode_block(dir: &mut Dir, conn: &mut Conn) {
         return;
     }
     let mut fields: Vec<(Header, String)> = Vec::new();
+    let mut timing: Vec<Vec<u8>> = Vec::new();
+    let server = dir.side == Side::Server;
     let decoded = dir.hpack.decode_with_cb(&b.buf, |n, v| {
         if let Some(h) = Header::of(&n) {
             fields.push((h, Header::value(&v)));
+        } else if server && n.as_ref() == server_timing::FIELD {
+            timing.push(v.into_owned());
         }
     });
     if decoded.is_err() {
@@ -585,6 +591,9 @@ fn decode_block(dir: &mut Dir, conn: &mut Conn) {
     let Some(st) = stream_mut(conn, b.stream) else {
         return;
     };
+    for v in timing {
+        st.server_timing(&v, at);
+    }
     for (h, v) in fields {
         st.field(h, v);
     }

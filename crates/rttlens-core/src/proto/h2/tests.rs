@@ -98,3 +98,51 @@ fn garbage_and_gaps_do_not_panic() {
     assert!(H2Tracker::starts_preface(b"PRI * HT"));
     assert!(!H2Tracker::starts_preface(b"GET / HTTP/1.1"));
 }
+
+/// An HPACK literal without indexing, new name, no Huffman (RFC 7541
+/// §6.2.2).
+fn literal(name: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x00, name.len() as u8];
+    out.extend_from_slice(name);
+    out.push(value.len() as u8);
+    out.extend_from_slice(value);
+    out
+}
+
+#[test]
+fn server_timing_in_the_headers_and_the_trailers() {
+    let mut t = H2Tracker::new();
+    let mut c = PREFACE.to_vec();
+    c.extend(frame(ty::HEADERS, 0x5, 1, &[0x82, 0x84]));
+    t.push(Side::Client, 0, &c, at(1));
+    // a client's Server-Timing is not the server's account: ignored
+    let mut block = vec![0x82, 0x84];
+    block.extend(literal(b"server-timing", b"x;dur=1"));
+    let c2 = frame(ty::HEADERS, 0x5, 3, &block);
+    t.push(Side::Client, c.len() as u64, &c2, at(1));
+    let mut block = vec![0x88];
+    block.extend(literal(b"server-timing", b"db;dur=53, app;dur=47.2"));
+    let mut s = frame(ty::HEADERS, 0x4, 1, &block);
+    s.extend(frame(ty::DATA, 0, 1, b"body"));
+    t.push(Side::Server, 0, &s, at(2));
+    // trailers: HEADERS with END_STREAM
+    let trailer = frame(
+        ty::HEADERS,
+        0x5,
+        1,
+        &literal(b"server-timing", b"cache;desc=miss"),
+    );
+    t.push(Side::Server, s.len() as u64, &trailer, at(3));
+    let sum = t.finish();
+    let st = sum.streams[0]
+        .server_timing
+        .as_ref()
+        .expect("server timing");
+    let names: Vec<&str> = st.metrics.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["db", "app", "cache"]);
+    assert_eq!((st.at.frame, st.trailer), (2, true));
+    assert_eq!(st.total_ms(), Some(100.2));
+    assert_eq!(sum.streams[0].response_end.map(|f| f.frame), Some(3));
+    assert_eq!(sum.streams[1].method.as_deref(), Some("GET"));
+    assert!(sum.streams[1].server_timing.is_none());
+}

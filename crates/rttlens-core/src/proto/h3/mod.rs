@@ -40,6 +40,7 @@ use reasm::{Reasm, ReasmError};
 use rustc_hash::FxHashMap;
 
 use crate::base::side::{FrameRef, Side};
+use crate::proto::http::server_timing;
 use crate::proto::http::stream::{Header, HttpStream, HttpStreams, Reset};
 use crate::proto::{NoteKind, Notes, PARSE_BUFFER_CAP};
 use crate::wire::varint;
@@ -113,7 +114,7 @@ pub struct H3Settings {
 }
 
 /// What the tracker learnt of one HTTP/3 connection.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct H3Summary {
     /// The first [`STREAM_DETAIL_CAP`] request streams seen, by stream ID.
     pub streams: Vec<HttpStream>,
@@ -245,6 +246,8 @@ struct Blocked {
     stream: u64,
     required: u64,
     buf: Vec<u8>,
+    /// The packet that delivered the HEADERS frame.
+    at: FrameRef,
 }
 
 /// Connection-level state.
@@ -777,9 +780,10 @@ fn on_headers(conn: &mut Conn, id: u64, side: Side, buf: Vec<u8>, offset: u64, a
                     stream: id,
                     required,
                     buf,
+                    at,
                 });
             }
-            _ => decode(conn, id, side, &buf),
+            _ => decode(conn, id, side, &buf, at),
         },
     }
 }
@@ -796,18 +800,19 @@ fn unblock(conn: &mut Conn, side: Side, all: bool) {
     let waiting = std::mem::take(&mut conn.blocked[s]);
     for b in waiting {
         if all || lost || b.required <= inserted {
-            decode(conn, b.stream, side, &b.buf);
+            decode(conn, b.stream, side, &b.buf, b.at);
         } else {
             conn.blocked[s].push(b);
         }
     }
 }
 
-/// Decodes one field section of `side` on stream `id` and records what it
-/// says.
-fn decode(conn: &mut Conn, id: u64, side: Side, buf: &[u8]) {
+/// Decodes one field section of `side` on stream `id`, delivered by `at`,
+/// and records what it says.
+fn decode(conn: &mut Conn, id: u64, side: Side, buf: &[u8], at: FrameRef) {
     let max = conn.max_capacity(side);
     let mut got: Vec<(Header, String)> = Vec::new();
+    let mut timing: Vec<Vec<u8>> = Vec::new();
     let r = qpack::decode_section(
         buf,
         &conn.tables[side.index()],
@@ -816,6 +821,8 @@ fn decode(conn: &mut Conn, id: u64, side: Side, buf: &[u8]) {
         |(n, v)| {
             if let (Some(h), Some(v)) = (n.and_then(Header::of), v) {
                 got.push((h, Header::value(v)));
+            } else if let (Some(server_timing::FIELD), Some(v), Side::Server) = (n, v, side) {
+                timing.push(v.to_vec());
             }
         },
     );
@@ -832,6 +839,9 @@ fn decode(conn: &mut Conn, id: u64, side: Side, buf: &[u8]) {
     let Some(st) = conn.stream_mut(id) else {
         return;
     };
+    for v in timing {
+        st.server_timing(&v, at);
+    }
     for (h, v) in got {
         st.field(h, v);
     }

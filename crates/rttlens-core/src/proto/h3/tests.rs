@@ -384,3 +384,55 @@ proptest::proptest! {
         let _ = t.finish();
     }
 }
+
+/// A QPACK field line with a literal name and value, no Huffman (RFC 9204
+/// §4.5.6: `001N H name-length(3)`, then `H value-length(7)`).
+fn literal(name: &[u8], value: &[u8]) -> Vec<u8> {
+    assert!(name.len() < 7 + 255 && value.len() < 127);
+    let mut out = Vec::new();
+    if name.len() < 7 {
+        out.push(0x20 | name.len() as u8);
+    } else {
+        out.push(0x27);
+        out.push((name.len() - 7) as u8);
+    }
+    out.extend_from_slice(name);
+    out.push(value.len() as u8);
+    out.extend_from_slice(value);
+    out
+}
+
+#[test]
+fn server_timing_in_the_headers_and_the_trailers() {
+    let mut t = H3Tracker::new();
+    setup(&mut t);
+    t.stream(Side::Client, 0, 0, &request(), true, at(4));
+    // HEADERS: :status 200 and Server-Timing; DATA; trailing HEADERS with
+    // another Server-Timing field, FIN
+    let mut head = hex("0000 d9");
+    head.extend(literal(b"server-timing", b"db;dur=53, app;dur=47.2"));
+    let mut s = frame(0x01, &head);
+    s.extend(frame(0x00, b"body"));
+    t.stream(Side::Server, 0, 0, &s, false, at(5));
+    let mut trailer = hex("0000");
+    trailer.extend(literal(b"server-timing", b"total;dur=120;desc=\"all\""));
+    t.stream(
+        Side::Server,
+        0,
+        s.len() as u64,
+        &frame(0x01, &trailer),
+        true,
+        at(6),
+    );
+    let sum = t.finish();
+    let st = sum.streams[0]
+        .server_timing
+        .as_ref()
+        .expect("server timing");
+    let names: Vec<&str> = st.metrics.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["db", "app", "total"]);
+    assert_eq!((st.at.frame, st.trailer), (5, true));
+    assert_eq!(st.total_ms(), Some(120.0));
+    assert_eq!(st.metrics[2].desc.as_deref(), Some("all"));
+    assert_eq!(sum.streams[0].status, Some(200));
+}

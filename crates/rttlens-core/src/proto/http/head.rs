@@ -115,6 +115,8 @@ pub(super) struct Head {
     pub(super) transfer_encoding: bool,
     pub(super) chunked: bool,
     pub(super) expect_continue: bool,
+    /// The values of its `Server-Timing` fields, in order.
+    pub(super) server_timing: Vec<Vec<u8>>,
 }
 
 /// Parses a complete header block with httparse (a request if `REQUEST`).
@@ -171,9 +173,26 @@ pub(super) fn parse_head<const REQUEST: bool>(buf: &[u8]) -> Result<Head, &'stat
                 .is_some_and(|c| c.trim_ascii().eq_ignore_ascii_case(b"chunked"));
         } else if h.name.eq_ignore_ascii_case("expect") {
             head.expect_continue = h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
+        } else if !REQUEST && super::server_timing::is_field(h.name.as_bytes()) {
+            head.server_timing.push(h.value.to_vec());
         }
     }
     Ok(head)
+}
+
+/// The `Server-Timing` values of a complete trailer section (RFC 9112
+/// §7.1.2: field lines up to an empty line); none when it does not parse.
+pub(super) fn trailer_server_timing(buf: &[u8]) -> Vec<Vec<u8>> {
+    let lines = buf.iter().filter(|&&b| b == b'\n').count();
+    let mut headers = vec![httparse::EMPTY_HEADER; lines.clamp(1, MAX_HEADERS)];
+    match httparse::parse_headers(buf, &mut headers) {
+        Ok(httparse::Status::Complete((_, fields))) => fields
+            .iter()
+            .filter(|h| super::server_timing::is_field(h.name.as_bytes()))
+            .map(|h| h.value.to_vec())
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 fn httparse_error(e: httparse::Error) -> &'static str {

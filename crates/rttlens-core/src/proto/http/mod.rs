@@ -33,6 +33,7 @@
 
 mod head;
 mod parser;
+pub mod server_timing;
 pub mod stream;
 
 use crate::base::side::{FrameRef, Side};
@@ -87,7 +88,7 @@ pub struct HttpRequest {
 }
 
 /// A final response (server → client).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct HttpResponse {
     /// Status code.
     pub status: u16,
@@ -124,6 +125,10 @@ pub struct HttpResponse {
     /// The request this answers was parsed (if not, a `HEAD` could not be
     /// taken into account).
     pub request_seen: bool,
+    /// Its `Server-Timing` fields, header section and chunked trailers
+    /// ([`server_timing`]).
+    #[serde(skip)]
+    pub server_timing: Option<server_timing::ServerTiming>,
 }
 
 /// An interim (`1xx`) response.
@@ -139,7 +144,7 @@ pub struct HttpInterim {
 
 /// A request and its response (either may be missing: not yet seen, or lost
 /// to a gap).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct HttpExchange {
     /// Position on the connection (0 = first request/response pair).
     pub index: u64,

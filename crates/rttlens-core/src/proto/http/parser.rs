@@ -3,7 +3,10 @@
 
 use std::collections::VecDeque;
 
-use super::head::{parse_head, plausible_start, response_framing, Framing, Head};
+use super::head::{
+    parse_head, plausible_start, response_framing, trailer_server_timing, Framing, Head,
+};
+use super::server_timing::ServerTiming;
 use super::{
     HttpDirection, HttpExchange, HttpInterim, HttpRequest, HttpResponse, EXCHANGE_DETAIL_CAP,
     INTERIM_DETAIL_CAP,
@@ -26,8 +29,9 @@ enum Chunk {
     Data { left: u64 },
     /// Expecting the CRLF after chunk data.
     DataEnd { seen_cr: bool },
-    /// Inside the trailer section, up to its empty line.
-    Trailers { eol: Eol, len: usize },
+    /// Inside the trailer section, up to its empty line; a response's
+    /// trailers are kept (`buf`) to read `Server-Timing` from.
+    Trailers { eol: Eol, len: usize, buf: Vec<u8> },
 }
 
 /// Progress towards an empty line (end of a header block or trailer
@@ -316,6 +320,7 @@ impl Parser {
                             *chunk = Chunk::Trailers {
                                 eol: Eol::LineStart,
                                 len: 0,
+                                buf: Vec::new(),
                             };
                         }
                         Ok(httparse::Status::Complete((_, size))) => {
@@ -341,10 +346,13 @@ impl Parser {
                         _ => self.malformed(pos, "chunk data not followed by CRLF", dir),
                     }
                 }
-                Chunk::Trailers { eol, len } => {
+                Chunk::Trailers { eol, len, buf } => {
                     let found = eol.scan(data);
                     let n = found.unwrap_or(data.len());
                     *len += n;
+                    if *len <= PARSE_BUFFER_CAP && self.side == Side::Server {
+                        buf.extend_from_slice(&data[..n]);
+                    }
                     *data = &data[n..];
                     if *len > PARSE_BUFFER_CAP {
                         let (what, len) = ("trailer section", *len as u64);
@@ -352,6 +360,12 @@ impl Parser {
                         dir.malformed_at = Some(pos);
                         self.stop();
                     } else if found.is_some() {
+                        let fields = if *len > 2 {
+                            trailer_server_timing(buf)
+                        } else {
+                            Vec::new()
+                        };
+                        self.trailers(&fields, at, sh);
                         self.message_done(Some(at), pos + n as u64, sh);
                     }
                 }
@@ -388,6 +402,24 @@ impl Parser {
             if missing {
                 *t.missing += len;
             }
+        }
+    }
+
+    /// The `Server-Timing` values of the current response's trailers,
+    /// delivered by `at`.
+    fn trailers(&mut self, fields: &[Vec<u8>], at: FrameRef, sh: &mut Shared) {
+        if fields.is_empty() || self.side != Side::Server {
+            return;
+        }
+        let Some(resp) = self
+            .current
+            .and_then(|i| sh.exchange(i))
+            .and_then(|ex| ex.response.as_mut())
+        else {
+            return;
+        };
+        for v in fields {
+            ServerTiming::add(&mut resp.server_timing, v, at, true);
         }
     }
 
@@ -541,6 +573,10 @@ impl Parser {
         let head_request = request.is_some_and(|p| p.head);
         let connect = request.is_some_and(|p| p.connect);
         let framing = response_framing(&head, head_request);
+        let mut server_timing = None;
+        for v in &head.server_timing {
+            ServerTiming::add(&mut server_timing, v, at, false);
+        }
         if let Some(ex) = sh.exchange(index) {
             ex.response = Some(HttpResponse {
                 status,
@@ -558,6 +594,7 @@ impl Parser {
                 chunked: framing == Framing::Chunked,
                 until_close: framing == Framing::UntilClose,
                 request_seen: request.is_some(),
+                server_timing,
             });
         }
         self.current = Some(index);

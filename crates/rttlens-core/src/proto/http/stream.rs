@@ -13,6 +13,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::base::side::{FrameRef, Side};
+use crate::proto::http::server_timing::ServerTiming;
 use crate::proto::lossy_truncated;
 
 /// Streams kept in detail per connection; later ones are only counted.
@@ -76,7 +77,7 @@ pub struct Reset {
 }
 
 /// One request stream: a request and its response.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct HttpStream {
     /// Stream identifier (HTTP/2: odd when the client opened it; HTTP/3:
     /// a client-initiated bidirectional QUIC stream, ≡ 0 mod 4).
@@ -114,6 +115,10 @@ pub struct HttpStream {
     /// A direction of the stream could not be followed to its end (HTTP/3:
     /// out-of-order bytes beyond the reassembly cap, malformed frames).
     pub incomplete: bool,
+    /// The response's `Server-Timing` fields, its HEADERS' and its
+    /// trailers' ([`crate::proto::http::server_timing`]).
+    #[serde(skip)]
+    pub server_timing: Option<ServerTiming>,
 }
 
 impl HttpStream {
@@ -140,6 +145,15 @@ impl HttpStream {
             Side::Client => self.request_end.get_or_insert(at),
             Side::Server => self.response_end.get_or_insert(at),
         };
+    }
+
+    /// A `Server-Timing` field `value` of the response, in the field
+    /// section delivered by `at`: a trailer when the final `:status` came
+    /// in an earlier section (call it before that section's
+    /// [`field`](Self::field)s).
+    pub fn server_timing(&mut self, value: &[u8], at: FrameRef) {
+        let trailer = self.status.is_some();
+        ServerTiming::add(&mut self.server_timing, value, at, trailer);
     }
 
     /// The stream was reset (the first reset is kept).
