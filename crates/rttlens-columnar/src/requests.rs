@@ -3,8 +3,10 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{Float64Builder, Int32Builder, Int64Builder, StringBuilder};
-use rttlens_core::model::Connection;
+use arrow_array::builder::{
+    BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, MapBuilder, StringBuilder,
+};
+use rttlens_core::model::{Connection, ServerTimingRow};
 
 use crate::facts::int;
 use crate::key::KeyCols;
@@ -30,6 +32,14 @@ pub(crate) struct Cols {
     times: [Float64Builder; 6],
     response_bytes: Int64Builder,
     reset_by: StringBuilder,
+    /// The response's `Server-Timing`: `server_timing_total_ms`,
+    /// `server_timing_unaccounted_ms`, its metrics (name → dur), frame and
+    /// whether trailers held some.
+    st_total: Float64Builder,
+    st_unaccounted: Float64Builder,
+    st_metrics: MapBuilder<StringBuilder, Float64Builder>,
+    st_frame: Int64Builder,
+    st_trailer: BooleanBuilder,
 }
 
 const FRAMES: [&str; 5] = [
@@ -65,6 +75,11 @@ impl Default for Cols {
             times: std::array::from_fn(|_| Float64Builder::new()),
             response_bytes: Int64Builder::new(),
             reset_by: StringBuilder::new(),
+            st_total: Float64Builder::new(),
+            st_unaccounted: Float64Builder::new(),
+            st_metrics: MapBuilder::new(None, StringBuilder::new(), Float64Builder::new()),
+            st_frame: Int64Builder::new(),
+            st_trailer: BooleanBuilder::new(),
         }
     }
 }
@@ -73,6 +88,22 @@ impl Cols {
     /// Rows so far.
     pub(crate) fn len(&self) -> usize {
         self.rows
+    }
+
+    /// A row's `Server-Timing` columns (null without one).
+    fn server_timing(&mut self, st: Option<&ServerTimingRow>) {
+        self.st_total.append_option(st.and_then(|s| s.total_ms));
+        self.st_unaccounted
+            .append_option(st.and_then(|s| s.unaccounted_ms));
+        self.st_frame.append_option(st.map(|s| int(s.frame)));
+        self.st_trailer.append_option(st.map(|s| s.trailer));
+        for m in st.map_or(&[][..], |s| &s.metrics[..]) {
+            self.st_metrics.keys().append_value(&m.name);
+            self.st_metrics.values().append_option(m.dur_ms);
+        }
+        // a map builder's append fails only when keys and values differ
+        // in length, which the loop above never lets happen
+        let _ = self.st_metrics.append(st.is_some());
     }
 
     fn key(&mut self, key: &Key<'_>, index: usize) {
@@ -118,6 +149,7 @@ impl Cols {
                     }
                     self.response_bytes.append_option(r.response_bytes.map(int));
                     self.reset_by.append_null();
+                    self.server_timing(r.server_timing.as_ref());
                 }
             }
             Connection::Quic(q) => {
@@ -145,6 +177,7 @@ impl Cols {
                     }
                     self.response_bytes.append_value(int(s.response_bytes));
                     self.reset_by.append_option(s.reset_by);
+                    self.server_timing(s.server_timing.as_ref());
                 }
             }
         }
@@ -186,6 +219,36 @@ impl Cols {
             Arc::new(self.response_bytes.finish()),
         );
         c.add("reset_by", "name", true, Arc::new(self.reset_by.finish()));
+        c.add(
+            "server_timing_total_ms",
+            "ms",
+            true,
+            Arc::new(self.st_total.finish()),
+        );
+        c.add(
+            "server_timing_unaccounted_ms",
+            "ms",
+            true,
+            Arc::new(self.st_unaccounted.finish()),
+        );
+        c.add(
+            "server_timing_metrics",
+            "ms",
+            true,
+            Arc::new(self.st_metrics.finish()),
+        );
+        c.add(
+            "server_timing_frame",
+            "frame",
+            true,
+            Arc::new(self.st_frame.finish()),
+        );
+        c.add(
+            "server_timing_trailer",
+            "flag",
+            true,
+            Arc::new(self.st_trailer.finish()),
+        );
         c
     }
 }

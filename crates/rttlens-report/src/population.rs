@@ -73,6 +73,11 @@ pub fn write_text(w: &mut dyn Write, s: &CaptureSummary) -> io::Result<()> {
     for ph in &p.phases {
         writeln!(w, "{}", phase_row(ph))?;
     }
+    // the servers' own accounts, per Server-Timing metric
+    for m in &p.server_timing {
+        let name = format!("server-timing {}", m.metric);
+        writeln!(w, "{}", stats_row(&name, &m.ms))?;
+    }
     write_groups(w, "server", &p.phases_by_server)?;
     write_groups(w, "server name", &p.phases_by_sni)?;
     if let Some(t) = &p.tail {

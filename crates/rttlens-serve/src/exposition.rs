@@ -447,6 +447,7 @@ fn report_metrics(m: &mut Metrics, r: &ProbeReport) {
         None,
         count as f64,
     );
+    server_timing(m, r);
     let cap = m.family(
         "rttlens_capture_info",
         "Whether the probe's own packets were captured and analysed (status: captured, off, not-permitted, failed); 1.",
@@ -454,6 +455,50 @@ fn report_metrics(m: &mut Metrics, r: &ProbeReport) {
     );
     cap.get_or_create(&labels(&[("status", r.capture.status)]))
         .set(1.0);
+}
+
+/// The server's own account of the probe's last response that had one
+/// (its `Server-Timing`, read from the capture of the probe's connections:
+/// cleartext, or decrypted with the probe's key log): each metric's `dur`
+/// (summed when a name repeats), and the wire's think time it leaves
+/// unaccounted. Nothing is registered without one, so a server that sends
+/// no `Server-Timing` gives the exposition it always did.
+fn server_timing(m: &mut Metrics, r: &ProbeReport) {
+    let tcp = r
+        .connections
+        .iter()
+        .flat_map(|c| c.requests.iter().filter_map(|q| q.server_timing.as_ref()));
+    let quic = r
+        .quic_connections
+        .iter()
+        .flat_map(|c| c.streams.iter().filter_map(|s| s.server_timing.as_ref()));
+    let Some(st) = tcp.chain(quic).last() else {
+        return;
+    };
+    let mut by_name: std::collections::BTreeMap<&str, f64> = Default::default();
+    for x in &st.metrics {
+        if let Some(d) = x.dur_ms {
+            *by_name.entry(x.name.as_str()).or_default() += d;
+        }
+    }
+    if !by_name.is_empty() {
+        let f = m.family(
+            "rttlens_server_timing",
+            "The server's own account of its time (Server-Timing, W3C Server Timing) in the probe's last response that had one: each metric's dur, by name.",
+            Some(Unit::Seconds),
+        );
+        for (name, ms) in by_name {
+            f.get_or_create(&labels(&[("metric", name)])).set(secs(ms));
+        }
+    }
+    if let Some(u) = st.unaccounted_ms {
+        m.gauge(
+            "rttlens_server_timing_unaccounted",
+            "The wire's server think time less the server's reported total in that response (negative when it reported more).",
+            Some(Unit::Seconds),
+            secs(u),
+        );
+    }
 }
 
 #[cfg(test)]

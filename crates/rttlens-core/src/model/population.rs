@@ -7,6 +7,6 @@
 //! layer than `model`), and read from here by every renderer and consumer.
 
 pub use crate::population::{
-    Group, Interval, IntervalPhase, OverTime, PhaseId, PhaseStats, PopCost, PopEvidence,
-    PopFinding, PopulationReport, Stats, Tail, MIN_CONNECTIONS,
+    Group, Interval, IntervalPhase, MetricStats, OverTime, PhaseId, PhaseStats, PopCost,
+    PopEvidence, PopFinding, PopulationReport, Stats, Tail, MIN_CONNECTIONS,
 };

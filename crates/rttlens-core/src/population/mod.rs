@@ -30,8 +30,8 @@ use hist::Dist;
 pub use hist::Stats;
 use over_time::{Cell, Cells, CELL_PHASES};
 pub use report::{
-    Group, Interval, IntervalPhase, OverTime, PhaseStats, PopCost, PopEvidence, PopFinding,
-    PopulationReport,
+    Group, Interval, IntervalPhase, MetricStats, OverTime, PhaseStats, PopCost, PopEvidence,
+    PopFinding, PopulationReport,
 };
 use sample::N_PHASES;
 pub use sample::{PhaseId, Sample};
@@ -271,6 +271,9 @@ pub struct Conn<'a> {
 pub struct Population {
     all: PhaseDists,
     first_byte: Dist,
+    /// Each `Server-Timing` metric's `dur`, by name (the first
+    /// [`METRIC_NAMES`] names).
+    server_timing: std::collections::BTreeMap<String, Dist>,
     rtt: Dist,
     servers: Groups,
     snis: Groups,
@@ -286,6 +289,7 @@ impl Population {
         Population {
             all: PhaseDists::new(3),
             first_byte: Dist::new(3),
+            server_timing: std::collections::BTreeMap::new(),
             rtt: Dist::new(3),
             servers: Groups::default(),
             snis: Groups::default(),
@@ -306,6 +310,15 @@ impl Population {
         }
         if let Some(r) = s.rtt_ms {
             self.rtt.record(r);
+        }
+        for (name, ms) in &s.server_timing {
+            if let Some(d) = self.server_timing.get_mut(name) {
+                d.record(*ms);
+            } else if self.server_timing.len() < METRIC_NAMES {
+                let mut d = Dist::new(2);
+                d.record(*ms);
+                self.server_timing.insert(name.clone(), d);
+            }
         }
         self.cells.add(s);
         self.bands.add(s);
@@ -474,6 +487,7 @@ impl Population {
             phases_by_server: self.servers.report(),
             phases_by_sni: self.snis.report(),
             first_byte: self.first_byte.stats(),
+            server_timing: metric_stats(&self.server_timing),
             tail,
             over_time: (self.all.connections >= MIN_CONNECTIONS && !intervals.is_empty())
                 .then_some(OverTime {
@@ -484,6 +498,25 @@ impl Population {
             population_findings: findings,
         }
     }
+}
+
+/// `Server-Timing` metric names kept by the population view; a capture's
+/// later names are not counted.
+pub const METRIC_NAMES: usize = 64;
+
+/// Each metric's distribution, most samples first (then by name).
+fn metric_stats(m: &std::collections::BTreeMap<String, Dist>) -> Vec<report::MetricStats> {
+    let mut out: Vec<report::MetricStats> = m
+        .iter()
+        .filter_map(|(name, d)| {
+            Some(report::MetricStats {
+                metric: name.clone(),
+                ms: d.stats()?,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| b.ms.count.cmp(&a.ms.count).then(a.metric.cmp(&b.metric)));
+    out
 }
 
 /// What the population detectors read.

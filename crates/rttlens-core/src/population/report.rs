@@ -26,6 +26,10 @@ pub struct PopulationReport {
     /// First SYN → first response byte, in the client's clock (ms).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_byte: Option<Stats>,
+    /// Each `Server-Timing` metric's `dur` over the capture's responses,
+    /// by name (most samples first; absent without the field).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub server_timing: Vec<MetricStats>,
     /// The slowest tenth against the faster half.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tail: Option<Tail>,
@@ -38,6 +42,15 @@ pub struct PopulationReport {
     /// writes them with their sentences.
     #[serde(skip)]
     pub population_findings: Vec<PopFinding>,
+}
+
+/// One `Server-Timing` metric's distribution (ms).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct MetricStats {
+    /// The metric's name.
+    pub metric: String,
+    /// Its `dur` over the responses that reported it.
+    pub ms: Stats,
 }
 
 /// One phase's distribution.

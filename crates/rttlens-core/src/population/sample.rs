@@ -121,6 +121,19 @@ pub struct Sample {
     /// First SYN sent → first response byte received, in the client's
     /// clock (ms): what a user waited for the first byte.
     pub(crate) first_byte_ms: Option<f64>,
+    /// Every `Server-Timing` metric with a `dur` of its requests: (name,
+    /// ms); empty without the field.
+    pub(crate) server_timing: Vec<(String, f64)>,
+}
+
+/// The `Server-Timing` metrics with a `dur` of `rows`, as
+/// [`Sample::server_timing`] keeps them.
+fn server_timing(rows: &[crate::analysis::requests::RequestRow]) -> Vec<(String, f64)> {
+    rows.iter()
+        .filter_map(|r| r.server_timing.as_ref())
+        .flat_map(|st| &st.metrics)
+        .filter_map(|m| Some((m.name.clone(), m.dur_ms?)))
+        .collect()
 }
 
 /// The SYN exchange of one connection.
@@ -157,6 +170,7 @@ impl Sample {
             rtt_ms: (a.rtt_min > Duration::ZERO).then(|| a.rtt_min.as_millis_f64()),
             data_segments: [a.data_segments(Side::Client), a.data_segments(Side::Server)],
             retransmissions: a.tcp.retransmissions,
+            server_timing: server_timing(&a.requests),
             ..Sample::default()
         };
         let mut put = |id: PhaseId, ms: f64, rtts: f64| {
@@ -247,6 +261,7 @@ impl Sample {
             start_s: rel(a.first().ts),
             rtt_ms: rtt.map(|r| r.as_millis_f64()),
             data_segments: a.packets(),
+            server_timing: server_timing(&a.requests),
             ..Sample::default()
         };
         // packets declared lost (RFC 9002 §6.1.1), as a TCP sender's

@@ -24,6 +24,7 @@ mod page;
 pub mod plot;
 pub mod population;
 pub mod quic;
+mod requests;
 pub mod traced;
 
 use std::cmp::Ordering;
@@ -542,7 +543,7 @@ fn connection(w: &mut dyn Write, p: &str, c: &ConnReport, figs: &[Figure]) -> io
         writeln!(w, "<p class=\"note\">{}</p>", esc(n))?;
     }
     phases(w, c)?;
-    requests(w, c)?;
+    requests::requests(w, c)?;
     finding_articles(w, &c.findings)?;
     for f in figs {
         figure(w, f)?;
@@ -604,55 +605,6 @@ fn figure(w: &mut dyn Write, f: &Figure) -> io::Result<()> {
             esc(why)
         ),
     }
-}
-
-/// Every HTTP request or HTTP/2 stream as a row, with a bar for its wait
-/// (its share of the longest).
-fn requests(w: &mut dyn Write, c: &ConnReport) -> io::Result<()> {
-    if c.requests.is_empty() {
-        return Ok(());
-    }
-    let longest = c
-        .requests
-        .iter()
-        .filter_map(|r| r.ttfb_ms)
-        .fold(1e-9, f64::max);
-    let opt = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |x| format!("{x:.2}"));
-    writeln!(
-        w,
-        "<table class=\"requests sortable\"><thead><tr><th data-type=\"num\">#</th><th data-type=\"num\">stream</th><th>request</th><th data-type=\"num\">status</th><th data-type=\"num\">sent ms</th><th data-type=\"num\">TTFB ms</th><th data-type=\"num\">RTTs</th><th data-type=\"num\">server think ms</th><th data-type=\"num\">behind ms</th><th data-type=\"num\">transfer ms</th><th data-type=\"num\">bytes</th><th>frames</th><th class=\"bar\"></th></tr></thead><tbody>"
-    )?;
-    for r in &c.requests {
-        let request = match (&r.method, &r.target) {
-            (Some(m), Some(t)) => format!("{m} {t}"),
-            _ => "(request not seen)".to_string(),
-        };
-        let num = |v: Option<f64>| v.map_or(String::new(), |x| format!(" data-v=\"{x}\""));
-        writeln!(
-            w,
-            "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\"{}>{}</td><td class=\"n\"{}>{}</td><td class=\"n\">{}</td><td class=\"n\"{}>{}</td><td class=\"n\">{:.2}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}→{}</td><td class=\"bar\"><span style=\"width:{:.1}%\"></span></td></tr>",
-            r.index,
-            r.stream.map_or_else(String::new, |s| s.to_string()),
-            esc(&request),
-            r.status.map_or_else(|| "–".to_string(), |s| s.to_string()),
-            num(r.sent_ms),
-            opt(r.sent_ms),
-            num(r.ttfb_ms),
-            opt(r.ttfb_ms),
-            opt(r.ttfb_rtts),
-            num(r.server_think_ms),
-            opt(r.server_think_ms),
-            r.behind_ms,
-            opt(r.transfer_ms),
-            r.response_bytes.map_or_else(|| "–".to_string(), |b| b.to_string()),
-            r.request_frame.map_or_else(|| "?".to_string(), |f| f.to_string()),
-            r.response_end_frame
-                .or(r.response_frame)
-                .map_or_else(|| "?".to_string(), |f| f.to_string()),
-            100.0 * r.ttfb_ms.unwrap_or(0.0) / longest,
-        )?;
-    }
-    writeln!(w, "</tbody></table>")
 }
 
 /// The ladder of phases as a table with a bar per phase (its share of the

@@ -127,6 +127,21 @@ fn phases(w: &mut dyn Write, p: &PopulationReport) -> io::Result<()> {
             cell(s.max),
         )?;
     }
+    // the servers' own accounts, per Server-Timing metric
+    for m in &p.server_timing {
+        let s = &m.ms;
+        writeln!(
+            w,
+            "<tr data-metric=\"{0}\"><td>Server-Timing {0}</td><td class=\"n\">{1}</td>{2}{3}{4}{5}{6}<td class=\"n\">–</td><td class=\"n\">–</td></tr>",
+            esc(&m.metric),
+            s.count,
+            cell(s.p50),
+            cell(s.p90),
+            cell(s.p99),
+            cell(s.p99_9),
+            cell(s.max),
+        )?;
+    }
     writeln!(w, "</tbody></table>")
 }
 
