@@ -9,7 +9,8 @@
 //!
 //! Every response waits [`ServerConfig::think`] first, and `?think=MS` in
 //! a request's query adds that many ms to it (at most 10 s): a slow request
-//! among quick ones on a keep-alive connection.
+//! among quick ones on a keep-alive connection. With
+//! [`ServerConfig::server_timing`] it says how long it took.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -76,6 +77,10 @@ pub struct ServerConfig {
     pub sndbuf: Option<usize>,
     /// An artificial delay before each response. Default zero.
     pub think: Duration,
+    /// Each response says how long its handler took (`Server-Timing:
+    /// app;dur=MS`, W3C Server Timing), timed from the handler's call (the
+    /// request head read) to the response built. Default `false`.
+    pub server_timing: bool,
     /// Serve HTTP/1.1 in cleartext, no TLS. Default `false`.
     pub plain_http: bool,
     /// listen(2) backlog. Default 1024.
@@ -129,6 +134,7 @@ impl Default for ServerConfig {
             tfo: None,
             sndbuf: None,
             think: Duration::ZERO,
+            server_timing: false,
             plain_http: false,
             backlog: 1024,
             accept_stall: None,
@@ -416,17 +422,28 @@ where
     let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
         // `?think=MS` adds a think time to this one request (at most 10 s)
         let think = cfg.think + query_think(req.uri().query());
+        let timed = cfg.server_timing.then(std::time::Instant::now);
         async move {
             if !think.is_zero() {
                 tokio::time::sleep(think).await;
             }
-            Ok::<_, std::convert::Infallible>(respond(req.uri().path()))
+            let mut r = respond(req.uri().path());
+            if let Some(v) = timed.and_then(|t| server_timing(t.elapsed()).parse().ok()) {
+                r.headers_mut().insert("server-timing", v);
+            }
+            Ok::<_, std::convert::Infallible>(r)
         }
     });
     hyper::server::conn::http1::Builder::new()
         .serve_connection(TokioIo::new(stream), service)
         .await
         .map_err(|e| Error::io("HTTP")(std::io::Error::other(e)))
+}
+
+/// A `Server-Timing` value saying the handler took `took` (W3C Server
+/// Timing: `app;dur=MS`, ms with µs precision).
+pub(crate) fn server_timing(took: Duration) -> String {
+    format!("app;dur={:.3}", took.as_secs_f64() * 1000.0)
 }
 
 /// The think time `?think=MS` in a request's query adds (at most 10 s;

@@ -77,6 +77,13 @@ pub struct Config {
     /// load tests turn it off (`access_log off;`) so the disk is not
     /// measured.
     pub access_log: bool,
+    /// Directives added to the `http` block as they are, one per line
+    /// (`limit_req_zone …;`). Default none.
+    pub extra_http: Vec<String>,
+    /// Directives added to `location /` as they are, one per line
+    /// (`proxy_pass …;`, `add_header Server-Timing "…";`, `add_trailer …;`).
+    /// Default none: files from the docroot.
+    pub extra_location: Vec<String>,
 }
 
 impl Config {
@@ -101,6 +108,8 @@ impl Config {
             http2_max_concurrent_streams: None,
             worker_connections: 1024,
             access_log: true,
+            extra_http: Vec::new(),
+            extra_location: Vec::new(),
         }
     }
 
@@ -134,6 +143,9 @@ impl Config {
         let _ = writeln!(c, "    tcp_nodelay {};", on(self.tcp_nodelay));
         if let Some(s) = self.keepalive_timeout_s {
             let _ = writeln!(c, "    keepalive_timeout {s};");
+        }
+        for d in &self.extra_http {
+            let _ = writeln!(c, "    {d}");
         }
         let mut listen = self.listen.to_string();
         if self.tls {
@@ -179,7 +191,11 @@ impl Config {
                 let _ = writeln!(c, "        ssl_session_ticket_key {};", key.display());
             }
         }
-        let _ = writeln!(c, "        location / {{\n        }}");
+        let _ = writeln!(c, "        location / {{");
+        for d in &self.extra_location {
+            let _ = writeln!(c, "            {d}");
+        }
+        let _ = writeln!(c, "        }}");
         let _ = writeln!(c, "    }}\n}}");
         c
     }

@@ -40,7 +40,7 @@ use bytes::{Buf, Bytes};
 use rustls::pki_types::CertificateDer;
 use tokio::task::JoinSet;
 
-use crate::builtin::{query_think, route};
+use crate::builtin::{query_think, route, server_timing};
 use crate::cert::CertChain;
 use crate::{Error, Result};
 
@@ -128,6 +128,11 @@ pub struct QuicConfig {
     pub early_data: bool,
     /// A delay before each response. Default zero.
     pub think: Duration,
+    /// Each response says how long its handler took (W3C Server Timing):
+    /// `Server-Timing: app;dur=MS` in its HEADERS, and `total;dur=MS` (the
+    /// handler's call to the body sent) in trailing HEADERS. Default
+    /// `false`.
+    pub server_timing: bool,
 }
 
 impl Default for QuicConfig {
@@ -142,6 +147,7 @@ impl Default for QuicConfig {
             tickets: true,
             early_data: false,
             think: Duration::ZERO,
+            server_timing: false,
         }
     }
 }
@@ -407,22 +413,36 @@ async fn serve_connection(
                     chunk.advance(chunk.remaining());
                 }
             }
+            let started = std::time::Instant::now();
             let think = cfg.think + query_think(req.uri().query());
             if !think.is_zero() {
                 tokio::time::sleep(think).await;
             }
             let (status, ctype, body) = route(req.uri().path());
-            let resp = http::Response::builder()
+            let mut resp = http::Response::builder()
                 .status(status)
                 .header(http::header::CONTENT_TYPE, ctype)
-                .header(http::header::CONTENT_LENGTH, body.len())
-                .body(());
+                .header(http::header::CONTENT_LENGTH, body.len());
+            if cfg.server_timing {
+                resp = resp.header("server-timing", server_timing(started.elapsed()));
+            }
+            let resp = resp.body(());
             let Ok(resp) = resp else { return };
             if stream.send_response(resp).await.is_err() {
                 return;
             }
             if !body.is_empty() && stream.send_data(body).await.is_err() {
                 return;
+            }
+            if cfg.server_timing {
+                let total = format!("total;dur={:.3}", started.elapsed().as_secs_f64() * 1000.0);
+                let mut trailers = http::HeaderMap::new();
+                if let Ok(v) = total.parse() {
+                    trailers.insert("server-timing", v);
+                }
+                if stream.send_trailers(trailers).await.is_err() {
+                    return;
+                }
             }
             if stream.finish().await.is_ok() {
                 stats.requests.fetch_add(1, Ordering::Relaxed);

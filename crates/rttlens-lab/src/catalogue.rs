@@ -35,7 +35,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 50] = [
+static CATALOGUE: [Scenario; 52] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -449,6 +449,28 @@ static CATALOGUE: [Scenario; 50] = [
         vantage: Host::Client,
         link: plain_link,
         run: |c| handshake_burst(c, None),
+        variants: &[],
+    },
+    Scenario {
+        name: "server-timing-queue",
+        about: "an upstream that reports its handler's time in Server-Timing (20 ms), behind nginx whose limit_req queue spaces five parallel requests 50 ms apart: the wire shows the queue the header does not",
+        expect: &["server-unaccounted-time"],
+        forbid: &["client-think-time"],
+        key: "request",
+        vantage: Host::Client,
+        link: plain_link,
+        run: |c| server_timing(c, true),
+        variants: &[],
+    },
+    Scenario {
+        name: "server-timing-direct",
+        about: "control: the same upstream and the same five parallel requests without the proxy: the wire's think times match the header",
+        expect: &[],
+        forbid: &["server-unaccounted-time", "client-think-time"],
+        key: "request",
+        vantage: Host::Client,
+        link: plain_link,
+        run: |c| server_timing(c, false),
         variants: &[],
     },
     Scenario {
@@ -1148,6 +1170,56 @@ fn handshake_burst(c: &mut ScenarioCtx, cpu: Option<HandshakeCpu>) -> Result<(),
     );
     let out = c.sh(&script)?;
     if out.lines().filter(|l| l.trim() == "200").count() != BURST {
+        return Err(LabError::Client {
+            command: script,
+            stderr: out,
+        });
+    }
+    Ok(())
+}
+
+/// Parallel requests in [`server_timing`].
+const TIMED_REQUESTS: usize = 5;
+
+/// [`TIMED_REQUESTS`] cleartext HTTP/1.1 requests at once (curl
+/// `--parallel`, a connection each) to the built-in server thinking 20 ms
+/// and saying so in `Server-Timing`; with `queue`, through nginx whose
+/// `limit_req` (20 requests/s, a burst of 20 delayed, not refused) spaces
+/// them 50 ms apart before they reach the upstream.
+fn server_timing(c: &mut ScenarioCtx, queue: bool) -> Result<(), LabError> {
+    let upstream = c.builtin(ServerConfig {
+        plain_http: true,
+        server_timing: true,
+        think: Duration::from_millis(20),
+        ..ServerConfig::default()
+    })?;
+    let port = if queue {
+        c.nginx(80, |n| {
+            n.tls = false;
+            n.extra_http = vec!["limit_req_zone $server_name zone=queue:1m rate=20r/s;".into()];
+            n.extra_location = vec![
+                "limit_req zone=queue burst=20;".into(),
+                format!("proxy_pass http://{}:{upstream};", Lab::SERVER_V4),
+            ];
+        })?;
+        80
+    } else {
+        upstream
+    };
+    let outs: Vec<String> = (0..TIMED_REQUESTS)
+        .map(|i| {
+            format!(
+                "-o /dev/null http://{}:{port}/size/2000?i={i}",
+                Lab::SERVER_V4
+            )
+        })
+        .collect();
+    let script = format!(
+        "curl -sS --max-time 20 --parallel --parallel-immediate --parallel-max {TIMED_REQUESTS} -w '%{{http_code}}\\n' {}",
+        outs.join(" ")
+    );
+    let out = c.sh(&script)?;
+    if out.lines().filter(|l| l.trim() == "200").count() != TIMED_REQUESTS {
         return Err(LabError::Client {
             command: script,
             stderr: out,

@@ -47,6 +47,10 @@ struct Args {
     /// Delay before each response, in milliseconds.
     #[arg(long, default_value_t = 0)]
     think_ms: u64,
+    /// Say in each response how long its handler took (`Server-Timing:
+    /// app;dur=MS`; over HTTP/3 also `total;dur=MS` in trailers).
+    #[arg(long)]
+    server_timing: bool,
     /// Serve HTTP/1.1 without TLS.
     #[arg(long)]
     plain_http: bool,
@@ -106,6 +110,7 @@ fn main() -> anyhow::Result<()> {
         tfo: args.tfo,
         sndbuf: args.sndbuf,
         think: Duration::from_millis(args.think_ms),
+        server_timing: args.server_timing,
         plain_http: args.plain_http,
         accept_stall: args
             .stall_after
@@ -153,6 +158,7 @@ fn main_http3(args: Args) -> anyhow::Result<()> {
         tickets: args.tickets,
         early_data: args.early_data > 0,
         think: Duration::from_millis(args.think_ms),
+        server_timing: args.server_timing,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
