@@ -175,6 +175,12 @@ fn server_think(
                 "reported_metric_ms",
                 crate::base::fact::Value::Ms(m.dur_ms.unwrap_or(0.0)),
             );
+        } else if let Some(total) = st
+            .total_ms
+            .filter(|_| st.unaccounted(think.as_millis_f64()) == Some(true))
+        {
+            // most of it is not the handler's: `server-unaccounted-time`
+            facts.set("reported_ms", crate::base::fact::Value::Ms(total));
         }
     }
     let mut e = vec![ev(q.frame, fact!("think-time.from", timed_from = from))];

@@ -52,8 +52,10 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
             };
             let total = if a.str("total_from") == "total" {
                 "its total metric"
-            } else {
+            } else if a.get("metric").is_some() {
                 "its metrics add up to"
+            } else {
+                "it reports"
             };
             let metric = match a.get("metric").and_then(|m| m.as_str()) {
                 Some(m) => format!(" ({m} {:.1} ms the largest)", a.f64("metric_ms")),

@@ -44,6 +44,13 @@ pub(super) fn fix(f: &Finding) -> Option<String> {
             f.facts.f64("reported_metric_ms"),
             f.facts.f64("reported_ms")
         )
+    } else if f.facts.get("reported_ms").is_some() {
+        // the server's own account covers only part of it
+        format!(
+            "Its own Server-Timing accounts for only {:.1} ms of the {:.1} ms: the rest went before or around the handler (see server-unaccounted-time: a proxy or worker queue, the accept queue). Profile the handler for its share.",
+            f.facts.f64("reported_ms"),
+            f.facts.f64("think_ms")
+        )
     } else {
         "Application latency at the server: profile the handler and its upstreams (nginx `$request_time` vs `$upstream_response_time` in the access log), caches, database calls.".into()
     })
