@@ -134,7 +134,7 @@ pub fn run(
             })?
     };
     let addr = rt
-        .block_on(resolve(&target, &cfg.resolve, cfg.family))
+        .block_on(resolve(&target, &cfg.resolve, cfg.family, None))
         .map_err(|e| BenchError::Target(e.message))?;
     if !addr.ip().is_loopback() && cfg.lab.is_none() && !cfg.allow_remote {
         return Err(BenchError::Usage(format!(

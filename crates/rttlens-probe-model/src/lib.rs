@@ -93,6 +93,25 @@ pub struct NegotiatedTls {
     /// `not-offered`, `accepted` or `rejected` (rustls
     /// `is_early_data_accepted()`).
     pub early_data: &'static str,
+    /// The server's certificates' expiry (rttlens serve's `probe_ssl_*`
+    /// series); not in the JSON report.
+    #[serde(skip)]
+    pub certs: Option<PeerCerts>,
+}
+
+/// When the server's certificates expire, as blackbox_exporter reads them
+/// (its `prober/tls.go`), in Unix seconds.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PeerCerts {
+    /// The earliest `notAfter` of the certificates the server presented
+    /// (Go's `PeerCertificates`: the leaf and the intermediates it sent);
+    /// `None` when none could be read.
+    pub earliest_expiry: Option<i64>,
+    /// The earliest `notAfter` of the verified chain (the leaf, the
+    /// intermediates the verifier used and the trust anchor's own
+    /// certificate), the latest such over the chains built (one here);
+    /// `None` when no chain was verified (`insecure`).
+    pub verified_chain_expiry: Option<i64>,
 }
 
 /// One phase of the app-level waterfall.

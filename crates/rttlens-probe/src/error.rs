@@ -64,6 +64,10 @@ pub enum ErrorKind {
     Http,
     /// Another I/O error (unreachable network, reset, …).
     Io,
+    /// The target's address is outside the allow-list
+    /// ([`crate::AllowList`], `rttlens serve --allow-target`): no
+    /// connection was made.
+    Forbidden,
 }
 
 /// A failed probe: the phase, the kind and a message a person reads.

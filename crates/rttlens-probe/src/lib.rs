@@ -66,10 +66,10 @@ use rttlens_core::base::cost::round3;
 use rustls::pki_types::ServerName;
 
 pub use error::{ErrorKind, ProbeError, ProbePhase};
-pub use resolve::{Family, ResolveOverride, Target};
+pub use resolve::{AllowList, Family, ResolveOverride, Target};
 pub use rttlens_probe_model::{
-    Attempt, Check, NegotiatedTls, ProbeReport, QuicInfo, ResponseInfo, TcpInfoSnapshots, Timings,
-    Transport,
+    Attempt, Check, NegotiatedTls, PeerCerts, ProbeReport, QuicInfo, ResponseInfo,
+    TcpInfoSnapshots, Timings, Transport,
 };
 pub use sequence::{ProbeStep, TfoStep, TlsStep};
 pub use tls::{TlsOptions, TlsVersion};
@@ -121,6 +121,11 @@ pub struct ProbeConfig {
     /// session store across the attempts (the second resumes, and sends
     /// 0-RTT when the ticket allows).
     pub http3: bool,
+    /// Connect only to addresses this list permits (`rttlens serve
+    /// --allow-target`): each name is checked after it is resolved, and
+    /// the connection goes to the address checked (no second lookup);
+    /// redirects are checked the same way. `None`: any address.
+    pub allow: Option<Arc<AllowList>>,
 }
 
 impl ProbeConfig {
@@ -146,6 +151,7 @@ impl ProbeConfig {
             pcap: None,
             trace: false,
             http3: false,
+            allow: None,
         }
     }
 }
@@ -490,7 +496,15 @@ async fn attempt(
     // HTTP/2 keeps the stream: read the TLS facts now (the handshake is
     // complete, no early data with h2)
     let facts_h2 = h2
-        .then(|| stream.tls().map(|c| tls::negotiated(c, step.early_data())))
+        .then(|| {
+            stream.tls().map(|c| {
+                tls::negotiated(
+                    c,
+                    step.early_data(),
+                    tls.and_then(|t| t.anchors.as_deref().map(Vec::as_slice)),
+                )
+            })
+        })
         .flatten();
     let pretransfer = Instant::now();
     let done = http::exchange(
@@ -516,7 +530,13 @@ async fn attempt(
         ..marks0
     };
     let tls_facts = match &done.stream {
-        Some(s) => s.tls().map(|c| tls::negotiated(c, step.early_data())),
+        Some(s) => s.tls().map(|c| {
+            tls::negotiated(
+                c,
+                step.early_data(),
+                tls.and_then(|t| t.anchors.as_deref().map(Vec::as_slice)),
+            )
+        }),
         None => facts_h2,
     };
     if let Some(conn) = done.h2_conn {
@@ -559,7 +579,7 @@ async fn establish(
     caps: &RefCell<capture::Captures>,
 ) -> Result<Established, ProbeError> {
     phase.set(ProbePhase::Namelookup);
-    let remote = resolve::resolve(target, &cfg.resolve, cfg.family).await?;
+    let remote = resolve::resolve(target, &cfg.resolve, cfg.family, cfg.allow.as_deref()).await?;
     let namelookup = Instant::now();
     // the capture starts before the SYN; its start-up is cut out of the
     // attempt's clock (both marks move on by it)

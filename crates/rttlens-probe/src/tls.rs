@@ -13,7 +13,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-use rttlens_probe_model::NegotiatedTls;
+use rttlens_probe_model::{NegotiatedTls, PeerCerts};
 
 use crate::error::ProbeError;
 
@@ -52,6 +52,10 @@ pub struct TlsClient {
     pub early: Arc<ClientConfig>,
     /// The key log, when one is kept.
     pub keylog: Option<Arc<KeyLogSink>>,
+    /// The trust anchors' certificates (`--cacert` or the system's), to
+    /// read the verified chain's expiry ([`peer_certs`]); `None` with
+    /// `-k` (nothing is verified).
+    pub anchors: Option<Arc<Vec<CertificateDer<'static>>>>,
 }
 
 impl TlsClient {
@@ -61,7 +65,17 @@ impl TlsClient {
     /// A usage error naming `--cacert` when the file cannot be read or holds
     /// no certificate, or naming `--keylog` when the file cannot be opened.
     pub fn new(o: &TlsOptions, keylog: Option<Arc<KeyLogSink>>) -> Result<TlsClient, ProbeError> {
-        let mut cfg = base_config(o)?;
+        let anchors = if o.insecure {
+            None
+        } else {
+            Some(Arc::new(root_ders(o.cacert.as_deref())?))
+        };
+        let mut cfg = config_with(
+            o,
+            rustls::crypto::ring::default_provider(),
+            None,
+            anchors.as_deref().map(Vec::as_slice),
+        )?;
         // one in-memory store (rustls keeps tickets per server name), shared
         // by both configurations through the Arc inside `Resumption`
         cfg.resumption = Resumption::in_memory_sessions(64);
@@ -74,6 +88,7 @@ impl TlsClient {
             normal: Arc::new(cfg),
             early: Arc::new(early),
             keylog,
+            anchors,
         })
     }
 }
@@ -86,7 +101,7 @@ impl TlsClient {
 /// # Errors
 /// A usage error naming `--tls` or `--cacert`.
 pub fn base_config(o: &TlsOptions) -> Result<ClientConfig, ProbeError> {
-    config_with(o, rustls::crypto::ring::default_provider(), None)
+    config_with(o, rustls::crypto::ring::default_provider(), None, None)
 }
 
 /// What [`config_with`] makes of the usual certificate verifier.
@@ -94,7 +109,9 @@ pub(crate) type WrapVerifier = dyn Fn(Arc<dyn ServerCertVerifier>) -> Arc<dyn Se
 
 /// [`base_config`] over `provider` (ring's, perhaps with its key-exchange
 /// groups wrapped), with the certificate verifier `wrap` makes of the
-/// usual one (`--cacert` or the system's roots, or `-k`'s) when given.
+/// usual one (`--cacert` or the system's roots, or `-k`'s) when given;
+/// `anchors`: the trust anchors' certificates when already read
+/// ([`root_ders`]), else they are read here.
 ///
 /// # Errors
 /// As [`base_config`].
@@ -102,7 +119,12 @@ pub(crate) fn config_with(
     o: &TlsOptions,
     mut provider: CryptoProvider,
     wrap: Option<&WrapVerifier>,
+    anchors: Option<&[CertificateDer<'static>]>,
 ) -> Result<ClientConfig, ProbeError> {
+    let roots = |cacert: Option<&Path>| match anchors {
+        Some(a) => store(a.to_vec(), cacert),
+        None => store(root_ders(cacert)?, cacert),
+    };
     if !o.ciphers.is_empty() {
         provider.cipher_suites = cipher_suites(&provider.cipher_suites, &o.ciphers)?;
     }
@@ -168,29 +190,107 @@ fn cipher_suites(
         .collect()
 }
 
-/// The trust anchors: `--cacert FILE`, or the system's (rustls-native-certs:
-/// `SSL_CERT_FILE`, `SSL_CERT_DIR`, then the distribution's bundle).
-fn roots(cacert: Option<&Path>) -> Result<RootCertStore, ProbeError> {
-    let mut store = RootCertStore::empty();
+/// The trust anchors' certificates: `--cacert FILE`, or the system's
+/// (rustls-native-certs: `SSL_CERT_FILE`, `SSL_CERT_DIR`, then the
+/// distribution's bundle).
+///
+/// # Errors
+/// A usage error naming `--cacert` when the file cannot be read.
+pub fn root_ders(cacert: Option<&Path>) -> Result<Vec<CertificateDer<'static>>, ProbeError> {
     match cacert {
-        Some(p) => {
-            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(p)
-                .and_then(|it| it.collect::<Result<_, _>>())
-                .map_err(|e| ProbeError::usage(format!("--cacert {}: {e}", p.display())))?;
-            let (added, _) = store.add_parsable_certificates(certs);
-            if added == 0 {
-                return Err(ProbeError::usage(format!(
-                    "--cacert {}: no usable certificate in it",
-                    p.display()
-                )));
-            }
-        }
-        None => {
-            let found = rustls_native_certs::load_native_certs();
-            store.add_parsable_certificates(found.certs);
-        }
+        Some(p) => CertificateDer::pem_file_iter(p)
+            .and_then(|it| it.collect::<Result<_, _>>())
+            .map_err(|e| ProbeError::usage(format!("--cacert {}: {e}", p.display()))),
+        None => Ok(rustls_native_certs::load_native_certs().certs),
+    }
+}
+
+/// The store of `certs`; a `--cacert` file must hold one usable
+/// certificate at least.
+fn store(
+    certs: Vec<CertificateDer<'static>>,
+    cacert: Option<&Path>,
+) -> Result<RootCertStore, ProbeError> {
+    let mut store = RootCertStore::empty();
+    let (added, _) = store.add_parsable_certificates(certs);
+    if let (Some(p), 0) = (cacert, added) {
+        return Err(ProbeError::usage(format!(
+            "--cacert {}: no usable certificate in it",
+            p.display()
+        )));
     }
     Ok(store)
+}
+
+/// A certificate's `notAfter` in Unix seconds (`None`: not X.509 DER).
+fn not_after(der: &[u8]) -> Option<i64> {
+    x509_parser::parse_x509_certificate(der)
+        .ok()
+        .map(|(_, c)| c.validity().not_after.timestamp())
+}
+
+/// When the server's certificates expire (blackbox_exporter's
+/// `getEarliestCertExpiry` and `getLastChainExpiry`): the earliest
+/// `notAfter` of those it presented, and the earliest of the chain the
+/// verifier builds from them to one of `anchors` (the leaf, the
+/// intermediates used, the anchor's certificate). rustls keeps the chain
+/// it verified to itself, so it is built again here by webpki (rustls'
+/// own verifier) over the same anchors, at the same time; Go lists every
+/// chain it can build and takes the one that expires last, webpki builds
+/// one. `anchors`: `None` with `-k` (no chain is verified).
+pub fn peer_certs(
+    c: &rustls::ClientConnection,
+    anchors: Option<&[CertificateDer<'static>]>,
+) -> Option<PeerCerts> {
+    let chain = c.peer_certificates()?;
+    Some(PeerCerts {
+        earliest_expiry: chain.iter().filter_map(|d| not_after(d)).min(),
+        verified_chain_expiry: anchors.and_then(|a| verified_chain_expiry(chain, a)),
+    })
+}
+
+/// The earliest `notAfter` of the verified chain of `chain` to one of
+/// `anchors`; `None` when it does not verify.
+fn verified_chain_expiry(
+    chain: &[CertificateDer<'_>],
+    anchors: &[CertificateDer<'static>],
+) -> Option<i64> {
+    let (leaf, sent) = chain.split_first()?;
+    let ee = webpki::EndEntityCert::try_from(leaf).ok()?;
+    let parsed: Vec<(rustls::pki_types::TrustAnchor<'_>, &CertificateDer<'static>)> = anchors
+        .iter()
+        .filter_map(|d| webpki::anchor_from_trusted_cert(d).ok().map(|a| (a, d)))
+        .collect();
+    let tas: Vec<rustls::pki_types::TrustAnchor<'_>> =
+        parsed.iter().map(|(a, _)| a.clone()).collect();
+    let algs = rustls::crypto::ring::default_provider()
+        .signature_verification_algorithms
+        .all;
+    let path = ee
+        .verify_for_usage(
+            algs,
+            &tas,
+            sent,
+            UnixTime::now(),
+            webpki::KeyUsage::server_auth(),
+            None,
+            None,
+        )
+        .ok()?;
+    let anchor = path.anchor();
+    let root = parsed
+        .iter()
+        .find(|(a, _)| {
+            a.subject == anchor.subject
+                && a.subject_public_key_info == anchor.subject_public_key_info
+        })
+        .map(|(_, d)| *d);
+    let mut expiries = vec![not_after(leaf)?];
+    for i in path.intermediate_certificates() {
+        expiries.push(not_after(i.der().as_ref())?);
+    }
+    expiries.extend(root.and_then(|r| not_after(r)));
+    expiries.into_iter().min()
 }
 
 /// `-k`: accepts any certificate chain but still checks the handshake
@@ -317,8 +417,12 @@ impl rustls::KeyLog for KeyLogSink {
 }
 
 /// What TLS negotiated, read off a finished connection; `offered`: early
-/// data was offered.
-pub fn negotiated(c: &rustls::ClientConnection, offered: bool) -> NegotiatedTls {
+/// data was offered; `anchors`: see [`peer_certs`].
+pub fn negotiated(
+    c: &rustls::ClientConnection,
+    offered: bool,
+    anchors: Option<&[CertificateDer<'static>]>,
+) -> NegotiatedTls {
     use rustls::HandshakeKind;
     NegotiatedTls {
         version: c
@@ -346,5 +450,6 @@ pub fn negotiated(c: &rustls::ClientConnection, offered: bool) -> NegotiatedTls 
             (true, false) => "rejected",
             (false, false) => "not-offered",
         },
+        certs: peer_certs(c, anchors),
     }
 }

@@ -43,6 +43,7 @@ fn tls(handshake: &'static str, early: &'static str) -> NegotiatedTls {
         alpn: Some("http/1.1".into()),
         handshake,
         early_data: early,
+        certs: None,
     }
 }
 

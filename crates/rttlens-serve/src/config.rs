@@ -92,6 +92,13 @@ pub struct Config {
     /// Modules by name (the `module=` of `/probe`).
     #[serde(default)]
     pub modules: BTreeMap<String, Module>,
+    /// The targets `/probe` may connect to (`--allow-target`'s
+    /// equivalent, the two lists joined): host names (`example.com`,
+    /// `*.example.com`), addresses and CIDR networks (`10.0.0.0/8`),
+    /// checked after resolution ([`rttlens_probe::AllowList`]). Empty:
+    /// any target.
+    #[serde(default)]
+    pub allow_targets: Vec<String>,
 }
 
 /// The HTTP version a module speaks.
@@ -302,6 +309,7 @@ impl Config {
                 .into_iter()
                 .map(|n| (n.to_string(), Module::default()))
                 .collect(),
+            allow_targets: Vec::new(),
         }
     }
 
@@ -317,6 +325,12 @@ impl Config {
         if cfg.modules.is_empty() {
             return Err(ConfigError::Empty {
                 path: path.to_path_buf(),
+            });
+        }
+        if let Err(message) = rttlens_probe::AllowList::new(&cfg.allow_targets) {
+            return Err(ConfigError::Syntax {
+                path: path.to_path_buf(),
+                message: format!("allow_targets: {message}"),
             });
         }
         let mut cfg = cfg;

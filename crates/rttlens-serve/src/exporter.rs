@@ -30,6 +30,9 @@ pub enum Outcome {
     BadRequest,
     /// Over the concurrency limit: 503, no probe.
     Overloaded,
+    /// The target's address is outside `--allow-target`: 403, no
+    /// connection.
+    Forbidden,
 }
 
 impl Outcome {
@@ -40,6 +43,7 @@ impl Outcome {
             Outcome::Failure => "failure",
             Outcome::BadRequest => "bad_request",
             Outcome::Overloaded => "overloaded",
+            Outcome::Forbidden => "forbidden",
         }
     }
 }
@@ -65,7 +69,7 @@ impl ExporterMetrics {
         let requests = Family::<Labels, Counter>::default();
         registry.register(
             "rttlens_serve_probe_requests",
-            "/probe requests by module and outcome (success, failure, bad_request, overloaded); an unknown module counts as module=\"\"",
+            "/probe requests by module and outcome (success, failure, bad_request, overloaded, forbidden); an unknown module counts as module=\"\"",
             requests.clone(),
         );
         let duration =

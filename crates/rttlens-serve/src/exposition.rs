@@ -110,6 +110,7 @@ pub fn kind_name(k: ErrorKind) -> &'static str {
         ErrorKind::Tls => "tls",
         ErrorKind::Http => "http",
         ErrorKind::Io => "io",
+        ErrorKind::Forbidden => "forbidden",
         _ => "other",
     }
 }
@@ -253,6 +254,35 @@ pub fn render(
     m.encode()
 }
 
+/// blackbox_exporter's certificate expiry series (its `prober/http.go`
+/// and `prober/tls.go`), of the first request's final connection:
+/// `probe_ssl_earliest_cert_expiry`, the earliest `notAfter` of the
+/// certificates the server presented, and
+/// `probe_ssl_last_chain_expiry_timestamp_seconds`, the earliest of the
+/// verified chain (left out when none was verified: `insecure`), both in
+/// Unix seconds. Their help texts are blackbox's.
+fn cert_metrics(m: &mut Metrics, certs: Option<&rttlens_probe::PeerCerts>) {
+    let Some(c) = certs else {
+        return;
+    };
+    if let Some(t) = c.earliest_expiry {
+        m.gauge(
+            "probe_ssl_earliest_cert_expiry",
+            "Returns earliest SSL cert expiry in unixtime",
+            None,
+            t as f64,
+        );
+    }
+    if let Some(t) = c.verified_chain_expiry {
+        m.gauge(
+            "probe_ssl_last_chain_expiry_timestamp_seconds",
+            "Returns last SSL chain expiry in timestamp seconds",
+            None,
+            t as f64,
+        );
+    }
+}
+
 /// The metrics of a probe that ran.
 fn report_metrics(m: &mut Metrics, r: &ProbeReport) {
     // blackbox's names: the first request
@@ -322,6 +352,7 @@ fn report_metrics(m: &mut Metrics, r: &ProbeReport) {
             );
             f.get_or_create(&labels(&[("version", &tls_version_name(&t.version))]))
                 .set(1.0);
+            cert_metrics(m, t.certs.as_ref());
         }
         m.gauge(
             "probe_http_redirects",

@@ -40,4 +40,5 @@ pub mod live;
 pub mod server;
 
 pub use config::{Config, ConfigError, Module};
+pub use rttlens_probe::AllowList;
 pub use server::{ServeError, ServeOptions, Server};

@@ -6,7 +6,10 @@
 //!   disturbed) answered as [`crate::exposition`]; `debug=true` answers
 //!   the probe's text report and the metrics instead. A missing or bad
 //!   target, or an unknown module: 400 naming it. More than
-//!   `max_concurrent` probes at once: 503.
+//!   `max_concurrent` probes at once: 503. With an allow-list
+//!   (`--allow-target`, `allow_targets:`), a target whose address is
+//!   outside it: 403, and no connection (the probe checks the address it
+//!   resolved and connects to that one, [`rttlens_probe::AllowList`]).
 //! - `GET /metrics`: [`crate::exporter`], in Prometheus' protobuf format
 //!   when the scrape's `Accept` prefers it ([`wants_protobuf`]: Prometheus
 //!   with native histograms on), else OpenMetrics text.
@@ -18,6 +21,14 @@
 //! to it itself (its `--max-time`), and the server waits
 //! [`GRACE`] longer before it answers a failure without it (the probe's
 //! thread then ends on its own, still holding its place in the limit).
+//!
+//! Bounds: a request's head (request line and headers) at most
+//! [`MAX_HEAD`] bytes (hyper answers 431 past it), its query at most
+//! [`MAX_QUERY`] (414), the head read within [`HEAD_TIMEOUT`] (a client
+//! that sends it slowly is dropped). `/metrics` and `/` run on the
+//! runtime's own workers and never wait for a probe slot. On Ctrl-C or
+//! SIGTERM the server stops accepting, answers the scrapes in flight
+//! (each within its limit and [`GRACE`]) and then ends.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -30,8 +41,8 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use rttlens_probe::{ErrorKind, ProbeError, ProbePhase, Target};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rttlens_probe::{AllowList, ErrorKind, ProbeError, ProbePhase, Target};
 use tokio::sync::Semaphore;
 
 use crate::config::Config;
@@ -50,6 +61,16 @@ pub const GRACE: Duration = Duration::from_secs(5);
 /// The default of `--max-concurrent`.
 pub const DEFAULT_MAX_CONCURRENT: usize = 8;
 
+/// The most bytes a request's head (request line and headers) may take
+/// (hyper's read buffer; past it hyper answers 431 and closes).
+pub const MAX_HEAD: usize = 16 * 1024;
+
+/// The most bytes a request's query may take (past it: 414).
+pub const MAX_QUERY: usize = 4 * 1024;
+
+/// How long a client may take to send a request's head.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// What `rttlens serve` was asked to do.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
@@ -62,6 +83,9 @@ pub struct ServeOptions {
     /// `--interface IFACE`: analyse this interface's traffic live in the
     /// background and show it on `/metrics` ([`crate::live`]).
     pub interface: Option<String>,
+    /// `--allow-target HOST|CIDR` (repeatable), joined with the
+    /// configuration's `allow_targets`; both empty: any target.
+    pub allow_targets: Vec<String>,
 }
 
 /// Why the server could not run.
@@ -83,12 +107,16 @@ pub enum ServeError {
     /// interface, no `CAP_NET_RAW`).
     #[error("--interface: {0}")]
     Live(#[from] rttlens_live::LiveError),
+    /// An `--allow-target` entry is not a host name, address or network.
+    #[error("--allow-target {0}")]
+    AllowTarget(String),
 }
 
 /// Shared by every request.
 #[derive(Debug)]
 struct State {
     config: Config,
+    allow: Option<Arc<AllowList>>,
     permits: Arc<Semaphore>,
     max_concurrent: usize,
     metrics: ExporterMetrics,
@@ -116,6 +144,19 @@ impl Server {
         let listener = std::net::TcpListener::bind(opts.listen).map_err(bind_err)?;
         listener.set_nonblocking(true).map_err(bind_err)?;
         let max = opts.max_concurrent.max(1);
+        let entries: Vec<&String> = opts
+            .config
+            .allow_targets
+            .iter()
+            .chain(&opts.allow_targets)
+            .collect();
+        let allow = if entries.is_empty() {
+            None
+        } else {
+            Some(Arc::new(
+                AllowList::new(&entries).map_err(ServeError::AllowTarget)?,
+            ))
+        };
         let live = opts.interface.as_deref().map(LiveRun::start).transpose()?;
         let mut metrics = ExporterMetrics::new(max);
         if let Some(l) = &live {
@@ -125,6 +166,7 @@ impl Server {
             listener,
             state: Arc::new(State {
                 config: opts.config,
+                allow,
                 permits: Arc::new(Semaphore::new(max)),
                 max_concurrent: max,
                 metrics,
@@ -141,17 +183,44 @@ impl Server {
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
     }
 
-    /// Serve until `shutdown` completes (inside a tokio runtime).
+    /// The longest a scrape may take: the longest module timeout and
+    /// [`GRACE`].
+    fn longest_scrape(&self) -> Duration {
+        let longest = self
+            .state
+            .config
+            .modules
+            .values()
+            .filter_map(|m| m.timeout().ok())
+            .max()
+            .unwrap_or(crate::config::DEFAULT_TIMEOUT);
+        longest + GRACE
+    }
+
+    /// Serve until `shutdown` completes (inside a tokio runtime), then
+    /// stop accepting, let the scrapes in flight finish (at most
+    /// [`Server::longest_scrape`]) and return.
     ///
     /// # Errors
     /// The listener cannot join the runtime.
     pub async fn run_until<F: Future<Output = ()>>(self, shutdown: F) -> Result<(), ServeError> {
+        let drain = self.longest_scrape() + Duration::from_secs(1);
         let listener = tokio::net::TcpListener::from_std(self.listener)?;
         let live = self.live;
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         tokio::pin!(shutdown);
         loop {
             let (stream, _) = tokio::select! {
                 () = &mut shutdown => {
+                    drop(listener);
+                    // idle connections close now; one with a request in
+                    // flight answers it first
+                    if tokio::time::timeout(drain, graceful.shutdown()).await.is_err() {
+                        eprintln!(
+                            "rttlens serve: scrapes still open after {:.0} s; stopping",
+                            drain.as_secs_f64()
+                        );
+                    }
                     if let Some(l) = live {
                         // the analysis finishes the connections still open
                         let _ = tokio::task::spawn_blocking(move || l.stop()).await;
@@ -170,15 +239,19 @@ impl Server {
                 },
             };
             let state = Arc::clone(&self.state);
+            let service = hyper::service::service_fn(move |req| {
+                let state = Arc::clone(&state);
+                async move { Ok::<_, Infallible>(handle(state, req).await) }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .max_buf_size(MAX_HEAD)
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEAD_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), service);
+            let conn = graceful.watch(conn);
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req| {
-                    let state = Arc::clone(&state);
-                    async move { Ok::<_, Infallible>(handle(state, req).await) }
-                });
                 // a client that goes away mid-request is not an error here
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
+                let _ = conn.await;
             });
         }
     }
@@ -383,6 +456,13 @@ async fn probe(state: &Arc<State>, req: &Request<Incoming>) -> Answer {
         state.metrics.request(module, Outcome::BadRequest);
         text(StatusCode::BAD_REQUEST, msg)
     };
+    if req.uri().query().is_some_and(|q| q.len() > MAX_QUERY) {
+        state.metrics.request("", Outcome::BadRequest);
+        return text(
+            StatusCode::URI_TOO_LONG,
+            format!("the query is over {MAX_QUERY} bytes"),
+        );
+    }
     let p = match params(req.uri().query()) {
         Ok(p) => p,
         Err(e) => return bad("", e),
@@ -421,10 +501,11 @@ async fn probe(state: &Arc<State>, req: &Request<Incoming>) -> Answer {
         Ok(t) => limit(t, req),
         Err(e) => return bad(&name, e),
     };
-    let cfg = match module.probe_config(&target, Some(timeout)) {
+    let mut cfg = match module.probe_config(&target, Some(timeout)) {
         Ok(c) => c,
         Err(e) => return bad(&name, format!("module '{name}': {e}")),
     };
+    cfg.allow = state.allow.clone();
     let Ok(permit) = Arc::clone(&state.permits).try_acquire_owned() else {
         state.metrics.request(&name, Outcome::Overloaded);
         return text(
@@ -462,6 +543,18 @@ async fn probe(state: &Arc<State>, req: &Request<Incoming>) -> Answer {
         )),
     };
     let took = started.elapsed();
+    if let Some(e) = result
+        .as_ref()
+        .err()
+        .filter(|e| e.kind == ErrorKind::Forbidden)
+    {
+        state.metrics.request(&name, Outcome::Forbidden);
+        eprintln!("rttlens serve: module={name} target={target}: {e}");
+        return text(
+            StatusCode::FORBIDDEN,
+            format!("target {target}: {}", e.message),
+        );
+    }
     let metrics = exposition::render(module, &result, took);
     let ok = matches!(&result, Ok(r) if exposition::success(module, r));
     state.metrics.request(

@@ -97,6 +97,7 @@ fn a_probe_of_lab_nginx_through_serve_agrees_with_rttlens_probe() {
                 config,
                 max_concurrent: 2,
                 interface: None,
+                allow_targets: Vec::new(),
             })
             .expect("bind");
             let addr = server.local_addr();

@@ -67,6 +67,19 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 8, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_concurrent: u32,
+    /// Probe only targets this permits (repeatable; with the config's
+    /// `allow_targets`): a host name (`example.com`, `*.example.com`), an
+    /// address or a network (`10.0.0.0/8`), checked after the name is
+    /// resolved. Others get 403 and no connection. Without any: every
+    /// target (docs/serve.md "Safety").
+    #[arg(long = "allow-target", value_name = "HOST|CIDR", value_parser = parse_allow_target)]
+    pub allow_target: Vec<String>,
+}
+
+/// `--allow-target`: one entry of the allow-list.
+#[cfg(feature = "serve")]
+fn parse_allow_target(s: &str) -> Result<String, String> {
+    rttlens_serve::AllowList::new(&[s]).map(|_| s.to_string())
 }
 
 /// `rttlens bench` arguments.

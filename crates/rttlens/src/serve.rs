@@ -1,4 +1,5 @@
-//! `rttlens serve [--listen ADDR] [--config FILE] [--interface IFACE]`:
+//! `rttlens serve [--listen ADDR] [--config FILE] [--interface IFACE]
+//! [--allow-target HOST|CIDR]…`:
 //! loads and checks the modules (without a file, the built-in `http_2xx`
 //! and `https`), starts the live analysis of IFACE, then runs the
 //! exporter ([`rttlens_serve`]) until Ctrl-C. Exit codes: 0 stopped, 2 a
@@ -30,6 +31,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         config,
         max_concurrent: args.max_concurrent as usize,
         interface: args.interface.clone(),
+        allow_targets: args.allow_target.clone(),
+    };
+    let allowed = if args.allow_target.is_empty() && opts.config.allow_targets.is_empty() {
+        "; any target (no --allow-target)".to_string()
+    } else {
+        let all: Vec<&str> = opts
+            .config
+            .allow_targets
+            .iter()
+            .chain(&args.allow_target)
+            .map(String::as_str)
+            .collect();
+        format!("; targets: {}", all.join(", "))
     };
     let live = args
         .interface
@@ -38,7 +52,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_default();
     let served = rttlens_serve::server::serve(opts, |addr| {
         eprintln!(
-            "rttlens serve: listening on http://{addr}/ (modules: {}; at most {} probes at once{live})",
+            "rttlens serve: listening on http://{addr}/ (modules: {}; at most {} probes at once{allowed}{live})",
             if modules.is_empty() { "none".to_string() } else { modules.join(", ") },
             args.max_concurrent
         );

@@ -212,6 +212,17 @@ fn prometheus_scrapes_probe_and_reads_the_values_back() {
     assert!((0.0..1.0).contains(&v), "connect phase: {v}");
     let (_, v) = query(prom_addr, "rttlens_rtt_seconds{step=\"full\"}", within);
     assert!(v > 0.0, "the measured RTT: {v}");
+    // the expiry alert's expression (docs/prometheus/cert-expiry.rules.yml)
+    // over the stored series: the lab's certificate is years from expiry
+    let (_, v) = query(
+        prom_addr,
+        "probe_ssl_earliest_cert_expiry{job=\"rttlens\"} - time()",
+        within,
+    );
+    assert!(
+        v > 365.0 * 86400.0,
+        "seconds to the certificate's expiry: {v}"
+    );
 
     drop(prom);
     drop(serve);
@@ -334,4 +345,87 @@ fn prometheus_scrapes_probe_of_lab_nginx_and_reads_the_round_trips_back() {
     drop(ctx);
     drop(lab);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn allow_target_refuses_a_name_outside_it_and_a_signal_lets_scrapes_finish() {
+    // a peer that accepts and never answers: the probe waits out its 2 s
+    let peer = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = peer.local_addr().expect("addr").port();
+    let config = write(
+        "serve-signal.yml",
+        "modules:\n  hang:\n    ip_family: ip4\n    timeout: 2s\n    capture: false\n",
+    );
+    // --allow-target: localhost resolves outside 10.0.0.0/8, so 403
+    let mut cmd = bin();
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--allow-target",
+        "10.0.0.0/8",
+    ])
+    .arg("--config")
+    .arg(&config);
+    let (serve, addr, _log) = start_serve(cmd);
+    let (status, body) = http_get(
+        addr,
+        &format!("/probe?target=http://localhost:{port}/&module=hang"),
+    );
+    assert!(status.contains("403"), "{status}: {body}");
+    drop(serve);
+    let o = bin()
+        .args(["serve", "--allow-target", "10.0.0.0/40"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run rttlens serve");
+    assert_eq!(o.status.code(), Some(2), "a bad --allow-target");
+
+    for signal in [nix::sys::signal::SIGTERM, nix::sys::signal::SIGINT] {
+        let mut cmd = bin();
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&config);
+        let (mut serve, addr, _log) = start_serve(cmd);
+        let path = format!("/probe?target=http://127.0.0.1:{port}/&module=hang");
+        let scrape = std::thread::spawn(move || http_get(addr, &path));
+        // the probe is in flight once its connection is accepted
+        peer.set_nonblocking(false).expect("blocking");
+        let (held, _) = peer.accept().expect("the probe connects");
+        let pid = nix::unistd::Pid::from_raw(serve.0.id() as i32);
+        nix::sys::signal::kill(pid, signal).expect("signal rttlens serve");
+        let (status, body) = scrape.join().expect("scrape");
+        assert!(status.contains("200"), "{signal}: {status}: {body}");
+        assert!(body.contains("probe_success 0"), "{signal}: {body}");
+        let mut exited = None;
+        for _ in 0..100 {
+            if let Some(s) = serve.0.try_wait().expect("wait") {
+                exited = Some(s);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let exited =
+            exited.unwrap_or_else(|| panic!("{signal}: still running 5 s after its scrape"));
+        assert_eq!(exited.code(), Some(0), "{signal}");
+        drop(held);
+    }
+}
+
+#[test]
+fn the_expiry_alert_rules_pass_promtool() {
+    let promtool = prom::require("promtool", "prometheus");
+    let rules = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/prometheus/cert-expiry.rules.yml"
+    );
+    let o = std::process::Command::new(promtool)
+        .args(["check", "rules", rules])
+        .output()
+        .expect("run promtool");
+    assert!(
+        o.status.success(),
+        "promtool check rules: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

@@ -103,7 +103,7 @@ pub async fn attempt(
 ) -> Result<(Attempt, AttemptState), ProbeError> {
     let start = Instant::now();
     phase.set(ProbePhase::Namelookup);
-    let remote = resolve::resolve(target, &cfg.resolve, cfg.family).await?;
+    let remote = resolve::resolve(target, &cfg.resolve, cfg.family, cfg.allow.as_deref()).await?;
     let namelookup = Instant::now();
     // the capture starts before the first Initial; its start-up is cut out
     // of the attempt's clock
@@ -209,6 +209,7 @@ pub async fn attempt(
             Some(true) => "accepted",
             Some(false) => "rejected",
         },
+        certs: None,
     };
     let request_bytes = cfg.request.body.as_ref().map_or(0, |b| b.len() as u64);
     let (mut a, mut state) = assemble::attempt(

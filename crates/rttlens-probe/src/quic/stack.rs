@@ -245,7 +245,7 @@ impl QuicClient {
                 calls: Arc::clone(&counter),
             })
         };
-        let mut tls = crate::tls::config_with(&o, provider, Some(&wrap))?;
+        let mut tls = crate::tls::config_with(&o, provider, Some(&wrap), None)?;
         tls.resumption = rustls::client::Resumption::in_memory_sessions(64);
         tls.enable_early_data = true;
         if let Some(k) = keylog {
