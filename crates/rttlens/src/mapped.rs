@@ -9,8 +9,11 @@
 //! captures").
 
 use std::fs::File;
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
+use std::sync::mpsc;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rttlens_core::capture::{CaptureBytes, CaptureError, CaptureReader};
 use rttlens_sys::MappedFile;
@@ -45,6 +48,9 @@ fn mapping_off() -> bool {
 /// # Errors
 /// Those of [`CaptureReader::open`].
 pub fn open(path: &Path) -> Result<CaptureReader, CaptureError> {
+    // a FIFO or stdin may never give a byte: say so rather than hang
+    // silently (opening a FIFO waits for a writer, reading it for data)
+    let _watch = may_wait(path).then(|| Waiting::watch(path));
     if path.as_os_str() == "-" || mapping_off() {
         return CaptureReader::open(path);
     }
@@ -57,5 +63,45 @@ pub fn open(path: &Path) -> Result<CaptureReader, CaptureError> {
         // not a regular file, empty, gzip'd, or a file system that cannot
         // map: read it (the descriptor is still at its start)
         _ => CaptureReader::new(Box::new(file)),
+    }
+}
+
+/// How long a FIFO or standard input may give nothing before rttlens says
+/// it is waiting.
+pub const WAIT_NOTICE: Duration = Duration::from_secs(5);
+
+/// Whether opening and reading `path` may wait for another process:
+/// standard input, or a FIFO.
+fn may_wait(path: &Path) -> bool {
+    path.as_os_str() == "-" || std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+}
+
+/// While alive, a thread that prints one line on stderr if the capture's
+/// header has not arrived within [`WAIT_NOTICE`]; rttlens keeps waiting
+/// (Ctrl-C stops it). Dropped once the header is read, or reading failed.
+struct Waiting {
+    /// Dropped with the guard: the thread's wait ends without a word.
+    _done: mpsc::Sender<()>,
+}
+
+impl Waiting {
+    fn watch(path: &Path) -> Waiting {
+        let (tx, rx) = mpsc::channel::<()>();
+        let name = if path.as_os_str() == "-" {
+            "standard input".to_string()
+        } else {
+            path.display().to_string()
+        };
+        std::thread::spawn(move || {
+            // disconnected (the header came, or an error): nothing to say
+            if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(WAIT_NOTICE) {
+                eprintln!(
+                    "rttlens: waiting for {name}: no data after {} s (is anything writing to it?); \
+                     Ctrl-C stops",
+                    WAIT_NOTICE.as_secs()
+                );
+            }
+        });
+        Waiting { _done: tx }
     }
 }
