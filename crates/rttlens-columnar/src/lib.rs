@@ -17,7 +17,8 @@
 //!
 //! [`Batcher`] turns a stream of connections into batches of the three
 //! tables as they fill ([`record_batches`] all at once); [`ParquetTables`]
-//! and [`IpcTables`] write them. Each schema carries its table's name and
+//! and [`IpcTables`] write them; [`RotatingParquet`] writes a series of
+//! closed files, one per period or size (`--rotate`). Each schema carries its table's name and
 //! the schema version in its metadata ([`TABLE_KEY`], [`VERSION_KEY`]),
 //! each column its unit ([`UNIT_KEY`]).
 //!
@@ -31,6 +32,7 @@ mod facts;
 mod findings;
 mod key;
 mod requests;
+mod rotate;
 mod write;
 
 use std::collections::HashMap;
@@ -40,6 +42,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 use rttlens_core::model::Connection;
 
+pub use rotate::{Rotate, RotatingParquet};
 pub use write::{IpcTables, ParquetTables};
 
 /// The version of the three tables' schemas: a column renamed, removed or

@@ -28,7 +28,8 @@ fn io_err(e: impl std::error::Error + Send + Sync + 'static) -> io::Error {
 /// the source (`rttlens.source`) and the tool (`rttlens.tool`) beside the
 /// Arrow schema's own ([`crate::TABLE_KEY`], [`crate::VERSION_KEY`]).
 pub struct ParquetTables {
-    dir: PathBuf,
+    /// Each table's file and the name it is written under until complete.
+    files: Vec<(PathBuf, PathBuf)>,
     writers: Vec<(Table, ArrowWriter<File>)>,
     batcher: Batcher,
     rows: [u64; 3],
@@ -42,6 +43,24 @@ impl ParquetTables {
     /// The directory or a file could not be created.
     pub fn create(dir: &Path, source: &str) -> io::Result<ParquetTables> {
         std::fs::create_dir_all(dir)?;
+        let files = Table::ALL.map(|t| (path(dir, t), partial(dir, t)));
+        ParquetTables::create_files(files, source, BATCH_ROWS)
+    }
+
+    /// The three tables in the files `files` (each table's, in
+    /// [`Table::ALL`]'s order: its name and the name it is written under
+    /// until complete, in the same directory), for the connections of
+    /// `source`, handed to the Parquet writers in batches of `batch_rows`
+    /// rows (at most [`BATCH_ROWS`]: a row group's). The directories must
+    /// exist.
+    ///
+    /// # Errors
+    /// A file could not be created.
+    pub fn create_files(
+        files: [(PathBuf, PathBuf); 3],
+        source: &str,
+        batch_rows: usize,
+    ) -> io::Result<ParquetTables> {
         let props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
             // the writer holds a row group in memory until it is full: a
@@ -56,15 +75,15 @@ impl ParquetTables {
             ]))
             .build();
         let mut writers = Vec::new();
-        for t in Table::ALL {
-            let f = File::create(partial(dir, t))?;
+        for (t, (_, partial)) in Table::ALL.into_iter().zip(&files) {
+            let f = File::create(partial)?;
             let w = ArrowWriter::try_new(f, t.schema(), Some(props.clone())).map_err(io_err)?;
             writers.push((t, w));
         }
         Ok(ParquetTables {
-            dir: dir.to_path_buf(),
+            files: files.into(),
             writers,
-            batcher: Batcher::new(BATCH_ROWS),
+            batcher: Batcher::new(batch_rows.min(BATCH_ROWS)),
             rows: [0; 3],
         })
     }
@@ -79,6 +98,19 @@ impl ParquetTables {
         self.batcher.push(c, &mut out).map_err(io_err)
     }
 
+    /// The bytes written so far to the three files, and those the Parquet
+    /// writers buffer for their next row groups (an estimate of their size
+    /// if closed now); rows still in the last unfinished batch (fewer than
+    /// `batch_rows`) are not counted.
+    pub fn bytes(&self) -> u64 {
+        let n: usize = self
+            .writers
+            .iter()
+            .map(|(_, w)| w.bytes_written() + w.in_progress_size())
+            .sum();
+        n as u64
+    }
+
     /// Writes the rows left, closes the files and gives them their names;
     /// the rows of each table, in [`Table::ALL`]'s order.
     ///
@@ -86,16 +118,16 @@ impl ParquetTables {
     /// Writing failed.
     pub fn finish(self) -> io::Result<[u64; 3]> {
         let ParquetTables {
-            dir,
+            files,
             mut writers,
             batcher,
             mut rows,
         } = self;
         let mut out = |t: Table, b: RecordBatch| write(&mut writers, &mut rows, t, &b);
         batcher.finish(&mut out).map_err(io_err)?;
-        for (t, w) in writers {
+        for ((_, w), (name, partial)) in writers.into_iter().zip(files) {
             w.close().map_err(io_err)?;
-            std::fs::rename(partial(&dir, t), path(&dir, t))?;
+            std::fs::rename(partial, name)?;
         }
         Ok(rows)
     }

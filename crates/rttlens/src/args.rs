@@ -531,6 +531,15 @@ pub struct AnalyzeArgs {
     /// DuckDB, ClickHouse).
     #[arg(long, value_enum, default_value_t = AnalyzeFormat::Text)]
     pub format: AnalyzeFormat,
+    /// With `--format parquet`: a series of closed files instead of one of
+    /// each, `DIR/connections/STAMP.parquet`, `DIR/findings/…`,
+    /// `DIR/requests/…`, new ones every period of wall-clock time (`30s`,
+    /// `5m`, `1h`: on its multiples since the epoch, even on a quiet link)
+    /// or once they hold a size (`500MB`, `1GB`); each written under a
+    /// hidden `.partial` name and renamed when complete (docs/fleet.md).
+    #[cfg(feature = "parquet")]
+    #[arg(long, value_name = "PERIOD|SIZE")]
+    pub rotate: Option<rttlens_columnar::Rotate>,
     /// Only TCP segments matching this capture filter, in tcpdump's syntax
     /// (host, net, port, portrange with src/dst; tcp, ip, ip6; and, or,
     /// not, parentheses), e.g. 'host 10.0.0.1 and port 443'.

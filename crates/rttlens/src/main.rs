@@ -113,6 +113,10 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     if args.format == AnalyzeFormat::Parquet && pics.output.is_none() {
         anyhow::bail!("--format parquet writes three files: name their directory with -o DIR");
     }
+    #[cfg(feature = "parquet")]
+    if args.rotate.is_some() && args.format != AnalyzeFormat::Parquet {
+        anyhow::bail!("--rotate rotates Parquet files: use it with --format parquet -o DIR");
+    }
     let mut out = match args.format {
         #[cfg(feature = "parquet")]
         AnalyzeFormat::Parquet => Box::new(io::sink()),
@@ -128,9 +132,15 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             Box::new(HtmlRenderer::new(html.clone()).with_svg_dir(svg_dir.clone()))
         }
         #[cfg(feature = "parquet")]
-        AnalyzeFormat::Parquet => Box::new(columnar::ParquetRenderer::new(
-            pics.output.clone().unwrap_or_default(),
-        )),
+        AnalyzeFormat::Parquet => match args.rotate {
+            Some(r) => Box::new(columnar::RotatingRenderer::new(
+                pics.output.clone().unwrap_or_default(),
+                r,
+            )),
+            None => Box::new(columnar::ParquetRenderer::new(
+                pics.output.clone().unwrap_or_default(),
+            )),
+        },
         #[cfg(feature = "parquet")]
         AnalyzeFormat::Arrow => Box::new(columnar::ArrowRenderer::default()),
     };
