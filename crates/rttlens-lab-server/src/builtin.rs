@@ -81,6 +81,9 @@ pub struct ServerConfig {
     /// app;dur=MS`, W3C Server Timing), timed from the handler's call (the
     /// request head read) to the response built. Default `false`.
     pub server_timing: bool,
+    /// Whether `?think=MS` in a request adds a think time to it. Default
+    /// `true` (the lab's fixed variant of a slow request turns it off).
+    pub query_think: bool,
     /// Serve HTTP/1.1 in cleartext, no TLS. Default `false`.
     pub plain_http: bool,
     /// listen(2) backlog. Default 1024.
@@ -135,6 +138,7 @@ impl Default for ServerConfig {
             sndbuf: None,
             think: Duration::ZERO,
             server_timing: false,
+            query_think: true,
             plain_http: false,
             backlog: 1024,
             accept_stall: None,
@@ -421,8 +425,13 @@ where
 {
     let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
         // `?think=MS` adds a think time to this one request (at most 10 s)
-        let think = cfg.think + query_think(req.uri().query());
         let timed = cfg.server_timing.then(std::time::Instant::now);
+        let asked = if cfg.query_think {
+            query_think(req.uri().query())
+        } else {
+            Duration::ZERO
+        };
+        let think = cfg.think + asked;
         async move {
             if !think.is_zero() {
                 tokio::time::sleep(think).await;

@@ -13,7 +13,7 @@ use rttlens_lab_net::link::{Direction, LinkConfig, Spike};
 use rttlens_lab_net::{Host, Lab, LabError, Sysctls};
 
 use crate::go_server::QuicGoOptions;
-use crate::scenario::{Scenario, ScenarioCtx, Variant};
+use crate::scenario::{Change, Fix, Scenario, ScenarioCtx, Variant};
 
 const NAGLE: &str = "nagle-stall|nagle-delayed-ack";
 
@@ -46,6 +46,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| nagle_nginx(c, false),
         variants: &[],
+        fix: Some(Fix { finding: NAGLE, change: Change::NoDelay }),
     },
     Scenario {
         name: "nodelay",
@@ -57,6 +58,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| nagle_nginx(c, true),
         variants: &[],
+        fix: None,
     },
     Scenario {
         name: "nagle-handshake",
@@ -68,6 +70,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: nagle_handshake,
         variants: &[],
+        fix: Some(Fix { finding: NAGLE, change: Change::NoDelay }),
     },
     Scenario {
         name: "tls12-vs-tls13",
@@ -79,6 +82,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: tls12_vs_tls13,
         variants: &[],
+        fix: Some(Fix { finding: "0:tls12-full-handshake", change: Change::Tls13 }),
     },
     Scenario {
         name: "resumption",
@@ -90,6 +94,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: resumption,
         variants: &[],
+        fix: None,
     },
     Scenario {
         name: "resumption-declined",
@@ -101,6 +106,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: resumption_declined,
         variants: &[],
+        fix: Some(Fix { finding: "1:tls-resumption", change: Change::SharedTicketKey }),
     },
     Scenario {
         name: "zero-rtt",
@@ -112,6 +118,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: zero_rtt,
         variants: &[],
+        fix: None,
     },
     Scenario {
         name: "zero-rtt-rejected",
@@ -123,6 +130,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: zero_rtt_rejected,
         variants: &[],
+        fix: Some(Fix { finding: "2:zero-rtt", change: Change::EarlyDataOn }),
     },
     Scenario {
         name: "probe-sequence",
@@ -134,6 +142,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: probe_sequence,
         variants: &[],
+        fix: None,
     },
     Scenario {
         name: "tfo",
@@ -145,6 +154,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: tfo,
         variants: &[],
+        fix: None,
     },
     Scenario {
         name: "tfo-refused",
@@ -156,6 +166,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: tfo_refused,
         variants: &[],
+        fix: Some(Fix { finding: "1:tfo-refused", change: Change::KeepTfoKey }),
     },
     Scenario {
         name: "tfo-fallback",
@@ -167,6 +178,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: |l| l.loss_c2s.first_syn_data = true,
         run: tfo,
         variants: &[],
+        fix: Some(Fix { finding: "1:tfo-fallback", change: Change::NoLoss }),
     },
     Scenario {
         name: "big-records",
@@ -178,6 +190,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| records(c, None),
         variants: &[Variant::Offload],
+        fix: Some(Fix { finding: "large-tls-record", change: Change::SmallRecords }),
     },
     Scenario {
         name: "small-records",
@@ -189,6 +202,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| records(c, Some(1400)),
         variants: &[],
+        fix: None,
     },
     Scenario {
         name: "clean",
@@ -216,6 +230,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| download(c, ServerConfig { record_size: Some(1400), ..ServerConfig::default() }, 20_000),
         variants: &[],
+        fix: None,
     },
     Scenario {
         name: "server-think",
@@ -227,6 +242,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: server_think,
         variants: &[Variant::Offload, Variant::MidStream],
+        fix: Some(Fix { finding: "server-think-time", change: Change::NoThink }),
     },
     Scenario {
         name: "keepalive-slow-request",
@@ -238,6 +254,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: keepalive_slow_request,
         variants: &[],
+        fix: Some(Fix { finding: "server-think-time", change: Change::NoThink }),
     },
     Scenario {
         name: "pipelined-head-of-line",
@@ -249,6 +266,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: pipelined_head_of_line,
         variants: &[],
+        fix: Some(Fix { finding: "server-think-time", change: Change::NoThink }),
     },
     Scenario {
         name: "fast-retransmit",
@@ -260,6 +278,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: |l| l.loss_s2c.indices = vec![60],
         run: |c| download(c, ServerConfig::default(), 1_000_000),
         variants: &[Variant::Offload, Variant::MidStream, Variant::SenderOnly { expect: &["fast-retransmit"] }],
+        fix: Some(Fix { finding: "fast-retransmit", change: Change::NoLoss }),
     },
     Scenario {
         name: "tail-loss",
@@ -271,6 +290,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: |l| l.loss_s2c.indices = vec![TAIL],
         run: |c| download_plain(c, TAIL_BYTES),
         variants: &[Variant::MidStream, Variant::SenderOnly { expect: &["tail-loss-probe"] }],
+        fix: Some(Fix { finding: "tail-loss-probe", change: Change::NoLoss }),
     },
     Scenario {
         name: "rto",
@@ -282,6 +302,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: |l| l.loss_s2c.indices = vec![TAIL, TAIL + 1],
         run: |c| download_plain(c, TAIL_BYTES),
         variants: &[Variant::MidStream, Variant::SenderOnly { expect: &["rto"] }],
+        fix: Some(Fix { finding: "rto", change: Change::NoLoss }),
     },
     Scenario {
         name: "sndbuf-cap",
@@ -293,6 +314,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: sndbuf_cap,
         variants: &[Variant::Offload, Variant::MidStream],
+        fix: Some(Fix { finding: "sender-window-cap", change: Change::LargerSndbuf }),
     },
     Scenario {
         name: "no-wscale",
@@ -304,6 +326,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: no_wscale,
         variants: &[Variant::Offload, Variant::MidStream],
+        fix: Some(Fix { finding: "receive-window-limit", change: Change::LargerRcvbuf }),
     },
     Scenario {
         name: "no-wscale-server",
@@ -315,6 +338,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: no_wscale,
         variants: &[Variant::MidStream],
+        fix: Some(Fix { finding: "receive-window-limit", change: Change::LargerRcvbuf }),
     },
     Scenario {
         name: "h2-flow-control",
@@ -326,6 +350,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: h2_flow_control,
         variants: &[],
+        fix: Some(Fix { finding: "h2-flow-control-stall", change: Change::H2Window }),
     },
     Scenario {
         name: "h2-concurrency",
@@ -337,6 +362,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: h2_concurrency,
         variants: &[],
+        fix: Some(Fix { finding: "h2-concurrency-limit", change: Change::H2Streams }),
     },
     Scenario {
         name: "h2-head-of-line",
@@ -348,6 +374,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: |l| l.loss_s2c.indices = vec![60],
         run: h2_head_of_line,
         variants: &[Variant::SenderOnly { expect: &["fast-retransmit|tail-loss-probe|rto"] }],
+        fix: Some(Fix { finding: "fast-retransmit|tail-loss-probe|rto", change: Change::NoLoss }),
     },
     Scenario {
         name: "small-rcvbuf",
@@ -362,6 +389,7 @@ static CATALOGUE: [Scenario; 52] = [
             why: "the window scale is inferred and the window hardly moves: a flight flat at a lower bound is a window cap, the receiver's or the sender's",
             expect: &["receive-window-limit|window-limit"],
         }],
+        fix: Some(Fix { finding: "receive-window-limit", change: Change::LargerRcvbuf }),
     },
     Scenario {
         name: "slow-reader",
@@ -373,6 +401,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: slow_reader,
         variants: &[Variant::MidStream],
+        fix: Some(Fix { finding: "zero-window", change: Change::FastReader }),
     },
     Scenario {
         name: "spurious-rto",
@@ -384,6 +413,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: ack_spike,
         run: |c| download_plain(c, 64_000),
         variants: &[],
+        fix: None,
     },
     Scenario {
         name: "client-think",
@@ -395,6 +425,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: client_think,
         variants: &[Variant::MidStream],
+        fix: Some(Fix { finding: "client-think-time", change: Change::NoClientThink }),
     },
     Scenario {
         name: "delayed-ack",
@@ -406,6 +437,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: delayed_ack,
         variants: &[],
+        fix: Some(Fix { finding: "1:delayed-ack", change: Change::QuickAck }),
     },
     Scenario {
         name: "black-hole",
@@ -417,6 +449,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: |l| l.loss_s2c.black_hole_from = Some(BLACK_HOLE_FROM),
         run: black_hole,
         variants: &[Variant::MidStream, Variant::SenderOnly { expect: &["rto-backoff"] }],
+        fix: Some(Fix { finding: "rto-backoff", change: Change::NoLoss }),
     },
     Scenario {
         name: "black-hole-receiver",
@@ -428,6 +461,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: |l| l.loss_s2c.black_hole_from = Some(BLACK_HOLE_FROM),
         run: black_hole,
         variants: &[Variant::MidStream],
+        fix: Some(Fix { finding: "transfer-stall", change: Change::NoLoss }),
     },
     Scenario {
         name: "handshake-burst",
@@ -439,6 +473,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| handshake_burst(c, Some(HandshakeCpu { workers: 1, cost: Duration::from_millis(40) })),
         variants: &[],
+        fix: Some(Fix { finding: "server-handshake-time", change: Change::HandshakeCpu }),
     },
     Scenario {
         name: "handshake-burst-control",
@@ -450,6 +485,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| handshake_burst(c, None),
         variants: &[],
+        fix: None,
     },
     Scenario {
         name: "server-timing-queue",
@@ -461,6 +497,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| server_timing(c, true),
         variants: &[],
+        fix: None,
     },
     Scenario {
         name: "server-timing-direct",
@@ -472,6 +509,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| server_timing(c, false),
         variants: &[],
+        fix: None,
     },
     Scenario {
         name: "jitter-no-think",
@@ -486,6 +524,7 @@ static CATALOGUE: [Scenario; 52] = [
         },
         run: jitter_no_think,
         variants: &[Variant::MidStream],
+        fix: None,
     },
     Scenario {
         name: "deep-queue",
@@ -500,6 +539,7 @@ static CATALOGUE: [Scenario; 52] = [
         },
         run: deep_queue,
         variants: &[],
+        fix: None,
     },
     Scenario {
         name: "quic-clean",
@@ -511,6 +551,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| quic_probe(c, QuicConfig::default(), 1),
         variants: &[],
+        fix: None,
     },
     Scenario {
         name: "quic-amplification",
@@ -522,6 +563,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| quic_probe(c, QuicConfig { intermediates: 6, cert_padding: 2000, ..QuicConfig::default() }, 1),
         variants: &[],
+        fix: Some(Fix { finding: "quic-amplification-limit", change: Change::SmallChain }),
     },
     Scenario {
         name: "quic-retry",
@@ -533,6 +575,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| quic_probe(c, QuicConfig { retry: true, ..QuicConfig::default() }, 1),
         variants: &[],
+        fix: Some(Fix { finding: "quic-retry", change: Change::NoRetry }),
     },
     Scenario {
         name: "quic-hello-retry",
@@ -544,6 +587,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| quic_probe(c, QuicConfig { kx_groups: vec![KxGroup::Secp256r1], ..QuicConfig::default() }, 1),
         variants: &[],
+        fix: Some(Fix { finding: "quic-hello-retry", change: Change::KeyShare }),
     },
     Scenario {
         name: "quic-initial-loss",
@@ -555,6 +599,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: |l| l.loss_c2s.udp_indices = vec![1],
         run: |c| quic_probe(c, QuicConfig::default(), 1),
         variants: &[],
+        fix: Some(Fix { finding: "quic-initial-loss", change: Change::NoLoss }),
     },
     Scenario {
         name: "quic-zero-rtt",
@@ -566,6 +611,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| quic_probe(c, QuicConfig { early_data: true, ..QuicConfig::default() }, 2),
         variants: &[],
+        fix: None,
     },
     Scenario {
         name: "quic-flow-control",
@@ -577,6 +623,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: quic_upload,
         variants: &[],
+        fix: Some(Fix { finding: "quic-flow-control-stall", change: Change::QuicWindow }),
     },
     Scenario {
         name: "quic-go-clean",
@@ -588,6 +635,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| quic_go_probe(c, QuicGoOptions::default()),
         variants: &[],
+        fix: None,
     },
     Scenario {
         name: "quic-go-amplification",
@@ -599,6 +647,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| quic_go_probe(c, QuicGoOptions { intermediates: 6, cert_padding: 2000, ..QuicGoOptions::default() }),
         variants: &[],
+        fix: Some(Fix { finding: "quic-amplification-limit", change: Change::SmallChain }),
     },
     Scenario {
         name: "quic-go-retry",
@@ -610,6 +659,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: |c| quic_go_probe(c, QuicGoOptions { retry: true, ..QuicGoOptions::default() }),
         variants: &[],
+        fix: Some(Fix { finding: "quic-retry", change: Change::NoRetry }),
     },
     Scenario {
         name: "quic-zero-rtt-rejected",
@@ -621,6 +671,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: quic_zero_rtt_rejected,
         variants: &[],
+        fix: Some(Fix { finding: "1:quic-zero-rtt-rejected", change: Change::KeepQuicWindows }),
     },
     Scenario {
         name: "quic-version-negotiation",
@@ -632,6 +683,7 @@ static CATALOGUE: [Scenario; 52] = [
         link: plain_link,
         run: quic_version_negotiation,
         variants: &[],
+        fix: Some(Fix { finding: "quic-version-negotiation", change: Change::QuicV1 }),
     },
 ];
 
@@ -697,6 +749,22 @@ fn delayed_ack(c: &mut ScenarioCtx) -> Result<(), LabError> {
         "lock",
         "1",
     ])?;
+    if c.change() == Some(Change::QuickAck) {
+        // fixed: the client ACKs every segment at once
+        let ns = c.lab().ns_name(Host::Client).to_string();
+        let server = format!("{}/32", Lab::SERVER_V4);
+        rttlens_lab_net::netns::ip(&[
+            "-n",
+            &ns,
+            "route",
+            "add",
+            &server,
+            "dev",
+            rttlens_lab_net::TUN_NAME,
+            "quickack",
+            "1",
+        ])?;
+    }
     let port = c.builtin(ServerConfig {
         plain_http: true,
         ..ServerConfig::default()
@@ -794,23 +862,54 @@ fn resumption(c: &mut ScenarioCtx) -> Result<(), LabError> {
 /// A full handshake, then nginx restarts (a fresh random ticket key, as a
 /// server without a shared `ssl_session_ticket_key` does on every reload),
 /// then the client offers the old ticket: declined, full handshake.
+///
+/// Fixed ([`Change::SharedTicketKey`]): both servers read one ticket key
+/// file, so the ticket is accepted.
 fn resumption_declined(c: &mut ScenarioCtx) -> Result<(), LabError> {
-    nginx_tls13(c, false)?;
+    let shared = c.change() == Some(Change::SharedTicketKey);
+    let key = shared.then(|| ticket_key_file(c)).transpose()?;
+    let start = |c: &mut ScenarioCtx| {
+        let key = key.clone();
+        c.nginx(443, move |n| {
+            n.ssl_session_ticket_key = key;
+            n.files = vec![2000];
+        })
+    };
+    start(c)?;
     let d = c.dir().display().to_string();
     c.sh(&s_client(&format!("-sess_out {d}/s1.pem")))?;
     c.stop_nginx();
-    nginx_tls13(c, false)?;
+    start(c)?;
     let second = c.sh(&s_client(&format!("-sess_in {d}/s1.pem")))?;
-    if !second.contains("New, TLSv1.3") {
+    let want = if shared {
+        "Reused, TLSv1.3"
+    } else {
+        "New, TLSv1.3"
+    };
+    if !second.contains(want) {
         return Err(LabError::Client {
             command: "openssl s_client -sess_in".into(),
             stderr: format!(
-                "openssl resumed although the server's ticket key changed: {:?}",
+                "openssl does not say {want:?} after the server's restart: {:?}",
                 second.lines().find(|l| l.contains("TLSv1"))
             ),
         });
     }
     Ok(())
+}
+
+/// An nginx session ticket key file in the scenario's directory (80
+/// bytes: nginx's AES-256 ticket key format); returns its path.
+fn ticket_key_file(c: &ScenarioCtx) -> Result<std::path::PathBuf, LabError> {
+    let key = c.dir().join("ticket.key");
+    let bytes: Vec<u8> = (0u8..80)
+        .map(|i| i.wrapping_mul(37).wrapping_add(11))
+        .collect();
+    std::fs::write(&key, bytes).map_err(|e| LabError::Io {
+        context: format!("writing {}", key.display()),
+        source: e,
+    })?;
+    Ok(key)
 }
 
 fn zero_rtt(c: &mut ScenarioCtx) -> Result<(), LabError> {
@@ -822,16 +921,16 @@ fn zero_rtt(c: &mut ScenarioCtx) -> Result<(), LabError> {
 /// `ssl_early_data off` and the same ticket key, so the third connection
 /// resumes but its early data is rejected (RFC 8446 §4.2.10) and the client
 /// sends the request again after the handshake.
+///
+/// Fixed ([`Change::EarlyDataOn`]): the restarted server keeps early data
+/// on and accepts it.
 fn zero_rtt_rejected(c: &mut ScenarioCtx) -> Result<(), LabError> {
-    let key = c.dir().join("ticket.key");
-    // 80 bytes: nginx's AES-256 ticket key format
-    let bytes: Vec<u8> = (0u8..80)
-        .map(|i| i.wrapping_mul(37).wrapping_add(11))
-        .collect();
-    std::fs::write(&key, bytes).map_err(|e| LabError::Io {
-        context: format!("writing {}", key.display()),
-        source: e,
-    })?;
+    let key = ticket_key_file(c)?;
+    let verdict = if c.change() == Some(Change::EarlyDataOn) {
+        "Early data was accepted"
+    } else {
+        "Early data was rejected"
+    };
     let with_key = move |early: bool| {
         let key = key.clone();
         move |n: &mut rttlens_lab_server::nginx::Config| {
@@ -847,7 +946,7 @@ fn zero_rtt_rejected(c: &mut ScenarioCtx) -> Result<(), LabError> {
             c.stop_nginx();
             c.nginx(443, with_key(false))
         })),
-        "Early data was rejected",
+        verdict,
         true,
     )
 }
@@ -980,8 +1079,14 @@ fn quic_zero_rtt_rejected(c: &mut ScenarioCtx) -> Result<(), LabError> {
             )
         }),
     )?;
-    // the client's own account: resumed, 0-RTT sent and rejected
-    if !said.contains("conn 1: status 200") || !said.contains("0-RTT rejected true") {
+    // the client's own account: resumed, 0-RTT sent and rejected (fixed:
+    // accepted)
+    let rejected = if c.change() == Some(Change::KeepQuicWindows) {
+        "0-RTT rejected false"
+    } else {
+        "0-RTT rejected true"
+    };
+    if !said.contains("conn 1: status 200") || !said.contains(rejected) {
         return Err(LabError::Client {
             command: "rttlens-quic-peer -n 2 -0rtt".into(),
             stderr: format!("the second connection's 0-RTT was not rejected: {said}"),
@@ -994,7 +1099,13 @@ fn quic_zero_rtt_rejected(c: &mut ScenarioCtx) -> Result<(), LabError> {
 /// offering v2 first: Version Negotiation, then a v1 handshake.
 fn quic_version_negotiation(c: &mut ScenarioCtx) -> Result<(), LabError> {
     let port = c.quic_server(QuicConfig::default())?;
-    let said = c.quic_go_client(&url(port, 20_000), &["-versions", "v2,v1"], None)?;
+    // fixed: the version the server speaks first
+    let versions = if c.change() == Some(Change::QuicV1) {
+        "v1"
+    } else {
+        "v2,v1"
+    };
+    let said = c.quic_go_client(&url(port, 20_000), &["-versions", versions], None)?;
     if !said.contains("status 200") || !said.contains("version v1") {
         return Err(LabError::Client {
             command: "rttlens-quic-peer -versions v2,v1".into(),
@@ -1064,10 +1175,12 @@ fn tfo(c: &mut ScenarioCtx) -> Result<(), LabError> {
 fn tfo_refused(c: &mut ScenarioCtx) -> Result<(), LabError> {
     let u = tfo_setup(c)?;
     c.curl(&["--tcp-fastopen", &u])?;
-    c.lab().netns(Host::Server).set_sysctl(
-        "net/ipv4/tcp_fastopen_key",
-        "01234567-89abcdef-01234567-89abcdef",
-    )?;
+    if c.change() != Some(Change::KeepTfoKey) {
+        c.lab().netns(Host::Server).set_sysctl(
+            "net/ipv4/tcp_fastopen_key",
+            "01234567-89abcdef-01234567-89abcdef",
+        )?;
+    }
     c.curl(&["--tcp-fastopen", &u])?;
     Ok(())
 }
@@ -1267,8 +1380,14 @@ fn h2_flow_control(c: &mut ScenarioCtx) -> Result<(), LabError> {
         n.http2 = true;
         n.files = vec![300_000];
     })?;
+    // -w: the client's stream window, 2^w bytes (fixed: 1 MB)
+    let w = if c.change() == Some(Change::H2Window) {
+        20
+    } else {
+        14
+    };
     let script = format!(
-        "h2load -n 1 -c 1 -m 1 -w 14 http://{}:80/size/300000 2>&1",
+        "h2load -n 1 -c 1 -m 1 -w {w} http://{}:80/size/300000 2>&1",
         Lab::SERVER_V4
     );
     let out = c.sh(&script)?;
@@ -1356,8 +1475,14 @@ fn slow_reader(c: &mut ScenarioCtx) -> Result<(), LabError> {
 
 fn client_think(c: &mut ScenarioCtx) -> Result<(), LabError> {
     nginx_tls13(c, false)?;
+    // fixed: the request leaves as soon as the handshake is done
+    let wait = if c.change() == Some(Change::NoClientThink) {
+        "0"
+    } else {
+        "0.3"
+    };
     let out = c.sh(&format!(
-        "(sleep 0.3; printf 'GET /size/2000 HTTP/1.1\\r\\nHost: lab\\r\\nConnection: close\\r\\n\\r\\n') | \
+        "(sleep {wait}; printf 'GET /size/2000 HTTP/1.1\\r\\nHost: lab\\r\\nConnection: close\\r\\n\\r\\n') | \
          openssl s_client -connect {}:443 -tls1_3 -ign_eof 2>&1",
         Lab::SERVER_V4
     ))?;

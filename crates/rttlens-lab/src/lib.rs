@@ -16,6 +16,8 @@
 //! - [`go_server`]: the Go target, built with the machine's Go.
 //! - [`h2_client`]: parallel requests over one HTTP/2 connection that
 //!   honour the server's stream limit.
+//! - [`verify`]: each scenario's fix applied by the lab, and the saving it
+//!   measured set against the finding's predicted cost (`--verify-fix`).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -24,6 +26,7 @@ pub mod copies;
 pub mod go_server;
 pub mod h2_client;
 pub mod scenario;
+pub mod verify;
 
 pub use catalogue::{catalogue, find};
 pub use scenario::{

@@ -19,13 +19,15 @@
 
 mod check;
 mod ctx;
+mod fix;
 mod run;
 
 pub use check::ExpectationResult;
 pub use ctx::{Between, ScenarioCtx};
+pub use fix::{Change, Fix, SMALL_RECORD};
 pub use run::{
-    run_scenario, run_scenario_beside, Beside, BesideOutcome, ScenarioOutcome, VariantOutcome,
-    BESIDE_READY, BESIDE_STOP,
+    run_analysed, run_scenario, run_scenario_beside, Analysed, Beside, BesideOutcome,
+    ScenarioOutcome, VariantOutcome, BESIDE_READY, BESIDE_STOP,
 };
 
 use rttlens_core::model::finding::Finding;
@@ -74,6 +76,11 @@ pub struct Scenario {
     /// Partial copies of the capture analysed again, as captures from the
     /// wild come (see [`Variant`]).
     pub variants: &'static [Variant],
+    /// The fix its finding names, as the lab applies it to the scenario's
+    /// own configuration (`rttlens lab --verify-fix`); `None` for a
+    /// control, an outcome (a resumption, 0-RTT accepted) or a cause the
+    /// lab cannot take away.
+    pub fix: Option<Fix>,
 }
 
 /// A partial copy of a scenario's capture, analysed again: it must name

@@ -327,9 +327,20 @@ pub struct LabArgs {
     /// Round-trip time of the lab link (e.g. 40ms, 0.1s).
     #[arg(long, default_value = "40ms")]
     pub rtt: String,
-    /// Keep each scenario's captures and server files in DIR/SCENARIO/.
+    /// Keep each scenario's captures and server files in DIR/SCENARIO/
+    /// (with --verify-fix, the last runs', the fixed one in
+    /// DIR/SCENARIO-fixed/).
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
+    /// Run each scenario that has a fix as it is and with the fix its
+    /// finding names applied by the lab, and set the finding's predicted
+    /// cost against the saving measured on the ladder (docs/lab.md).
+    #[arg(long, conflicts_with = "list")]
+    pub verify_fix: bool,
+    /// Runs of each variant with --verify-fix: the medians are compared.
+    #[arg(long, value_name = "N", default_value_t = 3, requires = "verify_fix",
+          value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub repeat: u32,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,

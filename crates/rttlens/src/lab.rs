@@ -11,6 +11,8 @@ use rttlens_lab::scenario::{self, Scenario, ScenarioOutcome, Variant};
 use crate::args::{Format, LabArgs};
 use crate::output;
 
+mod verify;
+
 /// Every expectation held.
 const EXIT_OK: u8 = 0;
 /// An expectation failed (or a scenario could not run).
@@ -56,6 +58,9 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
     if let Err(e) = prereq {
         eprintln!("rttlens lab: {e}");
         return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    if args.verify_fix {
+        return verify::run(&args, chosen, rtt);
     }
     let pics = &args.pictures;
     let pictures = output::wants_trace(args.format, pics);
@@ -134,7 +139,7 @@ fn draw(
 }
 
 /// Width of the scenario-name column: the longest name.
-fn name_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
+pub(crate) fn name_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
     names.map(str::len).max().unwrap_or(0).max("scenario".len())
 }
 

@@ -14,6 +14,8 @@ use rttlens_lab_server::builtin::{Server, ServerConfig};
 use rttlens_lab_server::nginx;
 use rttlens_lab_server::quic::{QuicConfig, QuicServer};
 
+use super::fix::Change;
+
 /// How long any one client command may take.
 const CLIENT_TIMEOUT_S: u32 = 20;
 
@@ -35,6 +37,8 @@ pub struct ScenarioCtx<'a> {
     /// Go servers started so far (stopped ones too): each gets its own
     /// directory.
     go_started: usize,
+    /// The fix applied to what the scenario starts (its fixed variant).
+    change: Option<Change>,
 }
 
 struct BuiltinHandle {
@@ -77,7 +81,21 @@ impl<'a> ScenarioCtx<'a> {
             builtin: Vec::new(),
             go: Vec::new(),
             go_started: 0,
+            change: None,
         }
+    }
+
+    /// The same context making the scenario's fixed variant: `change`
+    /// applied to every server, sysctl and curl command it starts.
+    pub fn with_change(mut self, change: Option<Change>) -> ScenarioCtx<'a> {
+        self.change = change;
+        self
+    }
+
+    /// The fix this run applies (`None`: the scenario as it is), for a
+    /// `run` that builds a client command itself.
+    pub fn change(&self) -> Option<Change> {
+        self.change
     }
 
     /// The lab.
@@ -95,7 +113,11 @@ impl<'a> ScenarioCtx<'a> {
     /// # Errors
     /// See [`Lab::set_sysctls`].
     pub fn sysctls(&self, host: Host, s: &Sysctls) -> Result<(), LabError> {
-        self.lab.set_sysctls(host, s)
+        let mut s = s.clone();
+        if let Some(c) = self.change {
+            c.sysctls(&mut s);
+        }
+        self.lab.set_sysctls(host, &s)
     }
 
     /// Start nginx in the server namespace on `SERVER_V4:port` with the
@@ -110,6 +132,9 @@ impl<'a> ScenarioCtx<'a> {
     ) -> Result<(), LabError> {
         let mut cfg = nginx::Config::new(SocketAddr::new(Lab::SERVER_V4.into(), port));
         edit(&mut cfg);
+        if let Some(c) = self.change {
+            c.nginx(&mut cfg);
+        }
         let launch = nginx::Launch {
             prefix: self.lab.exec_prefix(Host::Server),
             ..nginx::Launch::default()
@@ -132,7 +157,10 @@ impl<'a> ScenarioCtx<'a> {
     ///
     /// # Errors
     /// [`LabError::Server`] when it cannot bind or refuses the knobs.
-    pub fn builtin(&mut self, cfg: ServerConfig) -> Result<u16, LabError> {
+    pub fn builtin(&mut self, mut cfg: ServerConfig) -> Result<u16, LabError> {
+        if let Some(c) = self.change {
+            c.builtin(&mut cfg);
+        }
         self.in_process("built-in server", move |started, stop| async move {
             let server = Server::bind(SocketAddr::new(Lab::SERVER_V4.into(), 0), cfg)
                 .map_err(|e| e.to_string())?;
@@ -153,7 +181,10 @@ impl<'a> ScenarioCtx<'a> {
     ///
     /// # Errors
     /// [`LabError::Server`] when it cannot bind or refuses the knobs.
-    pub fn quic_server(&mut self, cfg: QuicConfig) -> Result<u16, LabError> {
+    pub fn quic_server(&mut self, mut cfg: QuicConfig) -> Result<u16, LabError> {
+        if let Some(c) = self.change {
+            c.quic(&mut cfg);
+        }
         self.in_process("QUIC server", move |started, stop| async move {
             let server = QuicServer::bind(SocketAddr::new(Lab::SERVER_V4.into(), 0), cfg)
                 .map_err(|e| e.to_string())?;
@@ -241,7 +272,11 @@ impl<'a> ScenarioCtx<'a> {
     ) -> Result<(), LabError> {
         self.go_started += 1;
         let dir = self.dir.join(format!("quic-go-{port}-{}", self.go_started));
-        let server = crate::go_server::GoServer::quic(self.lab, &dir, port, o)?;
+        let mut o = o.clone();
+        if let Some(c) = self.change {
+            c.quic_go(&mut o);
+        }
+        let server = crate::go_server::GoServer::quic(self.lab, &dir, port, &o)?;
         self.go.push(server);
         Ok(())
     }
@@ -401,6 +436,14 @@ impl<'a> ScenarioCtx<'a> {
     }
 
     fn run_curl(&self, max_time_s: u32, args: &[&str], check: bool) -> Result<String, LabError> {
+        let changed;
+        let args = match self.change {
+            Some(c) => {
+                changed = c.curl(args);
+                &changed[..]
+            }
+            None => args,
+        };
         let mut cmd = Command::new("curl");
         let t = max_time_s.to_string();
         cmd.args(["-sS", "-k", "-o", "/dev/null", "--max-time", &t])

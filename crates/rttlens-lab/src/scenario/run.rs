@@ -14,12 +14,12 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rttlens_core::model::ConnReport;
+use rttlens_core::model::{CaptureSummary, ConnReport, QuicReport};
 use rttlens_lab_net::link::{CapturePoint, LinkConfig};
 use rttlens_lab_net::{Host, Lab, LabError};
 
 use super::check::{analyze, analyze_summary, expectations, forbidden, ExpectationResult};
-use super::{lookup, parse_expect, Scenario, ScenarioCtx, Variant, SNAPLEN};
+use super::{lookup, parse_expect, Change, Scenario, ScenarioCtx, Variant, SNAPLEN};
 use crate::copies;
 
 /// What a scenario run produced.
@@ -122,7 +122,57 @@ pub fn run_scenario(
     rtt: Duration,
     keep: Option<&Path>,
 ) -> Result<ScenarioOutcome, LabError> {
-    run(s, rtt, keep, None).map(|(o, _)| o)
+    run(s, rtt, keep, None, Run::default()).map(|(o, _, _)| o)
+}
+
+/// The analysis of a scenario run's capture (its vantage's), connections
+/// in capture order.
+#[derive(Debug)]
+pub struct Analysed {
+    /// The TCP connections.
+    pub conns: Vec<ConnReport>,
+    /// The QUIC connections.
+    pub quic: Vec<QuicReport>,
+    /// The capture's summary (its population view among it).
+    pub summary: CaptureSummary,
+}
+
+/// Run one scenario as [`run_scenario`] does, with `change` applied to
+/// what it starts (its fixed variant, see [`crate::scenario::Fix`]) when
+/// given, and without the partial copies; returns the analysis of its
+/// capture beside the outcome.
+///
+/// # Errors
+/// As [`run_scenario`].
+pub fn run_analysed(
+    s: &Scenario,
+    rtt: Duration,
+    change: Option<Change>,
+    keep: Option<&Path>,
+) -> Result<(ScenarioOutcome, Analysed), LabError> {
+    let how = Run {
+        change,
+        copies: false,
+    };
+    run(s, rtt, keep, None, how).map(|(o, _, a)| (o, a))
+}
+
+/// How a scenario is run.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    /// The fix applied (its fixed variant), or none.
+    change: Option<Change>,
+    /// Whether its partial copies are analysed too.
+    copies: bool,
+}
+
+impl Default for Run {
+    fn default() -> Run {
+        Run {
+            change: None,
+            copies: true,
+        }
+    }
 }
 
 /// How long a [`Beside`] program may take to say it is ready.
@@ -179,7 +229,7 @@ pub fn run_scenario_beside(
     keep: Option<&Path>,
     beside: Beside,
 ) -> Result<(ScenarioOutcome, BesideOutcome), LabError> {
-    let (o, b) = run(s, rtt, keep, Some(beside))?;
+    let (o, b, _) = run(s, rtt, keep, Some(beside), Run::default())?;
     let b = b.ok_or_else(|| LabError::Analysis("the program beside the scenario ran".into()))?;
     Ok((o, b))
 }
@@ -333,7 +383,8 @@ fn run(
     rtt: Duration,
     keep: Option<&Path>,
     beside: Option<Beside>,
-) -> Result<(ScenarioOutcome, Option<BesideOutcome>), LabError> {
+    how: Run,
+) -> Result<(ScenarioOutcome, Option<BesideOutcome>, Analysed), LabError> {
     let started = Instant::now();
     let path = match keep {
         Some(k) => k.join(s.name),
@@ -366,21 +417,24 @@ fn run(
     let mut cfg = LinkConfig::with_rtt(rtt);
     cfg.capture = Some((middle_capture.clone(), CapturePoint::Middle));
     (s.link)(&mut cfg);
+    if let Some(c) = how.change {
+        c.link(&mut cfg);
+    }
     let mut lab = Lab::new(cfg)?;
     let dump = lab.tcpdump(s.vantage, &client_capture)?;
     // the sender-only variant is cut from the server's vantage
     let server_capture = path.join("server.pcap");
-    let wants_server = s
-        .variants
-        .iter()
-        .any(|v| matches!(v, Variant::SenderOnly { .. }));
+    let wants_server = how.copies
+        && s.variants
+            .iter()
+            .any(|v| matches!(v, Variant::SenderOnly { .. }));
     let server_dump = if wants_server && s.vantage == Host::Client {
         Some(lab.tcpdump(Host::Server, &server_capture)?)
     } else {
         None
     };
     let running = beside.map(|b| Running::start(&lab, b)).transpose()?;
-    let mut ctx = ScenarioCtx::new(&lab, path.clone());
+    let mut ctx = ScenarioCtx::new(&lab, path.clone()).with_change(how.change);
     let result = (s.run)(&mut ctx);
     // the last FIN/ACK exchange
     std::thread::sleep(rtt * 2 + Duration::from_millis(50));
@@ -394,7 +448,7 @@ fn run(
     lab.stop_link();
     drop(lab);
     result?;
-    let (conns, quic, _) = analyze_summary(&client_capture)?;
+    let (conns, quic, summary) = analyze_summary(&client_capture)?;
     let found = expectations(&conns, &quic, s.expect);
     let unexpected_forbidden = forbidden(&conns, &quic, s.forbid);
     let quic_key = s.key.starts_with("quic-");
@@ -448,7 +502,7 @@ fn run(
         None
     };
     let mut variants = Vec::new();
-    for &v in s.variants {
+    for &v in s.variants.iter().filter(|_| how.copies) {
         let (source, full) = match v {
             Variant::SenderOnly { .. } => {
                 (&server_capture, server_conns.as_deref().unwrap_or(&conns))
@@ -459,7 +513,7 @@ fn run(
     }
     // the snaplen copy checks what TCP headers prove: not run on a capture
     // of QUIC alone (its packets are all encrypted payload)
-    if !conns.is_empty() || quic.is_empty() {
+    if how.copies && (!conns.is_empty() || quic.is_empty()) {
         variants.push(run_variant(
             s,
             Variant::Snaplen,
@@ -492,7 +546,12 @@ fn run(
         elapsed: started.elapsed(),
         variants,
     };
-    Ok((outcome, beside))
+    let analysed = Analysed {
+        conns,
+        quic,
+        summary,
+    };
+    Ok((outcome, beside, analysed))
 }
 
 /// One [`ExpectationResult`] per expectation, looked up in `conns` (in
