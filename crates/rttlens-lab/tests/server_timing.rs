@@ -205,6 +205,7 @@ fn header_and_trailers_over_http1_decrypted_http2_and_http3() {
         link: |_| {},
         run: header_and_trailers,
         variants: &[],
+        fix: None,
     };
     run(&s, &keep);
     let (conns, quic) = analyse(&keep, s.name);
