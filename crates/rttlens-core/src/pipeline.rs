@@ -57,6 +57,10 @@ pub struct Options {
     /// the pictures): memory grows with the packets of the connections
     /// open at once, and with whatever the caller keeps.
     pub trace: bool,
+    /// Keep every packet of each QUIC connection with its frames, the RTT
+    /// samples and the losses in [`QuicReport::journal`] (for qlog):
+    /// memory grows with the packets of the QUIC connections open at once.
+    pub journal: bool,
     /// Threads: 0 or 1 analyse on the calling thread; N > 1 shard the
     /// connections over a reading thread and N − 1 flow threads (the
     /// calling thread merges), with the same reports in the same order
@@ -251,7 +255,7 @@ fn scan(
     copies: Option<&mut Vec<u64>>,
 ) -> Result<CaptureSummary, CaptureError> {
     let mut intake = Intake::new(options.filter.as_ref())
-        .with_keys(reader.key_store(), options.trace)
+        .with_keys(reader.key_store(), options.trace, options.journal)
         .with_seed(options.community_id_seed, options.shard);
     // once: the source does not change (it was asked on every frame)
     intake.live = reader.is_live();

@@ -16,6 +16,7 @@ pub mod html;
 pub mod json;
 pub mod population;
 pub mod probe;
+pub mod qlog;
 pub mod text;
 pub mod words;
 

@@ -374,6 +374,9 @@ pub enum AnalyzeFormat {
     /// One self-contained HTML page with the graphs (inline SVG, no
     /// network): use with `-o report.html`.
     Html,
+    /// qlog 0.3 (JSON-SEQ) in the directory `-o DIR`: one
+    /// `quic-INDEX.sqlog` per QUIC connection, for qvis (docs/quic.md).
+    Qlog,
     /// The columnar tables as Parquet files in the directory `-o DIR`:
     /// `connections.parquet`, `findings.parquet`, `requests.parquet`
     /// (docs/schema.md).
@@ -390,7 +393,7 @@ impl AnalyzeFormat {
     pub fn pictures(self) -> Format {
         match self {
             AnalyzeFormat::Text => Format::Text,
-            AnalyzeFormat::Json | AnalyzeFormat::Jsonl => Format::Json,
+            AnalyzeFormat::Json | AnalyzeFormat::Jsonl | AnalyzeFormat::Qlog => Format::Json,
             AnalyzeFormat::Html => Format::Html,
             #[cfg(feature = "parquet")]
             AnalyzeFormat::Parquet | AnalyzeFormat::Arrow => Format::Json,
@@ -599,6 +602,12 @@ pub struct AnalyzeArgs {
     /// Print the table of rounds for every connection shown (text).
     #[arg(long)]
     pub rounds: bool,
+    /// Also write each QUIC connection as qlog 0.3 (JSON-SEQ) in DIR: one
+    /// `quic-INDEX.sqlog` per connection, for qvis (docs/quic.md; created
+    /// if missing). Beside any format; `--format qlog -o DIR` writes only
+    /// these.
+    #[arg(long, value_name = "DIR")]
+    pub qlog: Option<PathBuf>,
     /// Show progress: a bar on a terminal (the default there), plain lines
     /// on stderr about once a second otherwise.
     #[arg(long, conflicts_with = "no_progress")]

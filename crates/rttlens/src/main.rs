@@ -39,6 +39,7 @@ use rttlens_core::model::Connection;
 use rttlens_core::pipeline;
 use rttlens_report::html::HtmlRenderer;
 use rttlens_report::json::{JsonRenderer, JsonlRenderer};
+use rttlens_report::qlog::QlogRenderer;
 use rttlens_report::text::TextRenderer;
 use rttlens_report::{Renderer, Source};
 
@@ -117,9 +118,15 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     if args.rotate.is_some() && args.format != AnalyzeFormat::Parquet {
         anyhow::bail!("--rotate rotates Parquet files: use it with --format parquet -o DIR");
     }
+    if args.format == AnalyzeFormat::Qlog && pics.output.is_none() {
+        anyhow::bail!(
+            "--format qlog writes one file per QUIC connection: name their directory with -o DIR"
+        );
+    }
     let mut out = match args.format {
         #[cfg(feature = "parquet")]
         AnalyzeFormat::Parquet => Box::new(io::sink()),
+        AnalyzeFormat::Qlog => Box::new(io::sink()),
         _ => output::open(pics)?,
     };
     let html = output::html_options(pics, args.top);
@@ -131,6 +138,7 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         AnalyzeFormat::Html => {
             Box::new(HtmlRenderer::new(html.clone()).with_svg_dir(svg_dir.clone()))
         }
+        AnalyzeFormat::Qlog => Box::new(QlogRenderer::new(pics.output.clone().unwrap_or_default())),
         #[cfg(feature = "parquet")]
         AnalyzeFormat::Parquet => match args.rotate {
             Some(r) => Box::new(columnar::RotatingRenderer::new(
@@ -159,8 +167,19 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         },
         usize::from,
     );
+    // `--qlog DIR` beside another format: each QUIC connection's journal
+    // is written there and taken out before the report's renderer sees it
+    let mut qlog_beside = match (&args.qlog, args.format) {
+        (Some(dir), f) if f != AnalyzeFormat::Qlog => {
+            let mut r = QlogRenderer::new(dir.clone());
+            r.begin(&mut io::sink(), &Source { name: name.clone() })?;
+            Some(r)
+        }
+        _ => None,
+    };
     let options = pipeline::Options {
         trace: output::wants_trace(args.format.pictures(), pics),
+        journal: args.format == AnalyzeFormat::Qlog || args.qlog.is_some(),
         threads,
         filter: args.filter.clone(),
         interval_ms: args.interval,
@@ -179,10 +198,16 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let summary = pipeline::run_with(
         reader.as_mut(),
         &options,
-        &mut |conn| {
+        &mut |mut conn| {
             let (renderer, out, io_err) = &mut sink;
             if io_err.is_some() {
                 return;
+            }
+            if let (Some(q), Connection::Quic(c)) = (qlog_beside.as_mut(), &mut conn) {
+                if let Err(e) = q.write_conn(c) {
+                    *io_err = Some(e);
+                    return;
+                }
             }
             // `--conn` selects TCP connections; every QUIC one is shown
             // (and drawn)

@@ -9,6 +9,7 @@
 
 use crate::analysis::ladder::{ClientClock, ClientDir, Phase};
 use crate::analysis::requests::{rows, Exchanges, Path, RequestRow};
+use crate::analysis::rtt::Vantage;
 use crate::base::cost::{round3, Cost};
 use crate::base::fact::{fact, Value};
 use crate::base::side::{FrameRef, Side};
@@ -179,6 +180,20 @@ impl QuicAnalysis {
         self.conn.trace.take()
     }
 
+    /// The packet journal (for qlog), taken out for the report.
+    pub fn take_journal(&mut self) -> Option<Box<crate::quic::journal::QuicJournal>> {
+        let mut j = self.conn.journal.take()?;
+        j.vantage = match self.rtt.map(|r| r.half) {
+            Some([Some(h_c), Some(h_s)]) => match Vantage::of_halves(h_c, h_s) {
+                Vantage::Client => Some(Side::Client),
+                Vantage::Server => Some(Side::Server),
+                Vantage::Middle | Vantage::Unknown => None,
+            },
+            _ => None,
+        };
+        Some(j)
+    }
+
     /// 0-based index of the connection among the capture's QUIC
     /// connections.
     pub fn index(&self) -> u64 {
@@ -250,6 +265,9 @@ impl QuicAnalysis {
 
 /// Reads a finished connection.
 pub fn analyze(mut conn: QuicConn) -> QuicAnalysis {
+    if let Some(j) = &mut conn.journal {
+        j.h3 = conn.signals.h3.take_frames();
+    }
     let h3 = std::mem::take(&mut conn.signals.h3).finish();
     let rtt = rtt(&conn);
     let handshake = handshake(&conn);

@@ -20,6 +20,23 @@ pub enum Vantage {
 }
 
 impl Vantage {
+    /// The capture point told from the smallest sample of each half: near
+    /// a host when its half is below [`NEAR_SHARE`] of the RTT, unknown
+    /// below [`MIN_RTT_FOR_VANTAGE`] (docs/design.md §4 "Vantage and RTT").
+    pub(crate) fn of_halves(h_c: Duration, h_s: Duration) -> Vantage {
+        let min = h_c + h_s;
+        if min < MIN_RTT_FOR_VANTAGE {
+            return Vantage::Unknown;
+        }
+        let near = |h: Duration| (h.nanos as f64) < NEAR_SHARE * min.nanos as f64;
+        match (near(h_c), near(h_s)) {
+            (true, false) => Vantage::Client,
+            (false, true) => Vantage::Server,
+            (false, false) => Vantage::Middle,
+            (true, true) => Vantage::Unknown,
+        }
+    }
+
     /// Stable name used in the outputs.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -63,17 +80,7 @@ impl RttEstimate {
         let med_c = samples.half[0].median().unwrap_or(h_c).max(h_c);
         let med_s = samples.half[1].median().unwrap_or(h_s).max(h_s);
         let method = if h_s >= h_c { ms } else { mc };
-        let vantage = if min < MIN_RTT_FOR_VANTAGE {
-            Vantage::Unknown
-        } else {
-            let near = |h: Duration| (h.nanos as f64) < NEAR_SHARE * min.nanos as f64;
-            match (near(h_c), near(h_s)) {
-                (true, false) => Vantage::Client,
-                (false, true) => Vantage::Server,
-                (false, false) => Vantage::Middle,
-                (true, true) => Vantage::Unknown,
-            }
-        };
+        let vantage = Vantage::of_halves(h_c, h_s);
         Some(RttEstimate {
             min,
             median: med_c + med_s,

@@ -6,6 +6,7 @@
 mod capture;
 pub mod finding;
 pub mod history;
+pub mod journal;
 pub mod population;
 mod quic;
 mod quic_labels;

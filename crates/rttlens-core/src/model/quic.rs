@@ -91,6 +91,11 @@ pub struct QuicReport {
     /// ([`crate::pipeline::Options::trace`]); not part of the JSON.
     #[serde(skip)]
     pub trace: Option<Box<crate::quic::trace::QuicTrace>>,
+    /// Every packet with its frames, the RTT samples and the losses, when
+    /// the pipeline kept journals ([`crate::pipeline::Options::journal`],
+    /// for qlog); not part of the JSON.
+    #[serde(skip)]
+    pub journal: Option<Box<crate::model::journal::QuicJournal>>,
 }
 
 /// One HTTP/3 request stream (RFC 9114 §4.1).
@@ -321,6 +326,7 @@ impl QuicReport {
                 })
                 .collect(),
             trace: None,
+            journal: None,
         }
     }
 }

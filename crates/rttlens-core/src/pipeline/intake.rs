@@ -96,9 +96,10 @@ impl<'f> Intake<'f> {
     }
 
     /// Reads QUIC with the secrets of `keys`, each connection keeping its
-    /// datagrams when `trace` is set.
-    pub(super) fn with_keys(mut self, keys: KeyStore, trace: bool) -> Self {
-        self.quic = QuicTable::new(keys).with_trace(trace);
+    /// datagrams when `trace` is set, its packets and frames when `journal`
+    /// is.
+    pub(super) fn with_keys(mut self, keys: KeyStore, trace: bool, journal: bool) -> Self {
+        self.quic = QuicTable::new(keys).with_trace(trace).with_journal(journal);
         self
     }
 
@@ -119,7 +120,9 @@ impl<'f> Intake<'f> {
         let mut a = analysis::quic::analyze(c);
         let findings = detect::run_quic(&a);
         let trace = a.take_trace();
+        let journal = a.take_journal();
         let mut report = QuicReport::new(&a, findings, start, seed);
+        report.journal = journal;
         report.trace = trace.map(|mut t| {
             t.labels = crate::model::quic_frame_labels(&a);
             t

@@ -259,7 +259,7 @@ fn read_frames(
     let _guard = StopOnPanic(pool);
     let n = pool.len();
     let mut intake = Intake::new(options.filter.as_ref())
-        .with_keys(reader.key_store(), options.trace)
+        .with_keys(reader.key_store(), options.trace, options.journal)
         .with_seed(options.community_id_seed, options.shard);
     intake.live = reader.is_live();
     // its sequence number, start and `last` are set when it is sent

@@ -14,7 +14,9 @@
 //! - `crypto`: the TLS handshake in CRYPTO frames, cut into messages and
 //!   read by the TLS layer's hello parsers; transport parameters;
 //! - [`trace`]: every datagram and RTT sample, kept for the HTML report's
-//!   graphs when asked for.
+//!   graphs when asked for;
+//! - [`journal`]: every packet with its frames, the RTT samples and the
+//!   losses, kept for qlog when asked for.
 //!
 //! Without keys only what Initials, headers, sizes and timing prove is
 //! kept: nothing is guessed about packets that did not open.
@@ -22,6 +24,7 @@
 pub mod conn;
 pub(crate) mod crypto;
 pub mod frame;
+pub mod journal;
 pub mod packet;
 pub(crate) mod protect;
 pub mod table;

@@ -39,6 +39,8 @@ pub struct QuicTable {
     pub migrations: u64,
     /// Keep every connection's datagrams ([`QuicConn::trace`]).
     trace: bool,
+    /// Keep every connection's packets and frames ([`QuicConn::journal`]).
+    journal: bool,
 }
 
 impl QuicTable {
@@ -54,6 +56,13 @@ impl QuicTable {
     /// ([`QuicConn::trace`]) when `trace` is set.
     pub fn with_trace(mut self, trace: bool) -> QuicTable {
         self.trace = trace;
+        self
+    }
+
+    /// The same table, its connections keeping every packet with its
+    /// frames ([`QuicConn::journal`]) when `journal` is set.
+    pub fn with_journal(mut self, journal: bool) -> QuicTable {
+        self.journal = journal;
         self
     }
 
@@ -151,6 +160,10 @@ impl QuicTable {
         let mut c = QuicConn::new(id, d, at, self.store.clone());
         if self.trace {
             c.trace = Some(Box::default());
+        }
+        if self.journal {
+            c.journal = Some(Box::default());
+            c.signals.h3.keep_frames();
         }
         self.by_tuple.insert((c.client, c.server), id);
         self.by_tuple.insert((c.server, c.client), id);

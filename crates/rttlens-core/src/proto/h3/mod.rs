@@ -267,6 +267,26 @@ struct Conn {
     /// Out-of-order bytes held over all streams.
     held_bytes: usize,
     huff: qpack::Huffman,
+    /// Every frame header read, when kept ([`H3Tracker::keep_frames`];
+    /// boxed: one pointer in every connection that keeps none).
+    #[allow(clippy::box_collection)]
+    frames: Option<Box<Vec<H3FrameRec>>>,
+}
+
+/// One HTTP/3 frame's header as read on a request or control stream
+/// (RFC 9114 §7.1), kept for qlog ([`H3Tracker::keep_frames`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct H3FrameRec {
+    /// The packet that delivered the frame's header.
+    pub at: FrameRef,
+    /// Its sender.
+    pub side: Side,
+    /// The stream.
+    pub stream: u64,
+    /// Frame type (RFC 9114 §7.2).
+    pub ty: u64,
+    /// Payload length, bytes.
+    pub len: u64,
 }
 
 impl Conn {
@@ -323,8 +343,20 @@ impl H3Tracker {
                 blocked: Default::default(),
                 held_bytes: 0,
                 huff: qpack::Huffman::new(),
+                frames: None,
             },
         }
+    }
+
+    /// From now on keeps every frame header read (for qlog).
+    pub fn keep_frames(&mut self) {
+        self.conn.frames.get_or_insert_with(Box::default);
+    }
+
+    /// The frame headers kept ([`H3Tracker::keep_frames`]), in the order
+    /// read.
+    pub fn take_frames(&mut self) -> Vec<H3FrameRec> {
+        self.conn.frames.take().map(|v| *v).unwrap_or_default()
     }
 
     /// STREAM frame data of stream `id` sent by `side`, at stream `offset`
@@ -613,6 +645,15 @@ fn begin_frame(
     at: FrameRef,
 ) {
     let malformed = |what| NoteKind::Malformed { what };
+    if let (Some(v), Kind::Request | Kind::Control { .. }) = (&mut conn.frames, &dir.kind) {
+        v.push(H3FrameRec {
+            at,
+            side,
+            stream: id,
+            ty: t,
+            len,
+        });
+    }
     let read = match &mut dir.kind {
         Kind::Request => match t {
             ty::HEADERS if len > PARSE_BUFFER_CAP as u64 => {

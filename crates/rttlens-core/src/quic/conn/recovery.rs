@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use super::{AckSample, Loss, PacketRec, QuicConn, EVENTS_CAP, PACKETS_KEPT};
 use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
+use crate::quic::journal::{JournalLoss, JournalSample};
 
 /// Sent packets awaiting an ACK kept per direction and space.
 pub(super) const SENT_CAP: usize = 8192;
@@ -119,13 +120,23 @@ impl QuicConn {
             }
         }
         for (pn, sent_at) in lost {
-            self.recovery.push_loss(Loss {
+            let l = Loss {
                 side: peer,
                 space: space as u8,
                 pn,
                 at: sent_at,
                 declared_by: Some(at),
-            });
+            };
+            if let Some(j) = &mut self.journal {
+                j.losses.push(JournalLoss {
+                    side: l.side,
+                    space: l.space,
+                    pn: l.pn,
+                    at: l.at,
+                    declared_by: l.declared_by,
+                });
+            }
+            self.recovery.push_loss(l);
         }
         if let Some(sent_at) = sample {
             let raw = at.ts - sent_at.ts;
@@ -136,6 +147,15 @@ impl QuicConn {
             };
             if let Some(t) = &mut self.trace {
                 t.sample(side, at, rtt);
+            }
+            if let Some(j) = &mut self.journal {
+                j.samples.push(JournalSample {
+                    acker: side,
+                    ack: at,
+                    space: space as u8,
+                    rtt,
+                    ack_delay: delay,
+                });
             }
             if self.recovery.samples.len() < EVENTS_CAP {
                 self.recovery.samples.push(AckSample {
