@@ -369,6 +369,32 @@ pub fn write_quic_connection(w: &mut dyn Write, q: &QuicReport) -> io::Result<()
         "  packets {} client, {} server · lost {} client, {} server · {keys}",
         q.packets[0], q.packets[1], q.lost[0], q.lost[1]
     )?;
+    if let Some(sp) = &q.spin {
+        let flips = sp.flips[0] + sp.flips[1];
+        let short = sp.packets[0] + sp.packets[1];
+        match (sp.signal, sp.min_ms, sp.median_ms) {
+            ("spins", Some(min), Some(med)) => writeln!(
+                w,
+                "  spin bit: RTT {} ms min, {} ms median from {} flip periods (no key needed; endpoints' delays and idle time included)",
+                ms(min),
+                ms(med),
+                sp.samples
+            )?,
+            ("off", ..) => writeln!(
+                w,
+                "  spin bit: not used (never flips in {short} short-header packets)"
+            )?,
+            ("random", ..) => writeln!(
+                w,
+                "  spin bit: flips {flips} times, faster than the RTT: set at random, not a spin signal (no RTT from it)"
+            )?,
+            ("unchecked", ..) => writeln!(
+                w,
+                "  spin bit: flips {flips} times; no ACK-frame RTT to check it against, so no RTT from it"
+            )?,
+            _ => writeln!(w, "  spin bit: {flips} flip(s), no full period to time")?,
+        }
+    }
     write_ladder(w, &q.ladder)?;
     if !q.streams.is_empty() {
         writeln!(w)?;

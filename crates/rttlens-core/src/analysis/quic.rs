@@ -180,6 +180,11 @@ impl QuicAnalysis {
         self.conn.trace.take()
     }
 
+    /// The latency spin bit of the short-header packets (RFC 9000 §17.4).
+    pub fn spin(&self) -> &crate::quic::conn::Spin {
+        &self.conn.spin
+    }
+
     /// The packet journal (for qlog), taken out for the report.
     pub fn take_journal(&mut self) -> Option<Box<crate::quic::journal::QuicJournal>> {
         let mut j = self.conn.journal.take()?;

@@ -17,7 +17,7 @@ pub use finding::Finding;
 pub use trace::Limit;
 
 pub use capture::{CaptureSummary, Quality, TlsTally};
-pub use quic::{QuicHandshakeReport, QuicReport, QuicRttReport, QuicStreamRow};
+pub use quic::{QuicHandshakeReport, QuicReport, QuicRttReport, QuicSpinReport, QuicStreamRow};
 pub(crate) use quic_labels::quic_frame_labels;
 pub use record::{Connection, Transport};
 

@@ -69,6 +69,10 @@ pub struct QuicReport {
     /// server's]`: lost before it, not captured, or skipped on purpose by
     /// the sender (RFC 9000 §21.4), so no proof of loss alone.
     pub pn_gaps: [u64; 2],
+    /// The latency spin bit (RFC 9000 §17.4), read without keys; absent
+    /// without short-header packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spin: Option<QuicSpinReport>,
     /// The ladder of phases. Not serialized here: the JSON renderer
     /// (`rttlens_report::json`) writes it with each phase's sentence.
     #[serde(skip)]
@@ -96,6 +100,71 @@ pub struct QuicReport {
     /// for qlog); not part of the JSON.
     #[serde(skip)]
     pub journal: Option<Box<crate::model::journal::QuicJournal>>,
+}
+
+/// The spin bit of a connection's short-header packets: each flip seen in
+/// one direction, the time since the previous one there is one RTT
+/// (RFC 9312 §4.1), endpoints' delays included, measured without keys.
+/// An endpoint that does not spin may send the bit at random (RFC 9000
+/// §17.4): flips are taken for a spin signal only when (nearly) every
+/// period is at least 3/4 of the RTT the ACK frames measured (the
+/// Initials' ACKs need no key), since a signal flips at most once a round
+/// trip.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct QuicSpinReport {
+    /// Short-header packets `[client, server]`.
+    pub packets: [u64; 2],
+    /// Times the bit changed between consecutive short-header packets of
+    /// one sender `[client, server]`.
+    pub flips: [u64; 2],
+    /// What the flips are: `spins` (a spin signal: the periods are RTT
+    /// samples), `off` (never flips: the endpoints do not spin), `random`
+    /// (more than a tenth of the periods are shorter than 3/4 of the RTT:
+    /// not a spin signal), `unchecked` (flips, but no ACK-frame RTT to
+    /// check them against), `too-short` (no full period).
+    pub signal: &'static str,
+    /// Flip periods timed (one per flip after a sender's first).
+    pub samples: usize,
+    /// Smallest period (ms), when `signal` is `spins`.
+    pub min_ms: Option<f64>,
+    /// Median period (ms), when `signal` is `spins`.
+    pub median_ms: Option<f64>,
+}
+
+impl QuicSpinReport {
+    fn of(
+        s: &crate::quic::conn::Spin,
+        rtt: Option<crate::base::time::Duration>,
+    ) -> Option<QuicSpinReport> {
+        if s.packets == [0, 0] {
+            return None;
+        }
+        let mut ms: Vec<f64> = s.samples.iter().map(|x| x.2.as_millis_f64()).collect();
+        ms.sort_by(f64::total_cmp);
+        let signal = match (s.flips, rtt) {
+            ([0, 0], _) => "off",
+            _ if ms.is_empty() => "too-short",
+            (_, None) => "unchecked",
+            (_, Some(rtt)) => {
+                let floor = 0.75 * rtt.as_millis_f64();
+                let short = ms.iter().filter(|m| **m < floor).count();
+                if short * 10 > ms.len() {
+                    "random"
+                } else {
+                    "spins"
+                }
+            }
+        };
+        let spins = signal == "spins";
+        Some(QuicSpinReport {
+            packets: s.packets,
+            flips: s.flips,
+            signal,
+            samples: ms.len(),
+            min_ms: ms.first().filter(|_| spins).map(|m| round3(*m)),
+            median_ms: (spins && !ms.is_empty()).then(|| round3(ms[ms.len() / 2])),
+        })
+    }
 }
 
 /// One HTTP/3 request stream (RFC 9114 §4.1).
@@ -299,6 +368,7 @@ impl QuicReport {
             transport_parameters: a.transport().clone(),
             lost,
             pn_gaps,
+            spin: QuicSpinReport::of(a.spin(), a.rtt_min()),
             sample: crate::population::Sample::of_quic(a, &ladder, start),
             ladder,
             streams: a

@@ -9,10 +9,12 @@ use std::net::SocketAddr;
 mod handshake;
 mod protection;
 mod recovery;
+mod spin;
 
 pub use handshake::Handshake;
 pub use protection::Protection;
 pub use recovery::Recovery;
+pub use spin::Spin;
 
 use super::frame::{frames, Frame};
 use super::journal::{JournalFrame, JournalLoss, QuicJournal};
@@ -192,6 +194,8 @@ pub struct QuicConn {
     /// Every datagram, when the table keeps traces
     /// (`super::table::QuicTable::with_trace`).
     pub trace: Option<Box<QuicTrace>>,
+    /// The latency spin bit of the short-header packets (RFC 9000 §17.4).
+    pub spin: Spin,
     /// Every packet with its frames, when the table keeps journals
     /// (`super::table::QuicTable::with_journal`, for qlog).
     pub journal: Option<Box<QuicJournal>>,
@@ -314,6 +318,7 @@ impl QuicConn {
                 h3: H3Tracker::new(),
             },
             trace: None,
+            spin: Spin::default(),
             journal: None,
         }
     }
@@ -362,6 +367,10 @@ impl QuicConn {
             first_in_datagram = false;
             if let Some(j) = &mut self.journal {
                 j.packet(side, at, &h, datagram);
+            }
+            if h.ty == PacketType::OneRtt {
+                let bit = h.packet.first().is_some_and(|b| b & 0x20 != 0);
+                self.spin.observe(side, bit, at);
             }
             self.packet(side, &h, at, datagram);
         }
