@@ -665,11 +665,12 @@ impl QuicConn {
 mod tests {
     /// Grouping the fields by concern (issue 40) measured 11168 B before
     /// and after; the sub-structs must not add padding. The journal's
-    /// pointer and HTTP/3's frame log's (issue 45, qlog) added 16.
+    /// pointer and HTTP/3's frame log's (issue 45, qlog) added 16, the
+    /// spin bit's state (issue 45) 112.
     #[test]
     fn quic_conn_stays_small() {
         let size = std::mem::size_of::<super::QuicConn>();
         eprintln!("size_of::<QuicConn>() = {size}");
-        assert!(size <= 11184, "{size}");
+        assert!(size <= 11296, "{size}");
     }
 }
