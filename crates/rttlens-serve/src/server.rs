@@ -199,7 +199,7 @@ impl Server {
 
     /// Serve until `shutdown` completes (inside a tokio runtime), then
     /// stop accepting, let the scrapes in flight finish (at most
-    /// [`Server::longest_scrape`]) and return.
+    /// the longest scrape timeout of any module) and return.
     ///
     /// # Errors
     /// The listener cannot join the runtime.
