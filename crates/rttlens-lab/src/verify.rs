@@ -35,8 +35,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use rttlens_core::model::finding::Finding;
+use rttlens_core::model::population::{PhaseId, PopulationReport};
 use rttlens_core::model::Phase;
-use rttlens_core::population::{PhaseId, PopulationReport};
 use rttlens_lab_net::LabError;
 
 use crate::scenario::{self, is_quic, parse_expect, Analysed, Fix, Scenario};
@@ -393,18 +393,18 @@ fn population_rows(pops: &[(Analysed, Analysed)], rtt: Duration) -> Vec<Row> {
         let Some(phase) = population_phase(pf.id) else {
             continue;
         };
-        let stat = |a: &Analysed, pick: &dyn Fn(&rttlens_core::population::Stats) -> f64| {
+        let stat = |a: &Analysed, pick: &dyn Fn(&rttlens_core::model::population::Stats) -> f64| {
             pop(a)
                 .phases
                 .iter()
                 .find(|p| p.phase == phase)
                 .map_or(0.0, |p| pick(&p.ms))
         };
-        let drop = |pick: &dyn Fn(&rttlens_core::population::Stats) -> f64| {
+        let drop = |pick: &dyn Fn(&rttlens_core::model::population::Stats) -> f64| {
             median(pops.iter().map(|(a, _)| stat(a, pick)).collect())
                 - median(pops.iter().map(|(_, f)| stat(f, pick)).collect())
         };
-        let total = |s: &rttlens_core::population::Stats| s.mean * s.count as f64;
+        let total = |s: &rttlens_core::model::population::Stats| s.mean * s.count as f64;
         let predicted = median(
             pops.iter()
                 .filter_map(|(a, _)| {
