@@ -84,16 +84,20 @@ def test_duckdb_queries(fleet, monkeypatch):
     assert_rows(con.sql(blocks[("duckdb", "findings_cost")]).fetchall(), expected_cost(fleet), "duckdb findings_cost")
 
 
-def _chdb(fleet: Path, tmp_path: Path):
+@pytest.fixture(scope="module")
+def chdb_session(fleet, tmp_path_factory):
+    """One chDB session for the module: chDB's embedded server takes one data
+    path per process, so a second `Session(path)` is refused."""
     from chdb import session
 
-    s = session.Session(str(tmp_path / "chdb"))
+    s = session.Session(str(tmp_path_factory.mktemp("chdb")))
     for block in ("tables", "ingest"):
         for stmt in doc_blocks()[("clickhouse", block)].split(";"):
             body = "\n".join(x for x in stmt.splitlines() if not x.strip().startswith("--")).strip()
             if body:
                 s.query(body.replace("file('tables/", f"file('{fleet}/tables/"))
-    return s
+    yield s
+    s.close()
 
 
 def _ch_rows(s, sql: str) -> list:
@@ -103,10 +107,10 @@ def _ch_rows(s, sql: str) -> list:
     return [tuple(r) for r in json.loads(out)["data"]]
 
 
-def test_clickhouse_tables_are_the_parquet_columns(fleet, tmp_path):
+def test_clickhouse_tables_are_the_parquet_columns(fleet, chdb_session):
     """The page's MergeTree tables hold exactly the columns ClickHouse reads
     from the Parquet files (and `source`), in their order and types."""
-    s = _chdb(fleet, tmp_path)
+    s = chdb_session
     for t in rttlens.TABLES:
         inferred = _ch_rows(s, f"DESCRIBE file('{fleet}/tables/{t}/*.parquet', Parquet)")
         table = _ch_rows(s, f"DESCRIBE rttlens.{t}")
@@ -121,8 +125,8 @@ def test_clickhouse_tables_are_the_parquet_columns(fleet, tmp_path):
     assert order == [("ts, community_id",)] * 3, order
 
 
-def test_clickhouse_queries(fleet, tmp_path):
-    s = _chdb(fleet, tmp_path)
+def test_clickhouse_queries(fleet, chdb_session):
+    s = chdb_session
     blocks = doc_blocks()
     assert_rows(_ch_rows(s, blocks[("clickhouse", "p99_tls")]), expected_p99(fleet), "clickhouse p99_tls")
     assert_rows(_ch_rows(s, blocks[("clickhouse", "findings_cost")]), expected_cost(fleet), "clickhouse findings_cost")
