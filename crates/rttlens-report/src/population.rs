@@ -1,7 +1,8 @@
 //! The population view in text: phase percentiles, per server and SNI, the
 //! tail, the capture over time and the population findings. Printed for
 //! captures of at least [`MIN_CONNECTIONS`] connections (below that the
-//! connections themselves say it all).
+//! connections themselves say it all), and for smaller ones with a
+//! population finding.
 
 use std::io::{self, Write};
 
@@ -43,9 +44,11 @@ fn phase_row(p: &PhaseStats) -> String {
     row
 }
 
-/// Whether the text report shows the population view.
+/// Whether the report shows the population view: a capture of at least
+/// [`MIN_CONNECTIONS`] connections, or a smaller one where the crowd
+/// proves a cause (a burst of a dozen handshakes served one at a time).
 pub fn shown(s: &CaptureSummary) -> bool {
-    s.population.connections >= MIN_CONNECTIONS
+    s.population.connections >= MIN_CONNECTIONS || !s.population.population_findings.is_empty()
 }
 
 /// The population view (text): nothing for a small capture.

@@ -288,3 +288,105 @@ fn groups_split_off_the_capture_when_a_second_server_comes() {
     // one server: no groups (the capture's figures are its own)
     assert!(run(&v[..10]).phases_by_server.is_empty());
 }
+
+/// A burst of `n` TLS connections whose ClientHellos come 0.5 ms apart at
+/// 1.0 s; the i-th served leaves its ServerHello at `served(i)` ms after
+/// the burst and its connection's RTT is `rtt(i)`. The handshakes are
+/// served in the order they came.
+fn burst(
+    n: u32,
+    served: impl Fn(u32) -> f64,
+    rtt: impl Fn(u32) -> f64,
+) -> Vec<(Sample, &'static str)> {
+    (0..n)
+        .map(|i| {
+            let ch = 1.0 + f64::from(i) * 0.0005;
+            let sh = 1.0 + served(i) / 1000.0;
+            let wait = (sh - ch) * 1000.0 - rtt(i);
+            let mut s = conn(ch - rtt(i) / 1000.0, rtt(i), wait, 0.2);
+            s.hello_s = Some((ch, sh));
+            s.hello_frames = Some((u64::from(i) + 100, u64::from(i) + 200));
+            (s, SERVER)
+        })
+        .collect()
+}
+
+/// A fixed jitter within ±2 ms for each `i`, without a period.
+fn jitter(i: u32) -> f64 {
+    let x = u64::from(i + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    ((x >> 40) % 4001) as f64 / 1000.0 - 2.0
+}
+
+fn burst_finding(r: &PopulationReport) -> Option<&PopFinding> {
+    r.population_findings
+        .iter()
+        .find(|f| f.id == "server-handshake-contention" && f.facts.str("shape") == "burst")
+}
+
+#[test]
+fn a_burst_served_one_at_a_time_is_server_contention() {
+    // 30 handshakes, one every 15 ms, after a 20 ms RTT
+    let r = run(&burst(
+        30,
+        |i| 20.0 + 15.0 * f64::from(i + 1) + jitter(i),
+        |_| 20.0,
+    ));
+    let f = burst_finding(&r).unwrap_or_else(|| panic!("{r:#?}"));
+    assert_eq!(f.facts.u64("handshakes"), 30);
+    assert_eq!(f.facts.u64("at_a_time"), 1);
+    assert!((f.facts.f64("every_ms") - 15.0).abs() < 1.0, "{f:?}");
+    // the first served, the middle one and the last, with their frames
+    let places: Vec<u64> = f
+        .evidence
+        .iter()
+        .map(|e| e.fact.args.u64("place"))
+        .collect();
+    assert_eq!(places, [1, 16, 30]);
+    assert!(f.evidence.iter().all(|e| e.frames.len() == 2));
+    // each wait beyond the first's: Σ 15 ms × place, within the jitter
+    let want: f64 = (0..30).map(|i| 15.0 * f64::from(i)).sum();
+    assert!(
+        (f.cost.ms - want).abs() < 0.05 * want,
+        "{:?} against {want}",
+        f.cost
+    );
+    assert_eq!(f.confidence.level, crate::detect::finding::Level::High);
+}
+
+#[test]
+fn a_burst_served_two_at_a_time_names_two_workers() {
+    // two workers of 30 ms each, out of step by 11 ms
+    let served = |i: u32| 20.0 + 30.0 * f64::from(i / 2 + 1) + if i % 2 == 1 { 11.0 } else { 0.0 };
+    let r = run(&burst(24, served, |_| 20.0));
+    let f = burst_finding(&r).unwrap_or_else(|| panic!("{r:#?}"));
+    assert_eq!(f.facts.u64("at_a_time"), 2, "{f:?}");
+    assert!((f.facts.f64("handshake_ms") - 30.0).abs() < 1.0, "{f:?}");
+}
+
+#[test]
+fn slow_handshakes_in_parallel_or_a_queue_on_the_path_are_not_a_burst_queue() {
+    // each handshake slow by its own random time (a lookup, not the CPU):
+    // they leave at random, not at a steady rate
+    let mut x: u64 = 12345;
+    let waits: Vec<f64> = (0..30)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            50.0 + (x >> 33) as f64 % 450.0
+        })
+        .collect();
+    let r = run(&burst(30, |i| 20.0 + waits[i as usize], |_| 20.0));
+    assert!(burst_finding(&r).is_none(), "{r:#?}");
+    // served at a steady rate, but the RTT grew with the place in the
+    // queue: the path's queue, not the server's
+    let r = run(&burst(
+        30,
+        |i| 20.0 + 15.0 * f64::from(i + 1),
+        |i| 20.0 + 10.0 * f64::from(i),
+    ));
+    assert!(burst_finding(&r).is_none(), "{r:#?}");
+    // all answered together after the same wait: a slow server, no queue
+    let r = run(&burst(30, |i| 220.0 + jitter(i), |_| 20.0));
+    assert!(burst_finding(&r).is_none(), "{r:#?}");
+}

@@ -10,7 +10,8 @@
 //! Streaming: each connection's [`Sample`] is folded in as it ends and
 //! dropped; memory is a fixed number of histograms (at most
 //! [`MAX_GROUPS`] groups of each kind, at most 64 intervals while reading)
-//! whatever the number of connections.
+//! and the burst rule's bounded list of handshakes, whatever the number of
+//! connections.
 
 pub(crate) mod accept_queue_overflow;
 pub(crate) mod client_side_stall;
@@ -280,6 +281,8 @@ pub struct Population {
     cells: Cells,
     bands: tail::Bands,
     signs: Signs,
+    /// The handshakes a burst of them is judged on.
+    queue: server_handshake_contention::Queue,
 }
 
 impl Population {
@@ -296,6 +299,7 @@ impl Population {
             cells: Cells::new(interval_ms),
             bands: tail::Bands::new(),
             signs: Signs::default(),
+            queue: server_handshake_contention::Queue::default(),
         }
     }
 
@@ -322,6 +326,7 @@ impl Population {
         }
         self.cells.add(s);
         self.bands.add(s);
+        self.queue.add(c.index, c.server, s);
         self.collect_signs(c, s);
     }
 
@@ -448,6 +453,7 @@ impl Population {
             cells: &cells,
             tail: tail.as_ref(),
             signs: &self.signs,
+            queue: &self.queue,
         };
         let mut findings: Vec<PopFinding> = [
             server_handshake_contention::detect,
@@ -530,6 +536,8 @@ pub(crate) struct View<'a> {
     pub(crate) cells: &'a [Cell],
     pub(crate) tail: Option<&'a Tail>,
     pub(crate) signs: &'a Signs,
+    /// The handshakes of [`server_handshake_contention`]'s burst rule.
+    pub(crate) queue: &'a server_handshake_contention::Queue,
 }
 
 impl View<'_> {

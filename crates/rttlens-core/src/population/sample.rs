@@ -113,6 +113,10 @@ pub struct Sample {
     /// ClientHello and ServerHello frames (evidence of the server's
     /// handshake processing).
     pub(crate) hello_frames: Option<(u64, u64)>,
+    /// When the ClientHello and the ServerHello passed the capture point,
+    /// seconds after the capture's first packet (the order in which a
+    /// burst's handshakes were served).
+    pub(crate) hello_s: Option<(f64, f64)>,
     /// Frames that bound the client's delay: (the packet it answered, its
     /// answer), the longest of its waits.
     pub(crate) client_wait_frames: Option<(u64, u64)>,
@@ -211,6 +215,9 @@ impl Sample {
         s.handshake_end_s = rel(end.ts).max(s.start_s);
         if let Some(t) = &a.tls {
             s.hello_frames = t.server_hello.map(|sh| (t.client_hello.frame, sh.frame));
+            s.hello_s = t
+                .server_hello
+                .map(|sh| (rel(t.client_hello.ts), rel(sh.ts)));
             s.resumed = matches!(
                 t.kind,
                 TlsKind::Tls12Abbreviated | TlsKind::Tls13Psk | TlsKind::Tls13ZeroRtt
@@ -291,6 +298,7 @@ impl Sample {
             let rtts = rtt.and_then(|r| d.in_rtts(r)).unwrap_or(0.0);
             put(PhaseId::ServerHandshake, d.as_millis_f64(), rtts);
             s.hello_frames = Some((ci.frame, sf.frame));
+            s.hello_s = Some((rel(ci.ts), rel(sf.ts)));
         }
         let end = h.client_done.unwrap_or(a.last());
         s.handshake_end_s = rel(end.ts).max(s.start_s);

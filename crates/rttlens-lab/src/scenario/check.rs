@@ -7,6 +7,7 @@ use std::path::Path;
 
 use rttlens_core::capture::CaptureReader;
 use rttlens_core::model::finding::Finding;
+use rttlens_core::model::population::PopulationReport;
 use rttlens_core::model::{ConnReport, Connection, QuicReport};
 use rttlens_core::pipeline;
 use rttlens_lab_net::LabError;
@@ -35,42 +36,82 @@ pub struct ExpectationResult {
     pub evidence: Vec<u64>,
 }
 
-/// Each expectation of `expect` looked up in `conns` and `quic`.
+/// Written before a population finding's id in an expectation or a
+/// forbidden list: `population:server-handshake-contention` is about the
+/// capture's population view (docs/design.md §4 "Populations"), not about
+/// one connection.
+pub(crate) const POPULATION: &str = "population:";
+
+/// Each expectation of `expect` looked up in `conns` and `quic`, or with
+/// [`POPULATION`] in `pop`'s findings.
 pub(super) fn expectations(
     conns: &[ConnReport],
     quic: &[QuicReport],
+    pop: &PopulationReport,
     expect: &[&'static str],
 ) -> Vec<ExpectationResult> {
     expect
         .iter()
-        .map(|&e| match lookup(conns, quic, e) {
-            Some((_, f)) => ExpectationResult {
-                expect: e,
-                found: true,
-                id: Some(f.id),
-                title: rttlens_report::words::title(f),
-                cost_ms: f.cost.ms,
-                cost_rtts: f.cost.rtts,
-                evidence: f.evidence.iter().map(|e| e.frame).collect(),
-            },
-            None => ExpectationResult {
-                expect: e,
-                found: false,
-                id: None,
-                title: String::new(),
-                cost_ms: 0.0,
-                cost_rtts: None,
-                evidence: Vec::new(),
-            },
+        .map(|&e| {
+            if let Some(ids) = e.strip_prefix(POPULATION) {
+                let ids: Vec<&str> = ids.split('|').collect();
+                if let Some(f) = pop.population_findings.iter().find(|f| ids.contains(&f.id)) {
+                    return ExpectationResult {
+                        expect: e,
+                        found: true,
+                        id: Some(f.id),
+                        title: rttlens_report::words::pop_title(f),
+                        cost_ms: f.cost.ms,
+                        cost_rtts: f.cost.per_connection_rtts,
+                        evidence: f.evidence.iter().flat_map(|e| e.frames.clone()).collect(),
+                    };
+                }
+            }
+            match lookup(conns, quic, e) {
+                Some((_, f)) if !e.starts_with(POPULATION) => ExpectationResult {
+                    expect: e,
+                    found: true,
+                    id: Some(f.id),
+                    title: rttlens_report::words::title(f),
+                    cost_ms: f.cost.ms,
+                    cost_rtts: f.cost.rtts,
+                    evidence: f.evidence.iter().map(|e| e.frame).collect(),
+                },
+                _ => ExpectationResult {
+                    expect: e,
+                    found: false,
+                    id: None,
+                    title: String::new(),
+                    cost_ms: 0.0,
+                    cost_rtts: None,
+                    evidence: Vec::new(),
+                },
+            }
         })
         .collect()
 }
 
 /// The forbidden findings that appear in `conns`, as `N:id` (in `quic`
 /// for QUIC's ids, as `quic N:id`; `quic-*` matches any of them).
-pub(super) fn forbidden(conns: &[ConnReport], quic: &[QuicReport], forbid: &[&str]) -> Vec<String> {
+pub(super) fn forbidden(
+    conns: &[ConnReport],
+    quic: &[QuicReport],
+    pop: &PopulationReport,
+    forbid: &[&str],
+) -> Vec<String> {
     let mut seen = Vec::new();
     for &e in forbid {
+        if let Some(ids) = e.strip_prefix(POPULATION) {
+            let ids: Vec<&str> = ids.split('|').collect();
+            for f in pop
+                .population_findings
+                .iter()
+                .filter(|f| ids.contains(&f.id))
+            {
+                seen.push(format!("{POPULATION}{}", f.id));
+            }
+            continue;
+        }
         let (conn, ids) = parse_expect(e);
         let (lists, prefix): (Vec<&[Finding]>, &str) = if is_quic(e) {
             (quic.iter().map(|q| &q.findings[..]).collect(), "quic ")

@@ -449,8 +449,8 @@ fn run(
     drop(lab);
     result?;
     let (conns, quic, summary) = analyze_summary(&client_capture)?;
-    let found = expectations(&conns, &quic, s.expect);
-    let unexpected_forbidden = forbidden(&conns, &quic, s.forbid);
+    let found = expectations(&conns, &quic, &summary.population, s.expect);
+    let unexpected_forbidden = forbidden(&conns, &quic, &summary.population, s.forbid);
     let quic_key = s.key.starts_with("quic-");
     let mut problems = Vec::new();
     if quic_key && quic.is_empty() {
@@ -592,8 +592,8 @@ fn run_variant(
         expect
     };
     let (conns, quic, summary) = analyze_summary(&copy.path)?;
-    let found = expectations(&conns, &quic, expect);
-    let mut problems = forbidden(&conns, &quic, s.forbid)
+    let found = expectations(&conns, &quic, &summary.population, expect);
+    let mut problems = forbidden(&conns, &quic, &summary.population, s.forbid)
         .into_iter()
         .map(|f| format!("forbidden {f}"))
         .collect::<Vec<_>>();

@@ -68,6 +68,24 @@ pub(super) fn pop_title(f: &PopFinding) -> String {
                 String::new()
             }
         ),
+        "server-handshake-contention" if a.str("shape") == "burst" => format!(
+            "The server served a burst of {} TLS handshakes to {} {} at a time: the \
+             ClientHellos came within {:.1} ms, the ServerHellos left over {:.1} ms, one every \
+             {:.1} ms, and the wait at the server grew from {:.1} ms (the first served) to \
+             {:.1} ms (the last), while the RTT stayed at {:.1}–{:.1} ms (rank correlation \
+             of place and wait {:.2})",
+            a.u64("handshakes"),
+            a.str("server"),
+            at_a_time(a),
+            a.f64("arrivals_ms"),
+            a.f64("departures_ms"),
+            a.f64("every_ms"),
+            a.f64("first_wait_ms"),
+            a.f64("last_wait_ms"),
+            a.f64("rtt_low_ms"),
+            a.f64("rtt_high_ms"),
+            a.f64("rho")
+        ),
         "server-handshake-contention" => format!(
             "Server handshake processing grows with the handshakes in progress: ClientHello → \
              ServerHello at the server p50 {:.1} ms, p99 {:.1} ms; {:.1} ms (p90) with \
@@ -156,13 +174,26 @@ pub(super) fn pop_fix(f: &PopFinding) -> String {
             } else {
                 String::new()
             };
+            let queue = if a.str("shape") == "burst" {
+                format!(
+                    " The burst queued behind {} handshake{} at a time taking {:.1} ms each: \
+                     more handshake workers drain it that many times faster, and a limit on \
+                     the handshakes queued (nginx limit_conn, Go a semaphore around \
+                     tls.Conn.Handshake) turns the last clients' wait into a prompt retry.",
+                    at_a_time(a),
+                    if a.u64("at_a_time") == 1 { "" } else { "s" },
+                    a.f64("handshake_ms")
+                )
+            } else {
+                String::new()
+            };
             format!(
                 "Give each handshake less CPU and the server more: Go — one shared tls.Config for \
                  every connection with session tickets on (resumption), an ECDSA P-256 \
                  certificate instead of RSA, GOMAXPROCS = the cores the server really has; nginx — \
                  worker_processes auto, ssl_session_cache shared:SSL:10m and ssl_session_tickets on, \
                  an ECDSA certificate; OpenSSL servers — one SSL_CTX shared by every connection \
-                 (never one per connection), session caching on.{resumed}"
+                 (never one per connection), session caching on.{queue}{resumed}"
             )
         }
         "syn-flood-cookies" => "Find what fills the SYN queue and make it hold the bursts: raise \
@@ -173,6 +204,14 @@ pub(super) fn pop_fix(f: &PopFinding) -> String {
               clients that send TCP timestamps keep their options under cookies."
             .to_string(),
         _ => String::new(),
+    }
+}
+
+/// Handshakes a queue served at a time, in words ("one", "2").
+fn at_a_time(a: &Args) -> String {
+    match a.u64("at_a_time") {
+        1 => "one".to_string(),
+        k => k.to_string(),
     }
 }
 
@@ -201,6 +240,16 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
             who(a),
             a.u64("client_hello"),
             a.u64("server_hello"),
+            a.f64("server_ms")
+        ),
+        "population.queued-handshake" => format!(
+            "connection {}: ClientHello (frame {}) → ServerHello (frame {}), served {} of {}: \
+             {:.1} ms at the server, after the RTT",
+            a.u64("connection"),
+            a.u64("client_hello"),
+            a.u64("server_hello"),
+            a.u64("place"),
+            a.u64("handshakes"),
             a.f64("server_ms")
         ),
         "population.client-delay" => format!(
@@ -311,6 +360,16 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
             "the median of every connection's own baseline RTT, per interval, over {} \
              intervals",
             a.u64("intervals")
+        ),
+        "population.queue-steady" => format!(
+            "{} ServerHellos left {} at a time, each handshake taking {:.1} ms at the server \
+             (coefficient of variation {:.2}), each later one waiting longer (rank correlation \
+             {:.2})",
+            a.u64("handshakes"),
+            at_a_time(a),
+            a.f64("handshake_ms"),
+            a.f64("cv"),
+            a.f64("rho")
         ),
         "population.contention-correlation" => format!(
             "rank correlation {:.2} of handshakes in progress and server handshake time \
