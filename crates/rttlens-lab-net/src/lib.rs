@@ -10,6 +10,9 @@
 //!   rate, loss, reordering, jitter) and its own pcapng capture.
 //! - [`topology`]: the [`Lab`], a client and a server namespace joined by
 //!   the link, torn down on drop, panic and Ctrl-C.
+//! - [`routed`]: the [`RoutedLab`], four namespaces in a row (client,
+//!   two forwarding routers joined by the link, server), for the path
+//!   scenario.
 //! - [`tcpdump`]: client/server vantage captures with tcpdump.
 //!
 //! Over this crate: `rttlens-lab` (the scenarios of `rttlens lab`) and
@@ -26,10 +29,12 @@
 mod error;
 pub mod link;
 pub mod netns;
+pub mod routed;
 pub mod tcpdump;
 pub mod topology;
 
 pub use link::{CapturePoint, Direction, LinkConfig, LinkStats, Loss};
+pub use routed::{Node, RoutedLab};
 pub use tcpdump::{Tcpdump, TcpdumpCounts};
 pub use topology::{
     check_prerequisites, cleanup_all, register_scratch, require_command, unregister_scratch, Host,

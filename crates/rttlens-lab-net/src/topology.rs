@@ -69,7 +69,7 @@ pub fn check_prerequisites() -> Result<(), LabError> {
 /// Namespaces of live labs, for the signal handler.
 static LIVE: Mutex<Vec<String>> = Mutex::new(Vec::new());
 static HANDLER: OnceLock<bool> = OnceLock::new();
-static COUNTER: AtomicU64 = AtomicU64::new(0);
+pub(crate) static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 fn install_signal_handler() {
     HANDLER.get_or_init(|| {
@@ -131,10 +131,10 @@ fn unregister(name: &str) {
 
 /// A namespace registered for signal cleanup.
 #[derive(Debug)]
-struct Ns(Netns);
+pub(crate) struct Ns(pub(crate) Netns);
 
 impl Ns {
-    fn create(name: &str) -> Result<Ns, LabError> {
+    pub(crate) fn create(name: &str) -> Result<Ns, LabError> {
         register(name);
         match Netns::create(name) {
             Ok(n) => Ok(Ns(n)),

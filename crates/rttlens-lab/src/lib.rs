@@ -11,6 +11,9 @@
 //!   (servers and clients in the lab), and running one: captures,
 //!   analysis, expectations, partial copies.
 //! - [`mod@catalogue`]: the scenarios.
+//! - [`path`]: the path scenarios: the probe's `--path` across four
+//!   namespaces in a row ([`rttlens_lab_net::RoutedLab`]), its hops and
+//!   their RTTs checked.
 //! - [`copies`]: partial copies of a capture (mid-stream, sender-only,
 //!   offload, snaplen), as captures from the wild come.
 //! - [`go_server`]: the Go target, built with the machine's Go.
@@ -25,6 +28,7 @@ pub mod catalogue;
 pub mod copies;
 pub mod go_server;
 pub mod h2_client;
+pub mod path;
 pub mod scenario;
 pub mod verify;
 

@@ -19,10 +19,12 @@ use rttlens_core::base::cost::round3;
 use rttlens_core::model::{ConnReport, QuicReport};
 use rttlens_core::pipeline::CaptureSummary;
 
+pub use path::{PathHop, PathReport, PathStep, PathVersus};
 /// `getsockopt(TCP_INFO)` decoded (the type of [`TcpInfoSnapshots`]).
 pub use rttlens_sys::TcpInfo;
 pub use tls_version::TlsVersion;
 
+mod path;
 mod tls_version;
 
 /// curl's `-w` times, in ms since the attempt started (before the name
@@ -431,6 +433,9 @@ pub struct ProbeReport {
     pub saved: Vec<Saved>,
     /// The self-capture.
     pub capture: CaptureStatus,
+    /// `--path`: the hops toward the target (left out without it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathReport>,
     /// The capture's analysis, one entry per probe connection found in it.
     #[serde(skip)]
     pub connections: Vec<ConnReport>,

@@ -223,6 +223,7 @@ pub fn report(
                 ),
             )
         },
+        path: None,
         connections: Vec::new(),
         quic_connections: Vec::new(),
         capture_summary: None,

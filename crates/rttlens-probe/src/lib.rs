@@ -29,6 +29,9 @@
 //!    filled in (`rttlens-report` renders them as JSON and a text
 //!    waterfall).
 //!
+//! With `--path` ([`ProbeConfig::path`]), [`path`] traces the hops toward
+//! the last connection's remote address once the connections are done.
+//!
 //! With `--http3` ([`ProbeConfig::http3`]) steps 2–4 are [`quic`]'s
 //! instead: quinn's QUIC handshake over UDP and h3's request, the
 //! self-capture takes the UDP datagrams, and [`reconcile`] reads it back
@@ -47,6 +50,7 @@ pub mod capture;
 pub mod connect;
 pub mod error;
 pub mod http;
+pub mod path;
 pub mod quic;
 pub mod reconcile;
 pub mod resolve;
@@ -68,8 +72,8 @@ use rustls::pki_types::ServerName;
 pub use error::{ErrorKind, ProbeError, ProbePhase};
 pub use resolve::{AllowList, Family, ResolveOverride, Target};
 pub use rttlens_probe_model::{
-    Attempt, Check, NegotiatedTls, PeerCerts, ProbeReport, QuicInfo, ResponseInfo,
-    TcpInfoSnapshots, Timings, Transport,
+    Attempt, Check, NegotiatedTls, PathHop, PathReport, PathStep, PathVersus, PeerCerts,
+    ProbeReport, QuicInfo, ResponseInfo, TcpInfoSnapshots, Timings, Transport,
 };
 pub use sequence::{ProbeStep, TfoStep, TlsStep};
 pub use tls::{TlsOptions, TlsVersion};
@@ -126,6 +130,9 @@ pub struct ProbeConfig {
     /// the connection goes to the address checked (no second lookup);
     /// redirects are checked the same way. `None`: any address.
     pub allow: Option<Arc<AllowList>>,
+    /// `--path`: trace the hops toward the target after the connections
+    /// ([`path`]); `None`: no trace.
+    pub path: Option<path::PathOptions>,
 }
 
 impl ProbeConfig {
@@ -152,6 +159,7 @@ impl ProbeConfig {
             trace: false,
             http3: false,
             allow: None,
+            path: None,
         }
     }
 }
@@ -198,7 +206,40 @@ pub fn run(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
                 format!("tokio runtime: {e}"),
             )
         })?;
-    rt.block_on(run_async(cfg))
+    let started = Instant::now();
+    let mut report = rt.block_on(run_async(cfg))?;
+    if let Some(opts) = cfg.path {
+        let left = cfg.max_time.map(|m| m.saturating_sub(started.elapsed()));
+        trace_path(&mut report, opts, left);
+    }
+    Ok(report)
+}
+
+/// `--path`: trace toward the last connection's remote address, its RTT
+/// the one the last hop is compared with. `left`: what `--max-time`
+/// leaves, which bounds the rounds (one a second).
+fn trace_path(report: &mut ProbeReport, mut opts: path::PathOptions, left: Option<Duration>) {
+    let Some(last) = report.attempts.last() else {
+        return;
+    };
+    let Ok(remote) = last.remote.parse::<SocketAddr>() else {
+        return;
+    };
+    let conn = last.rtt_ms.zip(last.rtt_source);
+    if let Some(left) = left {
+        // a round takes up to a second; the names up to DNS_BOUND more
+        let budget = left.saturating_sub(path::DNS_BOUND).as_secs() as u32;
+        if budget == 0 {
+            report.path = Some(path::not_traced(
+                remote,
+                opts,
+                "path not traced: --max-time left no time for a round",
+            ));
+            return;
+        }
+        opts.rounds = opts.rounds.min(budget);
+    }
+    report.path = Some(path::trace(remote, opts, conn));
 }
 
 async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {

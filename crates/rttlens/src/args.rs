@@ -307,6 +307,15 @@ pub struct ProbeArgs {
     /// Do not capture the probe's packets (app-level timings only).
     #[arg(long, conflicts_with = "pcap")]
     pub no_capture: bool,
+    /// After the connections, trace the path to the target hop by hop
+    /// (TCP SYNs to its port, UDP with --http3; needs CAP_NET_RAW): per
+    /// hop loss and RTT min/p50/p90/max, the hop where the RTT steps up.
+    #[arg(long)]
+    pub path: bool,
+    /// Rounds of --path (one a second at most).
+    #[arg(long, default_value_t = 10, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub path_rounds: u32,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,

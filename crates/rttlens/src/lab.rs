@@ -11,6 +11,7 @@ use rttlens_lab::scenario::{self, Scenario, ScenarioOutcome, Variant};
 use crate::args::{Format, LabArgs};
 use crate::output;
 
+mod path;
 mod verify;
 
 /// Every expectation held.
@@ -28,11 +29,17 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_OK));
     }
     let mut chosen: Vec<&'static Scenario> = Vec::new();
+    let mut chosen_paths = Vec::new();
     for name in &args.scenarios {
-        match rttlens_lab::find(name) {
-            Some(s) => chosen.push(s),
-            None => {
-                let names: Vec<&str> = all.iter().map(|s| s.name).collect();
+        match (rttlens_lab::find(name), rttlens_lab::path::find_path(name)) {
+            (Some(s), _) => chosen.push(s),
+            (None, Some(p)) => chosen_paths.push(p),
+            (None, None) => {
+                let names: Vec<&str> = all
+                    .iter()
+                    .map(|s| s.name)
+                    .chain(rttlens_lab::path::PATH_SCENARIOS.iter().map(|s| s.name))
+                    .collect();
                 eprintln!(
                     "rttlens lab: unknown scenario `{name}`; known: {}",
                     names.join(", ")
@@ -41,8 +48,9 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    if chosen.is_empty() {
+    if chosen.is_empty() && chosen_paths.is_empty() {
         chosen = all.iter().collect();
+        chosen_paths = rttlens_lab::path::PATH_SCENARIOS.iter().collect();
     }
     let rtt = parse_duration(&args.rtt).map_err(|e| {
         eprintln!("rttlens lab: --rtt {}: {e}", args.rtt);
@@ -82,9 +90,13 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
         }
         results.push((s, r));
     }
+    let paths = path::run(&chosen_paths, rtt);
     let ok = results
         .iter()
-        .all(|(_, r)| r.as_ref().is_ok_and(ScenarioOutcome::passed));
+        .all(|(_, r)| r.as_ref().is_ok_and(ScenarioOutcome::passed))
+        && paths
+            .iter()
+            .all(|(_, r)| r.as_ref().is_ok_and(rttlens_lab::path::PathOutcome::passed));
     let took = started.elapsed();
     let drawn = if pictures {
         draw(&results, pics)
@@ -97,11 +109,11 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
     let drawn = drawn?;
     let mut out = output::open(pics)?;
     match args.format {
-        Format::Text => table(&mut out, &results, rtt, took)?,
-        Format::Json => json(&mut out, &results, rtt, took)?,
+        Format::Text => table(&mut out, &results, &paths, rtt, took)?,
+        Format::Json => json(&mut out, &results, &paths, rtt, took)?,
         Format::Html => {
             let mut text = Vec::new();
-            table(&mut text, &results, rtt, took)?;
+            table(&mut text, &results, &paths, rtt, took)?;
             let title = format!("rttlens lab at {} RTT", args.rtt);
             rttlens_report::html::page(&mut out, &title, &output::preface(&text), &drawn)?;
         }
@@ -145,7 +157,8 @@ pub(crate) fn name_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
 
 fn list(all: &[Scenario]) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    let w = name_width(all.iter().map(|s| s.name));
+    let paths = rttlens_lab::path::PATH_SCENARIOS.iter().map(|s| s.name);
+    let w = name_width(all.iter().map(|s| s.name).chain(paths));
     for s in all {
         writeln!(out, "{:<w$} {}", s.name, s.about)?;
         let mut what: Vec<String> = s.expect.iter().map(|e| format!("expect {e}")).collect();
@@ -174,7 +187,7 @@ fn list(all: &[Scenario]) -> std::io::Result<()> {
         ));
         writeln!(out, "{:<w$} {}", "", what.join("; "))?;
     }
-    Ok(())
+    path::list(&mut out, w)
 }
 
 /// `40ms`, `0.1s`, `40` (milliseconds).
@@ -189,10 +202,16 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 fn table(
     out: &mut impl Write,
     results: &[(&Scenario, Result<ScenarioOutcome, String>)],
+    paths: &[path::PathResult],
     rtt: Duration,
     took: Duration,
 ) -> std::io::Result<()> {
-    let w = name_width(results.iter().map(|(s, _)| s.name));
+    let w = name_width(
+        results
+            .iter()
+            .map(|(s, _)| s.name)
+            .chain(paths.iter().map(|(s, _)| s.name)),
+    );
     writeln!(
         out,
         "{:<w$} {:<50} {:<5} {:>18}  key ladder line",
@@ -277,14 +296,19 @@ fn table(
             }
         }
     }
+    path::table(out, paths, w)?;
     let passed = results
         .iter()
         .filter(|(_, r)| r.as_ref().is_ok_and(ScenarioOutcome::passed))
-        .count();
+        .count()
+        + paths
+            .iter()
+            .filter(|(_, r)| r.as_ref().is_ok_and(rttlens_lab::path::PathOutcome::passed))
+            .count();
     writeln!(
         out,
         "{passed}/{} scenarios held at RTT {} ms, in {:.1} s",
-        results.len(),
+        results.len() + paths.len(),
         rtt.as_millis(),
         took.as_secs_f64()
     )
@@ -316,10 +340,11 @@ fn found_json(f: &scenario::ExpectationResult) -> serde_json::Value {
 fn json(
     out: &mut impl Write,
     results: &[(&Scenario, Result<ScenarioOutcome, String>)],
+    paths: &[path::PathResult],
     rtt: Duration,
     took: Duration,
 ) -> anyhow::Result<()> {
-    let items: Vec<serde_json::Value> = results
+    let mut items: Vec<serde_json::Value> = results
         .iter()
         .map(|(s, r)| match r {
             Err(e) => serde_json::json!({ "scenario": s.name, "error": e, "passed": false }),
@@ -347,6 +372,7 @@ fn json(
             }),
         })
         .collect();
+    items.extend(path::json(paths));
     let doc = serde_json::json!({
         "rtt_ms": rtt.as_secs_f64() * 1000.0,
         "elapsed_ms": took.as_millis() as u64,

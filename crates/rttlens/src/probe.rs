@@ -73,6 +73,12 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             summary,
         )?);
     }
+    if let (Format::Html, Some(p)) = (args.format, &report.path) {
+        // the hops drawn, before the connections
+        let mut frag = Vec::new();
+        rttlens_report::html::path::fragment(p, &mut frag)?;
+        drawn.insert(0, frag);
+    }
     if let Format::Html = args.format {
         let title = format!("probe {}", report.url);
         rttlens_report::html::page(&mut out, &title, &output::preface(&text), &drawn)?;
@@ -132,6 +138,11 @@ fn config(a: &ProbeArgs) -> Result<ProbeConfig, String> {
         .map(|s| duration(s).map_err(|e| format!("--connect-timeout {s}: {e}")))
         .transpose()?;
     c.capture = !a.no_capture;
+    c.path = a.path.then_some(probe::path::PathOptions {
+        rounds: a.path_rounds,
+        udp: a.http3,
+        names: true,
+    });
     c.pcap = a.pcap.clone();
     c.trace = output::wants_trace(a.format, &a.pictures);
     Ok(c)

@@ -14,6 +14,8 @@
 //! phases, findings and the graphs that apply to QUIC, the ladder diagram,
 //! IO graph and RTT samples, drawn by the same code ([`traced`]).
 //!
+//! The probe's `--path` gets its own graph ([`path`]).
+//!
 //! The graphs need the packets: run the pipeline with
 //! [`rttlens_core::pipeline::Options::trace`]. Only the connections kept
 //! for a section hold their traces until the end.
@@ -21,6 +23,7 @@
 pub mod charts;
 pub mod ladder;
 mod page;
+pub mod path;
 pub mod plot;
 pub mod population;
 pub mod quic;
@@ -70,6 +73,7 @@ impl Figure {
             "io" => "IO graph",
             "rtt" => "RTT samples",
             "over-time" => "The capture over time",
+            "path" => "The path, hop by hop",
             _ => "Graph",
         }
     }

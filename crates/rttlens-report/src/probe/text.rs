@@ -135,6 +135,9 @@ pub fn write_text(report: &ProbeReport, w: &mut dyn Write) -> io::Result<()> {
             )?;
         }
     }
+    if let Some(p) = &report.path {
+        super::path::write_path(p, w)?;
+    }
     writeln!(w)?;
     let mut line = format!("capture: {}", report.capture.status);
     if report.capture.status == "captured" {
