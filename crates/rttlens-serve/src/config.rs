@@ -199,6 +199,16 @@ pub struct Module {
     /// wire's RTT and handshake kind); needs CAP_NET_RAW. Default `true`.
     #[serde(default = "yes")]
     pub capture: bool,
+    /// After the connections, trace the path to the target hop by hop
+    /// (the probe's `--path`: TCP SYNs to its port, ICMP answers on a raw
+    /// socket, which needs CAP_NET_RAW) and export each hop's loss and RTT
+    /// (`rttlens_path_*`, docs/serve.md). Default `false`.
+    #[serde(default)]
+    pub path: bool,
+    /// Rounds of `path` (one a second at most; default 10), never more
+    /// than the probe's time limit leaves after the connections.
+    #[serde(default)]
+    pub path_rounds: Option<u32>,
     /// blackbox_exporter's nested `http:` block: its options under its
     /// names, folded into the ones above when the file is loaded
     /// ([`Config::parse`]); an option given both ways is an error.
@@ -501,7 +511,8 @@ impl Module {
     /// (`-X`), `headers` (`-H`),
     /// `body` (`-d`), `resolve` (`--resolve`), `ip_family` (`-4`/`-6`),
     /// `insecure` (`-k`), `ca_file` (`--cacert`), `ciphers`,
-    /// `follow_redirects` (`-L`), `capture` (`--no-capture` when false).
+    /// `follow_redirects` (`-L`), `capture` (`--no-capture` when false),
+    /// `path` and `path_rounds` (`--path`, `--path-rounds`).
     ///
     /// # Errors
     /// An option the probe cannot use, named.
@@ -561,6 +572,12 @@ impl Module {
         c.request.body = self.body.as_ref().map(|b| b.as_bytes().to_vec());
         c.follow = self.follow_redirects;
         c.capture = self.capture;
+        c.path = self.path.then(|| rttlens_probe::path::PathOptions {
+            rounds: self.path_rounds.unwrap_or(10).max(1),
+            udp: false,
+            // the series are labelled by address (as `mtr -n`): no lookups
+            names: false,
+        });
         Ok(c)
     }
 

@@ -24,6 +24,8 @@ use rttlens_probe::{Attempt, ErrorKind, ProbeError, ProbeReport};
 
 use crate::config::Module;
 
+mod path;
+
 /// The content type of [`render`]'s output (OpenMetrics 1.0 text, which
 /// Prometheus reads).
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -486,6 +488,9 @@ fn report_metrics(m: &mut Metrics, r: &ProbeReport) {
     );
     cap.get_or_create(&labels(&[("status", r.capture.status)]))
         .set(1.0);
+    if let Some(p) = &r.path {
+        path::path_metrics(m, p);
+    }
 }
 
 /// The server's own account of the probe's last response that had one
