@@ -3,17 +3,61 @@
 //! show R1, R2 and the server, name R2 as the hop where the RTT steps up,
 //! and put each hop's median RTT within 1 ms of the delay in front of it.
 //! Needs root, /dev/net/tun and iproute2; FAILS (never skips) naming what
-//! is missing.
+//! is missing. The UDP test traces `--http3`'s probes across the same lab.
 
+use std::net::SocketAddr;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use rttlens_lab::path::{find_path, run_path};
+use rttlens_lab_net::{LinkConfig, Node, RoutedLab};
+use rttlens_probe::path::PathOptions;
 
-#[test]
-fn path_middle_hop() {
+/// One lab at a time (timing on 2 cores).
+static ONE_LAB: Mutex<()> = Mutex::new(());
+
+fn prerequisites() {
     if let Err(e) = rttlens_lab_net::check_prerequisites() {
         panic!("the path scenario needs root, /dev/net/tun and iproute2: {e}");
     }
+}
+
+/// `--http3`'s probes, UDP to the traceroute ports: the routers answer
+/// time-exceeded, the server port unreachable (nothing listens there).
+#[test]
+fn udp_path_reaches_the_server() {
+    prerequisites();
+    let _one = ONE_LAB.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = RoutedLab::new(LinkConfig::with_rtt(Duration::from_millis(20))).expect("lab");
+    let target = SocketAddr::from((RoutedLab::SERVER, 443));
+    let opts = PathOptions {
+        rounds: 3,
+        udp: true,
+        names: false,
+    };
+    let p = lab
+        .run_in(Node::Client, move || {
+            rttlens_probe::path::trace(target, opts, Some((20.0, "capture")))
+        })
+        .expect("entering the client namespace");
+    assert_eq!(
+        (p.status, p.protocol, p.port),
+        ("traced", "udp", None),
+        "{p:#?}"
+    );
+    let addrs: Vec<_> = p.hops.iter().map(|h| h.addr.clone()).collect();
+    let want = [RoutedLab::R1, RoutedLab::R2, RoutedLab::SERVER].map(|a| Some(a.to_string()));
+    assert_eq!(addrs, want, "{p:#?}");
+    assert!(p.hops[2].target, "{p:#?}");
+    let p50 = p.hops[2].p50_ms.expect("the server answered");
+    assert!((p50 - 20.0).abs() <= 1.0, "server p50 {p50} ms at 20 ms");
+    assert_eq!(p.step.as_ref().map(|s| s.ttl), Some(2), "{p:#?}");
+}
+
+#[test]
+fn path_middle_hop() {
+    prerequisites();
+    let _one = ONE_LAB.lock().unwrap_or_else(|e| e.into_inner());
     let s = find_path("path-middle-hop").expect("scenario");
     let o = run_path(s, Duration::from_millis(40)).expect("path scenario ran");
     for h in &o.path.hops {
