@@ -10,7 +10,7 @@ use intake::Intake;
 
 use crate::analysis;
 use crate::base::time::Timestamp;
-use crate::capture::{CaptureError, FrameSource};
+use crate::capture::{CaptureError, FrameSource, Next};
 use crate::detect;
 use crate::filter::Filter;
 use crate::flow::half::FrameMark;
@@ -267,7 +267,26 @@ fn scan(
         oversized += conn.half[0].send.oversized + conn.half[1].send.oversized;
         finish(conn, start);
     };
-    while let Some(frame) = intake.next(reader)? {
+    while let Some(next) = intake.next_or_idle(reader)? {
+        let frame = match next {
+            Next::Frame(f) => f,
+            // a live source's quiet: the connections over by now are
+            // handed on, QUIC's first, as after a frame
+            Next::Idle(now) => {
+                if !intake.idle(now) {
+                    continue;
+                }
+                for q in intake.quic_ended.drain(..) {
+                    on_quic(q);
+                }
+                let start = intake.start();
+                table.sweep(intake.now, &mut |c| finish(c, start));
+                if let Some(open) = &options.open_connections {
+                    open.store(table.open_now(), std::sync::atomic::Ordering::Relaxed);
+                }
+                continue;
+            }
+        };
         let taken = intake.take(&frame);
         for q in intake.quic_ended.drain(..) {
             on_quic(q);

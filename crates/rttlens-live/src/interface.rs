@@ -15,7 +15,10 @@
 //!   summary reports it as a capture-quality figure;
 //! - on a loopback interface the outgoing copy of each packet is dropped;
 //! - an interface that is down (or goes down) is waited for: the capture
-//!   goes on when it comes back up.
+//!   goes on when it comes back up;
+//! - after [`POLL_MS`] without a packet it tells the pipeline the time
+//!   ([`FrameSource::next_or_idle`]): the wall clock, not later packets,
+//!   then hands on the connections that are over, on a quiet link too.
 //!
 //! The capture ends when its [`StopHandle`] is told to stop (Ctrl-C,
 //! SIGTERM, the end of `--duration`, the exporter shutting down) or at its
@@ -33,7 +36,7 @@ use nix::net::if_::if_nametoindex;
 use nix::sys::socket::LinkAddr;
 use rttlens_core::base::time::Timestamp;
 use rttlens_core::capture::keylog::KeyStore;
-use rttlens_core::capture::{CaptureError, CaptureNotes, Frame, FrameSource, LinkType};
+use rttlens_core::capture::{CaptureError, CaptureNotes, Frame, FrameSource, LinkType, Next};
 
 use crate::packet::{OpenError, PacketSocket, Rx, ARPHRD_LOOPBACK, PACKET_OUTGOING};
 
@@ -121,6 +124,10 @@ impl LiveCounters {
 /// How long one wait for a packet lasts (ms): bounds how late a stop is
 /// seen.
 pub const POLL_MS: u16 = 100;
+/// How far behind the wall clock a quiet capture's clock is held
+/// ([`LiveCapture::idle_clock`]): room for a packet stamped by the kernel
+/// but not yet queued when the wait ended.
+const IDLE_MARGIN: Duration = Duration::from_millis(10);
 /// How often the kernel's counters are read.
 const STATS_EVERY: Duration = Duration::from_secs(1);
 /// The receive buffer asked of the kernel (bytes).
@@ -152,6 +159,9 @@ pub struct LiveCapture {
     /// The last read found the interface down (`ENETDOWN`): wait without
     /// polling, which would return at once.
     down: bool,
+    /// The last packet's timestamp and when it was read: the capture's
+    /// clock while no packet comes ([`LiveCapture::idle_clock`]).
+    last_read: Option<(Timestamp, Instant)>,
 }
 
 impl LiveCapture {
@@ -208,6 +218,7 @@ impl LiveCapture {
             stats_at: Instant::now(),
             no_stats: false,
             down: false,
+            last_read: None,
         })
     }
 
@@ -271,14 +282,17 @@ impl LiveCapture {
         }
     }
 
-    /// Wait up to [`POLL_MS`] for a packet.
-    fn wait(&mut self) -> io::Result<()> {
+    /// Wait up to [`POLL_MS`] for a packet: whether the wait ended before
+    /// its time (a packet is queued, a signal came); `false` when it timed
+    /// out, or the interface is down (no packet came either).
+    fn wait(&mut self) -> io::Result<bool> {
         if std::mem::take(&mut self.down) {
             std::thread::sleep(Duration::from_millis(u64::from(POLL_MS)));
-            return Ok(());
+            return Ok(false);
         }
         match self.sock.poll(Duration::from_millis(u64::from(POLL_MS))) {
-            Ok(_) | Err(Errno::EINTR) => Ok(()),
+            Ok(ready) => Ok(ready),
+            Err(Errno::EINTR) => Ok(true),
             Err(e) => Err(e.into()),
         }
     }
@@ -289,11 +303,22 @@ impl LiveCapture {
     }
 }
 
-impl FrameSource for LiveCapture {
-    /// The next packet, waiting for one; `None` once the capture is told
-    /// to end and what was queued is read.
-    fn next_frame(&mut self) -> Result<Option<Frame<'_>>, CaptureError> {
-        let rx = loop {
+/// What one read of the socket gave.
+enum Got {
+    /// A packet, behind the header room of the buffer.
+    Packet(Rx),
+    /// No packet for [`POLL_MS`]: the capture's clock then.
+    Idle(Timestamp),
+    /// The capture is told to end and what was queued is read.
+    End,
+}
+
+impl LiveCapture {
+    /// Read the next packet, waiting for one; with `idle`, a wait of
+    /// [`POLL_MS`] without one returns [`Got::Idle`] instead (once a
+    /// packet was read: the capture's clock starts with it).
+    fn read(&mut self, idle: bool) -> Result<Got, CaptureError> {
+        loop {
             if self.stats_at.elapsed() >= STATS_EVERY {
                 self.read_stats();
             }
@@ -304,16 +329,41 @@ impl FrameSource for LiveCapture {
                         a.hatype() == ARPHRD_LOOPBACK && a.pkttype() == PACKET_OUTGOING
                     });
                     if !outgoing_loopback {
-                        break rx;
+                        return Ok(Got::Packet(rx));
                     }
                 }
                 None if ending => {
                     self.read_stats();
-                    return Ok(None);
+                    return Ok(Got::End);
                 }
-                None => self.wait()?,
+                None => {
+                    let ready = self.wait()?;
+                    if let Some(now) = self.idle_clock().filter(|_| idle && !ready) {
+                        return Ok(Got::Idle(now));
+                    }
+                }
             }
-        };
+        }
+    }
+
+    /// The capture's clock when no packet is queued: the last packet's
+    /// kernel timestamp plus the time since it was read (a monotonic
+    /// clock, so a wall-clock step does not move it), less [`IDLE_MARGIN`].
+    /// The kernel stamps a packet as it takes it, before it is queued, and
+    /// a packet waits in the queue before it is read, so a packet still to
+    /// come is never stamped earlier than this. `None` before the first
+    /// packet.
+    fn idle_clock(&self) -> Option<Timestamp> {
+        let (ts, read_at) = self.last_read?;
+        let since = i64::try_from(read_at.elapsed().as_nanos()).unwrap_or(i64::MAX);
+        let margin = i64::try_from(IDLE_MARGIN.as_nanos()).unwrap_or(0);
+        Some(Timestamp::from_nanos(
+            ts.nanos.saturating_add(since).saturating_sub(margin),
+        ))
+    }
+
+    /// The frame of packet `rx` (read into `buf`), with its cooked header.
+    fn frame(&mut self, rx: Rx) -> Frame<'_> {
         // Linux cooked v2 header (LINKTYPE_LINUX_SLL2): protocol (network
         // order, as sockaddr_ll holds it), reserved, ifindex, ARPHRD type,
         // packet type, address length, address (8 octets)
@@ -349,13 +399,36 @@ impl FrameSource for LiveCapture {
         self.frames += 1;
         self.bytes += (SLL2_LEN + caplen) as u64;
         self.counters.frames.store(self.frames, Ordering::Relaxed);
-        Ok(Some(Frame {
+        self.last_read = Some((ts, Instant::now()));
+        Frame {
             number: self.frames,
             ts,
             link_type: LinkType::LINUX_SLL2,
             data: &self.buf[..SLL2_LEN + caplen],
             orig_len: u32::try_from(SLL2_LEN + rx.len).unwrap_or(u32::MAX),
-        }))
+        }
+    }
+}
+
+impl FrameSource for LiveCapture {
+    /// The next packet, waiting for one; `None` once the capture is told
+    /// to end and what was queued is read.
+    fn next_frame(&mut self) -> Result<Option<Frame<'_>>, CaptureError> {
+        match self.read(false)? {
+            Got::Packet(rx) => Ok(Some(self.frame(rx))),
+            Got::Idle(_) | Got::End => Ok(None),
+        }
+    }
+
+    /// The next packet, or, when none came for [`POLL_MS`], the capture's
+    /// clock ([`Next::Idle`]): the pipeline then hands on the connections
+    /// that are over by the wall clock however quiet the link.
+    fn next_or_idle(&mut self) -> Result<Option<Next<'_>>, CaptureError> {
+        Ok(match self.read(true)? {
+            Got::Packet(rx) => Some(Next::Frame(self.frame(rx))),
+            Got::Idle(now) => Some(Next::Idle(now)),
+            Got::End => None,
+        })
     }
 
     /// Bytes captured (the packets and their cooked headers).

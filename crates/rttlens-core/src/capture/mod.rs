@@ -95,6 +95,28 @@ pub trait FrameSource: Send {
     fn is_live(&self) -> bool {
         false
     }
+    /// [`next_frame`](Self::next_frame), or, from a live source that had
+    /// no packet for a while, the time of its capture clock then
+    /// ([`Next::Idle`]): the pipeline hands on the connections that are
+    /// over by then, so a quiet link does not hold them back. A file has
+    /// no idle time: its frames alone move its clock.
+    ///
+    /// # Errors
+    ///
+    /// As [`next_frame`](Self::next_frame).
+    fn next_or_idle(&mut self) -> Result<Option<Next<'_>>, CaptureError> {
+        Ok(self.next_frame()?.map(Next::Frame))
+    }
+}
+
+/// What [`FrameSource::next_or_idle`] read.
+#[derive(Debug)]
+pub enum Next<'a> {
+    /// A frame, as [`FrameSource::next_frame`] returns it.
+    Frame(Frame<'a>),
+    /// No packet came for a while: the capture's clock is at this time,
+    /// and every frame still to come is at this time or later.
+    Idle(Timestamp),
 }
 
 impl FrameSource for CaptureReader {

@@ -7,7 +7,7 @@ use crate::analysis;
 use crate::base::side::FrameRef;
 use crate::base::time::Timestamp;
 use crate::capture::keylog::KeyStore;
-use crate::capture::{CaptureError, Frame, FrameSource, SharedFrame};
+use crate::capture::{CaptureError, Frame, FrameSource, Next, SharedFrame};
 use crate::detect;
 use crate::filter::Filter;
 use crate::flow::shard::Shard;
@@ -246,16 +246,35 @@ impl<'f> Intake<'f> {
         self.first.unwrap_or_default()
     }
 
-    /// Reads the next frame; a break after the first frame is noted and
-    /// ends the reading. `Ok(None)` at the end.
-    pub(super) fn next<'r>(
+    /// Reads the next frame, or a live source's idle time
+    /// ([`FrameSource::next_or_idle`]); a break after the first frame is
+    /// noted and ends the reading. `Ok(None)` at the end.
+    pub(super) fn next_or_idle<'r>(
         &mut self,
         reader: &'r mut dyn FrameSource,
-    ) -> Result<Option<Frame<'r>>, CaptureError> {
-        self.judge(reader.next_frame())
+    ) -> Result<Option<Next<'r>>, CaptureError> {
+        self.judge(reader.next_or_idle())
     }
 
-    /// [`next`](Self::next), with the frame's bytes shared when the source can.
+    /// A live source had no packet until `now` (its capture clock): the
+    /// clock of the sweeps moves on to it and the QUIC table is swept; the
+    /// caller sweeps the flow tables at [`Intake::now`] (every idle time
+    /// is a sweep point) and hands on [`Intake::quic_ended`]. Nothing
+    /// before the first frame (there is no connection yet), and the clock
+    /// never goes back. Whether the flow tables are to be swept (not
+    /// before the first frame).
+    pub(super) fn idle(&mut self, now: Timestamp) -> bool {
+        if self.first.is_none() {
+            return false;
+        }
+        self.now = self.now.max(now);
+        self.swept = (self.clock, self.now);
+        self.sweep_quic(self.now);
+        true
+    }
+
+    /// The next frame, with its bytes shared when the source can (as
+    /// [`next_or_idle`](Self::next_or_idle) but for a file's frames).
     #[allow(clippy::type_complexity)]
     pub(super) fn next_shared<'r>(
         &mut self,

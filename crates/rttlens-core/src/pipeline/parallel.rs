@@ -50,7 +50,7 @@ use super::{report_of, CaptureSummary, Intake, Options, Progress};
 use crate::base::side::FrameRef;
 use crate::base::time::Timestamp;
 use crate::capture::keylog::KeyStore;
-use crate::capture::{CaptureError, Chunk, FrameSource};
+use crate::capture::{CaptureError, Chunk, FrameSource, Next};
 use crate::flow::{Conn, FlowTable};
 use crate::model::{Connection, QuicReport};
 use crate::proto::protocols::Protocols;
@@ -291,12 +291,55 @@ fn read_frames(
         *seq += 1;
         ok && pool.make_room(QUEUE * n, &out)
     };
+    // the number of the last frame read: a live source's idle sweeps come
+    // after it
+    let mut last_frame = 0u64;
     let result = loop {
-        let (frame, shared) = match intake.next_shared(reader) {
+        let read = match intake.live {
+            // a live source's frames are its own buffer's (nothing to
+            // share), and between them it may be idle
+            true => match intake.next_or_idle(reader) {
+                Ok(Some(Next::Idle(now))) => {
+                    if !intake.idle(now) {
+                        continue;
+                    }
+                    // what is queued goes first, so that the idle sweep is
+                    // a batch of its own (the merger orders the
+                    // connections of one frame's sweeps by index)
+                    if batches
+                        .iter()
+                        .any(|b| !b.items.is_empty() || !b.quic.is_empty())
+                        && !send(&mut batches, &mut seq, intake.start(), false)
+                    {
+                        break Ok(());
+                    }
+                    batches[0]
+                        .quic
+                        .extend(intake.quic_ended.drain(..).map(|q| (last_frame, q)));
+                    for b in &mut batches {
+                        b.items.push(Item::Sweep {
+                            now: intake.now,
+                            frame: last_frame,
+                        });
+                    }
+                    if !send(&mut batches, &mut seq, intake.start(), false) {
+                        break Ok(());
+                    }
+                    (frames, bytes) = (0, 0);
+                    continue;
+                }
+                Ok(Some(Next::Frame(f))) => Ok(Some((f, None))),
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            },
+            false => intake.next_shared(reader),
+        };
+        let (frame, shared) = match read {
             Ok(Some(f)) => f,
             Ok(None) => break Ok(()),
             Err(e) => break Err(e),
         };
+        last_frame = frame.number;
         // every frame's bytes count, taken or not: the batches hold the
         // reader's buffers, which a filter that takes few frames would
         // otherwise keep alive by the hundred
