@@ -12,180 +12,16 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use common::veth::{require_root_and_ip, wait_exit, wait_for_line, Pair, Reaped, A_IF, SERVER};
 use common::{bin, scratch};
-use rttlens_lab_net::netns::{ip, Netns};
+use rttlens_lab_net::netns::Netns;
 use rttlens_lab_net::Tcpdump;
 use serde_json::Value;
-
-/// What the namespace tests need, or a panic naming it.
-fn require_root_and_ip() {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "these tests build network namespaces and capture with AF_PACKET: run them as root"
-    );
-    if let Err(e) = rttlens_lab_net::require_command("ip", "iproute2") {
-        panic!("{e}");
-    }
-}
-
-/// Two namespaces joined by a veth pair: `a` holds `A_IF` (10.78.0.1/24),
-/// `b` holds `B_IF` (10.78.0.2/24). Dropping the namespaces removes the
-/// pair.
-struct Pair {
-    a: Netns,
-    b: Netns,
-}
-
-const A_IF: &str = "lv-a";
-const B_IF: &str = "lv-b";
-const SERVER: &str = "10.78.0.2:8080";
-/// How long the server thinks before each answer: a `server-think-time`
-/// finding on a veth whose RTT is some microseconds.
-const THINK: Duration = Duration::from_millis(30);
-
-static PAIRS: AtomicU32 = AtomicU32::new(0);
-
-impl Pair {
-    fn new() -> Pair {
-        require_root_and_ip();
-        let n = PAIRS.fetch_add(1, Ordering::Relaxed);
-        let base = format!("rttl-live-{}-{n}", std::process::id());
-        let a = Netns::create(&format!("{base}-a")).unwrap_or_else(|e| panic!("{e}"));
-        let b = Netns::create(&format!("{base}-b")).unwrap_or_else(|e| panic!("{e}"));
-        let run = |args: &[&str]| {
-            ip(args).unwrap_or_else(|e| panic!("{e}"));
-        };
-        run(&[
-            "link",
-            "add",
-            A_IF,
-            "netns",
-            a.name(),
-            "type",
-            "veth",
-            "peer",
-            "name",
-            B_IF,
-            "netns",
-            b.name(),
-        ]);
-        run(&["-n", a.name(), "addr", "add", "10.78.0.1/24", "dev", A_IF]);
-        run(&["-n", b.name(), "addr", "add", "10.78.0.2/24", "dev", B_IF]);
-        run(&["-n", a.name(), "link", "set", A_IF, "up"]);
-        run(&["-n", b.name(), "link", "set", B_IF, "up"]);
-        Pair { a, b }
-    }
-
-    /// A server in `b` answering `conns` HTTP/1.1 requests, each after
-    /// [`THINK`], with 20 kB, then closing. Returns when it listens.
-    fn serve(&self, conns: usize) -> std::thread::JoinHandle<std::io::Result<()>> {
-        let (tx, rx) = mpsc::channel();
-        let h = self.b.spawn_thread(move || -> std::io::Result<()> {
-            let l = TcpListener::bind(SERVER)?;
-            let _ = tx.send(());
-            for _ in 0..conns {
-                let (mut s, _) = l.accept()?;
-                s.set_read_timeout(Some(Duration::from_secs(5)))?;
-                let mut req = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !req.windows(4).any(|w| w == b"\r\n\r\n") {
-                    let n = s.read(&mut buf)?;
-                    if n == 0 {
-                        break;
-                    }
-                    req.extend_from_slice(&buf[..n]);
-                }
-                std::thread::sleep(THINK);
-                let body = vec![b'x'; 20_000];
-                write!(
-                    s,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                )?;
-                s.write_all(&body)?;
-            }
-            Ok(())
-        });
-        rx.recv_timeout(Duration::from_secs(5))
-            .expect("the test server did not start listening");
-        // flatten the thread's Result<Result<..>>
-        std::thread::spawn(move || h.join().expect("server thread").and_then(|r| r))
-    }
-
-    /// `n` requests from `a`, one connection each, one after another.
-    fn clients(&self, n: usize) {
-        self.a
-            .run(move || -> std::io::Result<()> {
-                for _ in 0..n {
-                    let addr: SocketAddr = SERVER.parse().expect("addr");
-                    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-                    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-                    s.write_all(b"GET / HTTP/1.1\r\nHost: lab\r\n\r\n")?;
-                    let mut out = Vec::new();
-                    s.read_to_end(&mut out)?;
-                    assert!(out.starts_with(b"HTTP/1.1 200"), "a response");
-                }
-                Ok(())
-            })
-            .expect("enter namespace a")
-            .expect("the requests");
-    }
-}
-
-/// Kills and reaps the child on drop (only the processes this test
-/// started).
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The first stderr line of `child` containing `want`, within 10 s; the
-/// other lines are kept in `seen`. The rest of stderr keeps draining to a
-/// channel returned, so the child never blocks on a full pipe.
-fn wait_for_line(child: &mut Child, want: &str) -> (String, mpsc::Receiver<String>) {
-    let err = child.stderr.take().expect("piped stderr");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut seen = Vec::new();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(l) if l.contains(want) => return (l, rx),
-            Ok(l) => seen.push(l),
-            Err(_) => panic!("no '{want}' on stderr within 10 s: {seen:?}"),
-        }
-    }
-}
-
-/// Wait at most `limit` for `child` to exit.
-fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            return st;
-        }
-        assert!(Instant::now() < deadline, "did not exit within {limit:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// `(client, server)` → the finding ids of each connection of a jsonl
 /// output, and the summary's capture object.
@@ -330,8 +166,9 @@ fn live_jsonl_streams_each_connection_as_it_ends() {
     assert!(header.contains("\"type\":\"header\""), "{header}");
     let server = pair.serve(2);
     pair.clients(1);
-    // a connection is handed on once closed and quiet for a second, seen
-    // on the time of later segments: the second connection brings it
+    // a connection is handed on once closed and quiet for a second (on
+    // the wall clock: tests/live_on_time.rs); the second one comes 1.2 s
+    // later
     std::thread::sleep(Duration::from_millis(1_200));
     pair.clients(1);
     server.join().expect("server").expect("server ran");

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 pub mod prom;
+pub mod veth;
 
 /// The `rttlens` binary under test.
 pub fn bin() -> Command {
