@@ -50,6 +50,12 @@ pub struct Sysctls {
     pub tcp_rmem: Option<[u32; 3]>,
     /// `tcp_wmem`: min, default, max (bytes).
     pub tcp_wmem: Option<[u32; 3]>,
+    /// `tcp_early_retrans`: 0 turns tail loss probes off (RFC 8985 §7;
+    /// the kernel default 3 sends them).
+    pub tcp_early_retrans: Option<u32>,
+    /// `tcp_rto_min_us`: the minimum retransmission timeout (µs; kernel
+    /// default 200000, Linux 6.11 on).
+    pub tcp_rto_min_us: Option<u32>,
 }
 
 /// Check what the lab needs: root, `/dev/net/tun`, `ip` (iproute2).
@@ -292,6 +298,12 @@ impl Lab {
         }
         if let Some(v) = sysctls.tcp_wmem {
             ns.set_sysctl("net/ipv4/tcp_wmem", &mem(v))?;
+        }
+        if let Some(v) = sysctls.tcp_early_retrans {
+            ns.set_sysctl("net/ipv4/tcp_early_retrans", &v.to_string())?;
+        }
+        if let Some(v) = sysctls.tcp_rto_min_us {
+            ns.set_sysctl("net/ipv4/tcp_rto_min_us", &v.to_string())?;
         }
         Ok(())
     }

@@ -35,7 +35,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 52] = [
+static CATALOGUE: [Scenario; 54] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -392,6 +392,21 @@ static CATALOGUE: [Scenario; 52] = [
         fix: Some(Fix { finding: "receive-window-limit", change: Change::LargerRcvbuf }),
     },
     Scenario {
+        name: "small-rcvbuf-server",
+        about: "small-rcvbuf seen from the server (the sender): the flight sits at the client's advertised window",
+        expect: &["receive-window-limit"],
+        forbid: &[],
+        key: "transfer",
+        vantage: Host::Server,
+        link: plain_link,
+        run: small_rcvbuf,
+        variants: &[Variant::MidStreamSaysLess {
+            why: "the window scale is inferred: a flight flat at a lower bound is a window cap, the receiver's or the sender's",
+            expect: &["receive-window-limit|window-limit"],
+        }],
+        fix: Some(Fix { finding: "receive-window-limit", change: Change::LargerRcvbuf }),
+    },
+    Scenario {
         name: "slow-reader",
         about: "curl reads at 64 KB/s through a 16 KB receive buffer: the client's window closes (0) until it reads",
         expect: &["zero-window"],
@@ -412,6 +427,24 @@ static CATALOGUE: [Scenario; 52] = [
         vantage: Host::Server,
         link: ack_spike,
         run: |c| download_plain(c, 64_000),
+        variants: &[],
+        fix: None,
+    },
+    Scenario {
+        name: "spurious-rto-lone",
+        about: "a lone small response resent by the server's timer: a stack without tail loss probes and with a 300 ms minimum RTO (tcp_early_retrans=0, tcp_rto_min_us=300000), the client's ACKs held 400 ms once the first response starts (a second request on the connection keeps it open): the ACK of the original arrives just after the resend, and the client's D-SACK says it was not needed",
+        expect: &["spurious-retransmission"],
+        forbid: &["tail-loss-probe", "fast-retransmit", "rto", "rto-backoff"],
+        key: "transfer",
+        vantage: Host::Server,
+        link: |l| {
+            l.spike = Some(Spike {
+                after: (Direction::ServerToClient, 1),
+                held: Direction::ClientToServer,
+                hold: Duration::from_millis(400),
+            });
+        },
+        run: spurious_rto_lone,
         variants: &[],
         fix: None,
     },
@@ -1458,6 +1491,26 @@ fn small_rcvbuf(c: &mut ScenarioCtx) -> Result<(), LabError> {
         },
     )?;
     download(c, ServerConfig::default(), 2_000_000)
+}
+
+fn spurious_rto_lone(c: &mut ScenarioCtx) -> Result<(), LabError> {
+    c.sysctls(
+        Host::Server,
+        &Sysctls {
+            tcp_early_retrans: Some(0),
+            tcp_rto_min_us: Some(300_000),
+            ..Sysctls::default()
+        },
+    )?;
+    let port = c.builtin(ServerConfig {
+        plain_http: true,
+        ..ServerConfig::default()
+    })?;
+    // a second request on the same connection keeps it open past the
+    // timer, so the D-SACK is captured
+    let u = format!("http://{}:{port}/size/100", Lab::SERVER_V4);
+    c.curl(&[&u, &u])?;
+    Ok(())
 }
 
 fn slow_reader(c: &mut ScenarioCtx) -> Result<(), LabError> {

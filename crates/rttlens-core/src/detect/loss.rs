@@ -9,8 +9,10 @@
 //! A spurious retransmission costs no time by itself: the stall before it
 //! belongs to whatever delayed the ACK (think time, delayed ACK, a delay
 //! spike), which other findings cost. It is reported when it matters: an
-//! RTO among them (Linux cuts cwnd to 1 unless F-RTO/D-SACK undo it) or at
-//! least [`SPURIOUS_REPORT_MIN`] of them. One exception has a cost: a
+//! RTO among them (Linux cuts cwnd to 1 unless F-RTO/D-SACK undo it; a lone
+//! one too, at cost 0: wasted resends) or at least [`SPURIOUS_REPORT_MIN`]
+//! of them, with the D-SACK frame that proves each when the receiver sent
+//! one (RFC 2883). One exception has a cost: a
 //! timeout whose ACKs the capture saw in time for the sender, which resent
 //! anyway — the ACKs were lost on the way to it, and it sent nothing new
 //! until its timer fired: from one RTT after its last segment (when the
@@ -90,6 +92,11 @@ fn finding(
                 silence_ms = r.silence,
                 sender = sender,
             ),
+            // a timer resent it (the RTO, not a probe: the flow layer
+            // calls a lone resend past any probe timer an RTO)
+            _ if r.kind == RetxKind::Rto => {
+                fact!("loss.spurious-timeout", silence_ms = r.silence)
+            }
             _ => fact!("loss.already-had"),
         };
         if let Some(k) = r
@@ -106,6 +113,11 @@ fn finding(
             ));
         }
         evidence.push(ev(r.at.frame, what));
+        // the receiver's D-SACK: it had these bytes twice (RFC 2883)
+        if let Some(d) = r.dsack.filter(|d| id == ID_SPURIOUS && !shown.contains(d)) {
+            shown.push(d);
+            evidence.push(ev(d, fact!("loss.dsack", receiver = sender.peer())));
+        }
     }
     let n = list.len();
     let acks_lost = !span.is_empty();

@@ -184,6 +184,26 @@ pub(crate) const ALWAYS_REPORTED: &[&str] = &[
     zero_rtt::ID,
 ];
 
+/// Finding ids reported whatever their cost when the RTT is unknown: what
+/// they name (a retransmission and how it was triggered, a window closed to
+/// zero) is in the packets themselves, and the threshold without an RTT
+/// ([`crate::base::cost::MATERIAL_MS_NO_RTT`]) stands for a quarter of a
+/// round trip nobody measured. A capture of a few frames (or one that began
+/// mid-connection with a single direction's samples) then still says what
+/// the packets prove, at the cost measured, however small (docs/design.md
+/// §4 "Materiality").
+pub(crate) const PROVEN_WITHOUT_RTT: &[&str] =
+    &[loss::ID_FAST, loss::ID_TLP, loss::ID_RTO, zero_window::ID];
+
+/// Whether a finding `id` of `cost` (clipped) is reported: always for
+/// [`ALWAYS_REPORTED`], with the RTT unknown for [`PROVEN_WITHOUT_RTT`],
+/// else when the cost is material.
+fn reported(id: &str, cost: &Cost) -> bool {
+    ALWAYS_REPORTED.contains(&id)
+        || cost.is_material()
+        || (cost.rtts.is_none() && PROVEN_WITHOUT_RTT.contains(&id))
+}
+
 /// Clip `f`'s span to `[from, until]` and its cost to the clipped span's
 /// length: what accrued outside it (before the first frame, after both
 /// sides were done) was waited by no one.
@@ -235,7 +255,7 @@ pub(crate) fn kept(a: &Analysis, id: &str, cost: Cost, span: &[(Timestamp, Times
         [] => cost,
         _ => bounded(a, cost, span, a.first().ts, a.waited_until()).0,
     };
-    cost.is_material()
+    reported(id, &cost)
 }
 
 /// Findings the TCP/IP headers and their timing prove without a byte of
@@ -287,7 +307,7 @@ pub fn run_all(a: &Analysis) -> Vec<Finding> {
     for f in out.iter_mut() {
         bound_cost(a, f, from, until);
     }
-    out.retain(|f| ALWAYS_REPORTED.contains(&f.id) || f.cost.is_material());
+    out.retain(|f| reported(f.id, &f.cost));
     for f in out.iter_mut() {
         // evidence reads in the order of the capture
         f.evidence.sort_by_key(|e| e.frame);

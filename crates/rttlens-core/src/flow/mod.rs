@@ -221,6 +221,14 @@ impl<P: Trackers> Conn<P> {
             let seq = if is_syn { seg.seq.add(1) } else { seg.seq };
             let h_x = self.rtt.h(side).unwrap_or(Duration::ZERO);
             let rtt_min = self.rtt_min().unwrap_or(Duration::from_millis(1));
+            // the most the sender's smoothed RTT can be: its largest sample
+            // (each half's largest), when the capture holds its SYN and so
+            // every sample it took
+            let srtt_max = self.half[s]
+                .isn
+                .and(self.rtt.h_max(side))
+                .zip(self.rtt.h_max(side.peer()))
+                .map(|(a, b)| a + b);
             let mut sink = SideSink {
                 side,
                 protocols: &mut self.protocols,
@@ -247,6 +255,7 @@ impl<P: Trackers> Conn<P> {
                 h_x,
                 h_peer,
                 rtt_min,
+                srtt_max,
                 sink,
             );
             if self.half[s].send.last_new_data == Some(at) {

@@ -63,6 +63,8 @@ pub struct RttSample {
 pub struct HalfSamples {
     /// Minimum over all samples, with the method that gave it.
     pub(crate) min: Option<(Duration, RttMethod)>,
+    /// Maximum over all samples, the handshake's included.
+    pub(crate) max: Option<Duration>,
     /// The first [`MAX_SAMPLES`] data/ACK and timestamp samples, in capture
     /// order (queueing shows as a rise over time).
     pub(crate) samples: Vec<RttSample>,
@@ -77,6 +79,9 @@ impl HalfSamples {
         }
         if self.min.is_none_or(|(m, _)| d < m) {
             self.min = Some((d, method));
+        }
+        if self.max.is_none_or(|m| d > m) {
+            self.max = Some(d);
         }
         if method != RttMethod::Handshake && self.samples.len() < MAX_SAMPLES {
             if self.samples.capacity() == 0 {
@@ -124,6 +129,11 @@ impl RttSamples {
                 all.push((side, RttSample { at, d }));
             }
         }
+    }
+
+    /// The largest sample of the half on `side` so far, if any.
+    pub(crate) fn h_max(&self, side: Side) -> Option<Duration> {
+        self.half[side.index()].max
     }
 
     /// Current estimate of the half on `side` (its minimum), if any.

@@ -145,6 +145,7 @@ impl<P: Trackers> Conn<P> {
                         Duration::ZERO,
                         Duration::ZERO,
                         Duration::from_millis(1),
+                        None,
                         sink,
                     );
                 }

@@ -44,6 +44,11 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
             a.u64("len_bytes"),
             a.u64("offset")
         ),
+        // fewer than 3 duplicate ACKs and not RACK: SACK blocks above the
+        // segment triggered it (ACKs whose window moved are no duplicates)
+        "loss.fast-retransmission" if a.u64("dupacks") < 3 && !a.flag("rack") => {
+            "fast retransmission after SACK blocks reported data above it".into()
+        }
         "loss.fast-retransmission" => format!(
             "fast retransmission after {} duplicate ACKs{}",
             a.u64("dupacks"),
@@ -75,6 +80,14 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
             a.str("sender")
         ),
         "loss.already-had" => "retransmission of data the receiver already had".into(),
+        "loss.spurious-timeout" => format!(
+            "retransmission timeout after {:.1} ms of silence, of data the receiver already had",
+            a.f64("silence_ms")
+        ),
+        "loss.dsack" => format!(
+            "D-SACK from the {}: it received these bytes twice, the resend was not needed",
+            a.str("receiver")
+        ),
         "loss.ack-never-heard" => format!(
             "the {}'s ACK of these bytes: seen here in time, never heard by the {}",
             a.str("receiver"),

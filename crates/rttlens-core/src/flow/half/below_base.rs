@@ -131,6 +131,7 @@ impl Half {
                 lost_ack: None,
                 // held up at least from the first ACK that showed the hole
                 delay: silence,
+                dsack: None,
             });
         }
     }

@@ -200,6 +200,7 @@ mod tests {
             zero,
             rtt_min,
             None,
+            None,
         );
         for i in 0..acks {
             let at = mark(2 + i, 10 + i as i64);
@@ -231,6 +232,7 @@ mod tests {
             h_x,
             Duration::from_nanos(0),
             h_x,
+            None,
             None,
         );
         (at, h_x)

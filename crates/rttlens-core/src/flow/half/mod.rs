@@ -435,6 +435,11 @@ impl Half {
     ) {
         let Some(off) = self.offset(ack) else {
             if let Some(w) = window {
+                if self.base.is_none() {
+                    // before this sender's first segment: no offset to
+                    // read the ACK against, but a zero window is one
+                    self.note_zero_window(w, at);
+                }
                 self.ack_below_base(ack, w, sack, pure, at);
             }
             return;
@@ -476,7 +481,7 @@ impl Half {
             self.mark(at, FrameMark::DuplicateAck);
         }
         self.on_peer_window(window, window_known, at);
-        let (sacked, sack_high) = self.read_sack(sack, off);
+        let (sacked, sack_high) = self.read_sack(sack, off, at);
         if advanced {
             self.karn_sample(off, at, rtt);
             self.peer.acked = off;
@@ -517,6 +522,7 @@ impl Half {
         h_x: Duration,
         h_peer: Duration,
         rtt_min: Duration,
+        srtt_max: Option<Duration>,
         sink: Option<&mut dyn StreamSink>,
     ) {
         if self.base.is_none() {
@@ -566,6 +572,7 @@ impl Half {
                 since_send: silence,
                 h_x,
                 rtt_min,
+                srtt_max,
             };
             retx = self.on_resent(off, len, at, timing);
             if end > self.send.snd_nxt {

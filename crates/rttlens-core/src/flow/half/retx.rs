@@ -85,6 +85,10 @@ pub struct Retransmission {
     /// Time the data was held up: retransmission − original send (or hole
     /// opening when the original was not seen).
     pub(crate) delay: Duration,
+    /// The frame of the first D-SACK that reported these bytes received
+    /// twice (RFC 2883), the proof that the retransmission was not needed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) dsack: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -131,6 +135,25 @@ pub(super) struct RetxTiming {
     pub(super) h_x: Duration,
     /// Baseline RTT.
     pub(super) rtt_min: Duration,
+    /// The most the sender's smoothed RTT can be (its largest RTT sample),
+    /// when the capture holds its SYN; `None` otherwise.
+    pub(super) srtt_max: Option<Duration>,
+}
+
+/// What Linux adds to a probe timeout of 2·SRTT when one segment is in
+/// flight, for the receiver's delayed ACK: `TCP_RTO_MIN`, 200 ms
+/// (`tcp_schedule_loss_probe()`; RFC 8985 §7.2's WCDelAckT). With more
+/// segments in flight it adds 2 ms; the larger bound is used for all.
+pub const PTO_ACK_DELAY: Duration = Duration::from_millis(200);
+
+/// The longest a tail loss probe can wait after the sender's last segment,
+/// with a smoothed RTT of at most `srtt_max`: 2·SRTT + [`PTO_ACK_DELAY`]
+/// (the probe timer fires at the earlier of that and the RTO, RFC 8985
+/// §7.2), plus 10 % and 10 ms for timer granularity and the capture point's
+/// distance from the sender. A timer that fired later was the RTO.
+pub(super) fn pto_max(srtt_max: Duration) -> Duration {
+    let pto = srtt_max * 2 + PTO_ACK_DELAY;
+    pto + pto / 10 + Duration::from_millis(10)
 }
 
 impl Half {
@@ -214,7 +237,12 @@ impl Half {
     /// or one inside the second block; a block straddling the ACK is a stale
     /// SACK, not a duplicate): a D-SACK marks the retransmissions it reports
     /// spurious.
-    pub(super) fn read_sack(&mut self, sack: &[(SeqNumber, SeqNumber)], off: u64) -> (u64, u64) {
+    pub(super) fn read_sack(
+        &mut self,
+        sack: &[(SeqNumber, SeqNumber)],
+        off: u64,
+        at: FrameRef,
+    ) -> (u64, u64) {
         let (mut sacked, mut sack_high) = (0u64, 0u64);
         let second = sack
             .get(1)
@@ -234,6 +262,7 @@ impl Half {
                 for r in retx.iter_mut().rev().take(32) {
                     if r.offset < hi && r.offset + r.len as u64 > lo {
                         r.spurious = true;
+                        r.dsack.get_or_insert(at.frame);
                     }
                 }
                 continue;
@@ -256,8 +285,10 @@ impl Half {
     ///   RTT, since both its last segment and the last ACK): the first
     ///   retransmission since the ACK last advanced, of the highest segment,
     ///   is a tail loss probe (with one segment in flight Linux waits 2·SRTT
-    ///   plus 200 ms, `tcp_schedule_loss_probe()`, RFC 8985 §7.2); otherwise a
-    ///   timeout, backed off once per earlier timeout of the same data.
+    ///   plus 200 ms, `tcp_schedule_loss_probe()`, RFC 8985 §7.2) unless the
+    ///   silence outlasted any probe timer ([`pto_max`] of the largest RTT
+    ///   sample, with the SYN in the capture); otherwise a timeout, backed
+    ///   off once per earlier timeout of the same data.
     /// - ≥ 3 dupACKs or SACK above the hole: fast retransmit.
     /// - The highest segment, first since the ACK advanced, after ≥ 1.5 RTT
     ///   of silence: tail loss probe (PTO = 2·SRTT).
@@ -300,7 +331,9 @@ impl Half {
         let (kind, inferred) = if in_rto_recovery && !timer {
             (RetxKind::Rto, false)
         } else if timer {
-            if first && highest && rtos_before == 0 {
+            // a probe timer would have fired sooner: the RTO's
+            let probe_in_time = t.srtt_max.is_none_or(|m| silence <= pto_max(m));
+            if first && highest && rtos_before == 0 && probe_in_time {
                 (RetxKind::TailLossProbe, false)
             } else {
                 (RetxKind::Rto, false)
@@ -337,6 +370,7 @@ impl Half {
                 inferred,
                 lost_ack: lost_acks.then_some(e.ack_frame),
                 delay,
+                dsack: None,
             });
         }
         kind

@@ -72,14 +72,22 @@ impl Half {
     /// the last one): zero-window episodes, and the latest and largest
     /// window.
     pub(super) fn on_peer_window(&mut self, window: u64, known: bool, at: FrameRef) {
-        if known && window == 0 {
-            self.mark(at, FrameMark::ZeroWindow);
+        if known {
+            self.note_zero_window(window, at);
         }
-        // zero-window episodes: a zero window is zero at any scale, so the
-        // first ACK a mid-stream capture holds counts too
-        if !known {
-            // a RST: no window news
-        } else if window == 0 {
+        self.peer.window = window;
+        self.peer.max_window = self.peer.max_window.max(window);
+    }
+
+    /// Zero-window episodes, from the raw window field `window` of the
+    /// peer's ACK at `at`: a zero window is zero at any scale and whatever
+    /// the ACK number, so the first ACK a mid-stream capture holds counts
+    /// too, and so does an ACK seen before this sender's first segment (the
+    /// receiver's windows shrinking to zero, then its window update, then
+    /// the data it let through).
+    pub(super) fn note_zero_window(&mut self, window: u64, at: FrameRef) {
+        if window == 0 {
+            self.mark(at, FrameMark::ZeroWindow);
             if self.zero_windows().last().is_none_or(|z| z.end.is_some())
                 && self.zero_windows().len() < MAX_EVENTS_KEPT
             {
@@ -89,12 +97,10 @@ impl Half {
                 });
             }
         } else if let Some(z) = self.events.as_mut().and_then(|e| e.zero_windows.last_mut()) {
-            if z.end.is_none() && window > 0 {
+            if z.end.is_none() {
                 z.end = Some(at);
             }
         }
-        self.peer.window = window;
-        self.peer.max_window = self.peer.max_window.max(window);
     }
 
     /// New data ending at `end`, sent at `at`: it filled the window when it
