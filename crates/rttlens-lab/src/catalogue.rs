@@ -416,7 +416,7 @@ static CATALOGUE: [Scenario; 54] = [
         link: plain_link,
         run: slow_reader,
         variants: &[Variant::MidStream],
-        fix: Some(Fix { finding: "zero-window", change: Change::FastReader }),
+        fix: Some(Fix { finding: "zero-window|receive-window-limit", change: Change::FastReader }),
     },
     Scenario {
         name: "spurious-rto",

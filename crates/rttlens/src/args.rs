@@ -347,7 +347,7 @@ pub struct LabArgs {
     #[arg(long, conflicts_with = "list")]
     pub verify_fix: bool,
     /// Runs of each variant with --verify-fix: the medians are compared.
-    #[arg(long, value_name = "N", default_value_t = 3, requires = "verify_fix",
+    #[arg(long, value_name = "N", default_value_t = 5, requires = "verify_fix",
           value_parser = clap::value_parser!(u32).range(1..=20))]
     pub repeat: u32,
     /// Output format.

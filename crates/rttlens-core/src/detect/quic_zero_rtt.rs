@@ -42,6 +42,14 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
                 fact!("quic-zero-rtt.encrypted-extensions-without-early-data"),
             ));
         }
+        // the request sent again once the handshake is done: the round trip
+        // the rejection cost is its wait (issue 43: `--verify-fix` found the
+        // saving in the request phase, after the handshake)
+        if let (Some(again), Some(done)) = (a.first_stream(Side::Client), h.client_done) {
+            if again.ts >= done.ts {
+                evidence.push(ev(again.frame, fact!("quic-zero-rtt.sent-again")));
+            }
+        }
         return vec![Finding {
             facts: args!(wait_ms = wait),
             id: ID_REJECTED,

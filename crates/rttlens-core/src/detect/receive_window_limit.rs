@@ -27,6 +27,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let rwnd = median(limited.iter().map(|r| r.rwnd));
     let (cost, span) = capped_cost(
         a,
+        t.sender,
         &t.rounds,
         limited[0].index,
         limited[0].max_flight,

@@ -29,7 +29,14 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     }
     let flight = median(capped.iter().map(|r| r.max_flight));
     let rwnd = median(capped.iter().map(|r| r.rwnd));
-    let (cost, span) = capped_cost(a, &t.rounds, capped[0].index, flight, rwnd.max(flight));
+    let (cost, span) = capped_cost(
+        a,
+        t.sender,
+        &t.rounds,
+        capped[0].index,
+        flight,
+        rwnd.max(flight),
+    );
     // without the SYNs the windows are lower bounds (inferred scale): the
     // true window is at least this, so "below the window" still holds
     let inferred = a.tcp.window_scale_inferred[t.sender.peer().index()];

@@ -42,7 +42,7 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
     let rwnd = median(capped.iter().map(|r| r.rwnd));
     // as for a receive window: against slow start unbounded, the rounds a
     // wider window would have saved (whichever window it was)
-    let (cost, span) = capped_cost(a, &t.rounds, capped[0].index, flight, u64::MAX);
+    let (cost, span) = capped_cost(a, t.sender, &t.rounds, capped[0].index, flight, u64::MAX);
     let receiver = t.sender.peer();
     let rate = per_rtt_mb_s(a, flight);
     let wscale_known = a.wscale_known(t.sender);

@@ -36,6 +36,9 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
         "quic-zero-rtt.encrypted-extensions-without-early-data" => {
             "EncryptedExtensions without early_data: 0-RTT rejected".into()
         }
+        "quic-zero-rtt.sent-again" => {
+            "the request goes again in 1-RTT, once the handshake is done".into()
+        }
         "quic-zero-rtt.rejection-decrypted" => {
             "the EncryptedExtensions was decrypted and has no early_data".into()
         }
