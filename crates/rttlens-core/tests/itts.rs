@@ -203,7 +203,10 @@ fn thu2_iw10_slow_start() {
     assert!(!ids.contains(&"sender-window-cap"), "{ids:?}");
     // late in the transfer the client's window (~128–160 KB) held the flight
     // to within two segments for a round or two: allowed, but only after the
-    // slow start and costing at most the one round it delayed
+    // slow start and costing at most the one round it delayed (timed since
+    // issue 43: the rounds here are 26–26.5 ms apart against a 25.5 ms
+    // rtt_min, and the last one takes its own time to send, so one round is
+    // up to 1.1 RTT)
     if let Some(f) = c.findings.iter().find(|f| f.id == "receive-window-limit") {
         let first_rwnd = t
             .rounds
@@ -214,7 +217,7 @@ fn thu2_iw10_slow_start() {
             first_rwnd >= 5,
             "window limit only after slow start: round {first_rwnd}"
         );
-        assert!(f.cost.rtts.is_some_and(|r| r <= 1.0), "{:?}", f.cost);
+        assert!(f.cost.rtts.is_some_and(|r| r <= 1.1), "{:?}", f.cost);
     }
 }
 
