@@ -218,6 +218,28 @@ fn a_syn_ack_lost_after_the_capture_point_is_said_so() {
     assert!((2900.0..3100.0).contains(&f.cost.ms), "{}", f.cost.ms);
 }
 
+#[test]
+fn a_window_cap_is_not_charged_the_time_other_causes_held() {
+    // 206_example_b's first connection: two responses held by the client's
+    // unscaled 64 KB window, all their new data sent by 1.45 s (frame 1277,
+    // tshark); then one offset resent 14 times over 81 s until the server
+    // resets (`rto-backoff`). The window's cost is the time its rounds took
+    // (issue 43), but not those 81 s, nor the fast recoveries, nor the
+    // client's pause between its requests.
+    let r = &reports("zeek_http-206-example-b.pcap")[0];
+    let cost = |id: &str| {
+        r.findings
+            .iter()
+            .find(|f| f.id == id)
+            .unwrap_or_else(|| panic!("{id} in {:?}", ids(r)))
+            .cost
+            .ms
+    };
+    assert!(cost("rto-backoff") > 80_000.0, "{}", cost("rto-backoff"));
+    let window = cost("receive-window-limit");
+    assert!(window < 1_450.0, "receive-window-limit {window} ms");
+}
+
 /// Every connection of `name`, analysed and detected as the pipeline does.
 fn analyses(name: &str, each: &mut dyn FnMut(&rttlens_core::analysis::Analysis)) {
     let mut reader = CaptureReader::open(&path(name)).expect("readable");

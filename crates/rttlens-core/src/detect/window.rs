@@ -45,9 +45,12 @@ pub(crate) fn median(it: impl Iterator<Item = u64>) -> u64 {
 /// RTT), and the fix wins back the time (issue 43: the lab's
 /// `--verify-fix` measured 1156 ms won back where 20 rounds, 801 ms, were
 /// predicted). The ideal takes `ideal − 1` round trips from its first
-/// round to its last. Time the receiver's window was closed within the
-/// stretch is left out: it is `zero-window`'s cost (the lab's
-/// `slow-reader`).
+/// round to its last. Time within the stretch that another cause held is
+/// left out: the receiver's window closed (`zero-window`'s cost, the lab's
+/// `slow-reader`), lost data waiting for its retransmission (the loss
+/// findings' cost: a response whose last round was resent for 81 s before
+/// a reset was charged those 81 s, `rto-backoff`'s), and the wait before a
+/// round that answers the peer (its next request, the application's turn).
 pub(crate) fn capped_cost(
     a: &Analysis,
     sender: Side,
@@ -69,15 +72,35 @@ pub(crate) fn capped_cost(
     let (from, to) = (s.first.ts, e.last.ts);
     let bytes: u64 = stretch.iter().map(|r| r.new_bytes).sum();
     let ideal = slow_start_rounds(bytes, start_flight, cap);
-    let closed: Vec<(Timestamp, Timestamp)> = a
+    // time within the stretch that other causes held, not the window: the
+    // receiver's window closed (`zero-window`'s cost), lost data waiting
+    // for its retransmission (from the original to the resend, as the loss
+    // findings `fast-retransmit`, `tail-loss-probe`, `rto`, `rto-backoff`
+    // charge it), and the turns of an exchange, from a round's end to the
+    // next round that answers the peer (its next request: the application's
+    // time)
+    let closed = a
         .zero_windows(sender)
         .iter()
-        .filter_map(|z| {
-            let (zs, ze) = (z.start.ts.max(from), z.end.map_or(to, |e| e.ts).min(to));
-            (zs < ze).then_some((zs, ze))
+        .map(|z| (z.start.ts, z.end.map_or(to, |e| e.ts)));
+    let losses = a
+        .retransmissions(sender)
+        .iter()
+        .filter(|r| !r.spurious)
+        .map(|r| (r.at.ts - r.delay, r.at.ts));
+    let turns = stretch
+        .windows(2)
+        .filter(|w| w[1].answers_peer)
+        .map(|w| (w[0].last.ts, w[1].first.ts));
+    let others: Vec<(Timestamp, Timestamp)> = closed
+        .chain(losses)
+        .chain(turns)
+        .filter_map(|(s, e)| {
+            let (s, e) = (s.max(from), e.min(to));
+            (s < e).then_some((s, e))
         })
         .collect();
-    let took = (to - from) - union_len(&closed);
+    let took = (to - from) - union_len(&others);
     let ideal_took = a.rtt_min * ideal.saturating_sub(1) as i64;
     (
         a.cost((took - ideal_took).max(Duration::ZERO)),
