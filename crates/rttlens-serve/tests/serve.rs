@@ -11,7 +11,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use common::{exporter, get, probe_path, samples, target, value};
+use common::{exporter, get, probe_path, samples, target, target_with, value};
 
 #[test]
 fn a_probe_of_a_real_tls_server() {
@@ -144,6 +144,40 @@ fn a_probe_of_a_real_tls_server() {
         body.contains("resumed") && body.contains("/metrics"),
         "{body}"
     );
+}
+
+#[test]
+fn the_servers_own_server_timing_beside_the_wire() {
+    // the built-in server (cleartext HTTP/1.1: the probe reads its capture
+    // without keys) takes 40 ms in its handler and says so
+    // (`Server-Timing: app;dur=…`); on loopback the wire's think time is
+    // that and the scheduler's few milliseconds
+    let t = target_with(rttlens_lab_server::builtin::ServerConfig {
+        think: Duration::from_millis(40),
+        server_timing: true,
+        plain_http: true,
+        ..Default::default()
+    });
+    let e = exporter(4);
+    let url = format!("http://{}/size/1000", t.addr);
+    let (status, body) = get(e.addr, &probe_path(&url, "https"));
+    assert_eq!(status, 200, "{body}");
+    let s = samples(&body);
+    assert_eq!(value(&s, "probe_success"), 1.0, "{body}");
+    let app = value(&s, "rttlens_server_timing_seconds{metric=\"app\"}");
+    assert!((0.039..0.5).contains(&app), "app {app}: {body}");
+    let unaccounted = value(&s, "rttlens_server_timing_unaccounted_seconds");
+    assert!(
+        unaccounted.abs() < 0.025,
+        "unaccounted {unaccounted}: {body}"
+    );
+    // a server that sends none: no series
+    let t = target(Duration::ZERO);
+    let (_, body) = get(
+        e.addr,
+        &probe_path(&format!("https://{}/size/1000", t.addr), "https"),
+    );
+    assert!(!body.contains("rttlens_server_timing"), "{body}");
 }
 
 #[test]

@@ -61,12 +61,16 @@ where
 /// The built-in TLS server: tickets, 0-RTT up to 16 KiB, optionally a
 /// think time before each response.
 pub fn target(think: Duration) -> Running {
+    target_with(ServerConfig {
+        early_data: 16_384,
+        think,
+        ..ServerConfig::default()
+    })
+}
+
+/// The built-in TLS server with `cfg`, on a loopback port.
+pub fn target_with(cfg: ServerConfig) -> Running {
     run_on_thread(move |stop, addr| async move {
-        let cfg = ServerConfig {
-            early_data: 16_384,
-            think,
-            ..ServerConfig::default()
-        };
         let server = Builtin::bind("127.0.0.1:0".parse().expect("addr"), cfg).expect("bind");
         addr.send(server.local_addr()).expect("send addr");
         server

@@ -8,6 +8,9 @@ use std::path::PathBuf;
 use std::process::Command;
 
 pub mod prom;
+// veth pairs need the lab's namespaces (rttlens-lab-net, the `lab` feature;
+// `--no-default-features` builds these tests without it)
+#[cfg(feature = "lab")]
 pub mod veth;
 
 /// The `rttlens` binary under test.
