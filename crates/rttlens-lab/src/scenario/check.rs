@@ -53,22 +53,23 @@ pub(super) fn expectations(
     expect
         .iter()
         .map(|&e| {
-            if let Some(ids) = e.strip_prefix(POPULATION) {
-                let ids: Vec<&str> = ids.split('|').collect();
-                if let Some(f) = pop.population_findings.iter().find(|f| ids.contains(&f.id)) {
-                    return ExpectationResult {
-                        expect: e,
-                        found: true,
-                        id: Some(f.id),
-                        title: rttlens_report::words::pop_title(f),
-                        cost_ms: f.cost.ms,
-                        cost_rtts: f.cost.per_connection_rtts,
-                        evidence: f.evidence.iter().flat_map(|e| e.frames.clone()).collect(),
-                    };
+            let found = match e.strip_prefix(POPULATION) {
+                Some(ids) => {
+                    let ids: Vec<&str> = ids.split('|').collect();
+                    pop.population_findings
+                        .iter()
+                        .find(|f| ids.contains(&f.id))
+                        .map(|f| ExpectationResult {
+                            expect: e,
+                            found: true,
+                            id: Some(f.id),
+                            title: rttlens_report::words::pop_title(f),
+                            cost_ms: f.cost.ms,
+                            cost_rtts: f.cost.per_connection_rtts,
+                            evidence: f.evidence.iter().flat_map(|e| e.frames.clone()).collect(),
+                        })
                 }
-            }
-            match lookup(conns, quic, e) {
-                Some((_, f)) if !e.starts_with(POPULATION) => ExpectationResult {
+                None => lookup(conns, quic, e).map(|(_, f)| ExpectationResult {
                     expect: e,
                     found: true,
                     id: Some(f.id),
@@ -76,17 +77,17 @@ pub(super) fn expectations(
                     cost_ms: f.cost.ms,
                     cost_rtts: f.cost.rtts,
                     evidence: f.evidence.iter().map(|e| e.frame).collect(),
-                },
-                _ => ExpectationResult {
-                    expect: e,
-                    found: false,
-                    id: None,
-                    title: String::new(),
-                    cost_ms: 0.0,
-                    cost_rtts: None,
-                    evidence: Vec::new(),
-                },
-            }
+                }),
+            };
+            found.unwrap_or(ExpectationResult {
+                expect: e,
+                found: false,
+                id: None,
+                title: String::new(),
+                cost_ms: 0.0,
+                cost_rtts: None,
+                evidence: Vec::new(),
+            })
         })
         .collect()
 }
