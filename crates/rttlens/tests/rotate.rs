@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use rttlens_lab_net::netns::{ip, Netns};
 
+use common::veth::{Pair, A_IF, SERVER};
 use common::{analyze_ok, bin, public_capture, scratch};
 
 const TABLES: [&str; 3] = ["connections", "findings", "requests"];
@@ -151,45 +151,6 @@ fn rotate_needs_parquet() {
     assert_eq!(bad.status.code(), Some(2));
 }
 
-const A_IF: &str = "rot-a";
-const B_IF: &str = "rot-b";
-const SERVER: &str = "10.79.0.2:8080";
-
-/// Two namespaces joined by a veth pair (10.79.0.1 in `a`, 10.79.0.2 in
-/// `b`); dropping them removes the pair.
-fn veth_pair() -> (Netns, Netns) {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "this test builds network namespaces and captures with AF_PACKET: run it as root"
-    );
-    if let Err(e) = rttlens_lab_net::require_command("ip", "iproute2") {
-        panic!("{e}");
-    }
-    let base = format!("rttl-rot-{}", std::process::id());
-    let a = Netns::create(&format!("{base}-a")).unwrap_or_else(|e| panic!("{e}"));
-    let b = Netns::create(&format!("{base}-b")).unwrap_or_else(|e| panic!("{e}"));
-    let run = |args: &[&str]| ip(args).unwrap_or_else(|e| panic!("{e}"));
-    run(&[
-        "link",
-        "add",
-        A_IF,
-        "netns",
-        a.name(),
-        "type",
-        "veth",
-        "peer",
-        "name",
-        B_IF,
-        "netns",
-        b.name(),
-    ]);
-    run(&["-n", a.name(), "addr", "add", "10.79.0.1/24", "dev", A_IF]);
-    run(&["-n", b.name(), "addr", "add", "10.79.0.2/24", "dev", B_IF]);
-    run(&["-n", a.name(), "link", "set", A_IF, "up"]);
-    run(&["-n", b.name(), "link", "set", B_IF, "up"]);
-    (a, b)
-}
-
 /// `rttlens analyze -i IFACE --format parquet -o DIR --rotate 2s` while
 /// connections come every ~0.7 s: the files close every 2 s of wall-clock
 /// time (a quiet stretch of 4.5 s included), every `*.parquet` seen in the
@@ -197,7 +158,8 @@ fn veth_pair() -> (Netns, Netns) {
 /// every connection once, no partial file left.
 #[test]
 fn live_rotation_closes_files_on_time_and_never_shows_half_a_file() {
-    let (a, b) = veth_pair();
+    let pair = Pair::new();
+    let (a, b) = (&pair.a, &pair.b);
     let dir = scratch("rotate-live");
     let _ = std::fs::remove_dir_all(&dir);
     let mut cmd = bin();
