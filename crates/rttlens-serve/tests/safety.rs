@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{exporter_with, get, probe_path, run_on_thread, samples, value, Running};
-use rttlens_lab_server::builtin::{Server as Builtin, ServerConfig};
+use common::{exporter_with, get, probe_path, samples, target_with, value};
+use rttlens_lab_server::builtin::ServerConfig;
 use rttlens_lab_server::cert::SelfSigned;
 
 /// A TCP peer that accepts connections, counts them and holds them open
@@ -147,24 +147,6 @@ fn a_bad_allow_list_entry_is_refused_at_start() {
     assert!(e.to_string().contains("allow_targets"), "{e}");
 }
 
-/// The built-in TLS server with `cert`.
-fn tls_server(cert: SelfSigned) -> Running {
-    run_on_thread(move |stop, addr| async move {
-        let cfg = ServerConfig {
-            certificate: Some(cert),
-            ..ServerConfig::default()
-        };
-        let server = Builtin::bind("127.0.0.1:0".parse().expect("addr"), cfg).expect("bind");
-        addr.send(server.local_addr()).expect("send addr");
-        server
-            .run_until(async {
-                let _ = stop.await;
-            })
-            .await
-            .expect("built-in server");
-    })
-}
-
 #[test]
 fn certificate_expiry_as_blackbox_defines_it() {
     let cert = SelfSigned::generate().expect("certificate");
@@ -179,7 +161,10 @@ fn certificate_expiry_as_blackbox_defines_it() {
         "modules:\n  verified:\n    ca_file: {}\n    capture: false\n  insecure:\n    insecure: true\n    capture: false\n",
         ca.display()
     );
-    let t = tls_server(cert);
+    let t = target_with(ServerConfig {
+        certificate: Some(cert),
+        ..ServerConfig::default()
+    });
     let e = exporter_with(&config, 4, &[]);
     let url = format!("https://localhost:{}/size/10", t.addr.port());
 
