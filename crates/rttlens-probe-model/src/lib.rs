@@ -114,6 +114,29 @@ pub struct PeerCerts {
     /// certificate), the latest such over the chains built (one here);
     /// `None` when no chain was verified (`insecure`).
     pub verified_chain_expiry: Option<i64>,
+    /// The leaf certificate as blackbox labels it (its
+    /// `probe_ssl_last_chain_info`); `None` when it could not be read.
+    pub leaf: Option<LeafCert>,
+}
+
+/// The server's leaf certificate in the strings blackbox_exporter gives
+/// its `probe_ssl_last_chain_info` labels (Go's formatting).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LeafCert {
+    /// SHA-256 of the certificate's DER, lowercase hex
+    /// (`fingerprint_sha256`).
+    pub fingerprint_sha256: String,
+    /// The subject as Go's `pkix.Name.String()` writes it
+    /// (`CN=example.com,O=Example,C=US`: Go's order, RFC 4514 escaping).
+    pub subject: String,
+    /// The issuer, the same way.
+    pub issuer: String,
+    /// The subject alternative names of DNS type, in order
+    /// (`subjectalternative`: joined with `,`).
+    pub dns_names: Vec<String>,
+    /// The serial number's magnitude in lowercase hex, leading zero bytes
+    /// dropped (`serialnumber`: Go's `%x` of `SerialNumber.Bytes()`).
+    pub serial_hex: String,
 }
 
 /// One phase of the app-level waterfall.

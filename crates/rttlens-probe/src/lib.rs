@@ -47,6 +47,7 @@
 
 pub mod assemble;
 pub mod capture;
+pub mod certinfo;
 pub mod connect;
 pub mod error;
 pub mod http;
@@ -72,7 +73,7 @@ use rustls::pki_types::ServerName;
 pub use error::{ErrorKind, ProbeError, ProbePhase};
 pub use resolve::{AllowList, Family, ResolveOverride, Target};
 pub use rttlens_probe_model::{
-    Attempt, Check, NegotiatedTls, PathHop, PathReport, PathStep, PathVersus, PeerCerts,
+    Attempt, Check, LeafCert, NegotiatedTls, PathHop, PathReport, PathStep, PathVersus, PeerCerts,
     ProbeReport, QuicInfo, ResponseInfo, TcpInfoSnapshots, Timings, Transport,
 };
 pub use sequence::{ProbeStep, TfoStep, TlsStep};

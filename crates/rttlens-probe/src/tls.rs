@@ -237,7 +237,8 @@ fn not_after(der: &[u8]) -> Option<i64> {
 /// it verified to itself, so it is built again here by webpki (rustls'
 /// own verifier) over the same anchors, at the same time; Go lists every
 /// chain it can build and takes the one that expires last, webpki builds
-/// one. `anchors`: `None` with `-k` (no chain is verified).
+/// one. `anchors`: `None` with `-k` (no chain is verified). The leaf's
+/// labels: [`crate::certinfo`].
 pub fn peer_certs(
     c: &rustls::ClientConnection,
     anchors: Option<&[CertificateDer<'static>]>,
@@ -246,6 +247,7 @@ pub fn peer_certs(
     Some(PeerCerts {
         earliest_expiry: chain.iter().filter_map(|d| not_after(d)).min(),
         verified_chain_expiry: anchors.and_then(|a| verified_chain_expiry(chain, a)),
+        leaf: chain.first().and_then(|d| crate::certinfo::leaf_cert(d)),
     })
 }
 

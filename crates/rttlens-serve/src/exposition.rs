@@ -262,7 +262,10 @@ pub fn render(
 /// certificates the server presented, and
 /// `probe_ssl_last_chain_expiry_timestamp_seconds`, the earliest of the
 /// verified chain (left out when none was verified: `insecure`), both in
-/// Unix seconds. Their help texts are blackbox's.
+/// Unix seconds; and `probe_ssl_last_chain_info`, 1 labelled with the leaf
+/// certificate's SHA-256 fingerprint, subject, issuer, DNS names and serial
+/// number in the strings Go writes (`rttlens_probe::certinfo`). Their
+/// names, labels and help texts are blackbox's.
 fn cert_metrics(m: &mut Metrics, certs: Option<&rttlens_probe::PeerCerts>) {
     let Some(c) = certs else {
         return;
@@ -282,6 +285,21 @@ fn cert_metrics(m: &mut Metrics, certs: Option<&rttlens_probe::PeerCerts>) {
             None,
             t as f64,
         );
+    }
+    if let Some(leaf) = &c.leaf {
+        let f = m.family(
+            "probe_ssl_last_chain_info",
+            "Contains SSL leaf certificate information",
+            None,
+        );
+        f.get_or_create(&labels(&[
+            ("fingerprint_sha256", &leaf.fingerprint_sha256),
+            ("subject", &leaf.subject),
+            ("issuer", &leaf.issuer),
+            ("subjectalternative", &leaf.dns_names.join(",")),
+            ("serialnumber", &leaf.serial_hex),
+        ]))
+        .set(1.0);
     }
 }
 

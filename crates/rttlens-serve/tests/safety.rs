@@ -1,7 +1,8 @@
 //! The exporter under abuse (issue 46), against real peers on loopback:
 //! the allow-list refuses targets outside it with 403 and makes no
 //! connection, a name that resolves to a forbidden address included; the
-//! certificate expiry series as blackbox_exporter defines them; oversized
+//! certificate expiry series as blackbox_exporter defines them, and its
+//! leaf certificate's labels as Go writes them; oversized
 //! requests are refused; `/metrics` answers while every probe slot is
 //! busy; a stop lets the scrapes in flight finish. Every wait is bounded.
 
@@ -204,6 +205,78 @@ fn certificate_expiry_as_blackbox_defines_it() {
     );
     assert!(
         !s.contains_key("probe_ssl_last_chain_expiry_timestamp_seconds"),
+        "{body}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn leaf_certificate_info_as_blackbox_labels_it() {
+    // a certificate with a name of several attributes (one Go does not
+    // know by name, a comma to escape), DNS and IP alternative names and
+    // a serial number with a leading zero nibble, served by the built-in
+    // TLS server
+    let mut params = rcgen::CertificateParams::new(vec![
+        "localhost".to_string(),
+        "lab.test".into(),
+        "127.0.0.1".into(),
+    ])
+    .expect("params");
+    let mut dn = rcgen::DistinguishedName::new();
+    dn.push(rcgen::DnType::CountryName, "DE");
+    dn.push(rcgen::DnType::StateOrProvinceName, "Berlin");
+    dn.push(rcgen::DnType::OrganizationName, "rttlens, lab");
+    dn.push(rcgen::DnType::OrganizationalUnitName, "probes");
+    dn.push(rcgen::DnType::CommonName, "lab.test");
+    dn.push(
+        rcgen::DnType::CustomDnType(vec![1, 2, 840, 113549, 1, 9, 1]),
+        "ops@lab.test",
+    );
+    params.distinguished_name = dn;
+    params.serial_number = Some(rcgen::SerialNumber::from_slice(&[0x0a, 0xbc, 0x00]));
+    let key = rcgen::KeyPair::generate().expect("key");
+    let cert = params.self_signed(&key).expect("certificate");
+    let cert = SelfSigned::from_pem(&cert.pem(), &key.serialize_pem()).expect("PEM");
+    let der = cert.cert_der();
+    let dir = std::env::temp_dir().join(format!("rttlens-serve-info-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &cert.cert_pem).expect("write the CA file");
+    let t = target_with(ServerConfig {
+        certificate: Some(cert),
+        ..ServerConfig::default()
+    });
+    let e = exporter_with(
+        &format!(
+            "modules:\n  verified:\n    ca_file: {}\n    capture: false\n",
+            ca.display()
+        ),
+        2,
+        &[],
+    );
+    let url = format!("https://localhost:{}/size/10", t.addr.port());
+    let (status, body) = get(e.addr, &probe_path(&url, "verified"));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(value(&samples(&body), "probe_success"), 1.0, "{body}");
+    // what Go's crypto/x509 gives blackbox for this certificate
+    // (pkix.Name.String(), DNSNames, SerialNumber.Bytes()): its known
+    // attributes last first, the others after them as OID=#DER, `,`
+    // escaped; DNS names only; the serial's bytes in hex
+    // (checked with Go 1.26's crypto/x509 on this certificate), in the
+    // exposition's escaping (`\` as `\\`)
+    let name = r"CN=lab.test,OU=probes,O=rttlens\\, lab,ST=Berlin,C=DE,1.2.840.113549.1.9.1=#0c0c6f7073406c61622e74657374";
+    let fingerprint: String = ring::digest::digest(&ring::digest::SHA256, &der)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let want = format!(
+        "probe_ssl_last_chain_info{{fingerprint_sha256=\"{fingerprint}\",subject=\"{name}\",\
+         issuer=\"{name}\",subjectalternative=\"localhost,lab.test\",serialnumber=\"0abc00\"}} 1.0"
+    );
+    assert!(body.lines().any(|l| l == want), "want\n{want}\nin\n{body}");
+    assert!(
+        body.contains("# TYPE probe_ssl_last_chain_info gauge"),
         "{body}"
     );
     let _ = std::fs::remove_dir_all(&dir);
