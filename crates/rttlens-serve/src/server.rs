@@ -50,6 +50,9 @@ use crate::exporter::{ExporterMetrics, Outcome, PROTOBUF_CONTENT_TYPE};
 use crate::exposition;
 use crate::live::LiveRun;
 
+mod stop;
+pub use stop::{serve, Stopped, SAME_STOP};
+
 /// What Prometheus' scrape timeout is lowered by to give the probe's
 /// limit (blackbox_exporter's default `--timeout-offset`).
 pub const SCRAPE_TIMEOUT_OFFSET: Duration = Duration::from_millis(500);
@@ -255,37 +258,6 @@ impl Server {
             });
         }
     }
-}
-
-/// Run the server until Ctrl-C / SIGTERM, on a runtime of its own;
-/// `listening` is told the address once bound.
-///
-/// # Errors
-/// The address cannot be bound, or the runtime cannot start.
-pub fn serve(opts: ServeOptions, listening: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    rt.block_on(async move {
-        let server = Server::bind(opts)?;
-        listening(server.local_addr());
-        server
-            .run_until(async {
-                let mut term =
-                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = async {
-                        match term.as_mut() {
-                            Some(t) => { t.recv().await; }
-                            None => std::future::pending::<()>().await,
-                        }
-                    } => {}
-                }
-            })
-            .await
-    })
 }
 
 type Answer = Response<Full<Bytes>>;

@@ -2,17 +2,24 @@
 //! [--allow-target HOST|CIDR]…`:
 //! loads and checks the modules (without a file, the built-in `http_2xx`
 //! and `https`), starts the live analysis of IFACE, then runs the
-//! exporter ([`rttlens_serve`]) until Ctrl-C. Exit codes: 0 stopped, 2 a
-//! bad configuration file, address or interface (or no CAP_NET_RAW).
+//! exporter ([`rttlens_serve`]) until Ctrl-C or SIGTERM. Exit codes: 0
+//! stopped (the scrapes in flight answered), 130 stopped by a second
+//! signal more than a second after the first, 2 a bad configuration file,
+//! address or interface (or no CAP_NET_RAW).
 
 use std::process::ExitCode;
 
+use rttlens_serve::server::Stopped;
 use rttlens_serve::{Config, ServeOptions};
 
 use crate::args::ServeArgs;
 
 /// A bad configuration file or `--listen` address.
 const EXIT_USAGE: u8 = 2;
+
+/// Stopped by a second signal, without waiting for the scrapes in flight
+/// (as `rttlens analyze -i` at a second Ctrl-C).
+const EXIT_FORCED: u8 = 130;
 
 /// Run `rttlens serve`.
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -58,7 +65,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
     });
     match served {
-        Ok(()) => Ok(ExitCode::SUCCESS),
+        Ok(Stopped::Forced) => {
+            eprintln!("rttlens serve: stopped at a second signal, scrapes still in flight");
+            Ok(ExitCode::from(EXIT_FORCED))
+        }
+        Ok(_) => Ok(ExitCode::SUCCESS),
         Err(e) => {
             eprintln!("rttlens serve: {e}");
             Ok(ExitCode::from(EXIT_USAGE))

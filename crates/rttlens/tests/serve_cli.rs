@@ -85,16 +85,20 @@ fn start_serve(mut cmd: std::process::Command) -> (Reaped, SocketAddr, mpsc::Rec
 
 /// `GET path` from `addr` over HTTP/1.0: the status line and the body.
 fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
+    try_http_get(addr, path).expect("response")
+}
+
+/// [`http_get`], or the error of a connection that failed.
+fn try_http_get(addr: SocketAddr, path: &str) -> std::io::Result<(String, String)> {
     use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").expect("request");
+    let mut s = std::net::TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n")?;
     let mut r = String::new();
-    s.read_to_string(&mut r).expect("response");
+    s.read_to_string(&mut r)?;
     let (head, body) = r.split_once("\r\n\r\n").unwrap_or((&r, ""));
     let status = head.lines().next().unwrap_or("").to_string();
-    (status, body.to_string())
+    Ok((status, body.to_string()))
 }
 
 #[test]
@@ -382,33 +386,105 @@ fn allow_target_refuses_a_name_outside_it_and_a_signal_lets_scrapes_finish() {
     assert_eq!(o.status.code(), Some(2), "a bad --allow-target");
 
     for signal in [nix::sys::signal::SIGTERM, nix::sys::signal::SIGINT] {
-        let mut cmd = bin();
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
-            .arg(&config);
-        let (mut serve, addr, _log) = start_serve(cmd);
-        let path = format!("/probe?target=http://127.0.0.1:{port}/&module=hang");
-        let scrape = std::thread::spawn(move || http_get(addr, &path));
-        // the probe is in flight once its connection is accepted
-        peer.set_nonblocking(false).expect("blocking");
-        let (held, _) = peer.accept().expect("the probe connects");
-        let pid = nix::unistd::Pid::from_raw(serve.0.id() as i32);
-        nix::sys::signal::kill(pid, signal).expect("signal rttlens serve");
-        let (status, body) = scrape.join().expect("scrape");
+        let (mut serve, held, scrape) = serve_with_a_scrape_in_flight(&config, &peer);
+        // as `timeout -s SIG`: to the command, then to its process group,
+        // microseconds apart, and once more 0.3 s later: all within a
+        // second, so one stop, not a second forcing exit
+        signal_as_timeout_does(&serve, signal);
+        std::thread::sleep(Duration::from_millis(300));
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(serve.0.id() as i32), signal)
+            .expect("signal rttlens serve again");
+        let (status, body) = scrape
+            .join()
+            .expect("scrape")
+            .unwrap_or_else(|e| panic!("{signal}: the scrape in flight got no answer: {e}"));
         assert!(status.contains("200"), "{signal}: {status}: {body}");
         assert!(body.contains("probe_success 0"), "{signal}: {body}");
-        let mut exited = None;
-        for _ in 0..100 {
-            if let Some(s) = serve.0.try_wait().expect("wait") {
-                exited = Some(s);
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let exited =
-            exited.unwrap_or_else(|| panic!("{signal}: still running 5 s after its scrape"));
+        let exited = wait_exit(&mut serve, Duration::from_secs(5))
+            .unwrap_or_else(|| panic!("{signal}: still running 5 s after its scrape"));
         assert_eq!(exited.code(), Some(0), "{signal}");
         drop(held);
     }
+}
+
+/// `rttlens serve --config CONFIG` in a process group of its own (as
+/// `timeout` runs its command), with a scrape of module `hang` in flight:
+/// its probe's connection to `peer` accepted (and held) by the time this
+/// returns.
+fn serve_with_a_scrape_in_flight(
+    config: &std::path::Path,
+    peer: &std::net::TcpListener,
+) -> (
+    Reaped,
+    std::net::TcpStream,
+    std::thread::JoinHandle<std::io::Result<(String, String)>>,
+) {
+    use std::os::unix::process::CommandExt;
+    let port = peer.local_addr().expect("addr").port();
+    let mut cmd = bin();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(config)
+        .process_group(0);
+    let (serve, addr, _log) = start_serve(cmd);
+    let path = format!("/probe?target=http://127.0.0.1:{port}/&module=hang");
+    let scrape = std::thread::spawn(move || try_http_get(addr, &path));
+    peer.set_nonblocking(false).expect("blocking");
+    let (held, _) = peer.accept().expect("the probe connects");
+    (serve, held, scrape)
+}
+
+/// `signal` as `timeout(1)` sends it: to the process, then to its process
+/// group (which the process leads).
+fn signal_as_timeout_does(serve: &Reaped, signal: nix::sys::signal::Signal) {
+    let pid = nix::unistd::Pid::from_raw(serve.0.id() as i32);
+    nix::sys::signal::kill(pid, signal).expect("signal rttlens serve");
+    nix::sys::signal::killpg(pid, signal).expect("signal its process group");
+}
+
+/// The exit status within `limit`, or `None`.
+fn wait_exit(serve: &mut Reaped, limit: Duration) -> Option<std::process::ExitStatus> {
+    let until = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < until {
+        if let Some(s) = serve.0.try_wait().expect("wait") {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+#[test]
+fn a_second_signal_after_a_second_stops_at_once() {
+    // the probe waits 8 s on a peer that never answers; the first SIGINT
+    // (twice, as `timeout` sends it) leaves it running, the one 1.5 s
+    // later ends the exporter without waiting for it
+    let peer = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let config = write(
+        "serve-second-signal.yml",
+        "modules:\n  hang:\n    ip_family: ip4\n    timeout: 8s\n    capture: false\n",
+    );
+    let (mut serve, held, scrape) = serve_with_a_scrape_in_flight(&config, &peer);
+    signal_as_timeout_does(&serve, nix::sys::signal::SIGINT);
+    assert!(
+        wait_exit(&mut serve, Duration::from_millis(1500)).is_none(),
+        "the first signal waits for the scrape in flight"
+    );
+    let second = std::time::Instant::now();
+    signal_as_timeout_does(&serve, nix::sys::signal::SIGINT);
+    let exited = wait_exit(&mut serve, Duration::from_secs(3))
+        .expect("a second signal a second after the first ends serve within 3 s");
+    assert_eq!(exited.code(), Some(130), "{exited:?}");
+    assert!(
+        second.elapsed() < Duration::from_secs(3),
+        "at once, not at the probe's 8 s"
+    );
+    // the scrape got no answer: its connection closed with the process
+    let answer = scrape.join().expect("scrape");
+    assert!(
+        !matches!(&answer, Ok((status, _)) if status.contains("200")),
+        "{answer:?}"
+    );
+    drop(held);
 }
 
 #[test]
