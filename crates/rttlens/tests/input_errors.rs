@@ -1,6 +1,6 @@
 //! `rttlens analyze` on inputs that are not captures it can read (issue
-//! 46): a directory, a file it may not read, a FIFO nobody writes to, a
-//! FIFO closed without a byte, and `/dev/zero`. Each is one clear line on
+//! 46): a directory, a missing file, a file it may not read, a FIFO nobody
+//! writes to, a FIFO closed without a byte, and `/dev/zero`. Each is one clear line on
 //! stderr and the README's exit code (2; a FIFO that never gives data is
 //! waited on, with one line saying so, until Ctrl-C). Every wait is
 //! bounded.
@@ -66,6 +66,19 @@ fn a_directory() {
     let mut cmd = bin();
     cmd.arg("analyze").arg(&dir);
     one_line_exit_2(&bounded(cmd), &dir, "Is a directory (os error 21)");
+}
+
+#[test]
+fn a_missing_file() {
+    let missing = scratch("no-such-capture.pcap");
+    let _ = std::fs::remove_file(&missing);
+    let mut cmd = bin();
+    cmd.arg("analyze").arg(&missing);
+    one_line_exit_2(
+        &bounded(cmd),
+        &missing,
+        "No such file or directory (os error 2)",
+    );
 }
 
 #[test]

@@ -123,6 +123,37 @@ fn without_a_config_serve_starts_with_the_builtin_modules() {
     let (status, body) = http_get(addr, &format!("/probe?target=https://{target}/"));
     assert!(status.contains("200"), "{status}: {body}");
     assert!(body.contains("probe_success 0"), "{body}");
+    // and a probe that succeeds: the built-in server in cleartext
+    let (atx, arx) = mpsc::channel();
+    let (stx, srx) = tokio::sync::oneshot::channel::<()>();
+    let server = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let cfg = ServerConfig {
+                plain_http: true,
+                ..ServerConfig::default()
+            };
+            let s = Server::bind("127.0.0.1:0".parse().expect("addr"), cfg).expect("bind");
+            atx.send(s.local_addr()).expect("send addr");
+            s.run_until(async {
+                let _ = srx.await;
+            })
+            .await
+            .expect("built-in server");
+        });
+    });
+    let plain = arx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("built-in server started");
+    let (status, body) = http_get(addr, &format!("/probe?target=http://{plain}/size/100"));
+    assert!(status.contains("200"), "{status}: {body}");
+    assert!(body.contains("probe_success 1"), "{body}");
+    assert!(body.contains("probe_http_status_code 200"), "{body}");
+    let _ = stx.send(());
+    server.join().expect("built-in server thread");
     let (status, body) = http_get(
         addr,
         &format!("/probe?target=https://{target}/&module=nope"),
