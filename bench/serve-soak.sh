@@ -8,7 +8,8 @@ set -euo pipefail
 usage() {
     cat <<'EOF'
 usage: bench/serve-soak.sh [--bin PATH] [--seconds N] [--scrapers N]
-                           [--slowloris N] [--interval S] [--out FILE.csv]
+                           [--slowloris N] [--interval S] [--cooldown S]
+                           [--out FILE.csv]
 
 Starts, on loopback, one target of each kind (Python's http.server and raw
 sockets, all in one helper process):
@@ -24,14 +25,17 @@ then `rttlens serve --max-concurrent 64` with one module per kind
 kinds, while --slowloris clients send a request head one byte every 2 s
 (the server closes them after its 10 s head limit). Every --interval s it
 records the server's VmRSS, open descriptors and threads (/proc) and how
-long GET /metrics took. At the end: a table, the CSV (--out), and the
-first-minute vs. last figures.
+long GET /metrics took. When the scrapers stop it goes on sampling the
+idle server for --cooldown s (what it keeps once the load is gone), then
+sends SIGTERM. At the end: a table, the CSV (--out), and the first-minute
+vs. last figures.
 
   --bin PATH      rttlens binary (default target/release/rttlens; nothing is built)
   --seconds N     how long the scrapers run (default 1800: the issue's 30 min)
   --scrapers N    concurrent scrapers (default 200)
   --slowloris N   slow clients (default 50)
   --interval S    seconds between samples (default 10)
+  --cooldown S    seconds of samples after the load stops (default 30)
   --out FILE      CSV of the samples (default /tmp/serve-soak.csv)
 
 Needs python3. Runs at the priority it is given (use `nice -n 19` on a
@@ -44,6 +48,7 @@ SECONDS_RUN=1800
 SCRAPERS=200
 SLOW=50
 INTERVAL=10
+COOLDOWN=30
 OUT=/tmp/serve-soak.csv
 
 die() { echo "serve-soak.sh: $*" >&2; exit 2; }
@@ -56,12 +61,13 @@ while (($#)); do
         --scrapers) SCRAPERS=${2:?--scrapers needs a number}; shift 2 ;;
         --slowloris) SLOW=${2:?--slowloris needs a number}; shift 2 ;;
         --interval) INTERVAL=${2:?--interval needs a number}; shift 2 ;;
+        --cooldown) COOLDOWN=${2:?--cooldown needs a number}; shift 2 ;;
         --out) OUT=${2:?--out needs a file}; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
     esac
 done
-for v in SECONDS_RUN SCRAPERS SLOW INTERVAL; do
+for v in SECONDS_RUN SCRAPERS SLOW INTERVAL COOLDOWN; do
     is_uint "${!v}" || die "${v,,}: a whole number, not '${!v}'"
 done
 ((SCRAPERS > 0 && SCRAPERS <= 2000)) || die "--scrapers: 1..2000"
@@ -69,12 +75,13 @@ done
 [[ -x $BIN ]] || die "$BIN: not an executable (build it: cargo build --release -p rttlens)"
 command -v python3 >/dev/null || die "python3 is missing (apt-get install -y python3)"
 
-exec python3 - "$BIN" "$SECONDS_RUN" "$SCRAPERS" "$SLOW" "$INTERVAL" "$OUT" <<'PY'
+exec python3 -u - "$BIN" "$SECONDS_RUN" "$SCRAPERS" "$SLOW" "$INTERVAL" "$OUT" "$COOLDOWN" <<'PY'
 import csv, http.server, os, re, signal, socket, socketserver, subprocess, sys
 import tempfile, threading, time, urllib.parse
 
-binary, seconds, scrapers, slow, interval, out = sys.argv[1:]
+binary, seconds, scrapers, slow, interval, out, cooldown = sys.argv[1:]
 seconds, scrapers, slow, interval = int(seconds), int(scrapers), int(slow), int(interval)
+cooldown = int(cooldown)
 stop = threading.Event()
 BIG = 100 * 1024 * 1024
 CHUNK = b"x" * 65536
@@ -108,6 +115,8 @@ class Targets(http.server.BaseHTTPRequestHandler):
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     request_queue_size = 512
+    def handle_error(self, request, client_address):
+        pass  # a probe that gave up mid-body resets its connection: expected
 
 http_srv = Server(("127.0.0.1", 0), Targets)
 threading.Thread(target=http_srv.serve_forever, daemon=True).start()
@@ -212,13 +221,11 @@ workers += [threading.Thread(target=slowloris, args=(i,), daemon=True) for i in 
 for w in workers:
     w.start()
 rows = []
+idle_rows = []
 t0 = time.time()
 print(f"serve-soak: {scrapers} scrapers, {slow} slowloris clients, {seconds} s; rttlens serve pid {serve.pid}")
 print(f"{'t (s)':>6} {'RSS MB':>7} {'fds':>5} {'threads':>7} {'/metrics ms':>11}")
-while not stop.is_set() and time.time() - t0 < seconds:
-    stop.wait(interval)
-    if serve.poll() is not None:
-        print("serve-soak: rttlens serve exited", serve.returncode); break
+def sample(into, idle=""):
     rss, fds, threads = proc(serve.pid)
     m0 = time.time()
     try:
@@ -227,16 +234,28 @@ while not stop.is_set() and time.time() - t0 < seconds:
         st = 0
     ms = (time.time() - m0) * 1000 if st == 200 else float("nan")
     row = (round(time.time() - t0), rss, fds, threads, round(ms, 1))
-    rows.append(row)
-    print(f"{row[0]:>6} {rss:>7} {fds:>5} {threads:>7} {row[4]:>11}")
+    into.append(row)
+    print(f"{row[0]:>6} {rss:>7} {fds:>5} {threads:>7} {row[4]:>11}{idle}")
+while not stop.is_set() and time.time() - t0 < seconds:
+    stop.wait(interval)
+    if serve.poll() is not None:
+        print("serve-soak: rttlens serve exited", serve.returncode); break
+    sample(rows)
+interrupted = stop.is_set()
 stop.set()
+# the load is gone: what the idle server keeps
+t_end = time.time()
+while not interrupted and serve.poll() is None and time.time() - t_end < cooldown:
+    time.sleep(min(interval, cooldown))
+    sample(idle_rows, "  (no load)")
 serve.send_signal(signal.SIGTERM)
 try:
     code = serve.wait(timeout=30)
 except subprocess.TimeoutExpired:
     serve.kill(); code = "killed after 30 s"
 with open(out, "w", newline="") as f:
-    w = csv.writer(f); w.writerow(["t_s", "rss_mb", "fds", "threads", "metrics_ms"]); w.writerows(rows)
+    w = csv.writer(f); w.writerow(["t_s", "rss_mb", "fds", "threads", "metrics_ms", "load"])
+    w.writerows([r + ("yes",) for r in rows] + [r + ("no",) for r in idle_rows])
 print(f"rttlens serve after SIGTERM: exit {code}")
 print("scrapes by target and answer:")
 for (kind, status), n in sorted(counts.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
@@ -247,6 +266,9 @@ if rows:
     ms = [r[4] for r in rows if r[4] == r[4]]
     print(f"after the first minute: RSS {min(col(1))}..{max(col(1))} MB, fds {min(col(2))}..{max(col(2))}, "
           f"threads {min(col(3))}..{max(col(3))}; /metrics {min(ms) if ms else 'nan'}..{max(ms) if ms else 'nan'} ms")
+if idle_rows:
+    r = idle_rows[-1]
+    print(f"{r[0] - round(t_end - t0)} s after the load stopped: RSS {r[1]} MB, fds {r[2]}, threads {r[3]}")
 print(f"samples: {out}")
 os.unlink(cfg.name)
 PY
