@@ -205,12 +205,17 @@ fn http3_probe_against_the_builtin_quic_server() {
         }
         // tshark: UDP to the server, QUIC long headers, and the 1-RTT
         // packets opened with the embedded keys (STREAM frames seen)
-        let udp_to_server = tshark(&pcap, &format!("udp.dstport == {port}"), "frame.number");
+        let udp_to_server = tshark(
+            &pcap,
+            port,
+            &format!("udp.dstport == {port}"),
+            "frame.number",
+        );
         assert!(
             udp_to_server.len() >= 5,
             "UDP frames to the server: {udp_to_server:?}"
         );
-        let types = tshark(&pcap, "quic", "quic.long.packet_type");
+        let types = tshark(&pcap, port, "quic", "quic.long.packet_type");
         let types: Vec<&str> = types.iter().flat_map(|l| l.split(',')).collect();
         for want in ["0", "2"] {
             assert!(
@@ -220,11 +225,12 @@ fn http3_probe_against_the_builtin_quic_server() {
         }
         let streams = tshark(
             &pcap,
+            port,
             "quic.frame_type >= 8 && quic.frame_type <= 15",
             "frame.number",
         );
         assert!(!streams.is_empty(), "tshark decrypted STREAM frames");
-        let h3 = tshark(&pcap, "http3", "frame.number");
+        let h3 = tshark(&pcap, port, "http3", "frame.number");
         assert!(!h3.is_empty(), "tshark read HTTP/3 frames");
 
         // the text report: the waterfall and QUIC's own line
@@ -354,9 +360,14 @@ fn http3_to_a_closed_udp_port_says_udp_may_be_blocked() {
 }
 
 /// tshark's one field for the frames matching `filter`, one line each.
-fn tshark(pcap: &std::path::Path, filter: &str, field: &str) -> Vec<String> {
+/// tshark's fields for `filter`, with the server's UDP port decoded as
+/// QUIC: the server listens on an ephemeral port, and where that port (or
+/// the client's) is one another dissector registers, tshark's QUIC
+/// heuristic never runs and the capture reads as that protocol.
+fn tshark(pcap: &std::path::Path, port: u16, filter: &str, field: &str) -> Vec<String> {
     let t = run(Command::new("tshark")
         .arg("-n")
+        .args(["-d", &format!("udp.port=={port},quic")])
         .arg("-r")
         .arg(pcap)
         .args(["-Y", filter, "-T", "fields", "-e", field]));
