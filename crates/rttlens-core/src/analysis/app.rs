@@ -69,10 +69,12 @@ pub(crate) fn from_found(
     }
 }
 
-/// `"TLS 1.2"` → `"1.2"`.
+/// `"TLS 1.2"` → `"1.2"`; a TLS 1.3 draft (`0x7fNN`, draft-ietf-tls-tls13-NN)
+/// → `"1.3 draft NN"`, as Wireshark names it.
 fn short_version(v: u16) -> Cow<'static, str> {
     match version_name(v) {
         Some(n) => Cow::Borrowed(n.trim_start_matches("TLS ")),
+        None if (0x7f01..=0x7f1c).contains(&v) => Cow::Owned(format!("1.3 draft {}", v & 0xff)),
         None => Cow::Owned(format!("0x{v:04x}")),
     }
 }
@@ -81,9 +83,12 @@ fn tls(s: &TlsSummary, conn: &Conn<Protocols>) -> (Option<AppTimeline>, Option<T
     let Some(hs) = s.handshake() else {
         return (None, None);
     };
+    // SSL 3.0 to TLS 1.2 share the full and abbreviated handshakes' flights
+    // (RFC 6101 §5.5, RFC 2246 §7.3, RFC 4346 §7.3, RFC 5246 §7.3)
+    let tls12_family = (0x0300..=0x0303).contains(&hs.version);
     let kind = match hs.kind {
-        HandshakeKind::Tls12Full if hs.version == 0x0303 => TlsKind::Tls12Full,
-        HandshakeKind::Tls12Abbreviated if hs.version == 0x0303 => TlsKind::Tls12Abbreviated,
+        HandshakeKind::Tls12Full if tls12_family => TlsKind::Tls12Full,
+        HandshakeKind::Tls12Abbreviated if tls12_family => TlsKind::Tls12Abbreviated,
         HandshakeKind::Tls13Full => TlsKind::Tls13Full,
         HandshakeKind::Tls13Psk => TlsKind::Tls13Psk,
         HandshakeKind::Tls13ZeroRtt => TlsKind::Tls13ZeroRtt,

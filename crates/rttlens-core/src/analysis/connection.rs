@@ -332,8 +332,17 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
         mss[sender.index()],
         rtt_min,
     );
-    if coverage.mid_stream || coverage.only.is_some() || (conn.payload_cut > 0 && !http_cut(&conn))
-    {
+    // the server sent data before the client sent any: no TLS server
+    // flight (it answers a ClientHello) and no response to a request
+    let server_spoke_first = sender == Side::Server
+        && conn.half[1].send.first_data.is_some_and(|r| {
+            conn.half[0]
+                .send
+                .first_data
+                .is_none_or(|q| q.frame > r.frame)
+        });
+    let cut = conn.payload_cut > 0 && !http_cut(&conn) && !server_spoke_first;
+    if coverage.mid_stream || coverage.only.is_some() || cut {
         // the first round seen is not the sender's first (or, with the
         // payloads cut, may be a TLS handshake flight rather than data)
         if let Some(t) = &mut transfer {

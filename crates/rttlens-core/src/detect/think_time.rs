@@ -10,7 +10,12 @@
 //!   TLS handshake is not the application's: `server-handshake-time`
 //!   reports the server's wait on the ClientHello.
 //! - client think = first request byte − the moment the client could send
-//!   it (connection or TLS handshake done) − h_c.
+//!   it (connection or TLS handshake done) − h_c; over TLS also the
+//!   client's waits inside the handshake: after connecting, before its
+//!   ClientHello (between its own ACK of the SYN-ACK and the ClientHello),
+//!   and in a TLS 1.2 full handshake between the server's flight and its
+//!   key exchange (the ladder's `client-processing`). Each is its own
+//!   finding, with `before` saying which.
 //!
 //! Neither is a network cost; both are reported so the network is not
 //! blamed for the application's time. Neither is claimed against its own
@@ -27,6 +32,7 @@
 use super::finding::{conf, ev, Finding, Level};
 use crate::analysis::requests::RequestRow;
 use crate::analysis::rtt::Vantage;
+use crate::analysis::tls::TlsKind;
 use crate::analysis::Analysis;
 use crate::base::fact::{args, fact};
 use crate::base::side::{FrameRef, Side};
@@ -76,6 +82,10 @@ fn path_to_server(a: &Analysis) -> (Duration, bool) {
 
 /// See `path_to_server`.
 pub(crate) const PROXY_RATIO: i64 = 4;
+
+/// The shortest wait before a ClientHello claimed as the client's (see
+/// `client_waits`): longer than a client takes to build its hello.
+const HELLO_SETUP: Duration = Duration::from_millis(100);
 
 /// The longest a delayed-ACK timer holds an ACK (Linux `TCP_DELACK_MAX`
 /// 200 ms, Windows' 200 ms default), with jitter.
@@ -278,26 +288,83 @@ pub(crate) fn detect(a: &Analysis) -> Vec<Finding> {
         .flatten()
         .reduce(|x, y| if y.0 > x.0 { y } else { x });
     out.extend(best.map(|(_, f)| f));
+    out.extend(client_waits(a));
+    out
+}
+
+/// The client's waits: before its ClientHello once connected, inside a
+/// TLS 1.2 full handshake between the server's flight and its key
+/// exchange (the ladder's `client-processing`), and before its request
+/// once it could send it. The last two are `(q − m) − h_c`: the moment `m`
+/// it could send passed the capture point `h_c` before it reached the
+/// client; the first is timed between two of the client's own packets. Spans never overlap: the wait before the ClientHello is left
+/// out when the request's wait already starts at the connection.
+fn client_waits(a: &Analysis) -> Vec<Finding> {
+    let mut out = Vec::new();
+    // over TLS the client is ready once its handshake is done (a request
+    // sent with the client's Finished waited for nothing); never from the
+    // connection, which would count the handshake as the client's
     let ready = a.app.request_first.and_then(|q| {
-        let tls_done = a.app.client_ready.filter(|m| m.frame < q.frame);
-        let conn_done = a.syn_ack().map(|s| s.first).filter(|m| m.frame < q.frame);
-        tls_done.or(conn_done).map(|m| (m, q))
+        let m = match a.tls {
+            Some(_) => a.app.client_ready.filter(|m| m.frame <= q.frame),
+            None => a.syn_ack().map(|s| s.first).filter(|m| m.frame < q.frame),
+        };
+        m.map(|m| (m, q))
     });
-    if let Some((m, q)) = ready {
-        let think =
-            (q.ts - m.ts) - a.h_c() - a.held_by_nagle(crate::base::side::Side::Client, m.ts, q.ts);
-        let (level, why) = confidence(a, think);
-        if !a.cost(think).is_material() {
-            return out;
+    let tls = a.tls.as_ref();
+    // connected, then the ClientHello: timed from the client's own ACK of
+    // the SYN-ACK, which it sends as the SYN-ACK arrives, so the path's
+    // share (h_c) is in neither end and the wait is the client's whatever
+    // the vantage (a ClientHello carrying that ACK, or sent with the SYN
+    // under TFO, waited for nothing)
+    let hello = tls.and_then(|t| {
+        let m = a.handshake_ack()?;
+        let q = t.client_hello;
+        let covered = ready.is_some_and(|(r, _)| r.frame <= q.frame);
+        (m.frame < q.frame && !covered).then_some((m, q))
+    });
+    // TLS 1.2 full: the server's flight, then the client's key exchange
+    let handshake = tls.and_then(|t| match (t.kind, t.server_flight_end, t.client_finished) {
+        (TlsKind::Tls12Full, Some(m), Some(q)) if m.frame < q.frame => Some((m, q)),
+        _ => None,
+    });
+    let waits = [
+        (hello, "before-client-hello"),
+        (handshake, "in-handshake"),
+        (ready, "before-request"),
+    ];
+    for (wait, before) in waits {
+        let Some((m, q)) = wait else { continue };
+        let think = if before == "before-client-hello" {
+            q.ts - m.ts
+        } else {
+            (q.ts - m.ts) - a.h_c() - a.held_by_nagle(Side::Client, m.ts, q.ts)
+        };
+        // before the ClientHello the client also builds it (its TLS
+        // library's start, a CA store loaded, key shares made: tens of ms
+        // on a busy machine), which no fix of the connection's timing
+        // removes: only a wait past that and past a round trip is claimed
+        let setup = before == "before-client-hello" && (think < HELLO_SETUP || think < a.rtt_min);
+        if !a.cost(think).is_material() || setup {
+            continue;
         }
+        let (level, why) = confidence(a, think);
+        let (ready_fact, sent_fact) = match before {
+            "before-client-hello" => ("think-time.client-connected", "think-time.client-hello"),
+            "in-handshake" => (
+                "think-time.server-flight-end",
+                "think-time.client-key-exchange",
+            ),
+            _ => ("think-time.client-ready", "think-time.request-first-byte"),
+        };
         out.push(Finding {
-            facts: args!(think_ms = think),
+            facts: args!(think_ms = think, before = before),
             id: ID_CLIENT,
             connection: a.index(),
             cost: a.cost(think),
             evidence: vec![
-                ev(m.frame, fact!("think-time.client-ready")),
-                ev(q.frame, fact!("think-time.request-first-byte")),
+                ev(m.frame, fact!(ready_fact)),
+                ev(q.frame, fact!(sent_fact)),
             ],
             confidence: conf(level, fact!(why)),
             references: vec!["docs/design.md §4 (think time)"],

@@ -13,9 +13,13 @@ pub(super) fn fix(_f: &Finding) -> Option<String> {
 }
 
 /// A fact of kind `hello-retry-request.*` as a sentence.
-pub(super) fn fact(kind: &str, _a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
     Some(match kind {
         "hello-retry-request.first-client-hello" => "first ClientHello".into(),
+        "hello-retry-request.second-client-hello" => format!(
+            "second ClientHello, {:.1} ms after the first: the retry's cost",
+            a.f64("retry_ms")
+        ),
         "hello-retry-request.hello-retry" => {
             "HelloRetryRequest (ServerHello with the RFC 8446 §4.1.3 magic random)".into()
         }

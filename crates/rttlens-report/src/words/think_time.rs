@@ -7,9 +7,15 @@ pub(super) fn title(f: &Finding) -> Option<String> {
     let a = &f.facts;
     let think = a.f64("think_ms");
     if f.id == "client-think-time" {
-        return Some(format!(
-            "client waited {think:.1} ms before sending its request"
-        ));
+        return Some(match a.str("before") {
+            "before-client-hello" => format!(
+                "client waited {think:.1} ms after connecting before sending its ClientHello"
+            ),
+            "in-handshake" => format!(
+                "client took {think:.1} ms after the server's handshake flight to send its key exchange"
+            ),
+            _ => format!("client waited {think:.1} ms before sending its request"),
+        });
     }
     let which = a
         .get("request")
@@ -35,25 +41,31 @@ pub(super) fn title(f: &Finding) -> Option<String> {
 
 /// The fix, from the finding's facts.
 pub(super) fn fix(f: &Finding) -> Option<String> {
-    Some(if f.id == "client-think-time" {
-        "Client-side latency: the application was busy or slow to write the request (DNS, pool checkout, request building, certificate verification); send the request as soon as the connection is ready.".into()
-    } else if let Some(m) = f.facts.get("reported_metric").and_then(|m| m.as_str()) {
-        // the server's own Server-Timing covers the wait: its largest part
-        format!(
+    Some(
+        if f.id == "client-think-time" && f.facts.str("before") == "before-client-hello" {
+            "Client-side latency before the TLS handshake: the client opened the connection, then waited to start TLS (a connection opened ahead of its first use, a pool's warm-up, a slow TLS library start). Not a network cost; start the handshake when the connection is up, or open the connection when a request needs it.".into()
+        } else if f.id == "client-think-time" && f.facts.str("before") == "in-handshake" {
+            "Client-side latency inside the TLS handshake, after the server's certificate: certificate-chain verification, a revocation check (an OCSP or CRL fetch: staple the OCSP response on the server, nginx `ssl_stapling on;`), a client-certificate prompt, or the client's key exchange. Profile the client's TLS setup; TLS 1.3 or resumption also removes this turn from the critical path.".into()
+        } else if f.id == "client-think-time" {
+            "Client-side latency: the application was busy or slow to write the request (DNS, pool checkout, request building, certificate verification); send the request as soon as the connection is ready.".into()
+        } else if let Some(m) = f.facts.get("reported_metric").and_then(|m| m.as_str()) {
+            // the server's own Server-Timing covers the wait: its largest part
+            format!(
             "Application latency at the server, and its own Server-Timing says where: {m} {:.1} ms of {:.1} ms reported. Profile that first (its queries, calls or locks), then the rest of the handler.",
             f.facts.f64("reported_metric_ms"),
             f.facts.f64("reported_ms")
         )
-    } else if f.facts.get("reported_ms").is_some() {
-        // the server's own account covers only part of it
-        format!(
+        } else if f.facts.get("reported_ms").is_some() {
+            // the server's own account covers only part of it
+            format!(
             "Its own Server-Timing accounts for only {:.1} ms of the {:.1} ms: the rest went before or around the handler (see server-unaccounted-time: a proxy or worker queue, the accept queue). Profile the handler for its share.",
             f.facts.f64("reported_ms"),
             f.facts.f64("think_ms")
         )
-    } else {
-        "Application latency at the server: profile the handler and its upstreams (nginx `$request_time` vs `$upstream_response_time` in the access log), caches, database calls.".into()
-    })
+        } else {
+            "Application latency at the server: profile the handler and its upstreams (nginx `$request_time` vs `$upstream_response_time` in the access log), caches, database calls.".into()
+        },
+    )
 }
 
 /// What the server's time to the ACK is compared with: `h_s`, or the
@@ -120,6 +132,10 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
         "think-time.ack-late-too" => "the server's ACK of the request was late too: part of the time may be the path's".into(),
         "think-time.client-ready" => "the client could send from here (connection / TLS handshake done)".into(),
         "think-time.request-first-byte" => "first byte of the request".into(),
+        "think-time.client-connected" => "the client's ACK of the SYN-ACK: it could start TLS from here".into(),
+        "think-time.client-hello" => "the client's ClientHello".into(),
+        "think-time.server-flight-end" => "the server's first flight ended (ServerHelloDone)".into(),
+        "think-time.client-key-exchange" => "the client's key exchange and Finished".into(),
         _ => return None,
     })
 }

@@ -7,6 +7,7 @@
 
 use smallvec::SmallVec;
 
+use super::hello::is_tls13;
 use super::{
     ClientHelloInfo, ContentType, HandshakeMessage, HandshakeType, ServerHelloInfo, TlsDirection,
     TlsRecord, TlsSummary,
@@ -246,11 +247,6 @@ pub const NST_MAX_COUNT: usize = 8;
 /// Bytes the tickets of one run may differ by (a ticket's nonce and
 /// lifetime fields are of fixed size; its opaque ticket rarely varies).
 pub const NST_RUN_SPREAD: u32 = 16;
-
-/// `true` for TLS 1.3 and its drafts (`0x7fxx`).
-pub(super) fn is_tls13(version: u16) -> bool {
-    version == 0x0304 || version >> 8 == 0x7f
-}
 
 /// Sizes of encrypted TLS 1.3 records with a known content: `content || type
 /// (1 byte)` plus the AEAD tag, without padding (RFC 8446 §5.2).

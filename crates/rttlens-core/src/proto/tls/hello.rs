@@ -89,9 +89,10 @@ pub struct ClientHelloInfo {
 }
 
 impl ClientHelloInfo {
-    /// `true` if the client offers TLS 1.3 (`0x0304` in `supported_versions`).
+    /// `true` if the client offers TLS 1.3 (`0x0304`, or a draft's
+    /// `0x7fxx`, in `supported_versions`).
     pub fn offers_tls13(&self) -> bool {
-        self.supported_versions.contains(&0x0304)
+        self.supported_versions.iter().any(|&v| is_tls13(v))
     }
 }
 
@@ -149,6 +150,11 @@ impl ServerHelloInfo {
     }
 }
 
+/// `true` for TLS 1.3 and its drafts (`0x7fxx`).
+pub(super) fn is_tls13(version: u16) -> bool {
+    version == 0x0304 || version >> 8 == 0x7f
+}
+
 /// A protocol version's name (`"TLS 1.2"`), or `None` if unknown.
 pub fn version_name(version: u16) -> Option<&'static str> {
     Some(match version {
@@ -176,7 +182,7 @@ fn be16(b: &[u8]) -> Option<u16> {
 }
 
 /// The ClientHello extensions [`parse_client_hello`] reads.
-const CLIENT_EXTENSIONS_READ: [TlsExtensionType; 8] = [
+const CLIENT_EXTENSIONS_READ: [TlsExtensionType; 9] = [
     TlsExtensionType::ServerName,
     TlsExtensionType::ApplicationLayerProtocolNegotiation,
     TlsExtensionType::SessionTicketTLS,
@@ -185,6 +191,7 @@ const CLIENT_EXTENSIONS_READ: [TlsExtensionType; 8] = [
     TlsExtensionType::SupportedVersions,
     TlsExtensionType::PskExchangeModes,
     TlsExtensionType::KeyShare,
+    TlsExtensionType::KeyShareOld,
 ];
 
 fn push_capped<T, L: Extend<T> + AsRef<[T]>>(list: &mut L, item: T) {
@@ -323,7 +330,10 @@ pub(crate) fn parse_client_hello(body: &[u8]) -> Parsed<ClientHelloInfo> {
                     push_capped(&mut info.psk_key_exchange_modes, m);
                 }
             }
-            TlsExtension::KeyShare(data) => info.key_share_groups = client_key_share_groups(data),
+            // TLS 1.3 drafts before 23 numbered key_share 40 (`KeyShareOld`)
+            TlsExtension::KeyShare(data) | TlsExtension::KeyShareOld(data) => {
+                info.key_share_groups = client_key_share_groups(data)
+            }
             _ => {}
         }
     });
@@ -331,10 +341,49 @@ pub(crate) fn parse_client_hello(body: &[u8]) -> Parsed<ClientHelloInfo> {
     Ok((info, problem))
 }
 
+/// Parses the body of an SSL 2.0-format ClientHello after its version
+/// (RFC 5246 Appendix E.2: `cipher_spec_length`, `session_id_length`,
+/// `challenge_length`, then the 3-byte cipher specs, the session id and
+/// the challenge). Clients sent it to reach SSL 2.0 servers while
+/// offering SSL 3.0 or TLS; tls-parser reads TLS records alone, so these
+/// few fields are read here. The challenge, right-aligned in 32 zero
+/// bytes, is the hello's random (RFC 5246 E.2); the cipher specs whose
+/// first byte is 0 are TLS cipher suites.
+pub(crate) fn parse_sslv2_client_hello(
+    version: u16,
+    body: &[u8],
+) -> Result<ClientHelloInfo, &'static str> {
+    let len = |at: usize| be16(body.get(at..).unwrap_or_default()).map(usize::from);
+    let (Some(specs), Some(sid), Some(challenge)) = (len(0), len(2), len(4)) else {
+        return Err("SSLv2 ClientHello");
+    };
+    if specs % 3 != 0 || !(16..=32).contains(&challenge) || sid > 32 {
+        return Err("SSLv2 ClientHello");
+    }
+    let fields = body
+        .get(6..6 + specs + sid + challenge)
+        .ok_or("SSLv2 ClientHello")?;
+    let (spec_bytes, rest) = fields.split_at(specs);
+    let (session_id, challenge_bytes) = rest.split_at(sid);
+    let mut random = [0u8; 32];
+    random[32 - challenge..].copy_from_slice(challenge_bytes);
+    let suites = spec_bytes.chunks_exact(3).filter(|c| c[0] == 0).count();
+    Ok(ClientHelloInfo {
+        legacy_version: version,
+        random,
+        cipher_suites: u16::try_from(suites).unwrap_or(u16::MAX),
+        session_id: SessionId::from_slice(session_id),
+        ..ClientHelloInfo::default()
+    })
+}
+
 /// Parses a ServerHello body (without its 4-byte header); recognises a
 /// HelloRetryRequest by its random (RFC 8446 §4.1.3).
 pub(crate) fn parse_server_hello(body: &[u8]) -> Parsed<ServerHelloInfo> {
-    let (rest, sh) = parse_tls_handshake_server_hello(body).map_err(|_| "ServerHello")?;
+    let (rest, sh) = match be16(body) {
+        Some(version) if is_early_tls13_draft(version) => parse_draft_server_hello(body)?,
+        _ => parse_tls_handshake_server_hello(body).map_err(|_| "ServerHello")?,
+    };
     let mut info = ServerHelloInfo {
         legacy_version: sh.version.0,
         random: sh.random.try_into().unwrap_or_default(),
@@ -344,7 +393,13 @@ pub(crate) fn parse_server_hello(body: &[u8]) -> Parsed<ServerHelloInfo> {
         session_id: SessionId::from_slice(sh.session_id.unwrap_or_default()),
         ..ServerHelloInfo::default()
     };
-    let walked = for_each_extension(sh.ext.unwrap_or_default(), |_, whole| {
+    let walked = for_each_extension(sh.ext.unwrap_or_default(), |ty, whole| {
+        // a draft's key_share (40, before draft 23), which tls-parser's
+        // ServerHello extension parser does not read: one KeyShareEntry
+        if TlsExtensionType(ty) == TlsExtensionType::KeyShareOld {
+            info.key_share_group = be16(&whole[4..]);
+            return;
+        }
         let Ok((_, ext)) = parse_tls_server_hello_extension(whole) else {
             return;
         };
@@ -365,13 +420,87 @@ pub(crate) fn parse_server_hello(body: &[u8]) -> Parsed<ServerHelloInfo> {
             _ => {}
         }
     });
+    // a draft's ServerHello names its version in the fixed part (no
+    // supported_versions extension yet)
+    if is_early_tls13_draft(info.legacy_version) {
+        info.selected_version.get_or_insert(info.legacy_version);
+    }
     let problem = extension_problem(walked, sh.ext, rest, "ServerHello extensions");
     Ok((info, problem))
+}
+
+/// TLS 1.3 drafts 1–21 (`0x7f01`–`0x7f15`): their ServerHello is
+/// `version | random | cipher_suite | extensions`, with no session id
+/// and no compression method (draft-ietf-tls-tls13-21 §4.1.3; draft 22
+/// brought back the TLS 1.2 layout with `supported_versions`).
+fn is_early_tls13_draft(version: u16) -> bool {
+    (0x7f01..=0x7f15).contains(&version)
+}
+
+/// A draft ServerHello's fixed part, read here: tls-parser reads this
+/// layout for draft 18 alone (`parse_tls_handshake_msg_server_hello`
+/// matches `0x7f12` only) and refuses the other drafts' hellos, which
+/// clients of 2017 (OpenSSL 1.1.1-pre, NSS, BoringSSL) negotiated.
+fn parse_draft_server_hello(
+    body: &[u8],
+) -> Result<(&[u8], tls_parser::TlsServerHelloContents<'_>), &'static str> {
+    let fixed = body.get(..36).ok_or("ServerHello")?;
+    let (version, random, cipher) = (
+        u16::from_be_bytes([fixed[0], fixed[1]]),
+        &fixed[2..34],
+        u16::from_be_bytes([fixed[34], fixed[35]]),
+    );
+    let after = &body[36..];
+    let (ext, rest) = match be16(after) {
+        Some(len) => match after.get(2..2 + usize::from(len)) {
+            Some(block) => (Some(block), &after[2 + usize::from(len)..]),
+            None => (None, after),
+        },
+        None => (None, after),
+    };
+    let hello = tls_parser::TlsServerHelloContents::new(version, random, None, cipher, 0, ext);
+    Ok((rest, hello))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tls13_draft_server_hello_has_no_session_id() {
+        // draft 19: version, random, cipher suite, extensions (key_share,
+        // numbered 40 before draft 23: x25519 and a 2-byte key)
+        let mut body = vec![0x7f, 0x13];
+        body.extend([7u8; 32]);
+        body.extend([0x13, 0x02]);
+        body.extend([0, 10, 0, 40, 0, 6, 0, 0x1d, 0, 2, 0xaa, 0xbb]);
+        let (sh, problem) = parse_server_hello(&body).expect("parsed");
+        assert_eq!(problem, None);
+        assert_eq!(sh.version(), 0x7f13);
+        assert_eq!(sh.cipher_suite, 0x1302);
+        assert_eq!(sh.key_share_group, Some(0x1d));
+        assert!(sh.session_id.is_empty());
+        // cut inside the fixed part: refused
+        assert!(parse_server_hello(&body[..30]).is_err());
+    }
+
+    #[test]
+    fn an_sslv2_client_hello_offering_tls() {
+        // 2 cipher specs (one TLS suite, one SSL 2.0 kind), no session
+        // id, a 16-byte challenge
+        let mut body = vec![0, 6, 0, 0, 0, 16, 0, 0, 0x2f, 0x07, 0, 0xc0];
+        body.extend([0xab; 16]);
+        let ch = parse_sslv2_client_hello(0x0301, &body).expect("parsed");
+        assert_eq!(ch.legacy_version, 0x0301);
+        assert_eq!(ch.cipher_suites, 1);
+        assert_eq!(ch.random[..16], [0; 16]);
+        assert_eq!(ch.random[16..], [0xab; 16]);
+        // a challenge shorter than 16 bytes, or cut: refused
+        body[5] = 8;
+        assert!(parse_sslv2_client_hello(0x0301, &body).is_err());
+        body[5] = 16;
+        assert!(parse_sslv2_client_hello(0x0301, &body[..20]).is_err());
+    }
 
     #[test]
     fn extension_walk_stops_on_truncation() {

@@ -40,6 +40,7 @@
 pub mod decrypt;
 mod handshake;
 pub(crate) mod hello;
+mod messages;
 mod record;
 
 use crate::base::side::{FrameRef, Side};
@@ -429,7 +430,7 @@ impl TlsSummary {
             return false;
         };
         let tls13 = match self.version() {
-            Some(v) => handshake::is_tls13(v),
+            Some(v) => hello::is_tls13(v),
             None => ch.offers_tls13(),
         };
         ch.pre_shared_key
@@ -594,7 +595,7 @@ impl TlsTracker {
         self.summary
     }
 
-    fn split(&mut self, side: Side) -> (&mut record::DirParser, record::Out<'_>) {
+    fn split(&mut self, side: Side) -> (&mut record::DirParser, messages::Out<'_>) {
         let TlsSummary {
             client,
             server,
@@ -606,7 +607,7 @@ impl TlsTracker {
         match side {
             Side::Client => (
                 &mut self.client,
-                record::Out::Client {
+                messages::Out::Client {
                     dir: client,
                     client_hello,
                     second_client_hello,
@@ -614,7 +615,7 @@ impl TlsTracker {
             ),
             Side::Server => (
                 &mut self.server,
-                record::Out::Server {
+                messages::Out::Server {
                     dir: server,
                     hello_retry_request,
                     server_hello,

@@ -1,56 +1,34 @@
-//! The per-direction walker: records by their 5-byte headers, plaintext
-//! handshake messages by their 4-byte headers (both through
-//! [`crate::proto::stream::Framer`]), alerts by their two bytes.
+//! The per-direction walker: records by their 5-byte headers (through
+//! [`crate::proto::stream::Framer`]), alerts by their two bytes, an SSL
+//! 2.0-format ClientHello as the client's first record; the plaintext
+//! handshake messages inside are walked by [`super::messages`].
 
 use super::decrypt::Sealed;
-use super::hello::{parse_client_hello, parse_server_hello, ClientHelloInfo, ServerHelloInfo};
+use super::hello::parse_sslv2_client_hello;
+use super::messages::{HandshakeLayer, Out};
 use super::{
-    ContentType, HandshakeMessage, HandshakeType, TlsAlert, TlsDirection, TlsRecord,
-    ALERT_DETAIL_CAP, MAX_RECORD_LEN, MESSAGE_DETAIL_CAP, RECORD_DETAIL_CAP,
+    ContentType, HandshakeMessage, HandshakeType, TlsAlert, TlsRecord, ALERT_DETAIL_CAP,
+    MAX_RECORD_LEN, MESSAGE_DETAIL_CAP, RECORD_DETAIL_CAP,
 };
 use crate::base::list::push_capped;
 use crate::base::side::FrameRef;
 use crate::proto::stream::{Framer, InOrder};
-use crate::proto::{NoteKind, PARSE_BUFFER_CAP};
+use crate::proto::NoteKind;
 
 /// Room for this many records in a direction's first allocation: a TLS
 /// 1.3 client's hello, ChangeCipherSpec, Finished and request.
 const FIRST_RECORDS: usize = 4;
 
-/// Where a direction's parser writes what it finds: its own
-/// [`TlsDirection`] and the hello slots its side can fill.
-pub(super) enum Out<'a> {
-    Client {
-        dir: &'a mut TlsDirection,
-        client_hello: &'a mut Option<ClientHelloInfo>,
-        second_client_hello: &'a mut Option<Box<ClientHelloInfo>>,
-    },
-    Server {
-        dir: &'a mut TlsDirection,
-        hello_retry_request: &'a mut Option<Box<ServerHelloInfo>>,
-        server_hello: &'a mut Option<ServerHelloInfo>,
-    },
-}
-
-impl Out<'_> {
-    fn dir(&mut self) -> &mut TlsDirection {
-        match self {
-            Out::Client { dir, .. } | Out::Server { dir, .. } => dir,
-        }
-    }
-
-    fn is_client(&self) -> bool {
-        matches!(self, Out::Client { .. })
-    }
-
-    fn note(&mut self, offset: u64, kind: NoteKind) {
-        self.dir().notes.push(offset, kind);
-    }
-
-    fn record_mut(&mut self, index: u64) -> Option<&mut TlsRecord> {
-        let i = usize::try_from(index).ok()?;
-        self.dir().records.get_mut(i)
-    }
+/// A client's first 5 bytes as an SSL 2.0 record holding a ClientHello
+/// that offers SSL 3.0 or TLS 1.x (RFC 5246 Appendix E.2, RFC 6101
+/// Appendix E): a 2-byte header with the high bit set (no padding), the
+/// message type CLIENT-HELLO (1), the version 3.x. Its version and record
+/// length (what follows the 2-byte header), or `None`.
+fn sslv2_client_hello(h: [u8; 5]) -> Option<(u16, u16)> {
+    let length = u16::from_be_bytes([h[0] & 0x7f, h[1]]);
+    // type, version and the three 2-byte lengths at least
+    (h[0] & 0x80 != 0 && h[2] == 1 && h[3] == 3 && h[4] <= 3 && length >= 9)
+        .then(|| (u16::from_be_bytes([h[3], h[4]]), length))
 }
 
 /// What happens to the payload of the record being walked.
@@ -71,6 +49,10 @@ enum Payload {
     },
     /// A 2-byte alert (level, description).
     Alert { buf: [u8; 2], n: usize },
+    /// The client's first record in SSL 2.0's format, holding a
+    /// ClientHello that offers SSL 3.0 or TLS (RFC 5246 Appendix E.2):
+    /// its version and the body after it, read at the record's end.
+    Sslv2Hello { version: u16, body: Vec<u8> },
 }
 
 /// The record being walked (its header was read).
@@ -171,6 +153,12 @@ impl DirParser {
     }
 
     fn on_header(&mut self, h: [u8; 5], at: FrameRef, out: &mut Out<'_>) {
+        if self.records == 0 && out.is_client() {
+            if let Some((version, length)) = sslv2_client_hello(h) {
+                self.on_sslv2_hello(version, length, at, out);
+                return;
+            }
+        }
         let (offset, first) = self.header_start.take().unwrap_or((self.pos - 5, at));
         let content_type = ContentType(h[0]);
         let length = u16::from_be_bytes([h[3], h[4]]);
@@ -279,6 +267,45 @@ impl DirParser {
         }
     }
 
+    /// The client's first record is an SSL 2.0-format ClientHello: its
+    /// 2-byte header and the message type and version after it were
+    /// read as the 5 bytes of a TLS record header.
+    fn on_sslv2_hello(&mut self, version: u16, length: u16, at: FrameRef, out: &mut Out<'_>) {
+        let (offset, first) = self.header_start.take().unwrap_or((self.pos - 5, at));
+        self.looks_tls = Some(true);
+        self.records = 1;
+        let dir = out.dir();
+        dir.totals.all.add(length);
+        dir.totals.handshake.add(length);
+        let record = TlsRecord {
+            offset,
+            first,
+            complete: None,
+            position: 0,
+            length,
+            missing: 0,
+            content_type: ContentType::HANDSHAKE,
+            opaque: false,
+        };
+        push_capped(&mut dir.records, record, FIRST_RECORDS, RECORD_DETAIL_CAP);
+        // the message type and version were in the 5 bytes read
+        let body = u64::from(length) - 3;
+        self.current = Some(Current {
+            index: 0,
+            offset,
+            content_type: ContentType::HANDSHAKE,
+            length,
+            first,
+            missing: 0,
+            payload: Payload::Sslv2Hello {
+                version,
+                body: Vec::new(),
+            },
+            sealed: None,
+        });
+        self.framer.begin_body(body);
+    }
+
     fn on_payload(&mut self, body: &[u8], start: u64, at: FrameRef, out: &mut Out<'_>) {
         let body_done = self.framer.body_left() == 0;
         let Some(cur) = self.current.as_mut() else {
@@ -298,6 +325,8 @@ impl DirParser {
         }
         match &mut cur.payload {
             Payload::Opaque => {}
+            // at most 2^15 − 1 bytes by its header
+            Payload::Sslv2Hello { body: buf, .. } => buf.extend_from_slice(body),
             Payload::Handshake => {
                 let index = cur.index;
                 self.handshake.feed(body, start, at, index, out);
@@ -390,6 +419,33 @@ impl DirParser {
             Payload::Alert { buf, n } if n == 2 && cur.missing == 0 => {
                 self.alert(cur.index, cur.first, Some(buf), out);
             }
+            Payload::Sslv2Hello { version, body } => {
+                let message = HandshakeMessage {
+                    msg_type: HandshakeType::CLIENT_HELLO,
+                    length: u32::from(cur.length) - 3,
+                    record: 0,
+                    offset: cur.offset,
+                    first: cur.first,
+                    complete,
+                    missing: u32::try_from(cur.missing).unwrap_or(u32::MAX),
+                };
+                push_capped(&mut out.dir().messages, message, 1, MESSAGE_DETAIL_CAP);
+                let (Some(complete), 0) = (complete, cur.missing) else {
+                    return;
+                };
+                match parse_sslv2_client_hello(version, &body) {
+                    Ok(mut ch) => {
+                        ch.length = u32::from(cur.length) - 3;
+                        ch.offset = cur.offset;
+                        ch.first = cur.first;
+                        ch.complete = complete;
+                        if let Out::Client { client_hello, .. } = out {
+                            client_hello.get_or_insert(ch);
+                        }
+                    }
+                    Err(what) => out.note(cur.offset, NoteKind::Unparsed { what }),
+                }
+            }
             _ if cur.content_type == ContentType::ALERT => {
                 self.alert(cur.index, cur.first, None, out);
             }
@@ -448,213 +504,5 @@ impl DirParser {
         out.dir().lost_sync_at = Some(lost_at);
         out.note(lost_at, NoteKind::LostSync { layer: "record" });
         self.stop();
-    }
-}
-
-/// The message being walked by the handshake layer.
-#[derive(Debug, Clone)]
-struct Message {
-    msg_type: HandshakeType,
-    length: u32,
-    record: u64,
-    offset: u64,
-    first: FrameRef,
-    missing: u64,
-    /// The body, for the messages parsed here (hellos within the cap).
-    body: Option<Vec<u8>>,
-}
-
-/// Handshake messages over the plaintext handshake records of one direction
-/// (RFC 8446 §5.1: a message may span records, a record may hold several).
-#[derive(Debug, Clone, Default)]
-struct HandshakeLayer {
-    framer: Framer<4>,
-    start: Option<(u64, FrameRef, u64)>,
-    current: Option<Message>,
-    lost: bool,
-}
-
-impl HandshakeLayer {
-    /// Plaintext handshake bytes starting at stream offset `pos`, from record
-    /// `record`, delivered by `at`.
-    fn feed(
-        &mut self,
-        mut data: &[u8],
-        mut pos: u64,
-        at: FrameRef,
-        record: u64,
-        out: &mut Out<'_>,
-    ) {
-        while !data.is_empty() && !self.lost {
-            if !self.framer.in_body() {
-                if self.framer.at_boundary() {
-                    self.start = Some((pos, at, record));
-                }
-                let before = data.len();
-                let header = self.framer.take_header(&mut data);
-                pos += (before - data.len()) as u64;
-                if let Some(h) = header {
-                    self.on_header(h, pos, at, record, out);
-                }
-            } else {
-                let body = self.framer.take_body(&mut data);
-                pos += body.len() as u64;
-                if let Some(m) = self.current.as_mut() {
-                    if let Some(buf) = m.body.as_mut() {
-                        buf.extend_from_slice(body);
-                    }
-                }
-                if self.framer.body_left() == 0 {
-                    self.finish(Some(at), out);
-                }
-            }
-        }
-    }
-
-    fn on_header(&mut self, h: [u8; 4], pos: u64, at: FrameRef, record: u64, out: &mut Out<'_>) {
-        let (offset, first, record) = self.start.take().unwrap_or((pos - 4, at, record));
-        let msg_type = HandshakeType(h[0]);
-        let length = u32::from_be_bytes([0, h[1], h[2], h[3]]);
-        let parsed = matches!(
-            msg_type,
-            HandshakeType::CLIENT_HELLO | HandshakeType::SERVER_HELLO
-        );
-        let body = if parsed && length as usize <= PARSE_BUFFER_CAP {
-            Some(Vec::new())
-        } else {
-            if parsed {
-                let what = if msg_type == HandshakeType::CLIENT_HELLO {
-                    "ClientHello"
-                } else {
-                    "ServerHello"
-                };
-                out.note(
-                    offset,
-                    NoteKind::TooLarge {
-                        what,
-                        len: u64::from(length),
-                    },
-                );
-            }
-            None
-        };
-        self.current = Some(Message {
-            msg_type,
-            length,
-            record,
-            offset,
-            first,
-            missing: 0,
-            body,
-        });
-        self.framer.begin_body(u64::from(length));
-        if length == 0 {
-            self.finish(Some(at), out);
-        }
-    }
-
-    fn finish(&mut self, complete: Option<FrameRef>, out: &mut Out<'_>) {
-        self.framer.end_item();
-        let Some(m) = self.current.take() else {
-            return;
-        };
-        let dir = out.dir();
-        let message = HandshakeMessage {
-            msg_type: m.msg_type,
-            length: m.length,
-            record: m.record,
-            offset: m.offset,
-            first: m.first,
-            complete,
-            missing: u32::try_from(m.missing).unwrap_or(u32::MAX),
-        };
-        // TLS 1.3 shows one plaintext message each way (the hellos)
-        push_capped(&mut dir.messages, message, 1, MESSAGE_DETAIL_CAP);
-        let (Some(body), Some(complete)) = (m.body, complete) else {
-            return;
-        };
-        if m.missing > 0 {
-            return;
-        }
-        let result = match (m.msg_type, &mut *out) {
-            (
-                HandshakeType::CLIENT_HELLO,
-                Out::Client {
-                    client_hello,
-                    second_client_hello,
-                    ..
-                },
-            ) => parse_client_hello(&body).map(|(mut ch, problem)| {
-                ch.length = m.length;
-                ch.record = m.record;
-                ch.offset = m.offset;
-                ch.first = m.first;
-                ch.complete = complete;
-                if client_hello.is_none() {
-                    **client_hello = Some(ch);
-                } else {
-                    second_client_hello.get_or_insert_with(|| Box::new(ch));
-                }
-                problem
-            }),
-            (
-                HandshakeType::SERVER_HELLO,
-                Out::Server {
-                    hello_retry_request,
-                    server_hello,
-                    ..
-                },
-            ) => parse_server_hello(&body).map(|(mut sh, problem)| {
-                sh.length = m.length;
-                sh.record = m.record;
-                sh.offset = m.offset;
-                sh.first = m.first;
-                sh.complete = complete;
-                if sh.hello_retry_request {
-                    hello_retry_request.get_or_insert_with(|| Box::new(sh));
-                } else {
-                    server_hello.get_or_insert(sh);
-                }
-                problem
-            }),
-            _ => Ok(None),
-        };
-        if let Err(what) | Ok(Some(what)) = result {
-            out.note(m.offset, NoteKind::Unparsed { what });
-        }
-    }
-
-    /// `len` bytes of handshake payload at `at_offset` were never seen.
-    fn missing(&mut self, len: u64, at_offset: u64, out: &mut Out<'_>) {
-        if self.lost {
-            return;
-        }
-        if self.framer.skip_body(len) {
-            if let Some(m) = self.current.as_mut() {
-                m.missing += len;
-                m.body = None;
-            }
-            if self.framer.body_left() == 0 {
-                self.finish(None, out);
-            }
-        } else {
-            self.lose(at_offset, NoteKind::LostSync { layer: "handshake" }, out);
-        }
-    }
-
-    /// Another record type (or an encrypted record) arrived: a handshake
-    /// message in progress can no longer complete (RFC 8446 §5.1 forbids
-    /// interleaving).
-    fn interrupt(&mut self, at_offset: u64, out: &mut Out<'_>) {
-        if !self.lost && !self.framer.at_boundary() {
-            let what = "handshake message interrupted by another record type";
-            self.lose(at_offset, NoteKind::Malformed { what }, out);
-        }
-    }
-
-    fn lose(&mut self, at_offset: u64, kind: NoteKind, out: &mut Out<'_>) {
-        self.lost = true;
-        self.current = None;
-        out.note(at_offset, kind);
     }
 }
