@@ -272,7 +272,7 @@ impl DirParser {
     /// read as the 5 bytes of a TLS record header.
     fn on_sslv2_hello(&mut self, version: u16, length: u16, at: FrameRef, out: &mut Out<'_>) {
         let (offset, first) = self.header_start.take().unwrap_or((self.pos - 5, at));
-        self.looks_tls = Some(true);
+        // TLS once the hello parses (five bytes alone can be anything)
         self.records = 1;
         let dir = out.dir();
         dir.totals.all.add(length);
@@ -314,7 +314,8 @@ impl DirParser {
         if let Some((_, buf)) = cur.sealed.as_mut() {
             buf.extend_from_slice(body);
         }
-        if cur.index == 0 && out.is_client() && self.looks_tls.is_none() {
+        let sslv2 = matches!(cur.payload, Payload::Sslv2Hello { .. });
+        if cur.index == 0 && out.is_client() && self.looks_tls.is_none() && !sslv2 {
             // Handshake type of the first message: ClientHello (1).
             let yes = body.first() == Some(&1);
             self.looks_tls = Some(yes);
@@ -435,6 +436,7 @@ impl DirParser {
                 };
                 match parse_sslv2_client_hello(version, &body) {
                     Ok(mut ch) => {
+                        self.looks_tls = Some(true);
                         ch.length = u32::from(cur.length) - 3;
                         ch.offset = cur.offset;
                         ch.first = cur.first;
@@ -443,7 +445,10 @@ impl DirParser {
                             client_hello.get_or_insert(ch);
                         }
                     }
-                    Err(what) => out.note(cur.offset, NoteKind::Unparsed { what }),
+                    Err(_) => {
+                        self.looks_tls = Some(false);
+                        self.stop();
+                    }
                 }
             }
             _ if cur.content_type == ContentType::ALERT => {
