@@ -364,9 +364,10 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
         h_s: rtt.map_or(Duration::ZERO, |r| r.h_s),
     };
     use crate::analysis::requests::{rows, Exchanges};
+    let starts = decryption.as_ref().map(|d| &d.starts);
     let (requests, mut h2) = match inner {
-        Some(Inner::Http1(h)) => (rows(Exchanges::Http1(&h), path), None),
-        Some(Inner::H2(h)) => (rows(Exchanges::H2(&h), path), Some(h)),
+        Some(Inner::Http1(h)) => (rows(Exchanges::Http1(&h), path, starts), None),
+        Some(Inner::H2(h)) => (rows(Exchanges::H2(&h), path, starts), Some(h)),
         None => (Vec::new(), None),
     };
     let h2_blind = match &h2 {

@@ -283,7 +283,7 @@ pub fn analyze(mut conn: QuicConn) -> QuicAnalysis {
             .and_then(|r| r.half[Side::Server.index()])
             .unwrap_or(Duration::ZERO),
     };
-    let requests = rows(Exchanges::H3(&h3.streams), path);
+    let requests = rows(Exchanges::H3(&h3.streams), path, None);
     QuicAnalysis {
         conn,
         rtt,

@@ -8,8 +8,12 @@
 //! last byte to its response's first (inside TLS: the segments completing
 //! the records that held them, when the application could read them; HTTP/2
 //! and HTTP/3: the request's END_STREAM or FIN, else its HEADERS, to the
-//! response's HEADERS). The server held it for that wait less the server's
-//! half of the path (`h_s`, docs/design.md §4 "Vantage and RTT"), and less
+//! response's HEADERS). The server held it from that last byte until it
+//! answered (inside TLS: the segment that carried the first byte of the
+//! response's record, [`RecordStarts`]: a record that takes a second round
+//! of the congestion window completes an RTT after the server sent it),
+//! less the server's half of the path (`h_s`, docs/design.md §4 "Vantage
+//! and RTT"), and less
 //! the time it could not answer because the connection was busy with other
 //! answers: HTTP/1.1 answers in order (RFC 9112 §9.3.2), so a pipelined
 //! request waits for the response ahead of it; HTTP/2's streams share one
@@ -25,6 +29,7 @@ use crate::proto::h2::{FlowKind, H2Summary};
 use crate::proto::http::server_timing::{Metric, ServerTiming};
 use crate::proto::http::stream::HttpStream;
 use crate::proto::http::{HttpExchange, HttpTracker};
+use crate::proto::tls::decrypt::starts::RecordStarts;
 
 /// One request/response pair of a connection.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -84,7 +89,9 @@ pub struct RequestRow {
     /// came later.
     #[serde(skip)]
     pub(crate) ready_at: Option<FrameRef>,
-    /// The response's first byte (HTTP/2: its HEADERS frame).
+    /// When the server answered: the response's first byte (HTTP/2: its
+    /// HEADERS frame); inside TLS the segment that carried the first byte
+    /// of its record.
     #[serde(skip)]
     pub(crate) response_at: Option<FrameRef>,
     /// The end of the earlier response this one waited behind.
@@ -255,6 +262,8 @@ struct Exchange<'a> {
     request_last: Option<FrameRef>,
     /// The response's first byte (HTTP/2, HTTP/3: its HEADERS).
     response_first: Option<FrameRef>,
+    /// When the server sent it (inside TLS: its record's first segment).
+    response_sent: Option<FrameRef>,
     /// The response's first DATA (HTTP/2, HTTP/3).
     first_data: Option<FrameRef>,
     /// The response's last byte.
@@ -280,6 +289,7 @@ impl<'a> Exchange<'a> {
             request_first: req.map(|q| q.first),
             request_last: req.map(|q| q.last.unwrap_or(q.head_complete)),
             response_first: resp.map(|r| r.first),
+            response_sent: resp.map(|r| r.first),
             first_data: None,
             response_last: resp.and_then(|r| r.last),
             response_bytes: resp.map(|r| r.body_len),
@@ -299,6 +309,7 @@ impl<'a> Exchange<'a> {
             request_first: s.request_headers,
             request_last: s.request_end.or(s.request_headers),
             response_first: s.response_headers,
+            response_sent: s.response_headers,
             first_data: s.response_first_data,
             response_last: s.response_end,
             response_bytes: s
@@ -308,10 +319,28 @@ impl<'a> Exchange<'a> {
         }
     }
 
+    /// Its response timed from when the server sent it, as `starts` says
+    /// (inside TLS).
+    fn sent_by(mut self, starts: Option<&RecordStarts>) -> Self {
+        if let (Some(s), Some(r)) = (starts, self.response_first) {
+            self.response_sent = Some(s.sent(r));
+        }
+        self
+    }
+
     /// The request's last byte and the response's first, when the response
     /// came after it.
     fn waited(&self) -> Option<(FrameRef, FrameRef)> {
         match (self.request_last, self.response_first) {
+            (Some(q), Some(r)) if r.ts >= q.ts => Some((q, r)),
+            _ => None,
+        }
+    }
+
+    /// The request's last byte and when the server answered it, when that
+    /// came after it.
+    fn answered(&self) -> Option<(FrameRef, FrameRef)> {
+        match (self.request_last, self.response_sent) {
             (Some(q), Some(r)) if r.ts >= q.ts => Some((q, r)),
             _ => None,
         }
@@ -326,9 +355,10 @@ impl<'a> Exchange<'a> {
         } else {
             path.rtt
         };
-        let server_think_ms = wait
+        let server_think_ms = self
+            .answered()
             .filter(|_| path.rtt > Duration::ZERO)
-            .map(|w| ms((w - behind - h_s).max(Duration::ZERO)));
+            .map(|(q, r)| ms((between(q, r) - behind - h_s).max(Duration::ZERO)));
         RequestRow {
             index: self.index,
             stream: self.stream,
@@ -358,7 +388,7 @@ impl<'a> Exchange<'a> {
                 .map(|st| ServerTimingRow::of(st, server_think_ms)),
             request_last_at: self.request_last,
             ready_at: behind_of.or(self.request_last),
-            response_at: self.response_first,
+            response_at: self.response_sent,
             behind_of,
         }
     }
@@ -366,8 +396,9 @@ impl<'a> Exchange<'a> {
 
 /// The rows of a connection's exchanges (at most [`ROWS_CAP`]), in order:
 /// HTTP/1.x requests, HTTP/2 streams and HTTP/3 streams alike. Only what
-/// held an answer behind others differs by framing.
-pub(crate) fn rows(x: Exchanges<'_>, path: Path) -> Vec<RequestRow> {
+/// held an answer behind others differs by framing. `starts`: inside TLS,
+/// where the server's records began.
+pub(crate) fn rows(x: Exchanges<'_>, path: Path, starts: Option<&RecordStarts>) -> Vec<RequestRow> {
     match x {
         Exchanges::Http1(h) => {
             // the last byte of the previous response (HTTP/1.1 answers in
@@ -375,14 +406,14 @@ pub(crate) fn rows(x: Exchanges<'_>, path: Path) -> Vec<RequestRow> {
             let mut prev_end: Option<FrameRef> = None;
             let mut out = Vec::new();
             for ex in h.exchanges().iter().take(ROWS_CAP) {
-                let e = Exchange::http1(ex);
+                let e = Exchange::http1(ex).sent_by(starts);
                 // sent before the previous response had ended: it could
                 // not be answered before that end
-                let behind_of = match (e.waited(), prev_end) {
+                let behind_of = match (e.answered(), prev_end) {
                     (Some((q, _)), Some(p)) if p.ts > q.ts => Some(p),
                     _ => None,
                 };
-                let behind = match (e.waited(), behind_of) {
+                let behind = match (e.answered(), behind_of) {
                     (Some((q, r)), Some(p)) => p.ts.min(r.ts) - q.ts,
                     _ => Duration::ZERO,
                 };
@@ -400,10 +431,10 @@ pub(crate) fn rows(x: Exchanges<'_>, path: Path) -> Vec<RequestRow> {
             .take(ROWS_CAP)
             .enumerate()
             .map(|(i, s)| {
-                let e = Exchange::stream(i, s);
+                let e = Exchange::stream(i, s).sent_by(starts);
                 // the server was still sending other streams' DATA: until
                 // then the connection was busy, not the server thinking
-                let busy = e.waited().and_then(|(q, r)| busy_until(h, s.id, q, r));
+                let busy = e.answered().and_then(|(q, r)| busy_until(h, s.id, q, r));
                 let behind = match (e.request_last, busy) {
                     (Some(q), Some(b)) => b.ts - q.ts,
                     _ => Duration::ZERO,

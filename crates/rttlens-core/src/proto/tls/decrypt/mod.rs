@@ -26,6 +26,7 @@
 //! inside is told its bytes are missing.
 
 pub(crate) mod keys;
+pub(crate) mod starts;
 
 use crate::base::side::{FrameRef, Side};
 use crate::capture::keylog::{KeyStore, SecretLabel, Secrets};
@@ -81,6 +82,9 @@ pub struct Decryption {
     /// The first record that did not open or was cut: the segment that
     /// carried its first byte.
     pub first_failure: Option<FrameRef>,
+    /// Where the server's application records began on the wire.
+    #[serde(skip)]
+    pub(crate) starts: starts::RecordStarts,
 }
 
 /// A record the walker could not read, handed over whole.
@@ -443,6 +447,7 @@ impl Decryptor {
                 failed: 0,
                 cut: 0,
                 first_failure: None,
+                starts: starts::RecordStarts::default(),
             },
             out: Vec::new(),
             scratch: Vec::new(),
@@ -550,6 +555,9 @@ impl Decryptor {
             23 => {
                 let len = opened.end - opened.start;
                 self.report.app_bytes[side.index()] += len as u64;
+                if side == Side::Server {
+                    self.report.starts.push(at, rec.first);
+                }
                 let mut data = rec.payload;
                 data.truncate(opened.end);
                 data.drain(..opened.start);
