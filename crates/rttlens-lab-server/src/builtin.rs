@@ -1,7 +1,8 @@
 //! The built-in TLS/HTTP server: rustls 0.23 + tokio-rustls 0.26 + hyper 1
-//! (`hyper::server::conn::http1`), with the knobs nginx lacks.
+//! (`hyper::server::conn::http1`, and `http2` when
+//! [`ServerConfig::http2`] offers it in ALPN), with the knobs nginx lacks.
 //!
-//! Routes (HTTP/1.1, keep-alive):
+//! Routes (HTTP/1.1 keep-alive, or HTTP/2 streams):
 //! - `GET /size/N`: `N` bytes of `x` (`Content-Length: N`, at most
 //!   [`MAX_BODY_BYTES`]);
 //! - `GET /`: a small HTML page;
@@ -86,6 +87,10 @@ pub struct ServerConfig {
     pub query_think: bool,
     /// Serve HTTP/1.1 in cleartext, no TLS. Default `false`.
     pub plain_http: bool,
+    /// Offer HTTP/2 over TLS (ALPN `h2` before `http/1.1`, RFC 9113 §3.2)
+    /// and speak it on the connections whose client picks it. Default
+    /// `false`: ALPN `http/1.1` only.
+    pub http2: bool,
     /// listen(2) backlog. Default 1024.
     pub backlog: i32,
     /// Stop accepting for a while once, as a server stuck in a garbage
@@ -140,6 +145,7 @@ impl Default for ServerConfig {
             server_timing: false,
             query_think: true,
             plain_http: false,
+            http2: false,
             backlog: 1024,
             accept_stall: None,
             certificate: None,
@@ -353,7 +359,11 @@ fn tls_config(cfg: &ServerConfig, cert: &SelfSigned) -> Result<rustls::ServerCon
         .with_no_client_auth()
         .with_single_cert(vec![cert.cert_der()], cert.key_der())
         .map_err(|e| Error::Tls(e.to_string()))?;
-    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    tls.alpn_protocols = if cfg.http2 {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
     tls.max_fragment_size = cfg.record_size;
     if cfg.tickets {
         if cfg.early_data == 0 {
@@ -378,7 +388,7 @@ async fn serve_connection(
     workers: Option<Arc<tokio::sync::Semaphore>>,
 ) -> Result<()> {
     let Some(acceptor) = acceptor else {
-        return serve_http(stream, cfg).await;
+        return serve_http(stream, cfg, false).await;
     };
     let wrapped = FlightStream::new(stream, cfg.handshake_writes);
     let mut tls = match (cfg.handshake_cpu, workers) {
@@ -406,6 +416,7 @@ async fn serve_connection(
     };
     let (io, conn) = tls.get_mut();
     io.finish_handshake(&stats.handshake_writes);
+    let h2 = conn.alpn_protocol() == Some(b"h2".as_slice());
     // Early data stays readable in rustls after the handshake; hand it to
     // hyper ahead of the rest of the stream.
     let mut early = Vec::new();
@@ -416,10 +427,11 @@ async fn serve_connection(
     stats
         .early_data_bytes
         .fetch_add(early.len() as u64, Ordering::Relaxed);
-    serve_http(Prefixed::new(early, tls), cfg).await
+    serve_http(Prefixed::new(early, tls), cfg, h2).await
 }
 
-async fn serve_http<S>(stream: S, cfg: Arc<ServerConfig>) -> Result<()>
+/// HTTP/1.1 on `stream`, or HTTP/2 when ALPN agreed on `h2`.
+async fn serve_http<S>(stream: S, cfg: Arc<ServerConfig>, h2: bool) -> Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -443,10 +455,17 @@ where
             Ok::<_, std::convert::Infallible>(r)
         }
     });
-    hyper::server::conn::http1::Builder::new()
-        .serve_connection(TokioIo::new(stream), service)
-        .await
-        .map_err(|e| Error::io("HTTP")(std::io::Error::other(e)))
+    let io = TokioIo::new(stream);
+    let served = if h2 {
+        hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .serve_connection(io, service)
+            .await
+    } else {
+        hyper::server::conn::http1::Builder::new()
+            .serve_connection(io, service)
+            .await
+    };
+    served.map_err(|e| Error::io("HTTP")(std::io::Error::other(e)))
 }
 
 /// A `Server-Timing` value saying the handler took `took` (W3C Server

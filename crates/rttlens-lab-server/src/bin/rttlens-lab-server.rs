@@ -54,6 +54,9 @@ struct Args {
     /// Serve HTTP/1.1 without TLS.
     #[arg(long)]
     plain_http: bool,
+    /// Offer HTTP/2 over TLS (ALPN h2, then http/1.1).
+    #[arg(long)]
+    http2: bool,
     /// Stop accepting once, after this many accepted connections (with
     /// --stall-ms).
     #[arg(long, requires = "stall_ms")]
@@ -112,6 +115,7 @@ fn main() -> anyhow::Result<()> {
         think: Duration::from_millis(args.think_ms),
         server_timing: args.server_timing,
         plain_http: args.plain_http,
+        http2: args.http2,
         accept_stall: args
             .stall_after
             .zip(args.stall_ms)
