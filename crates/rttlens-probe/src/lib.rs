@@ -268,10 +268,11 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
         .filter(|s| cfg.sequence_zero_rtt || !s.early_data())
         .collect();
     let keylog = tls::KeyLogSink::for_options(&cfg.tls)?;
-    // QUIC: the capture is read back only with the secrets (nothing past
-    // the Initials is plaintext), so they are kept in memory when no key
-    // log was asked for; those go into no file
-    let quic_keylog = match (&keylog, cfg.http3 && cfg.capture) {
+    // the capture is read back with the connections' secrets: QUIC has
+    // nothing in clear past the Initials, TLS over TCP has its requests and
+    // responses (their Server-Timing) only inside the records; so they are
+    // kept in memory when no key log was asked for, and go into no file
+    let own_keys = match (&keylog, cfg.capture) {
         (None, true) => Some(Arc::new(tls::KeyLogSink::in_memory())),
         (k, _) => k.clone(),
     };
@@ -279,12 +280,12 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
         if cfg.http3 {
             Ok(None)
         } else {
-            fresh_tls(&cfg.tls, https, keylog.clone())
+            fresh_tls(&cfg.tls, https, own_keys.clone())
         }
     };
     let fresh_quic = || {
         cfg.http3
-            .then(|| quic::QuicClient::new(&cfg.tls, quic_keylog.clone()))
+            .then(|| quic::QuicClient::new(&cfg.tls, own_keys.clone()))
             .transpose()
     };
     let mut tls = fresh(target.tls)?;
@@ -339,14 +340,14 @@ async fn run_async(cfg: &ProbeConfig) -> Result<ProbeReport, ProbeError> {
     // after the last response: stopping (≈150 ms) is in no timing
     let outcome = caps.into_inner().finish();
     let keylog = keylog.map(|k| k.contents());
-    let secrets = quic_keylog.map(|k| k.contents());
+    let secrets = own_keys.map(|k| k.contents());
     let mut report = assemble::report(cfg, attempts, &states, keylog);
     attach_capture(cfg, &mut report, &states, outcome, secrets.as_deref())?;
     Ok(report)
 }
 
 /// Merge the run's capture into `report` (and write `--pcap`); `secrets`:
-/// the QUIC connections' key log, to read the capture back with.
+/// the connections' key log (TLS and QUIC), to read the capture back with.
 fn attach_capture(
     cfg: &ProbeConfig,
     report: &mut ProbeReport,
@@ -396,9 +397,14 @@ fn attach_capture(
             stop_ms,
         } => {
             let bytes = write_capture(cfg, report, &captured)?;
-            if let Err(e) =
-                reconcile::attach_bytes(report, states, &bytes, &captured.interface, cfg.trace)
-            {
+            if let Err(e) = reconcile::attach_bytes(
+                report,
+                states,
+                &bytes,
+                secrets,
+                &captured.interface,
+                cfg.trace,
+            ) {
                 report.capture.status = "failed";
                 report.capture.note = Some(format!("analysing the capture: {e}"));
             }

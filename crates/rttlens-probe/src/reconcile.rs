@@ -177,8 +177,10 @@ pub fn agree(
 }
 
 /// [`attach`] and [`agree`] over a capture held in memory (pcap or
-/// pcapng bytes), then recount the phases in the wire's RTT
-/// ([`assemble::finish`]). `interface` names where it was taken.
+/// pcapng bytes), with `secrets` (the connections' TLS key log) added to
+/// whatever the capture's Decryption Secrets Block holds, then recount the
+/// phases in the wire's RTT ([`assemble::finish`]). `interface` names
+/// where it was taken.
 ///
 /// # Errors
 /// The capture could not be read.
@@ -186,6 +188,7 @@ pub fn attach_bytes(
     report: &mut ProbeReport,
     states: &[AttemptState],
     bytes: &[u8],
+    secrets: Option<&[u8]>,
     interface: &str,
     trace: bool,
 ) -> Result<usize, String> {
@@ -193,7 +196,11 @@ pub fn attach_bytes(
         CaptureReader::new(Box::new(std::io::Cursor::new(bytes.to_vec())))
             .map_err(|e| e.to_string())
     };
-    let matched = attach(report, open()?, trace)?;
+    let reader = open()?;
+    if let Some(k) = secrets {
+        reader.key_store().add(k);
+    }
+    let matched = attach(report, reader, trace)?;
     agree(report, states, open()?)?;
     report.capture.status = "captured";
     report.capture.packets = report.capture_summary.as_ref().map_or(0, |s| s.frames);

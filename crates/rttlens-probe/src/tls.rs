@@ -376,9 +376,10 @@ impl KeyLogSink {
     }
 
     /// A key log kept in memory only, written to no file: the secrets the
-    /// probe needs to decrypt its own capture (`--http3`: QUIC has no
-    /// plaintext past the Initials, RFC 9001 §5) when no `--keylog` was
-    /// asked for. They go into no `--pcap` file.
+    /// probe needs to decrypt its own capture when no `--keylog` was asked
+    /// for (QUIC has no plaintext past the Initials, RFC 9001 §5; TLS over
+    /// TCP has its HTTP requests and responses, and their `Server-Timing`,
+    /// only inside the records). They go into no `--pcap` file.
     pub fn in_memory() -> KeyLogSink {
         KeyLogSink {
             file: None,

@@ -139,7 +139,7 @@ fn single_attempt_with_its_capture() {
         Some(b"CLIENT_RANDOM 00 11\n".to_vec()),
     );
     let bytes = std::fs::read(capture()).expect("the shared captures beside the repository");
-    reconcile::attach_bytes(&mut r, &states, &bytes, "lo", false).expect("attach");
+    reconcile::attach_bytes(&mut r, &states, &bytes, None, "lo", false).expect("attach");
     r.capture.pcap = Some("/tmp/probe.pcapng".into());
     r.capture.start_overhead_ms = Some(0.213);
     r.capture.stop_ms = Some(151.5);

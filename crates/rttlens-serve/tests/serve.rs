@@ -171,6 +171,28 @@ fn the_servers_own_server_timing_beside_the_wire() {
         unaccounted.abs() < 0.025,
         "unaccounted {unaccounted}: {body}"
     );
+    // over https with no key log: the probe decrypts its own capture with
+    // the secrets it kept in memory (HTTP/1.1 and HTTP/2 by ALPN)
+    let t = target_with(rttlens_lab_server::builtin::ServerConfig {
+        think: Duration::from_millis(40),
+        server_timing: true,
+        http2: true,
+        ..Default::default()
+    });
+    let config = format!(
+        "{}  h2:\n    insecure: true\n    http_version: \"2\"\n",
+        common::CONFIG
+    );
+    let e = common::exporter_with(&config, 4, &[]);
+    for module in ["https", "h2"] {
+        let url = format!("https://{}/size/1000", t.addr);
+        let (status, body) = get(e.addr, &probe_path(&url, module));
+        assert_eq!(status, 200, "{body}");
+        let s = samples(&body);
+        assert_eq!(value(&s, "probe_success"), 1.0, "{module}: {body}");
+        let app = value(&s, "rttlens_server_timing_seconds{metric=\"app\"}");
+        assert!((0.039..0.5).contains(&app), "{module}: app {app}: {body}");
+    }
     // a server that sends none: no series
     let t = target(Duration::ZERO);
     let (_, body) = get(

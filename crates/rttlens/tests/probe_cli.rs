@@ -404,6 +404,79 @@ fn pcap_over_http2_decrypts_and_its_streams_are_tsharks() {
     });
 }
 
+/// Over https with no key log given (no `--keylog`, no `SSLKEYLOGFILE`):
+/// the probe decrypts its own capture with the secrets it kept in memory,
+/// so the built-in server's `Server-Timing` (a 30 ms handler) is read over
+/// HTTP/1.1 and HTTP/2 (ALPN); `--pcap` alone carries no secrets, and
+/// `--keylog FILE` still gets them written.
+#[test]
+fn https_server_timing_without_a_key_log() {
+    with_lab(|ctx, _, _| {
+        let port = ctx
+            .builtin(ServerConfig {
+                server_timing: true,
+                http2: true,
+                think: Duration::from_millis(30),
+                ..ServerConfig::default()
+            })
+            .expect("built-in server");
+        let url = format!("https://{}:{port}/size/20000", Lab::SERVER_V4);
+        let probe = |args: &[&str]| -> Output {
+            let mut cmd = bin();
+            cmd.env_remove("SSLKEYLOGFILE")
+                .args(["probe", "-k", "--max-time", "20"])
+                .args(args)
+                .arg(&url);
+            let o = run(&mut ctx.lab().netns(Host::Client).command(&cmd));
+            assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+            o
+        };
+        for (flag, alpn, version) in [
+            ("--http1.1", "http/1.1", "HTTP/1.1"),
+            ("--http2", "h2", "HTTP/2.0"),
+        ] {
+            let o = probe(&[flag, "--format", "json"]);
+            let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+            let a = &doc["probe"]["attempts"][0];
+            assert_eq!(a["tls"]["alpn"], alpn, "{a}");
+            assert_eq!(a["response"]["version"], version, "{a}");
+            let rows = request_rows(&doc);
+            assert_eq!(rows.len(), 1, "{flag}: {doc}");
+            let st = &rows[0]["server_timing"];
+            let app = &st["metrics"][0];
+            assert_eq!(app["name"], "app", "{flag}: {st}");
+            let dur = app["dur_ms"].as_f64().expect("dur_ms");
+            assert!(
+                (30.0..1000.0).contains(&dur),
+                "{flag}: the 30 ms handler: {st}"
+            );
+            assert_eq!(st["frame"], rows[0]["response_frame"], "{flag}: {st}");
+            let text = String::from_utf8_lossy(&probe(&[flag]).stdout).into_owned();
+            assert!(
+                text.contains("server-timing") && text.contains("(app "),
+                "{flag}:\n{text}"
+            );
+        }
+        // --pcap alone: the in-memory secrets stay out of the file
+        let pcap = ctx.dir().join("no-keys.pcapng");
+        probe(&["--pcap", pcap.to_str().unwrap()]);
+        let a = run(bin().args(["analyze", "--format", "json", pcap.to_str().unwrap()]));
+        assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
+        let analyzed: serde_json::Value = serde_json::from_slice(&a.stdout).expect("JSON");
+        let d = &analyzed["connections"][0]["tls"]["decryption"];
+        assert!(d.is_null(), "no secrets in the pcap: {d}");
+        // --keylog FILE: written as before, and the report decrypted
+        let keylog = ctx.dir().join("asked.keylog");
+        let o = probe(&["--keylog", keylog.to_str().unwrap(), "--format", "json"]);
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        assert_eq!(request_rows(&doc).len(), 1, "{doc}");
+        let keys = std::fs::read_to_string(&keylog).expect("the key log written");
+        for label in ["CLIENT_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_TRAFFIC_SECRET_0"] {
+            assert!(keys.contains(label), "{label} in {keys}");
+        }
+    });
+}
+
 /// Without CAP_NET_RAW (as `nobody`, through util-linux `setpriv`, which
 /// needs root to drop to) the probe still works and says what it could
 /// not see; `--pcap` then is a usage error.
