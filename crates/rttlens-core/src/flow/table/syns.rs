@@ -38,6 +38,13 @@ impl<P> Syns<P> {
     /// At most this many distinct SYNs are kept; the next makes the
     /// connection whole.
     const MAX_KINDS: usize = 16;
+    /// At most this many SYNs are kept (2 KiB of [`Sent`], about what the
+    /// whole connection costs); the next makes the connection whole, whose
+    /// state does not grow with its SYNs. Without it a 4-tuple whose client
+    /// sends the same SYN again within [`super::IDLE_TIMEOUT`], for ever
+    /// (the same storm replayed, a client that never gives up), grew by one
+    /// [`Sent`] a SYN.
+    const MAX_SENT: usize = 64;
 
     /// A connection's first SYN (a [`bare_syn`]).
     pub(super) fn new(index: u64, protocols: P, syn: TcpSegment<'static>, at: FrameRef) -> Syns<P> {
@@ -52,8 +59,8 @@ impl<P> Syns<P> {
         s
     }
 
-    /// Keeps `syn` (a [`bare_syn`]); `false` when it would be one kind too
-    /// many.
+    /// Keeps `syn` (a [`bare_syn`]); `false` when it would be one kind or
+    /// one SYN too many.
     pub(super) fn keep(&mut self, syn: TcpSegment<'static>, at: FrameRef) -> bool {
         // the same SYN sent again: equal but for the IPv4 Identification
         // and the timestamps option. A bare SYN has no payload: comparing
@@ -66,6 +73,9 @@ impl<P> Syns<P> {
             (s.src, s.dst, ports, numbers, s.flags, s.window, o)
         };
         debug_assert!(syn.payload.is_empty() && syn.payload_len == 0);
+        if self.sent.len() >= Self::MAX_SENT {
+            return false;
+        }
         let p = plain(&syn);
         let kind = if plain(&self.first) == p {
             0
