@@ -180,7 +180,7 @@ fn tls(s: &TlsSummary, conn: &Conn<Protocols>) -> (Option<AppTimeline>, Option<T
         request_last,
         response_first: resp.map(|r| r.first),
         response_offset: resp.map(|r| r.offset).unwrap_or(u64::MAX),
-        response_last: conn.half[Side::Server.index()].send.last_new_data,
+        response_last: conn.half[Side::Server.index()].send.last_new_data.get(),
         first_record: resp.and_then(|r| {
             r.complete.map(|c| FirstRecord {
                 len: r.length as u64,

@@ -168,7 +168,7 @@ impl Analysis {
     pub(crate) fn waited_until(&self) -> crate::base::time::Timestamp {
         let c = &self.conn;
         let mut end = c.last.ts;
-        if let (Some(fc), Some(fs)) = (c.half[0].send.fin, c.half[1].send.fin) {
+        if let (Some(fc), Some(fs)) = (c.half[0].send.fin.get(), c.half[1].send.fin.get()) {
             let closed = fc.ts.max(fs.ts);
             let delivered = c.half.iter().all(|h| {
                 h.send.snd_nxt.saturating_sub(h.peer.acked) <= CLOSE_TAIL
@@ -335,10 +335,11 @@ pub fn analyze(mut conn: Box<Conn<Protocols>>) -> Analysis {
     // the server sent data before the client sent any: no TLS server
     // flight (it answers a ClientHello) and no response to a request
     let server_spoke_first = sender == Side::Server
-        && conn.half[1].send.first_data.is_some_and(|r| {
+        && conn.half[1].send.first_data.get().is_some_and(|r| {
             conn.half[0]
                 .send
                 .first_data
+                .get()
                 .is_none_or(|q| q.frame > r.frame)
         });
     let cut = conn.payload_cut > 0 && !http_cut(&conn) && !server_spoke_first;
@@ -509,8 +510,9 @@ fn tcp_timeline(conn: &Conn<Protocols>) -> AppTimeline {
     let request_first = c
         .send
         .first_data
+        .get()
         .filter(|_| conn.payload_cut == 0 || http_cut(conn));
-    let response_first = match (request_first, s.send.first_data) {
+    let response_first = match (request_first, s.send.first_data.get()) {
         (Some(q), Some(r)) if r.frame > q.frame => Some(r),
         (None, r) => r,
         _ => None,
@@ -529,7 +531,7 @@ fn tcp_timeline(conn: &Conn<Protocols>) -> AppTimeline {
         request_last,
         response_first,
         response_offset: 0,
-        response_last: s.send.last_new_data,
+        response_last: s.send.last_new_data.get(),
         first_record: None,
         exchanges: u64::from(request_first.is_some()),
         client_ready: None,
@@ -643,7 +645,7 @@ fn build_ladder(a: &Analysis) -> Vec<Phase> {
         }
         ladder.push(clock.phase("transfer", (t.first, dir), (t.last, dir), detail));
     }
-    let fins: Vec<FrameRef> = [c.half[0].send.fin, c.half[1].send.fin]
+    let fins: Vec<FrameRef> = [c.half[0].send.fin.get(), c.half[1].send.fin.get()]
         .into_iter()
         .flatten()
         .collect();

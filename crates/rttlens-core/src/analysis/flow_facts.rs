@@ -90,7 +90,7 @@ impl Analysis {
 
     /// The FIN `sender` sent.
     pub(crate) fn fin(&self, sender: Side) -> Option<FrameRef> {
-        self.conn.half[sender.index()].send.fin
+        self.conn.half[sender.index()].send.fin.get()
     }
 
     /// The first reset and who sent it.
@@ -103,12 +103,12 @@ impl Analysis {
 impl Analysis {
     /// The first segment of data `sender` sent.
     pub(crate) fn first_data(&self, sender: Side) -> Option<FrameRef> {
-        self.conn.half[sender.index()].send.first_data
+        self.conn.half[sender.index()].send.first_data.get()
     }
 
     /// The last segment `sender` sent (data or not).
     pub(crate) fn last_send(&self, sender: Side) -> Option<FrameRef> {
-        self.conn.half[sender.index()].send.last_send
+        self.conn.half[sender.index()].send.last_send.get()
     }
 
     /// Payload of the last segment of new data `sender` sent (bytes; 0

@@ -40,6 +40,42 @@ impl Side {
     }
 }
 
+/// An optional [`FrameRef`] in the 16 bytes of one, for the state a
+/// connection keeps while open: frames are numbered from 1, so frame 0
+/// stands for none (`Option<FrameRef>` takes 24 B).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct MaybeFrame(FrameRef);
+
+impl MaybeFrame {
+    /// The frame, if one was set.
+    pub(crate) fn get(self) -> Option<FrameRef> {
+        (self.0.frame != 0).then_some(self.0)
+    }
+
+    /// Sets the frame (`at.frame` is 1 or more).
+    pub(crate) fn set(&mut self, at: FrameRef) {
+        debug_assert!(at.frame != 0, "frames are numbered from 1");
+        self.0 = at;
+    }
+
+    /// Sets the frame unless one is set already.
+    pub(crate) fn set_once(&mut self, at: FrameRef) {
+        if self.is_none() {
+            self.set(at);
+        }
+    }
+
+    /// No frame was set.
+    pub(crate) fn is_none(self) -> bool {
+        self.0.frame == 0
+    }
+
+    /// A frame was set.
+    pub(crate) fn is_some(self) -> bool {
+        !self.is_none()
+    }
+}
+
 /// A reference to a frame of the capture: its Wireshark number
 /// (`frame.number`, 1-based, counting every
 /// record in the file, TCP or not) and its capture timestamp.

@@ -41,7 +41,7 @@ use trace::{Trace, TracePacket};
 use turns::Turns;
 
 pub use roles::Opening;
-pub use syn::{SynInfo, TS_OPTION_LEN};
+pub use syn::{SynInfo, SynOptions, TS_OPTION_LEN};
 pub use table::conn_hash;
 pub use table::{
     FlowTable, CLOSED_LINGER, IDLE_TIMEOUT, SWEEP_EVERY, SWEEP_INTERVAL, SWEEP_MIN, TOMBSTONE,
@@ -95,7 +95,8 @@ pub struct Conn<P> {
     pub client_opening: Option<Opening>,
     /// Every packet, when the table keeps traces (`FlowTable::with_trace`).
     pub trace: Option<Box<Trace>>,
-    syn_data: Option<SynData>,
+    /// Data on the client's SYN (TFO, rare): boxed, a word when absent.
+    syn_data: Option<Box<SynData>>,
 }
 
 impl<P: Trackers> Conn<P> {
@@ -202,8 +203,8 @@ impl<P: Trackers> Conn<P> {
             let sink: Option<&mut dyn reassembly::StreamSink> =
                 if wants { Some(&mut sink) } else { None };
             self.half[p].on_peer_ack(seg.ack, window, sack, pure, at, &mut self.rtt, sink);
-            if side == Side::Server && self.half[p].peer.last_full_ack == Some(at) {
-                if let Some(q) = self.half[p].send.last_new_data {
+            if side == Side::Server && self.half[p].peer.last_full_ack.get() == Some(at) {
+                if let Some(q) = self.half[p].send.last_new_data.get() {
                     self.turns.on_server_full_ack(q, at);
                 }
             }
@@ -239,9 +240,9 @@ impl<P: Trackers> Conn<P> {
             // all this side's earlier data acknowledged, and it waited longer
             // than that ACK's way to it: its application paused
             let paused = side == Side::Server
-                && self.turns.pending(self.half[p].send.last_new_data)
+                && self.turns.pending(self.half[p].send.last_new_data.get())
                 && self.half[s].ack_seen_all()
-                && self.half[s].peer.last_full_ack.is_some_and(|k| {
+                && self.half[s].peer.last_full_ack.get().is_some_and(|k| {
                     (at.ts - k.ts) - h_x > Duration::from_millis(1).max(rtt_min / 4)
                 });
             if side == Side::Client && self.half[s].send.first_data.is_none() {
@@ -258,15 +259,16 @@ impl<P: Trackers> Conn<P> {
                 srtt_max,
                 sink,
             );
-            if self.half[s].send.last_new_data == Some(at) {
+            if self.half[s].send.last_new_data.get() == Some(at) {
                 match side {
                     Side::Client => self.turns.on_client_data(),
-                    Side::Server if self.turns.pending(self.half[p].send.last_new_data) => {
+                    Side::Server if self.turns.pending(self.half[p].send.last_new_data.get()) => {
                         // this answer acknowledges all the client sent
                         let c = &self.half[p];
                         let acks = c
                             .send
                             .last_new_data
+                            .get()
                             .filter(|_| is_ack && c.peer.acked >= c.send.snd_nxt);
                         let (full, drops) = (
                             self.half[s].send.segment_size(),
@@ -288,7 +290,7 @@ impl<P: Trackers> Conn<P> {
             self.half[p].peer_flags.peer_spoke_since_data = true;
         }
         if flags.contains(TcpFlags::FIN) && self.half[s].send.fin.is_none() {
-            self.half[s].send.fin = Some(at);
+            self.half[s].send.fin.set(at);
         }
         if let Some(t) = &mut self.trace {
             let data_seq = if is_syn { seg.seq.add(1) } else { seg.seq };

@@ -8,7 +8,7 @@ use crate::base::side::{FrameRef, Side};
 use crate::base::time::Duration;
 use crate::flow::reassembly::{SideSink, StreamSink, Trackers};
 use crate::flow::rtt::RttMethod;
-use crate::wire::{TcpOptions, TcpSegment};
+use crate::wire::{FastOpen, TcpOptions, TcpSegment};
 
 use super::Conn;
 
@@ -27,7 +27,7 @@ pub struct SynInfo {
     /// Initial sequence number.
     pub isn: SeqNumber,
     /// Options carried (MSS, window scale, SACK-permitted, timestamps, TFO).
-    pub options: TcpOptions,
+    pub options: SynOptions,
     /// Raw window field (never scaled in a SYN, RFC 7323 §2.2).
     pub window: u16,
     /// Payload carried (TCP Fast Open data, RFC 7413), bytes.
@@ -39,10 +39,42 @@ pub struct SynInfo {
     /// resends its SYN without data, RFC 7413 §4.1.3).
     pub(crate) last_data_len: u32,
     /// Fast Open option of the latest transmission.
-    pub(crate) last_fast_open: Option<crate::wire::FastOpen>,
+    pub(crate) last_fast_open: Option<FastOpen>,
     /// The first transmission without a Fast Open option after one with it:
     /// where a client gave up on TFO (RFC 7413 §4.1.3).
     pub(crate) first_plain: Option<FrameRef>,
+}
+
+/// The options of a SYN or SYN-ACK: [`TcpOptions`] but for the SACK blocks,
+/// which a SYN does not carry (RFC 2018 §3: SACK-permitted only), and which
+/// would take 33 B in each of a connection's two [`SynInfo`]s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SynOptions {
+    /// Maximum segment size (kind 2, RFC 9293 §3.7.1).
+    pub mss: Option<u16>,
+    /// Window scale shift (kind 3, RFC 7323 §2), clamped to 14.
+    pub window_scale: Option<u8>,
+    /// SACK permitted (kind 4, RFC 2018).
+    pub sack_permitted: bool,
+    /// Timestamps (kind 8, RFC 7323 §3): (TSval, TSecr).
+    pub(crate) timestamps: Option<(u32, u32)>,
+    /// TCP Fast Open (kind 34, or 254 + ExID `0xF989`).
+    pub(crate) fast_open: Option<FastOpen>,
+    /// The option list was malformed: options after the bad one are missing.
+    pub malformed: bool,
+}
+
+impl From<&TcpOptions> for SynOptions {
+    fn from(o: &TcpOptions) -> SynOptions {
+        SynOptions {
+            mss: o.mss,
+            window_scale: o.window_scale,
+            sack_permitted: o.sack_permitted,
+            timestamps: o.timestamps,
+            fast_open: o.fast_open,
+            malformed: o.malformed,
+        }
+    }
 }
 
 /// Data carried by the client's SYN (TCP Fast Open), held until the SYN-ACK
@@ -76,12 +108,12 @@ impl<P: Trackers> Conn<P> {
     /// accepts it.
     pub(super) fn hold_syn_data(&mut self, seg: &TcpSegment<'_>, at: FrameRef) {
         if self.syn_data.is_none() && self.syn_ack.is_none() {
-            self.syn_data = Some(SynData {
+            self.syn_data = Some(Box::new(SynData {
                 seq: seg.seq.add(1),
                 len: seg.payload_len,
                 bytes: seg.payload.to_vec(),
                 at,
-            });
+            }));
         }
     }
 
@@ -91,7 +123,7 @@ impl<P: Trackers> Conn<P> {
             last: at,
             count: 1,
             isn: seg.seq,
-            options: seg.options,
+            options: SynOptions::from(&seg.options),
             window: seg.window,
             data_len: seg.payload_len,
             ack: seg.ack,

@@ -30,7 +30,9 @@ pub(super) struct AckEv {
     /// connection's length.
     last_ts: Timestamp,
     ack: u64,
-    window: u64,
+    /// The raw window field (16 bits on the wire; a word here would pad
+    /// the event from 56 B to 64).
+    window: u32,
     sacked: u64,
     sack_high: u64,
     dup: bool,
@@ -76,7 +78,8 @@ impl Half {
             frame: at.frame,
             last_ts: at.ts,
             ack,
-            window,
+            // a raw window field, or the last one: never above 16 bits
+            window: u32::try_from(window).unwrap_or(u32::MAX),
             sacked,
             sack_high,
             dup,
@@ -122,7 +125,9 @@ impl Half {
             .hist
             .iter()
             .take(COVER_SCAN)
-            .find(|a| a.ack >= self.peer.elig.ack && end <= a.ack + self.scaled(a.window))
+            .find(|a| {
+                a.ack >= self.peer.elig.ack && end <= a.ack + self.scaled(u64::from(a.window))
+            })
             .map(|a| a.ts);
         if let Some(ts) = covering {
             self.eligible_until(ts);
@@ -163,7 +168,7 @@ impl Half {
             }
             self.peer.elig.seen = true;
             self.peer.elig.any_ts = a.last_ts;
-            self.peer.elig.window = a.window;
+            self.peer.elig.window = u64::from(a.window);
             self.peer.elig.sacked = a.sacked;
             self.peer.elig.sack_high = self.peer.elig.sack_high.max(a.sack_high);
         }

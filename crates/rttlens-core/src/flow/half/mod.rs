@@ -25,7 +25,7 @@
 use std::collections::VecDeque;
 
 use crate::base::seq::SeqNumber;
-use crate::base::side::{FrameRef, Side};
+use crate::base::side::{FrameRef, MaybeFrame, Side};
 use crate::base::time::Duration;
 use crate::flow::reassembly::{Reassembler, StreamSink};
 use crate::flow::rounds::{RoundSegment, RoundTracker};
@@ -144,13 +144,13 @@ pub(crate) struct Sender {
     /// Highest stream offset sent (SND.NXT; end of data, FIN not counted).
     pub(crate) snd_nxt: u64,
     /// The sender's last segment (at the capture point).
-    pub(crate) last_send: Option<FrameRef>,
+    pub(crate) last_send: MaybeFrame,
     /// First data segment.
-    pub(crate) first_data: Option<FrameRef>,
+    pub(crate) first_data: MaybeFrame,
     /// Last segment that carried new data.
-    pub(crate) last_new_data: Option<FrameRef>,
+    pub(crate) last_new_data: MaybeFrame,
     /// FIN from this side.
-    pub(crate) fin: Option<FrameRef>,
+    pub(crate) fin: MaybeFrame,
     /// Payload bytes on the wire, retransmissions included.
     pub(crate) bytes_sent: u64,
     /// Data segments (payload > 0).
@@ -199,7 +199,7 @@ pub(crate) struct PeerAcks {
     /// not its TCP (docs/design.md §4 "Think time").
     pub(crate) full_acks: Vec<FrameRef>,
     /// The latest of them (kept when the list is full).
-    pub(crate) last_full_ack: Option<FrameRef>,
+    pub(crate) last_full_ack: MaybeFrame,
 }
 
 /// How to read the peer's next segments: its window scale and what this
@@ -489,7 +489,7 @@ impl Half {
         self.stall_acks(off, at, pure, acked_before);
         if pure && self.peer_flags.awaiting_full_ack && off >= self.send.snd_nxt {
             self.peer_flags.awaiting_full_ack = false;
-            self.peer.last_full_ack = Some(at);
+            self.peer.last_full_ack.set(at);
             if self.peer.full_acks.len() < MAX_EVENTS_KEPT {
                 self.peer.full_acks.push(at);
             }
@@ -549,10 +549,11 @@ impl Half {
         if self.send.mss > 0 && u64::from(len) > self.send.mss {
             self.send.oversized += 1;
         }
-        self.send.first_data.get_or_insert(at);
+        self.send.first_data.set_once(at);
         let silence = self
             .send
             .last_send
+            .get()
             .map(|l| at.ts - l.ts)
             .unwrap_or(Duration::ZERO);
         let snd_nxt_before = self.send.snd_nxt;
@@ -592,7 +593,7 @@ impl Half {
             self.check_ack_stall(off, at, h_x, h_peer, rtt_min);
         }
         if new_bytes > 0 {
-            self.send.last_new_data = Some(at);
+            self.send.last_new_data.set(at);
             self.peer_flags.awaiting_full_ack = true;
             self.note_sent(off, end, at);
             self.send.snd_nxt = end;
@@ -637,7 +638,7 @@ impl Half {
         if let Some(sink) = sink {
             self.reasm.push(off, payload, len as u64, at, sink);
         }
-        self.send.last_send = Some(at);
+        self.send.last_send.set(at);
     }
 }
 
