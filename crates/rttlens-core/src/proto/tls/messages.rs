@@ -70,6 +70,26 @@ pub(super) struct HandshakeLayer {
 }
 
 impl HandshakeLayer {
+    /// Runs `f` on the layer in `slot`, made for it if there is none, and
+    /// drops the layer if `f` leaves it between messages.
+    pub(super) fn with(
+        slot: &mut Option<Box<HandshakeLayer>>,
+        f: impl FnOnce(&mut HandshakeLayer),
+    ) {
+        let h = slot.get_or_insert_with(Box::default);
+        f(h);
+        if h.idle() {
+            *slot = None;
+        }
+    }
+
+    /// Between messages, framing not lost: the same as a new layer (the
+    /// header bytes left in the framer are written over before they are
+    /// read).
+    fn idle(&self) -> bool {
+        !self.lost && self.current.is_none() && self.start.is_none() && self.framer.at_boundary()
+    }
+
     /// Plaintext handshake bytes starting at stream offset `pos`, from record
     /// `record`, delivered by `at`.
     pub(super) fn feed(

@@ -81,7 +81,11 @@ pub(super) struct DirParser {
     header_start: Option<(u64, FrameRef)>,
     current: Option<Current>,
     records: u64,
-    handshake: HandshakeLayer,
+    /// The handshake layer while a message is in progress (or framing was
+    /// lost); none between messages, where a fresh one is the same: most
+    /// of a TLS connection's life is spent there, and inline it took 144 B
+    /// a direction.
+    handshake: Option<Box<HandshakeLayer>>,
     ccs_seen: bool,
     stopped: bool,
     looks_tls: Option<bool>,
@@ -206,7 +210,10 @@ impl DirParser {
         self.records += 1;
         let interleaved = content_type != ContentType::HANDSHAKE || self.ccs_seen;
         if interleaved {
-            self.handshake.interrupt(offset, out);
+            // between messages (no layer) there is nothing to interrupt
+            if let Some(h) = self.handshake.as_mut() {
+                h.interrupt(offset, out);
+            }
         }
         let payload = match content_type {
             ContentType::HANDSHAKE if self.ccs_seen => Payload::Pending {
@@ -330,7 +337,9 @@ impl DirParser {
             Payload::Sslv2Hello { body: buf, .. } => buf.extend_from_slice(body),
             Payload::Handshake => {
                 let index = cur.index;
-                self.handshake.feed(body, start, at, index, out);
+                HandshakeLayer::with(&mut self.handshake, |h| {
+                    h.feed(body, start, at, index, out);
+                });
             }
             Payload::Alert { buf, n } => {
                 let k = (buf.len() - *n).min(body.len());
@@ -369,9 +378,10 @@ impl DirParser {
                 if plaintext {
                     cur.payload = Payload::Handshake;
                     let payload_start = cur.offset + 5;
-                    self.handshake.feed(&buf, payload_start, first, index, out);
-                    self.handshake
-                        .feed(&body[k..], start + k as u64, at, index, out);
+                    HandshakeLayer::with(&mut self.handshake, |h| {
+                        h.feed(&buf, payload_start, first, index, out);
+                        h.feed(&body[k..], start + k as u64, at, index, out);
+                    });
                 } else {
                     cur.payload = Payload::Opaque;
                     self.mark_opaque(index, out);
@@ -485,7 +495,7 @@ impl DirParser {
             if let Some(cur) = self.current.as_mut() {
                 cur.missing += len;
                 if matches!(cur.payload, Payload::Handshake) {
-                    self.handshake.missing(len, at, out);
+                    HandshakeLayer::with(&mut self.handshake, |h| h.missing(len, at, out));
                 }
             }
             if body_done {
