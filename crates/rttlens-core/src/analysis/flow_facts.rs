@@ -194,7 +194,7 @@ impl Analysis {
     /// the first turn or the longest after it.
     pub(crate) fn longest_app_turn(&self) -> Option<Turn> {
         let t = &self.conn.turns;
-        [t.first, t.later]
+        [t.first, t.later.as_deref().copied()]
             .into_iter()
             .flatten()
             .filter(|t| !self.within_tls_handshake(t.response_first))

@@ -325,7 +325,7 @@ impl<P: Trackers> Conn<P> {
             self.half[1].peer_flags.wscale_known,
             self.half[0].peer_flags.wscale_known,
         ];
-        t.rtt = self.rtt.all.take().unwrap_or_default();
+        t.rtt = self.rtt.all.take().map(|a| *a).unwrap_or_default();
         Some(t)
     }
 }

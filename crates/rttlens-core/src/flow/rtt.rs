@@ -117,7 +117,10 @@ pub struct RttSamples {
     pub half: [HalfSamples; 2],
     /// Every data/ACK and timestamp sample with its half, when a trace is
     /// kept ([`crate::flow::trace::Trace::rtt`]); `None` otherwise.
-    pub(crate) all: Option<Vec<(Side, RttSample)>>,
+    /// Boxed: a word, not three, in every connection of a table that keeps
+    /// no traces (the extra allocation is only a traced table's).
+    #[allow(clippy::box_collection)]
+    pub(crate) all: Option<Box<Vec<(Side, RttSample)>>>,
 }
 
 impl RttSamples {

@@ -443,7 +443,7 @@ impl<P: Trackers> FlowTable<P> {
                     }
                     if self.trace {
                         c.trace = Some(Box::default());
-                        c.rtt.all = Some(Vec::new());
+                        c.rtt.all = Some(Box::default());
                     }
                     self.conns.entry(key).or_insert(Slot {
                         index,

@@ -1,0 +1,19 @@
+//! What an open connection's state takes, boxed once per connection: the
+//! `Conn` within mimalloc's 2,560-byte size class (the next is 3,072), the
+//! TLS tracker within its 1,792-byte one (bench/README.md "issue 41, third
+//! session"). A field that pushes either into the next class costs every
+//! open connection 512 or 256 bytes of memory. 64-bit targets.
+
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn a_connection_s_state_fits_its_size_class() {
+    use rttlens_core::flow::Conn;
+    use rttlens_core::proto::protocols::Protocols;
+    use rttlens_core::proto::tls::TlsTracker;
+    use std::mem::size_of;
+    let conn = size_of::<Conn<Protocols>>();
+    let tls = size_of::<TlsTracker>();
+    eprintln!("Conn<Protocols> {conn} B, TlsTracker {tls} B");
+    assert!(conn <= 2560, "Conn<Protocols> is {conn} B");
+    assert!(tls <= 1792, "TlsTracker is {tls} B");
+}
