@@ -10,8 +10,9 @@
 //! and HTTP/3: the request's END_STREAM or FIN, else its HEADERS, to the
 //! response's HEADERS). The server held it from that last byte until it
 //! answered (inside TLS: the segment that carried the first byte of the
-//! response's record, [`RecordStarts`]: a record that takes a second round
-//! of the congestion window completes an RTT after the server sent it),
+//! response's record, `RecordStarts` in `proto/tls/decrypt/starts.rs`: a
+//! record that takes a second round of the congestion window completes an
+//! RTT after the server sent it),
 //! less the server's half of the path (`h_s`, docs/design.md §4 "Vantage
 //! and RTT"), and less
 //! the time it could not answer because the connection was busy with other
