@@ -372,32 +372,15 @@ fn attach_capture(
             captured,
             start_overhead_ms,
             stop_ms,
-        } if cfg.http3 => {
-            let bytes = write_capture(cfg, report, &captured)?;
-            if let Err(e) = reconcile::attach_quic_bytes(
-                report,
-                states,
-                &bytes,
-                secrets,
-                &captured.interface,
-                cfg.trace,
-            ) {
-                report.capture.status = "failed";
-                report.capture.note = Some(format!("analysing the capture: {e}"));
-            }
-            report.capture.pcap = cfg.pcap.as_ref().map(|p| p.display().to_string());
-            report.capture.start_overhead_ms = Some(round3(start_overhead_ms));
-            report.capture.stop_ms = Some(round3(stop_ms));
-            report.capture.truncated = captured.truncated;
-            report.capture.kernel_drops = captured.kernel_drops;
-        }
-        capture::CaptureOutcome::Captured {
-            captured,
-            start_overhead_ms,
-            stop_ms,
         } => {
             let bytes = write_capture(cfg, report, &captured)?;
-            if let Err(e) = reconcile::attach_bytes(
+            // the same reading, through QUIC's attempts or TCP's
+            let attach = if cfg.http3 {
+                reconcile::attach_quic_bytes
+            } else {
+                reconcile::attach_bytes
+            };
+            if let Err(e) = attach(
                 report,
                 states,
                 &bytes,
