@@ -133,6 +133,12 @@ pub struct QuicConfig {
     /// handler's call to the body sent) in trailing HEADERS. Default
     /// `false`.
     pub server_timing: bool,
+    /// Handshakes as a CPU-bound server does them (the built-in TCP
+    /// server's [`crate::builtin::ServerConfig::handshake_cpu`]): each new
+    /// connection's Initial waits for one of a few handshake workers, which
+    /// holds it for a fixed time before quinn accepts it and its
+    /// ServerHello leaves. Default `None`: every handshake at once.
+    pub handshake_cpu: Option<crate::builtin::HandshakeCpu>,
 }
 
 impl Default for QuicConfig {
@@ -148,6 +154,7 @@ impl Default for QuicConfig {
             early_data: false,
             think: Duration::ZERO,
             server_timing: false,
+            handshake_cpu: None,
         }
     }
 }
@@ -272,6 +279,11 @@ impl QuicServer {
         )
         .map_err(Error::io("registering the QUIC endpoint"))?;
         let mut conns = JoinSet::new();
+        // the handshake workers (`handshake_cpu`), shared by the connections
+        let workers = self
+            .cfg
+            .handshake_cpu
+            .map(|c| Arc::new(tokio::sync::Semaphore::new(c.workers.max(1))));
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -293,7 +305,15 @@ impl QuicServer {
                     }
                     let cfg = Arc::clone(&self.cfg);
                     let stats = Arc::clone(&self.stats);
+                    let workers = workers.clone();
                     conns.spawn(async move {
+                        // a worker's time before quinn answers the Initial
+                        // (nothing leaves for the connection until
+                        // `accept`); the worker is free again as it answers
+                        if let (Some(w), Some(cpu)) = (&workers, cfg.handshake_cpu) {
+                            let _worker = w.acquire().await;
+                            tokio::time::sleep(cpu.cost).await;
+                        }
                         // A failed connection is the client's business.
                         let _ = serve_connection(incoming, cfg, stats).await;
                     });

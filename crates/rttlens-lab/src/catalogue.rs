@@ -35,7 +35,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 54] = [
+static CATALOGUE: [Scenario; 57] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -659,6 +659,42 @@ static CATALOGUE: [Scenario; 54] = [
         fix: Some(Fix { finding: "quic-flow-control-stall", change: Change::QuicWindow }),
     },
     Scenario {
+        name: "quic-flow-control-inferred",
+        about: "the same 16 KB stream limit under a 256 KB upload from aioquic, which sends no STREAM_DATA_BLOCKED: the stall is inferred from the limits against the bytes sent (medium confidence)",
+        expect: &["quic-flow-control-stall"],
+        forbid: &["quic-amplification-limit", "quic-retry", "quic-hello-retry"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: quic_upload_unannounced,
+        variants: &[],
+        fix: Some(Fix { finding: "quic-flow-control-stall", change: Change::QuicWindow }),
+    },
+    Scenario {
+        name: "quic-handshake-burst",
+        about: "12 aioquic connections start at once to the QUIC server, which does one handshake at a time, 40 ms each: the Initials queue, the server's first packets leave 40 ms apart, and the population view names the queue",
+        expect: &["population:server-handshake-contention"],
+        forbid: &["quic-*"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: |c| quic_handshake_burst(c, Some(HandshakeCpu { workers: 1, cost: Duration::from_millis(40) })),
+        variants: &[],
+        fix: None,
+    },
+    Scenario {
+        name: "quic-handshake-burst-control",
+        about: "control: the same QUIC burst, every handshake at once: no queue to name",
+        expect: &[],
+        forbid: &["quic-*", "population:server-handshake-contention"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: |c| quic_handshake_burst(c, None),
+        variants: &[],
+        fix: None,
+    },
+    Scenario {
         name: "quic-go-clean",
         about: "control on the second stack: rttlens probe --http3 (quinn) against a quic-go HTTP/3 server, a 20 KB download: a 1-RTT handshake, none of QUIC's causes",
         expect: &[],
@@ -1166,6 +1202,18 @@ fn quic_upload(c: &mut ScenarioCtx) -> Result<(), LabError> {
     c.probe(p).map(|_| ())
 }
 
+/// [`quic_upload`] with aioquic as the uploader: it keeps to the server's
+/// limits but never sends STREAM_DATA_BLOCKED (RFC 9000 §4.1 makes it a
+/// SHOULD), so only the limits and the bytes sent show the stall.
+fn quic_upload_unannounced(c: &mut ScenarioCtx) -> Result<(), LabError> {
+    let port = c.quic_server(QuicConfig {
+        stream_receive_window: Some(16 * 1024),
+        ..QuicConfig::default()
+    })?;
+    c.aioquic_client(&url(port, 10), Some(256 * 1024), 1)
+        .map(|_| ())
+}
+
 /// The project's probe as the client: `--sequence` makes a full
 /// handshake, a resumed one and a 0-RTT one, and checks each itself.
 fn probe_sequence(c: &mut ScenarioCtx) -> Result<(), LabError> {
@@ -1322,6 +1370,19 @@ fn handshake_burst(c: &mut ScenarioCtx, cpu: Option<HandshakeCpu>) -> Result<(),
         });
     }
     Ok(())
+}
+
+/// [`handshake_burst`] over QUIC: [`BURST`] aioquic connections started
+/// at once (one Python process) against the built-in QUIC server with
+/// `cpu`'s handshake workers.
+fn quic_handshake_burst(c: &mut ScenarioCtx, cpu: Option<HandshakeCpu>) -> Result<(), LabError> {
+    let port = c.quic_server(QuicConfig {
+        handshake_cpu: cpu,
+        tickets: false,
+        ..QuicConfig::default()
+    })?;
+    let n = u32::try_from(BURST).unwrap_or(u32::MAX);
+    c.aioquic_client(&url(port, 2000), None, n).map(|_| ())
 }
 
 /// Parallel requests in [`server_timing`].

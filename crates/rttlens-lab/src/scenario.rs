@@ -127,6 +127,17 @@ pub enum Variant {
     /// The expectations the headers alone prove
     /// ([`rttlens_core::detect::HEADER_ONLY`]) must hold; the others may go.
     Snaplen,
+    /// The vantage capture analysed without the key log its clients wrote,
+    /// as most QUIC captures come: Initial packets still open (their keys
+    /// come from the client's first Destination Connection ID), the rest
+    /// is sizes, timing, long-header types and the spin bit. Run for every
+    /// scenario whose capture holds a QUIC connection. The QUIC
+    /// expectations those prove ([`rttlens_core::detect::QUIC_KEYLESS`])
+    /// must hold; every finding must be one the keyed analysis has on the
+    /// same connection; a connection whose keyed analysis has a handshake
+    /// phase or an RTT must have them too, the RTT never below the keyed
+    /// one (its samples are a subset).
+    Keyless,
 }
 
 impl Scenario {
@@ -145,6 +156,28 @@ impl Scenario {
             })
             .collect()
     }
+
+    /// What the [`Variant::Keyless`] analysis must still prove: the QUIC
+    /// expectations whose every alternative needs no key
+    /// ([`rttlens_core::detect::QUIC_KEYLESS`]). A population finding is
+    /// not among them: without keys a connection's RTT comes from the
+    /// Initials' ACKs alone, and a server slow to answer its first Initial
+    /// (a handshake queue) holds that ACK too, so its wait reads as path
+    /// (RFC 9002 §5.3 takes no ack delay off below the smallest sample)
+    /// and the queue is not named: said less.
+    pub fn keyless(&self) -> Vec<&'static str> {
+        self.expect
+            .iter()
+            .copied()
+            .filter(|e| {
+                is_quic(e)
+                    && parse_expect(e)
+                        .1
+                        .iter()
+                        .all(|id| rttlens_core::detect::QUIC_KEYLESS.contains(id))
+            })
+            .collect()
+    }
 }
 
 /// Bytes a frame kept by the [`Variant::Snaplen`] copies.
@@ -158,6 +191,7 @@ impl Variant {
             Variant::Offload => "offload",
             Variant::SenderOnly { .. } => "sender-only",
             Variant::Snaplen => "snaplen",
+            Variant::Keyless => "keyless",
         }
     }
 }

@@ -173,7 +173,20 @@ fn list(all: &[Scenario]) -> std::io::Result<()> {
                 format!("sender-only copy: expect {}", expect.join(", "))
             }
             Variant::Snaplen => "snaplen copy: what the headers prove".to_string(),
+            Variant::Keyless => "keyless analysis: what the Initials prove".to_string(),
         }));
+        // a QUIC scenario's capture is also read without its key log
+        if s.key.starts_with("quic-") {
+            let keyless = s.keyless();
+            what.push(format!(
+                "keyless analysis: {}",
+                if keyless.is_empty() {
+                    "no expectation the Initials alone prove".to_string()
+                } else {
+                    format!("expect {}", keyless.join(", "))
+                }
+            ));
+        }
         // every scenario's capture is also cut to 96 B a frame
         let header_only = s.header_only();
         what.push(format!(
@@ -265,6 +278,16 @@ fn table(
                         rows.push((
                             format!("{}: {p}", v.variant.name()),
                             "NO".into(),
+                            "-".into(),
+                        ));
+                    }
+                    // a keyless analysis with nothing to prove still had
+                    // its checks: nothing the keys do not say
+                    if v.variant == Variant::Keyless && v.found.is_empty() && v.problems.is_empty()
+                    {
+                        rows.push((
+                            "keyless: nothing the keys do not say".into(),
+                            "yes".into(),
                             "-".into(),
                         ));
                     }

@@ -246,9 +246,28 @@ impl QuicAnalysis {
         &self.conn.recovery.losses
     }
 
+    /// Whether the peer acknowledged `sender`'s Initial (`space` 0) or
+    /// Handshake (1) packet `pn` (the first few hundred such ACKs kept).
+    pub(crate) fn handshake_acked(&self, sender: Side, space: u8, pn: u64) -> bool {
+        self.conn
+            .recovery
+            .handshake_acked
+            .contains(&(sender, space, pn))
+    }
+
     /// Flow-control frames (`*_BLOCKED`, `MAX_*`), in capture order.
     pub(crate) fn flow_control(&self) -> &[FlowEvent] {
         &self.conn.signals.flow
+    }
+
+    /// Each moment a sender's data ended exactly at its peer's
+    /// flow-control limit, in capture order (docs/design.md §4 "QUIC").
+    pub(crate) fn at_limit(&self) -> &[crate::quic::conn::AtLimit] {
+        self.conn
+            .signals
+            .credit
+            .as_ref()
+            .map_or(&[][..], |c| &c.reached[..])
     }
 
     /// The client's 0-RTT packets: the first, how many, their bytes.

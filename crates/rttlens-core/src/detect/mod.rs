@@ -286,6 +286,22 @@ pub const HEADER_ONLY: [&str; 21] = [
     think_time::ID_SERVER,
 ];
 
+/// QUIC findings a capture proves without the key log: they read the
+/// Initial packets (whose keys come from the client's first Destination
+/// Connection ID, RFC 9001 §5.2: the ClientHello, the ServerHello or
+/// HelloRetryRequest, CRYPTO data sent again), Version Negotiation and
+/// Retry (never protected), long-header packet types (outside header
+/// protection, RFC 9001 §5.4.1) and datagram sizes and times. The others
+/// read Handshake or 1-RTT packets: `quic-initial-loss` of a Handshake
+/// packet, flow control, 0-RTT's outcome.
+pub const QUIC_KEYLESS: [&str; 5] = [
+    quic_version_negotiation::ID,
+    quic_retry::ID,
+    quic_hello_retry::ID,
+    quic_amplification_limit::ID,
+    quic_initial_loss::ID,
+];
+
 /// Run every TCP detector on `a`; material findings sorted by cost, highest
 /// first.
 pub fn run_all(a: &Analysis) -> Vec<Finding> {
@@ -370,7 +386,11 @@ mod tests {
             "an id in two registry entries of one transport"
         );
         let ids: Vec<&str> = keyed.iter().map(|(_, id)| *id).collect();
-        for id in ALWAYS_REPORTED.iter().chain(HEADER_ONLY.iter()) {
+        for id in ALWAYS_REPORTED
+            .iter()
+            .chain(HEADER_ONLY.iter())
+            .chain(QUIC_KEYLESS.iter())
+        {
             assert!(ids.contains(id), "{id} is in no registry entry");
         }
     }

@@ -6,7 +6,9 @@
 //! Initial packets are always decrypted (RFC 9001 §5.2), so a client
 //! Initial sent again is seen without keys; Handshake packets need a key
 //! log. CRYPTO data sent again because of a Retry or Version Negotiation
-//! is no loss.
+//! is no loss, nor is a copy sent again after the peer acknowledged the
+//! first one (RFC 9002 §6.2: the probe timer fired before a slow peer
+//! answered; the wait is the peer's, a queue of handshakes say).
 
 use super::finding::{conf, ev, Finding, Level, Value};
 use crate::analysis::quic::QuicAnalysis;
@@ -53,6 +55,13 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
                 continue;
             };
             if restart.is_some_and(|t| orig.at.ts < t && t < r.at.ts) {
+                continue;
+            }
+            // the first copy was acknowledged: it arrived, and the probe
+            // timer fired before a slow peer answered (a handshake queue,
+            // named by the population view), no loss
+            let space = u8::from(orig.ty == PacketType::Handshake);
+            if orig.pn.is_some_and(|pn| a.handshake_acked(side, space, pn)) {
                 continue;
             }
             first.get_or_insert((orig, r));

@@ -163,6 +163,7 @@ fn main_http3(args: Args) -> anyhow::Result<()> {
         early_data: args.early_data > 0,
         think: Duration::from_millis(args.think_ms),
         server_timing: args.server_timing,
+        handshake_cpu: None,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

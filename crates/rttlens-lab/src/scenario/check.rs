@@ -139,15 +139,30 @@ pub(super) fn analyze(path: &Path) -> Result<Vec<ConnReport>, LabError> {
     analyze_summary(path).map(|(c, _, _)| c)
 }
 
-pub(super) fn analyze_summary(
-    path: &Path,
-) -> Result<(Vec<ConnReport>, Vec<QuicReport>, pipeline::CaptureSummary), LabError> {
+/// The connections and the summary of the capture at `path`, read with
+/// the key log beside it.
+pub(super) fn analyze_summary(path: &Path) -> Result<Analysis, LabError> {
+    analyze_with(path, true)
+}
+
+/// The same without the key log ([`super::Variant::Keyless`]).
+pub(super) fn analyze_keyless(path: &Path) -> Result<Analysis, LabError> {
+    analyze_with(path, false)
+}
+
+/// TCP connections, QUIC connections (each in capture order) and the
+/// capture's summary.
+type Analysis = (Vec<ConnReport>, Vec<QuicReport>, pipeline::CaptureSummary);
+
+fn analyze_with(path: &Path, keys: bool) -> Result<Analysis, LabError> {
     let mut reader = CaptureReader::open(path)
         .map_err(|e| LabError::Analysis(format!("{}: {e}", path.display())))?;
     // the keys the scenario's TLS clients wrote beside the capture
     let keylog = path.with_file_name(super::ctx::KEYLOG_FILE);
-    if let Ok(text) = std::fs::read(&keylog) {
-        reader.key_store().add(&text);
+    if keys {
+        if let Ok(text) = std::fs::read(&keylog) {
+            reader.key_store().add(&text);
+        }
     }
     let mut conns = Vec::new();
     let mut quic = Vec::new();

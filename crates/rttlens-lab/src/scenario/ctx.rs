@@ -22,6 +22,10 @@ const CLIENT_TIMEOUT_S: u32 = 20;
 /// The key log's name in the scenario's directory (beside its captures).
 pub(crate) const KEYLOG_FILE: &str = "keylog.txt";
 
+/// aioquic as the lab's HTTP/3 client ([`ScenarioCtx::aioquic_client`]),
+/// written into the scenario's directory and run with python3.
+const AIOQUIC_CLIENT: &str = include_str!("../../python/aioquic_client.py");
+
 /// What runs between the quic-go client's first connection and the next
 /// ([`ScenarioCtx::quic_go_client`]): a server restart.
 pub type Between = fn(&mut ScenarioCtx) -> Result<(), LabError>;
@@ -491,6 +495,54 @@ impl<'a> ScenarioCtx<'a> {
             });
         }
         Ok(report)
+    }
+
+    /// Run aioquic as the HTTP/3 client (`python/aioquic_client.py`) in
+    /// the client namespace: `connections` connections started at once,
+    /// each with one request to `url`, a POST of `post` bytes when given
+    /// (aioquic sends no BLOCKED frame while flow control holds it), else a
+    /// GET; their TLS secrets appended to [`ScenarioCtx::keylog`]. Returns
+    /// its stdout (a line per connection).
+    ///
+    /// # Errors
+    /// [`LabError::CommandMissing`] without python3; [`LabError::Client`]
+    /// without aioquic (`scripts/deps lab` installs it), when a request
+    /// fails or when they take longer than 20 s.
+    pub fn aioquic_client(
+        &self,
+        url: &str,
+        post: Option<u64>,
+        connections: u32,
+    ) -> Result<String, LabError> {
+        rttlens_lab_net::require_command("python3", "python3")?;
+        let what = format!("aioquic_client.py {url} (post {post:?}, {connections} connections)");
+        let script = self.dir.join("aioquic_client.py");
+        std::fs::write(&script, AIOQUIC_CLIENT).map_err(|e| LabError::Io {
+            context: format!("writing {}", script.display()),
+            source: e,
+        })?;
+        let has_aioquic = Command::new("python3")
+            .args(["-c", "import aioquic"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !has_aioquic {
+            return Err(LabError::Client {
+                command: what,
+                stderr: "the Python package aioquic is missing: scripts/deps lab installs it (python3 -m pip install aioquic)".into(),
+            });
+        }
+        let mut cmd = Command::new("timeout");
+        cmd.arg("30")
+            .arg("python3")
+            .arg(&script)
+            .arg(url)
+            .arg(self.keylog())
+            .arg("--connections")
+            .arg(connections.to_string());
+        if let Some(n) = post {
+            cmd.arg("--post").arg(n.to_string());
+        }
+        self.client_output(cmd, &what, true)
     }
 
     /// Run `sh -c SCRIPT` in the client namespace (bounded by `timeout`)

@@ -18,7 +18,9 @@ use rttlens_core::model::{CaptureSummary, ConnReport, QuicReport};
 use rttlens_lab_net::link::{CapturePoint, LinkConfig};
 use rttlens_lab_net::{Host, Lab, LabError};
 
-use super::check::{analyze, analyze_summary, expectations, forbidden, ExpectationResult};
+use super::check::{
+    analyze, analyze_keyless, analyze_summary, expectations, forbidden, ExpectationResult,
+};
 use super::{lookup, parse_expect, Change, Scenario, ScenarioCtx, Variant, SNAPLEN};
 use crate::copies;
 
@@ -522,6 +524,10 @@ fn run(
             &path,
         )?);
     }
+    // the QUIC connections again without the key log the clients wrote
+    if how.copies && !quic.is_empty() && path.join(super::ctx::KEYLOG_FILE).exists() {
+        variants.push(run_keyless(s, &client_capture, &quic)?);
+    }
     let findings = conns
         .iter()
         .map(|c| c.findings.iter().map(|f| f.id).collect())
@@ -584,6 +590,12 @@ fn run_variant(
             copies::copy(source, &out, copies::Cut::Snaplen(SNAPLEN))?,
             &[][..],
         ),
+        // not a copy: the same capture without its key log
+        Variant::Keyless => {
+            return Err(LabError::Analysis(
+                "the keyless analysis is run for every QUIC capture, not listed".into(),
+            ))
+        }
     };
     let header_only = s.header_only();
     let expect: &[&'static str] = if v == Variant::Snaplen {
@@ -676,6 +688,7 @@ fn run_variant(
                 problems.push("no segment counted as cut by the snapshot length".into());
             }
         }
+        Variant::Keyless => {}
     }
     Ok(VariantOutcome {
         variant: v,
@@ -686,5 +699,95 @@ fn run_variant(
             .map(|c| c.findings.iter().map(|f| f.id).collect())
             .collect(),
         rtt_ms: first.and_then(|c| c.rtt.as_ref()).map(|r| r.min_ms),
+    })
+}
+
+/// The capture at `source` analysed without its key log
+/// ([`Variant::Keyless`]) and compared with `full`, its QUIC connections
+/// analysed with the keys.
+fn run_keyless(
+    s: &Scenario,
+    source: &Path,
+    full: &[QuicReport],
+) -> Result<VariantOutcome, LabError> {
+    let expect = s.keyless();
+    let (conns, quic, summary) = analyze_keyless(source)?;
+    let found = expectations(&conns, &quic, &summary.population, &expect);
+    let mut problems = forbidden(&conns, &quic, &summary.population, s.forbid)
+        .into_iter()
+        .map(|f| format!("forbidden {f}"))
+        .collect::<Vec<_>>();
+    if quic.len() != full.len() {
+        problems.push(format!(
+            "{} QUIC connections without the keys, {} with them",
+            quic.len(),
+            full.len()
+        ));
+    }
+    let handshake = |q: &QuicReport| q.ladder.iter().any(|p| p.name == "quic-handshake");
+    for (i, (q, k)) in quic.iter().zip(full).enumerate() {
+        if q.key_log {
+            problems.push(format!("quic {i} says it was read with a key log"));
+        }
+        // said less, never otherwise: each finding is one the keys confirm,
+        // at a cost that does not contradict theirs
+        for f in &q.findings {
+            match k.findings.iter().find(|g| g.id == f.id) {
+                None => problems.push(format!(
+                    "quic {i}:{} (the keyed analysis does not say it)",
+                    f.id
+                )),
+                Some(g) if (f.cost.ms - g.cost.ms).abs() > (g.cost.ms * 0.25).max(2.0) => {
+                    problems.push(format!(
+                        "quic {i}:{} costs {:.1} ms without the keys, {:.1} ms with them",
+                        f.id, f.cost.ms, g.cost.ms
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        if handshake(k) && !handshake(q) {
+            problems.push(format!(
+                "quic {i}: no quic-handshake phase without the keys"
+            ));
+        }
+        match (&k.rtt, &q.rtt) {
+            (Some(_), None) => problems.push(format!("quic {i}: no RTT without the keys")),
+            // the keyless samples (the Initials' ACKs) are among the keyed ones
+            (Some(kr), Some(qr)) if qr.min_ms + 0.001 < kr.min_ms => problems.push(format!(
+                "quic {i}: RTT {:.2} ms without the keys, below the keyed {:.2} ms",
+                qr.min_ms, kr.min_ms
+            )),
+            _ => {}
+        }
+    }
+    // the evidence is the keyed analysis's: the same frames
+    for &e in &expect {
+        let (Some((i, f)), Some((j, g))) = (lookup(&[], &quic, e), lookup(&[], full, e)) else {
+            continue;
+        };
+        if i != j {
+            problems.push(format!("{e}: on QUIC connection {i}, the keyed one on {j}"));
+        } else if !f
+            .evidence
+            .iter()
+            .any(|x| g.evidence.iter().any(|y| y.frame == x.frame))
+        {
+            problems.push(format!(
+                "{e}: evidence frames {:?} share none with the keyed analysis's {:?}",
+                f.evidence.iter().map(|x| x.frame).collect::<Vec<_>>(),
+                g.evidence.iter().map(|y| y.frame).collect::<Vec<_>>()
+            ));
+        }
+    }
+    Ok(VariantOutcome {
+        variant: Variant::Keyless,
+        found,
+        problems,
+        findings: quic
+            .iter()
+            .map(|q| q.findings.iter().map(|f| f.id).collect())
+            .collect(),
+        rtt_ms: quic.first().and_then(|q| q.rtt.as_ref()).map(|r| r.min_ms),
     })
 }

@@ -40,6 +40,18 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
                 a.u64("limit_bytes")
             )
         }
+        "quic-flow-control-stall.at-limit" => {
+            let stream = a
+                .get("stream")
+                .and_then(|v| v.as_u64())
+                .map(|s| format!("stream {s}'s"))
+                .unwrap_or_else(|| "the connection's".into());
+            format!(
+                "the {}'s data reaches {stream} limit, {} bytes, and goes no further until it is raised",
+                a.str("sender"),
+                a.u64("limit_bytes")
+            )
+        }
         "quic-flow-control-stall.raised" => format!(
             "{} {} from the {}: {:.1} ms later",
             a.str("frame_type"),
@@ -49,6 +61,9 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
         ),
         "quic-flow-control-stall.blocked-then-raised" => {
             "the sender said it was blocked (BLOCKED frame) and the limit was raised later".into()
+        }
+        "quic-flow-control-stall.inferred-from-limits" => {
+            "inferred: the sender sent no BLOCKED frame; its data stopped exactly at the limit the capture saw and went past it only after the raise (the capture sees the limits half a round trip from the receiver)".into()
         }
         _ => return None,
     })

@@ -11,6 +11,9 @@ use crate::quic::journal::{JournalLoss, JournalSample};
 
 /// Sent packets awaiting an ACK kept per direction and space.
 pub(super) const SENT_CAP: usize = 8192;
+/// Initial and Handshake packets whose acknowledgement is kept
+/// ([`Recovery::handshake_acked`]).
+const HANDSHAKE_ACKED_KEPT: usize = 256;
 /// The packet reordering threshold (RFC 9002 §6.1.1, `kPacketThreshold`).
 const PACKET_THRESHOLD: u64 = 3;
 
@@ -37,6 +40,11 @@ pub struct Recovery {
     pub losses: Vec<Loss>,
     /// Losses beyond the kept ones.
     pub losses_more: u64,
+    /// Initial and Handshake packets acknowledged: (sender, space, packet
+    /// number), the first [`HANDSHAKE_ACKED_KEPT`]. A packet sent again
+    /// whose first copy is among them was not lost (its probe timer fired
+    /// before the answer came: a slow peer, not the path).
+    pub handshake_acked: Vec<(Side, u8, u64)>,
     /// Packets sent not yet acknowledged, by sender and space.
     pub(super) sent: [[Sent; 3]; 2],
     pub(super) largest: [[Option<u64>; 3]; 2],
@@ -86,6 +94,12 @@ impl QuicConn {
         let mut sample = None;
         let mut lost = Vec::new();
         let acked = |pn: u64| ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&pn));
+        let early = &mut self.recovery.handshake_acked;
+        let mut keep = |pn: u64| {
+            if space < 2 && early.len() < HANDSHAKE_ACKED_KEPT {
+                early.push((peer, space as u8, pn));
+            }
+        };
         while let Some(&(pn, sent_at, _)) = sent.q.front() {
             if pn > largest {
                 break;
@@ -94,6 +108,7 @@ impl QuicConn {
                 if pn == largest && new_largest {
                     sample = Some(sent_at);
                 }
+                keep(pn);
                 sent.q.pop_front();
             } else if pn + PACKET_THRESHOLD <= largest {
                 lost.push((pn, sent_at));
@@ -113,6 +128,7 @@ impl QuicConn {
                 if pn == largest && new_largest {
                     sample = Some(t);
                 }
+                keep(pn);
                 sent.q.remove(i);
                 end -= 1;
             } else {
