@@ -35,7 +35,7 @@ fn url(port: u16, n: usize) -> String {
     format!("https://{}:{port}/size/{n}", Lab::SERVER_V4)
 }
 
-static CATALOGUE: [Scenario; 57] = [
+static CATALOGUE: [Scenario; 61] = [
     Scenario {
         name: "nagle-response",
         about: "nginx tcp_nodelay off, TLS 1.3, keep-alive: the small response waits behind the NewSessionTicket for the client's ACK",
@@ -731,6 +731,42 @@ static CATALOGUE: [Scenario; 57] = [
         fix: Some(Fix { finding: "quic-retry", change: Change::NoRetry }),
     },
     Scenario {
+        name: "quic-go-hello-retry",
+        about: "a quic-go server accepting only P-256 for key exchange (tls.Config.CurvePreferences); the probe's key share is X25519: a HelloRetryRequest for secp256r1, one more round trip",
+        expect: &["quic-hello-retry"],
+        forbid: &["quic-amplification-limit", "quic-retry", "quic-initial-loss"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: |c| quic_go_probe(c, QuicGoOptions { curves: "p256".into(), ..QuicGoOptions::default() }),
+        variants: &[],
+        fix: Some(Fix { finding: "quic-hello-retry", change: Change::KeyShare }),
+    },
+    Scenario {
+        name: "quic-go-initial-loss",
+        about: "quic-go on both sides; the link drops the client's first UDP datagram: quic-go's ClientHello (an X25519MLKEM768 key share) fills two Initials, the server acknowledges the second, and the client declares the first lost 9/8 RTT after sending it (RFC 9002 §6.1.2) and sends it again: about one round trip, not a PTO",
+        expect: &["quic-initial-loss"],
+        forbid: &["quic-amplification-limit", "quic-retry", "quic-hello-retry"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: |l| l.loss_c2s.udp_indices = vec![1],
+        run: quic_go_initial_loss,
+        variants: &[],
+        fix: Some(Fix { finding: "quic-initial-loss", change: Change::NoLoss }),
+    },
+    Scenario {
+        name: "quic-go-flow-control",
+        about: "the quic-go client uploads 256 KB to a quic-go server allowing 16 KB per stream, fixed (auto-tuning capped at 16 KB): quic-go stops at each limit (STREAM_DATA_BLOCKED) until the server reads and raises it",
+        expect: &["quic-flow-control-stall"],
+        forbid: &["quic-amplification-limit", "quic-retry", "quic-hello-retry"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: quic_go_upload,
+        variants: &[],
+        fix: Some(Fix { finding: "quic-flow-control-stall", change: Change::QuicWindow }),
+    },
+    Scenario {
         name: "quic-zero-rtt-rejected",
         about: "the quic-go client's ticket allows 0-RTT; the quic-go server restarts with the same ticket key but smaller windows than the ticket remembers, resumes and rejects the early request: it goes again after the handshake",
         expect: &["1:quic-zero-rtt-rejected"],
@@ -753,6 +789,18 @@ static CATALOGUE: [Scenario; 57] = [
         run: quic_version_negotiation,
         variants: &[],
         fix: Some(Fix { finding: "quic-version-negotiation", change: Change::QuicV1 }),
+    },
+    Scenario {
+        name: "quic-go-v2-only",
+        about: "the reverse: a quic-go server speaking QUIC v2 only, the quic-go client offering v1 first (then v2): Version Negotiation, and the client starts again in v2: one more round trip",
+        expect: &["quic-version-negotiation"],
+        forbid: &["quic-retry", "quic-hello-retry", "quic-amplification-limit", "quic-initial-loss"],
+        key: "quic-handshake",
+        vantage: Host::Client,
+        link: plain_link,
+        run: quic_go_v2_only,
+        variants: &[],
+        fix: Some(Fix { finding: "quic-version-negotiation", change: Change::QuicV2 }),
     },
 ];
 
@@ -1179,6 +1227,81 @@ fn quic_version_negotiation(c: &mut ScenarioCtx) -> Result<(), LabError> {
         return Err(LabError::Client {
             command: "rttlens-quic-peer -versions v2,v1".into(),
             stderr: format!("no v1 exchange after Version Negotiation: {said}"),
+        });
+    }
+    Ok(())
+}
+
+/// The quic-go server and the quic-go client fetching 20 KB from it (the
+/// link drops the client's first datagram in `quic-go-initial-loss`: half
+/// of its ClientHello, which X25519MLKEM768's key share makes two Initials
+/// long).
+fn quic_go_initial_loss(c: &mut ScenarioCtx) -> Result<(), LabError> {
+    c.quic_go_server(QUIC_GO_PORT, &QuicGoOptions::default())?;
+    let said = c.quic_go_client(&url(QUIC_GO_PORT, 20_000), &[], None)?;
+    if !said.contains("status 200, 20000 bytes") {
+        return Err(LabError::Client {
+            command: "rttlens-quic-peer".into(),
+            stderr: format!("no 20 KB download: {said}"),
+        });
+    }
+    Ok(())
+}
+
+/// The bytes the quic-go client uploads in [`quic_go_upload`].
+const QUIC_GO_PUT: usize = 256 * 1024;
+
+/// The quic-go server's stream window in [`quic_go_upload`] (bytes).
+const QUIC_GO_STREAM_WINDOW: u64 = 16 * 1024;
+
+/// The quic-go server allowing 16 KB a stream, fixed (its auto-tuning
+/// capped at the same 16 KB, as the quinn server's window of
+/// `quic-flow-control`; the connection's window at quic-go's default) and
+/// the quic-go client POSTing 256 KB (`-put`): quic-go stops at each limit
+/// and says so (STREAM_DATA_BLOCKED), the server's handler reads the body
+/// and raises the limit a round trip later.
+fn quic_go_upload(c: &mut ScenarioCtx) -> Result<(), LabError> {
+    c.quic_go_server(
+        QUIC_GO_PORT,
+        &QuicGoOptions {
+            stream_window: Some(QUIC_GO_STREAM_WINDOW),
+            max_stream_window: Some(QUIC_GO_STREAM_WINDOW),
+            ..QuicGoOptions::default()
+        },
+    )?;
+    let put = QUIC_GO_PUT.to_string();
+    let said = c.quic_go_client(&url(QUIC_GO_PORT, 10), &["-put", &put], None)?;
+    let read = format!("answer \"read {QUIC_GO_PUT} bytes\"");
+    if !said.contains("status 200") || !said.contains(&read) {
+        return Err(LabError::Client {
+            command: format!("rttlens-quic-peer -put {put}"),
+            stderr: format!("the server did not read the whole upload: {said}"),
+        });
+    }
+    Ok(())
+}
+
+/// The quic-go server speaking QUIC v2 only and the quic-go client
+/// offering v1 first: Version Negotiation, then a v2 handshake.
+fn quic_go_v2_only(c: &mut ScenarioCtx) -> Result<(), LabError> {
+    c.quic_go_server(
+        QUIC_GO_PORT,
+        &QuicGoOptions {
+            versions: "v2".into(),
+            ..QuicGoOptions::default()
+        },
+    )?;
+    // fixed: the version the server speaks first
+    let versions = if c.change() == Some(Change::QuicV2) {
+        "v2,v1"
+    } else {
+        "v1,v2"
+    };
+    let said = c.quic_go_client(&url(QUIC_GO_PORT, 20_000), &["-versions", versions], None)?;
+    if !said.contains("status 200") || !said.contains("version v2") {
+        return Err(LabError::Client {
+            command: format!("rttlens-quic-peer -versions {versions}"),
+            stderr: format!("no v2 exchange after Version Negotiation: {said}"),
         });
     }
     Ok(())

@@ -221,7 +221,7 @@ const QUIC_PEER: [(&str, &str); 3] = [
 /// (`-serve ADDR`, knobs as [`QuicGoOptions`]) and client (`-get URL`: `-n`
 /// connections sharing a session cache, `-0rtt` on the later ones,
 /// `-pause` between the first and the second, `-versions` offered in
-/// order, `-keylog FILE`). The lab's second QUIC stack beside the quinn
+/// order, `-put N` to POST N bytes instead of the GET, `-keylog FILE`). The lab's second QUIC stack beside the quinn
 /// server of [`rttlens_lab_server::quic`].
 ///
 /// # Errors
@@ -233,7 +233,7 @@ pub fn build_quic_peer() -> Result<PathBuf, LabError> {
 /// The knobs of the quic-go server ([`GoServer::quic`]), as the quinn
 /// server's ([`rttlens_lab_server::quic::QuicConfig`]) where both have one.
 /// `Default`: a one-certificate chain, no Retry, quic-go's windows, no
-/// 0-RTT, a random ticket key, QUIC v1 only.
+/// 0-RTT, a random ticket key, QUIC v1 only, Go's key-exchange groups.
 #[derive(Debug, Clone)]
 pub struct QuicGoOptions {
     /// Intermediate CAs between the leaf and the root, all sent (ECDSA
@@ -248,6 +248,11 @@ pub struct QuicGoOptions {
     /// `initial_max_stream_data_*` in bytes (quic-go
     /// `InitialStreamReceiveWindow`); `None`: quic-go's (512 KB).
     pub stream_window: Option<u64>,
+    /// The most quic-go's auto-tuning widens a stream's window to as the
+    /// application reads (quic-go `MaxStreamReceiveWindow`, at least
+    /// `stream_window`); `None`: quic-go's (6 MB). Equal to
+    /// `stream_window`: a fixed window, as the quinn server's.
+    pub max_stream_window: Option<u64>,
     /// `initial_max_data` in bytes (quic-go
     /// `InitialConnectionReceiveWindow`); `None`: quic-go's (768 KB).
     pub conn_window: Option<u64>,
@@ -259,6 +264,12 @@ pub struct QuicGoOptions {
     pub ticket_key: Option<[u8; 32]>,
     /// QUIC versions spoken, as `-versions` takes them (`v1`, `v1,v2`).
     pub versions: String,
+    /// The key-exchange groups accepted, as `-curves` takes them (`p256`:
+    /// crypto/tls `CurvePreferences`); empty: Go's default (X25519MLKEM768
+    /// and X25519 first). With `p256` alone a client whose key shares are
+    /// X25519's and X25519MLKEM768's gets a HelloRetryRequest for
+    /// secp256r1 (RFC 8446 §4.1.4).
+    pub curves: String,
 }
 
 impl Default for QuicGoOptions {
@@ -268,10 +279,12 @@ impl Default for QuicGoOptions {
             cert_padding: 0,
             retry: false,
             stream_window: None,
+            max_stream_window: None,
             conn_window: None,
             zero_rtt: false,
             ticket_key: None,
             versions: "v1".into(),
+            curves: String::new(),
         }
     }
 }
@@ -341,9 +354,14 @@ impl GoServer {
             .arg(format!("-cert-padding={}", o.cert_padding))
             .arg(format!("-retry={}", o.retry))
             .arg(format!("-stream-window={}", o.stream_window.unwrap_or(0)))
+            .arg(format!(
+                "-max-stream-window={}",
+                o.max_stream_window.unwrap_or(0)
+            ))
             .arg(format!("-conn-window={}", o.conn_window.unwrap_or(0)))
             .arg(format!("-0rtt={}", o.zero_rtt))
-            .arg(format!("-versions={}", o.versions));
+            .arg(format!("-versions={}", o.versions))
+            .arg(format!("-curves={}", o.curves));
         if let Some(k) = o.ticket_key {
             let hex: String = k.iter().map(|b| format!("{b:02x}")).collect();
             cmd.arg(format!("-ticket-key={hex}"));

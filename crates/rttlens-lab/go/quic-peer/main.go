@@ -3,13 +3,22 @@
 // engine's findings are shown on a stack it was not written against.
 //
 //	rttlens-quic-peer -serve ADDR [-intermediates N] [-cert-padding B]
-//	    [-retry] [-stream-window B] [-conn-window B] [-0rtt]
-//	    [-ticket-key HEX] [-versions v1,v2] [-keylog FILE]
-//	rttlens-quic-peer -get URL [-n N] [-0rtt] [-pause] [-versions v2,v1]
+//	    [-retry] [-stream-window B] [-max-stream-window B] [-conn-window B]
+//	    [-0rtt] [-ticket-key HEX] [-versions v1,v2] [-curves p256]
 //	    [-keylog FILE]
+//	rttlens-quic-peer -get URL [-n N] [-0rtt] [-pause] [-versions v2,v1]
+//	    [-put N] [-keylog FILE]
 //
-// The server answers GET /size/N with N bytes of 'x' and anything else
-// with a short page. Its certificate chain is generated at start (ECDSA
+// The server answers GET /size/N with N bytes of 'x', a POST (to any
+// path) by reading its whole body and saying how many bytes it read
+// ("read N bytes"), and anything else with a short page. -curves is the
+// list of key-exchange groups it accepts (crypto/tls CurvePreferences:
+// p256, p384, p521, x25519, x25519mlkem768; empty: Go's default): with
+// p256 alone, a client whose ClientHello carries only X25519 (and
+// X25519MLKEM768) key shares gets a HelloRetryRequest for secp256r1.
+// -stream-window is the window a stream starts with; quic-go widens it
+// as the application reads (auto-tuning) up to -max-stream-window (0: 6
+// MB): a -max-stream-window equal to -stream-window keeps it fixed. Its certificate chain is generated at start (ECDSA
 // P-256: a root, -intermediates CAs and a leaf carrying -cert-padding
 // bytes of padding), as the quinn server's is. -ticket-key (64 hex
 // digits) fixes the session ticket key, so that a restarted server
@@ -25,8 +34,10 @@
 // With -pause it prints "paused" after the first connection and waits for
 // a line on stdin (the lab restarts the server meanwhile). -versions is
 // the list of QUIC versions offered, the first one in the first Initial.
-// It prints one line per connection: its outcome, the version spoken,
-// whether it resumed and whether 0-RTT was used.
+// With -put N each connection POSTs N bytes of 'x' instead of its GET
+// (never as 0-RTT) and its line adds the server's answer. It prints one
+// line per connection: its outcome, the version spoken, whether it
+// resumed and whether 0-RTT was used.
 package main
 
 import (
@@ -66,10 +77,13 @@ func main() {
 	padding := flag.Int("cert-padding", 0, "bytes of padding in the leaf certificate (server)")
 	retry := flag.Bool("retry", false, "a Retry to every address not yet validated (server)")
 	streamWindow := flag.Uint64("stream-window", 0, "initial_max_stream_data_*, bytes; 0: quic-go's (server)")
+	maxStreamWindow := flag.Uint64("max-stream-window", 0, "the most auto-tuning widens a stream's window to, bytes; 0: 6 MB (server)")
 	connWindow := flag.Uint64("conn-window", 0, "initial_max_data, bytes; 0: quic-go's (server)")
 	zeroRTT := flag.Bool("0rtt", false, "server: accept 0-RTT; client: send 0-RTT with a ticket that allows it")
 	ticketKey := flag.String("ticket-key", "", "session ticket key, 64 hex digits; empty: a random one (server)")
 	versions := flag.String("versions", "v1", "QUIC versions, in order of preference: v1, v2")
+	curves := flag.String("curves", "", "key-exchange groups accepted, e.g. p256; empty: Go's default (server)")
+	put := flag.Int("put", 0, "POST this many bytes of 'x' instead of a GET; 0: GET (client)")
 	keylog := flag.String("keylog", "", "append TLS secrets here (NSS key log format)")
 	n := flag.Int("n", 1, "connections, one after the other, sharing a session cache (client)")
 	pause := flag.Bool("pause", false, "after the first connection print \"paused\" and wait for a line on stdin (client)")
@@ -93,12 +107,15 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
+		if tlsConf.CurvePreferences, err = parseCurves(*curves); err != nil {
+			fail(err)
+		}
 		tlsConf.KeyLogWriter = kl
 		qc := &quic.Config{
 			Versions:                       vs,
 			Allow0RTT:                      *zeroRTT,
 			InitialStreamReceiveWindow:     *streamWindow,
-			MaxStreamReceiveWindow:         max(*streamWindow, 6<<20),
+			MaxStreamReceiveWindow:         maxWindow(*streamWindow, *maxStreamWindow),
 			InitialConnectionReceiveWindow: *connWindow,
 			MaxConnectionReceiveWindow:     max(*connWindow, 15<<20),
 		}
@@ -106,12 +123,24 @@ func main() {
 			fail(err)
 		}
 	case *get != "":
-		if err := runClient(*get, vs, kl, *n, *zeroRTT, *pause); err != nil {
+		if *put < 0 || *put > 64<<20 {
+			fail(fmt.Errorf("-put: %d is not within 0..%d", *put, 64<<20))
+		}
+		if err := runClient(*get, vs, kl, *n, *zeroRTT, *pause, *put); err != nil {
 			fail(err)
 		}
 	default:
 		fail(errors.New("give -serve ADDR or -get URL"))
 	}
+}
+
+// maxWindow: the stream window's ceiling, at least the window it starts
+// with; 0: 6 MB (quic-go's default).
+func maxWindow(start, most uint64) uint64 {
+	if most == 0 {
+		most = 6 << 20
+	}
+	return max(start, most)
 }
 
 func fail(err error) {
@@ -132,6 +161,31 @@ func parseVersions(s string) ([]quic.Version, error) {
 		}
 	}
 	return vs, nil
+}
+
+// parseCurves: the key-exchange groups of -curves, in order; none for "".
+func parseCurves(s string) ([]tls.CurveID, error) {
+	var cs []tls.CurveID
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	for _, c := range strings.Split(s, ",") {
+		switch strings.TrimSpace(strings.ToLower(c)) {
+		case "p256", "secp256r1":
+			cs = append(cs, tls.CurveP256)
+		case "p384", "secp384r1":
+			cs = append(cs, tls.CurveP384)
+		case "p521", "secp521r1":
+			cs = append(cs, tls.CurveP521)
+		case "x25519":
+			cs = append(cs, tls.X25519)
+		case "x25519mlkem768":
+			cs = append(cs, tls.X25519MLKEM768)
+		default:
+			return nil, fmt.Errorf("-curves: %q is not p256, p384, p521, x25519 or x25519mlkem768", c)
+		}
+	}
+	return cs, nil
 }
 
 // serverTLS: a fresh chain and, with key, a fixed session ticket key.
@@ -256,6 +310,17 @@ func runServer(addr string, tlsConf *tls.Config, qc *quic.Config, retry bool) er
 }
 
 func handle(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		// the whole body, read as it comes: the stream's window is
+		// raised as the server reads
+		n, err := io.Copy(io.Discard, r.Body)
+		if err != nil {
+			http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		_, _ = fmt.Fprintf(w, "read %d bytes\n", n)
+		return
+	}
 	if n, ok := strings.CutPrefix(r.URL.Path, "/size/"); ok {
 		size, err := strconv.Atoi(n)
 		if err != nil || size < 0 || size > 64<<20 {
@@ -276,7 +341,7 @@ func handle(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "rttlens quic-go peer\n")
 }
 
-func runClient(raw string, vs []quic.Version, kl io.Writer, n int, zeroRTT, pause bool) error {
+func runClient(raw string, vs []quic.Version, kl io.Writer, n int, zeroRTT, pause bool, put int) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return err
@@ -301,7 +366,7 @@ func runClient(raw string, vs []quic.Version, kl io.Writer, n int, zeroRTT, paus
 				return fmt.Errorf("waiting on stdin: %w", err)
 			}
 		}
-		line, err := fetch(u, host, tlsConf, qc, zeroRTT && i > 0)
+		line, err := fetch(u, host, tlsConf, qc, zeroRTT && i > 0, put)
 		if err != nil {
 			return fmt.Errorf("connection %d: %w", i, err)
 		}
@@ -312,7 +377,8 @@ func runClient(raw string, vs []quic.Version, kl io.Writer, n int, zeroRTT, paus
 
 // fetch: one connection, one request (as 0-RTT when early and the ticket
 // allows it; again over 1-RTT when the server rejects it).
-func fetch(u *url.URL, host string, tlsConf *tls.Config, qc *quic.Config, early bool) (string, error) {
+// With put > 0 the request is a POST of put bytes of 'x' (never early).
+func fetch(u *url.URL, host string, tlsConf *tls.Config, qc *quic.Config, early bool, put int) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	conn, err := quic.DialAddrEarly(ctx, host, tlsConf, qc)
@@ -322,10 +388,13 @@ func fetch(u *url.URL, host string, tlsConf *tls.Config, qc *quic.Config, early 
 	defer conn.CloseWithError(0, "")
 	tr := &http3.Transport{}
 	method := http.MethodGet
-	if early {
+	if put > 0 {
+		method = http.MethodPost
+		early = false
+	} else if early {
 		method = http3.MethodGet0RTT
 	}
-	rsp, body, err := request(ctx, tr.NewClientConn(conn), u, method)
+	rsp, body, err := request(ctx, tr.NewClientConn(conn), u, method, put)
 	rejected := false
 	if err != nil && early {
 		fmt.Fprintf(os.Stderr, "early request: %v\n", err)
@@ -344,7 +413,7 @@ func fetch(u *url.URL, host string, tlsConf *tls.Config, qc *quic.Config, early 
 		if _, serr := conn.OpenStream(); serr != nil {
 			return "", serr
 		}
-		rsp, body, err = request(ctx, tr.NewClientConn(conn), u, http.MethodGet)
+		rsp, body, err = request(ctx, tr.NewClientConn(conn), u, http.MethodGet, 0)
 	}
 	if err != nil {
 		return "", err
@@ -355,20 +424,44 @@ func fetch(u *url.URL, host string, tlsConf *tls.Config, qc *quic.Config, early 
 		return "", ctx.Err()
 	}
 	st := conn.ConnectionState()
-	return fmt.Sprintf("status %d, %d bytes, version %s, resumed %t, 0-RTT used %t, 0-RTT rejected %t",
-		rsp.StatusCode, body, st.Version, st.TLS.DidResume, st.Used0RTT, rejected), nil
+	line := fmt.Sprintf("status %d, %d bytes, version %s, resumed %t, 0-RTT used %t, 0-RTT rejected %t",
+		rsp.StatusCode, body.n, st.Version, st.TLS.DidResume, st.Used0RTT, rejected)
+	if put > 0 {
+		line += fmt.Sprintf(", put %d bytes, answer %q", put, strings.TrimSpace(body.head))
+	}
+	return line, nil
 }
 
-func request(ctx context.Context, cc *http3.ClientConn, u *url.URL, method string) (*http.Response, int64, error) {
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+// received: a response body's length and its first bytes (at most 256).
+type received struct {
+	n    int64
+	head string
+}
+
+// request: one request (a POST of put bytes of 'x' when put > 0), its
+// response and what of its body came.
+func request(ctx context.Context, cc *http3.ClientConn, u *url.URL, method string, put int) (*http.Response, received, error) {
+	var got received
+	var body io.Reader
+	if put > 0 {
+		body = strings.NewReader(strings.Repeat("x", put))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
-		return nil, 0, err
+		return nil, got, err
 	}
 	rsp, err := cc.RoundTrip(req)
 	if err != nil {
-		return nil, 0, err
+		return nil, got, err
 	}
 	defer rsp.Body.Close()
-	body, err := io.Copy(io.Discard, rsp.Body)
-	return rsp, body, err
+	head := make([]byte, 256)
+	k, err := io.ReadFull(rsp.Body, head)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return rsp, got, err
+	}
+	got.head = string(head[:k])
+	rest, err := io.Copy(io.Discard, rsp.Body)
+	got.n = int64(k) + rest
+	return rsp, got, err
 }

@@ -26,6 +26,10 @@ pub(crate) const KEYLOG_FILE: &str = "keylog.txt";
 /// written into the scenario's directory and run with python3.
 const AIOQUIC_CLIENT: &str = include_str!("../../python/aioquic_client.py");
 
+/// Where the quic-go client's stdout (a line per connection) and stderr
+/// are kept in the scenario's directory, after the command each time.
+pub(crate) const QUIC_GO_CLIENT_FILE: &str = "quic-go-client.txt";
+
 /// What runs between the quic-go client's first connection and the next
 /// ([`ScenarioCtx::quic_go_client`]): a server restart.
 pub type Between = fn(&mut ScenarioCtx) -> Result<(), LabError>;
@@ -293,7 +297,9 @@ impl<'a> ScenarioCtx<'a> {
 
     /// Run the quic-go client (`rttlens-quic-peer -get URL ARGS…`, built on
     /// first use) in the client namespace, its TLS secrets appended to
-    /// [`ScenarioCtx::keylog`]; returns its stdout (a line per connection).
+    /// [`ScenarioCtx::keylog`]; returns its stdout (a line per connection),
+    /// also kept with its stderr in the scenario's directory
+    /// (`quic-go-client.txt`, beside the captures `--keep` keeps).
     /// With `between`, the client is started with `-pause`: once its first
     /// connection is done, `between` runs (a server restart), then the
     /// client goes on with the others.
@@ -385,6 +391,24 @@ impl<'a> ScenarioCtx<'a> {
         // the reader thread may still hold the last lines: it ends with the pipe
         while let Ok(l) = rx.recv_timeout(Duration::from_millis(200)) {
             lines.push(l);
+        }
+        // its account kept beside the captures (`--keep`), a line per
+        // connection
+        let said = self.dir.join(QUIC_GO_CLIENT_FILE);
+        let kept = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&said)
+            .and_then(|mut f| {
+                writeln!(f, "$ {what}")?;
+                lines.iter().try_for_each(|l| writeln!(f, "{l}"))?;
+                writeln!(f, "{}", String::from_utf8_lossy(&out.stderr).trim_end())
+            });
+        if let Err(source) = kept {
+            return Err(LabError::Io {
+                context: format!("writing {}", said.display()),
+                source,
+            });
         }
         if !out.status.success() {
             return Err(failed(

@@ -81,14 +81,18 @@ pub enum Change {
     SmallChain,
     /// No Retry: the QUIC server does not validate addresses first.
     NoRetry,
-    /// The QUIC server accepts the client's key share (X25519).
+    /// The QUIC server accepts the client's key share (X25519): its
+    /// key-exchange groups at their default (quinn's, Go's).
     KeyShare,
-    /// The QUIC server's stream window left at its default.
+    /// The QUIC server's stream and connection windows left at their
+    /// defaults.
     QuicWindow,
     /// The restarted QUIC server keeps the windows its tickets promised.
     KeepQuicWindows,
     /// The QUIC client offers the version the server speaks (v1) first.
     QuicV1,
+    /// The QUIC client offers the version the server speaks (v2) first.
+    QuicV2,
 }
 
 impl Change {
@@ -117,6 +121,7 @@ impl Change {
             Change::QuicWindow => "QUIC window",
             Change::KeepQuicWindows => "windows kept",
             Change::QuicV1 => "v1 first",
+            Change::QuicV2 => "v2 first",
         }
     }
 
@@ -209,8 +214,10 @@ impl Change {
                 o.cert_padding = 0;
             }
             Change::NoRetry => o.retry = false,
-            Change::KeepQuicWindows => {
+            Change::KeyShare => o.curves = QuicGoOptions::default().curves,
+            Change::KeepQuicWindows | Change::QuicWindow => {
                 o.stream_window = None;
+                o.max_stream_window = None;
                 o.conn_window = None;
             }
             _ => {}
