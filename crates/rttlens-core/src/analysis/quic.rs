@@ -45,6 +45,9 @@ pub struct QuicHandshake {
     pub client_hello: Option<ClientHelloInfo>,
     /// The first ClientHello, when there were two.
     pub first_client_hello: Option<FrameRef>,
+    /// The groups of the first ClientHello's key shares, when there were
+    /// two ClientHellos (the last one's are in `client_hello`).
+    pub first_key_shares: Option<Vec<u16>>,
     /// The ServerHello (not a HelloRetryRequest).
     pub server_hello: Option<ServerHelloInfo>,
     /// The HelloRetryRequest.
@@ -350,6 +353,9 @@ fn handshake(c: &QuicConn) -> QuicHandshake {
     let hellos: Vec<_> = c.crypto_messages(Side::Client, 0, 1);
     if hellos.len() > 1 {
         h.first_client_hello = Some(hellos[0]);
+        h.first_key_shares = c
+            .client_hello_first()
+            .map(|(ch, _)| ch.key_share_groups.to_vec());
     }
     if let Some((ch, _)) = c.client_hello_last() {
         h.early_data_offered = ch.early_data;

@@ -26,13 +26,22 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         }
         args
     };
-    // the groups of the client's key shares, by name
-    let offered: Vec<Value> = h
-        .client_hello
-        .iter()
-        .flat_map(|ch| ch.key_share_groups.iter().copied().map(group_name))
-        .map(Value::from)
-        .collect();
+    // the groups of the key shares the HelloRetryRequest turned down (the
+    // first ClientHello's), by name
+    let offered: Vec<Value> = match &h.first_key_shares {
+        Some(groups) => groups
+            .iter()
+            .copied()
+            .map(group_name)
+            .map(Value::from)
+            .collect(),
+        None => h
+            .client_hello
+            .iter()
+            .flat_map(|ch| ch.key_share_groups.iter().copied().map(group_name))
+            .map(Value::from)
+            .collect(),
+    };
     let mut evidence = Vec::new();
     let first = h.first_client_hello.or(h.client_initial);
     if let Some(f) = first {

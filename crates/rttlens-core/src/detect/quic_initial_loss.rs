@@ -84,6 +84,27 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
             None => f,
         }
     };
+    // what made the sender resend (RFC 9002 §6): the peer's ACK of a
+    // later packet of the space, come between the two (a packet or time
+    // threshold, §6.1), or nothing from the peer at all (the probe timer,
+    // §6.2); else it cannot be told
+    let space = u8::from(orig.ty == PacketType::Handshake);
+    let peer_between = a
+        .recs()
+        .iter()
+        .any(|r| r.side != side && r.ty == orig.ty && orig.at.ts < r.at.ts && r.at.ts < retx.at.ts);
+    let later_acked = orig.pn.is_some_and(|pn| {
+        a.recs()
+            .iter()
+            .filter(|r| r.side == side && r.ty == orig.ty)
+            .filter_map(|r| r.pn)
+            .any(|p| p > pn && a.handshake_acked(side, space, p))
+    });
+    let trigger = match (peer_between, later_acked) {
+        (false, _) => "probe-timeout",
+        (true, true) => "peer-ack",
+        (true, false) => "unknown",
+    };
     let mut evidence = vec![
         ev(
             orig.at.frame,
@@ -91,7 +112,9 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
         ),
         ev(
             retx.at.frame,
-            about("quic-initial-loss.sent-again", retx).with("after_ms", retx.at.ts - orig.at.ts),
+            about("quic-initial-loss.sent-again", retx)
+                .with("after_ms", retx.at.ts - orig.at.ts)
+                .with("trigger", trigger),
         ),
     ];
     if last.at != retx.at {

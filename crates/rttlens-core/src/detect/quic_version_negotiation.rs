@@ -67,8 +67,20 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
             ),
         },
     };
+    let mut facts = args!(
+        lost_ms = d,
+        server_versions = Value::List(
+            vn.versions
+                .iter()
+                .map(|&v| Value::Count(u64::from(v)))
+                .collect()
+        ),
+    );
+    if let Some(v) = a.first_version() {
+        facts.set("first_version", Value::Count(u64::from(v)));
+    }
     vec![Finding {
-        facts: args!(lost_ms = d),
+        facts,
         id: ID,
         connection: a.index(),
         cost: a.cost(d),

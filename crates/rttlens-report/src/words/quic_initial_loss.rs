@@ -40,9 +40,16 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
             a.str("sender")
         ),
         "quic-initial-loss.sent-again" => format!(
-            "{}: the same CRYPTO data sent again {:.1} ms later (probe timeout)",
+            "{}: the same CRYPTO data sent again {:.1} ms later{}",
             what(a),
-            a.f64("after_ms")
+            a.f64("after_ms"),
+            match a.get("trigger").map(|_| a.str("trigger")) {
+                Some("peer-ack") => " (the peer had acknowledged a later packet: declared lost, RFC 9002 §6.1)",
+                Some("unknown") => "",
+                // a finding recorded before the trigger was told: a probe
+                // timeout, as it then said
+                _ => " (probe timeout)",
+            }
         ),
         "quic-initial-loss.sent-again-more" => format!(
             "{}: sent again once more, {:.1} ms after the first",

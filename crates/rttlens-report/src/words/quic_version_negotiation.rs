@@ -11,8 +11,44 @@ pub(super) fn title(f: &Finding) -> Option<String> {
 }
 
 /// The fix, from the finding's facts.
-pub(super) fn fix(_f: &Finding) -> Option<String> {
-    Some("Have the client start with a version the server speaks (QUIC v1 everywhere, RFC 9000) or let it learn it from the server's Alt-Svc/HTTPS record (RFC 9460 `alpn`); on the server, enable the version clients try first (quic-go `Config.Versions`, nginx serves v1 only).".into())
+pub(super) fn fix(f: &Finding) -> Option<String> {
+    // the versions the server named and the one the client tried, when
+    // the finding carries them
+    let offered: Vec<String> = match f.facts.get("server_versions") {
+        // a reserved version (0x?a?a?a?a, RFC 9000 §15) is greasing,
+        // never spoken
+        Some(Value::List(vs)) => vs
+            .iter()
+            .filter_map(Value::as_u64)
+            .filter(|v| v & 0x0f0f_0f0f != 0x0a0a_0a0a)
+            .map(quic_version)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let which = match (
+        offered.is_empty(),
+        f.facts.get("first_version").and_then(Value::as_u64),
+    ) {
+        (false, Some(first)) => format!(
+            " (this server speaks {}; the client tried {} first)",
+            offered.join(", "),
+            quic_version(first)
+        ),
+        (false, None) => format!(" (this server speaks {})", offered.join(", ")),
+        _ => " (QUIC v1 is spoken everywhere, RFC 9000)".to_string(),
+    };
+    Some(format!("Have the client start with a version the server speaks{which}, or let it learn it from the server's Alt-Svc/HTTPS record (RFC 9460 `alpn`); on the server, enable the version clients try first (quic-go `Config.Versions`, nginx serves v1 only)."))
+}
+
+/// A QUIC version by name: `QUIC v1` (RFC 9000), `QUIC v2` (RFC 9369),
+/// an IETF draft (`0xff0000NN`: `draft-NN`), else its number in hex.
+fn quic_version(v: u64) -> String {
+    match v {
+        1 => "QUIC v1".into(),
+        0x6b33_43cf => "QUIC v2".into(),
+        v if v & 0xffff_ff00 == 0xff00_0000 => format!("draft-{}", v & 0xff),
+        v => format!("version {v:#010x}"),
+    }
 }
 
 /// A fact of kind `quic-version-negotiation.*` as a sentence.

@@ -39,6 +39,20 @@ impl QuicConn {
             .iter()
             .rev()
             .find(|m| m.ty == 1)?;
+        Self::client_hello_of(m)
+    }
+
+    /// The client's first ClientHello, parsed (the one a HelloRetryRequest
+    /// answered, when there were two).
+    pub(crate) fn client_hello_first(&self) -> Option<(ClientHelloInfo, &Message)> {
+        let m = self.handshake.crypto[Side::Client.index()][0]
+            .messages
+            .iter()
+            .find(|m| m.ty == 1)?;
+        Self::client_hello_of(m)
+    }
+
+    fn client_hello_of(m: &Message) -> Option<(ClientHelloInfo, &Message)> {
         let (mut info, _) = hello::parse_client_hello(m.body.as_deref()?).ok()?;
         info.first = m.first;
         info.complete = m.done;
