@@ -21,14 +21,16 @@ mod check;
 mod ctx;
 mod fix;
 mod run;
+mod variants;
 
 pub use check::ExpectationResult;
 pub use ctx::{Between, ScenarioCtx};
 pub use fix::{Change, Fix, SMALL_RECORD};
 pub use run::{
     run_analysed, run_scenario, run_scenario_beside, Analysed, Beside, BesideOutcome,
-    ScenarioOutcome, VariantOutcome, BESIDE_READY, BESIDE_STOP,
+    ScenarioOutcome, BESIDE_READY, BESIDE_STOP,
 };
+pub use variants::VariantOutcome;
 
 use rttlens_core::model::finding::Finding;
 use rttlens_core::model::{ConnReport, QuicReport};

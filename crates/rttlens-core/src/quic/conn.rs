@@ -689,11 +689,12 @@ mod tests {
     /// and after; the sub-structs must not add padding. The journal's
     /// pointer and HTTP/3's frame log's (issue 45, qlog) added 16, the
     /// spin bit's state (issue 45) 112, the flow-control credit's pointer
-    /// (issue 45, `credit.rs`) 16 (8 and its padding).
+    /// (`credit.rs`) and the list of handshake packets acknowledged
+    /// (`recovery.rs`, both issue 45) 32 together.
     #[test]
     fn quic_conn_stays_small() {
         let size = std::mem::size_of::<super::QuicConn>();
         eprintln!("size_of::<QuicConn>() = {size}");
-        assert!(size <= 11312, "{size}");
+        assert!(size <= 11328, "{size}");
     }
 }

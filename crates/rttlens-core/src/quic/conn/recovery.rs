@@ -41,7 +41,7 @@ pub struct Recovery {
     /// Losses beyond the kept ones.
     pub losses_more: u64,
     /// Initial and Handshake packets acknowledged: (sender, space, packet
-    /// number), the first [`HANDSHAKE_ACKED_KEPT`]. A packet sent again
+    /// number), the first 256. A packet sent again
     /// whose first copy is among them was not lost (its probe timer fired
     /// before the answer came: a slow peer, not the path).
     pub handshake_acked: Vec<(Side, u8, u64)>,
