@@ -86,3 +86,15 @@ pub struct FrameRef {
     /// Capture timestamp.
     pub ts: Timestamp,
 }
+
+#[cfg(test)]
+impl FrameRef {
+    /// Frame `frame` passing `frame` milliseconds after the epoch: the
+    /// frames of the unit tests' made-up captures.
+    pub(crate) fn at_ms(frame: u64) -> FrameRef {
+        FrameRef {
+            frame,
+            ts: Timestamp::from_nanos(frame as i64 * 1_000_000),
+        }
+    }
+}

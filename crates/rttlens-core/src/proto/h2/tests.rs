@@ -1,13 +1,9 @@
 //! Tests of the HTTP/2 tracker (the parent module).
 
 use super::*;
-use crate::base::time::Timestamp;
 
 fn at(frame: u64) -> FrameRef {
-    FrameRef {
-        frame,
-        ts: Timestamp::from_nanos(frame as i64 * 1_000_000),
-    }
+    FrameRef::at_ms(frame)
 }
 
 fn frame(ty: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {

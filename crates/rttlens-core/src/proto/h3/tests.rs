@@ -1,11 +1,7 @@
 use super::*;
-use crate::base::time::Timestamp;
 
 fn at(frame: u64) -> FrameRef {
-    FrameRef {
-        frame,
-        ts: Timestamp::from_nanos(frame as i64 * 1_000_000),
-    }
+    FrameRef::at_ms(frame)
 }
 
 fn varint(out: &mut Vec<u8>, v: u64) {

@@ -230,13 +230,9 @@ pub(crate) fn initial_stream_limit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::time::Timestamp;
 
     fn at(frame: u64) -> FrameRef {
-        FrameRef {
-            frame,
-            ts: Timestamp::from_nanos(frame as i64 * 1_000_000),
-        }
+        FrameRef::at_ms(frame)
     }
 
     #[test]
