@@ -221,7 +221,8 @@ const QUIC_PEER: [(&str, &str); 3] = [
 /// (`-serve ADDR`, knobs as [`QuicGoOptions`]) and client (`-get URL`: `-n`
 /// connections sharing a session cache, `-0rtt` on the later ones,
 /// `-pause` between the first and the second, `-versions` offered in
-/// order, `-put N` to POST N bytes instead of the GET, `-keylog FILE`). The lab's second QUIC stack beside the quinn
+/// order, `-put N` to POST N bytes instead of the GET, `-keylog FILE`); either
+/// writes quic-go's qlog of each connection with `-qlog DIR`. The lab's second QUIC stack beside the quinn
 /// server of [`rttlens_lab_server::quic`].
 ///
 /// # Errors

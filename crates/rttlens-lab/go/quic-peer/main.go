@@ -5,9 +5,17 @@
 //	rttlens-quic-peer -serve ADDR [-intermediates N] [-cert-padding B]
 //	    [-retry] [-stream-window B] [-max-stream-window B] [-conn-window B]
 //	    [-0rtt] [-ticket-key HEX] [-versions v1,v2] [-curves p256]
-//	    [-keylog FILE]
+//	    [-keylog FILE] [-qlog DIR]
 //	rttlens-quic-peer -get URL [-n N] [-0rtt] [-pause] [-versions v2,v1]
-//	    [-put N] [-keylog FILE]
+//	    [-put N] [-keylog FILE] [-qlog DIR]
+//
+// -qlog DIR makes quic-go write each connection's qlog into DIR, as
+// ODCID_server.sqlog or ODCID_client.sqlog (ODCID: the client's first
+// Destination Connection ID in hex; quic-go's qlog package as its
+// DefaultConnectionTracer names them under QLOGDIR, JSON-SEQ). The files
+// are complete when the program exits: the client waits for them after
+// its last connection (at most 2 s), the server on SIGTERM after closing
+// its connections (at most 1 s).
 //
 // The server answers GET /size/N with N bytes of 'x', a POST (to any
 // path) by reading its whole body and saying how many bytes it read
@@ -61,13 +69,16 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/quic-go/qlogwriter"
 )
 
 func main() {
@@ -85,6 +96,7 @@ func main() {
 	curves := flag.String("curves", "", "key-exchange groups accepted, e.g. p256; empty: Go's default (server)")
 	put := flag.Int("put", 0, "POST this many bytes of 'x' instead of a GET; 0: GET (client)")
 	keylog := flag.String("keylog", "", "append TLS secrets here (NSS key log format)")
+	qlogDir := flag.String("qlog", "", "write each connection's qlog into this directory (quic-go's qlog)")
 	n := flag.Int("n", 1, "connections, one after the other, sharing a session cache (client)")
 	pause := flag.Bool("pause", false, "after the first connection print \"paused\" and wait for a line on stdin (client)")
 	flag.Parse()
@@ -118,6 +130,7 @@ func main() {
 			MaxStreamReceiveWindow:         maxWindow(*streamWindow, *maxStreamWindow),
 			InitialConnectionReceiveWindow: *connWindow,
 			MaxConnectionReceiveWindow:     max(*connWindow, 15<<20),
+			Tracer:                         qlogTracer(*qlogDir),
 		}
 		if err := runServer(*serve, tlsConf, qc, *retry); err != nil {
 			fail(err)
@@ -126,11 +139,78 @@ func main() {
 		if *put < 0 || *put > 64<<20 {
 			fail(fmt.Errorf("-put: %d is not within 0..%d", *put, 64<<20))
 		}
-		if err := runClient(*get, vs, kl, *n, *zeroRTT, *pause, *put); err != nil {
+		err := runClient(*get, vs, kl, *n, *zeroRTT, *pause, *put, qlogTracer(*qlogDir))
+		waitQlogs(2 * time.Second)
+		if err != nil {
 			fail(err)
 		}
 	default:
 		fail(errors.New("give -serve ADDR or -get URL"))
+	}
+}
+
+// qlogs counts the qlog files open: each is closed (flushed) when quic-go
+// closes its trace, after its connection's last event.
+var qlogs sync.WaitGroup
+
+// qlogTracer: a quic.Config.Tracer writing each connection's qlog into
+// dir as quic-go's qlog.DefaultConnectionTracer does into $QLOGDIR
+// (qlogwriter.NewConnectionFileSeq, ODCID_PERSPECTIVE.sqlog), its files
+// counted in qlogs; nil (no qlog) for "".
+func qlogTracer(dir string) func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace {
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fail(fmt.Errorf("-qlog: %w", err))
+	}
+	return func(_ context.Context, isClient bool, odcid quic.ConnectionID) qlogwriter.Trace {
+		who := "server"
+		if isClient {
+			who = "client"
+		}
+		path := filepath.Join(dir, fmt.Sprintf("%s_%s.sqlog", odcid, who))
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "rttlens-quic-peer: qlog:", err)
+			return nil
+		}
+		qlogs.Add(1)
+		trace := qlogwriter.NewConnectionFileSeq(&qlogFile{w: bufio.NewWriter(f), f: f}, isClient, odcid)
+		go trace.Run()
+		return trace
+	}
+}
+
+// qlogFile: a qlog file written through a buffer, flushed and counted
+// out of qlogs on Close.
+type qlogFile struct {
+	w *bufio.Writer
+	f *os.File
+}
+
+func (q *qlogFile) Write(b []byte) (int, error) { return q.w.Write(b) }
+
+func (q *qlogFile) Close() error {
+	defer qlogs.Done()
+	err := q.w.Flush()
+	if cerr := q.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// waitQlogs waits at most limit for the qlog files open to be closed.
+func waitQlogs(limit time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		qlogs.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		fmt.Fprintln(os.Stderr, "rttlens-quic-peer: qlog: files still open after", limit)
 	}
 }
 
@@ -299,14 +379,25 @@ func runServer(addr string, tlsConf *tls.Config, qc *quic.Config, retry bool) er
 	fmt.Printf("listening on %s\n", udp.LocalAddr())
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	stopping := make(chan struct{})
 	go func() {
 		<-sig
+		close(stopping)
 		srv.Close()
 		ln.Close()
 		tr.Close()
+		waitQlogs(time.Second)
 		os.Exit(0)
 	}()
-	return srv.ServeListener(ln)
+	err = srv.ServeListener(ln)
+	select {
+	case <-stopping:
+		// closed by the signal: its goroutine exits once the qlog files
+		// are written
+		select {}
+	default:
+		return err
+	}
 }
 
 func handle(w http.ResponseWriter, r *http.Request) {
@@ -341,7 +432,8 @@ func handle(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "rttlens quic-go peer\n")
 }
 
-func runClient(raw string, vs []quic.Version, kl io.Writer, n int, zeroRTT, pause bool, put int) error {
+func runClient(raw string, vs []quic.Version, kl io.Writer, n int, zeroRTT, pause bool, put int,
+	tracer func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return err
@@ -357,7 +449,7 @@ func runClient(raw string, vs []quic.Version, kl io.Writer, n int, zeroRTT, paus
 		ClientSessionCache: tls.NewLRUClientSessionCache(8),
 		KeyLogWriter:       kl,
 	}
-	qc := &quic.Config{Versions: vs, HandshakeIdleTimeout: 10 * time.Second}
+	qc := &quic.Config{Versions: vs, HandshakeIdleTimeout: 10 * time.Second, Tracer: tracer}
 	stdin := bufio.NewReader(os.Stdin)
 	for i := 0; i < n; i++ {
 		if i == 1 && pause {
