@@ -174,6 +174,6 @@ fn quic_scenarios_hold_at_40ms() {
             "no keyless analysis of the capture".into(),
         );
     }
-    assert!(ran >= 21, "QUIC scenarios in the catalogue: {ran}");
+    assert!(ran >= 19, "QUIC scenarios in the catalogue: {ran}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
