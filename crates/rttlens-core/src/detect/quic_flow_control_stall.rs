@@ -197,13 +197,22 @@ pub(crate) fn detect(a: &QuicAnalysis) -> Vec<Finding> {
                 .or(t.initial_max_stream_data_bidi_remote)
         }
     });
-    let mut facts = args!(
-        frame_type = kind,
-        sender = side,
-        receiver = receiver,
-        limit_bytes = Value::Bytes(value),
-        blocked_ms = d,
-    );
+    // `frame_type` is the BLOCKED frame the sender sent; an inferred stall
+    // names the limit it met instead (no such frame was on the wire)
+    let mut facts = if told {
+        args!(frame_type = kind)
+    } else {
+        let limit = if kind == "DATA_BLOCKED" {
+            "MAX_DATA"
+        } else {
+            "MAX_STREAM_DATA"
+        };
+        args!(limit_frame_type = limit)
+    }
+    .with("sender", side)
+    .with("receiver", receiver)
+    .with("limit_bytes", Value::Bytes(value))
+    .with("blocked_ms", d);
     if let Some(v) = initial {
         facts.set("initial_limit_bytes", Value::Bytes(v));
     }
