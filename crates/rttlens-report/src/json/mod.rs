@@ -225,13 +225,47 @@ impl<'a> SummaryJson<'a> {
 }
 
 /// `conn` as one JSON object, appended to `buf` (by [`ser`], which writes
-/// serde_json's bytes faster).
+/// serde_json's bytes faster): the bytes `serde_json` writes for
+/// [`ConnJson`] or [`QuicJson`] (`tests/json_bytes.rs`).
 pub fn write_connection(buf: &mut Vec<u8>, conn: &Connection) -> io::Result<()> {
     match conn {
-        Connection::Tcp(c) => ser::to_vec_into(buf, &ConnJson::new(c)),
-        Connection::Quic(q) => ser::to_vec_into(buf, &QuicJson::new(q)),
+        Connection::Tcp(c) => spliced(buf, Transport::Tcp, c, &c.ladder, &c.findings),
+        Connection::Quic(q) => spliced(buf, Transport::Quic, q, &q.ladder, &q.findings),
     }
     .map_err(io::Error::other)
+}
+
+/// `{"transport":…,<the report's fields>,"ladder":[…],"findings":[…]}`:
+/// what `#[serde(flatten)]` writes for [`ConnJson`] and [`QuicJson`], with
+/// the report written as the struct it is and its object's braces taken
+/// off. serde writes a flattened struct as a map, each field name through
+/// the map-key path (about a tenth of a connection's JSON instructions,
+/// callgrind, bench/README.md "issue 41, fourth session").
+fn spliced<R: Serialize>(
+    buf: &mut Vec<u8>,
+    transport: Transport,
+    report: &R,
+    ladder: &[Phase],
+    findings: &[Finding],
+) -> Result<(), ser::Error> {
+    buf.extend_from_slice(b"{\"transport\":");
+    ser::to_vec_into(buf, &transport)?;
+    let at = buf.len();
+    ser::to_vec_into(buf, report)?;
+    // `{…}`: its `{` becomes the comma after `transport`, its `}` goes (an
+    // empty `{}` leaves nothing)
+    if buf.len() - at <= 2 {
+        buf.truncate(at);
+    } else {
+        buf[at] = b',';
+        buf.pop();
+    }
+    buf.extend_from_slice(b",\"ladder\":");
+    ser::to_vec_into(buf, &Seq(ladder, PhaseJson))?;
+    buf.extend_from_slice(b",\"findings\":");
+    ser::to_vec_into(buf, &Seq(findings, FindingJson))?;
+    buf.push(b'}');
+    Ok(())
 }
 
 /// The capture summary's JSON object, appended to `buf`.

@@ -81,21 +81,41 @@ fn byte_needs_escape(b: u8) -> bool {
 
 /// Whether `s` holds a byte JSON escapes, eight bytes at a time (the last
 /// word overlapping the one before it: an "any" test may look twice).
+/// Field names and most values are short: up to 16 bytes take one or two
+/// loads and no loop, a string of 1 to 7 bytes is read as overlapping
+/// parts padded with spaces (which JSON does not escape).
 #[inline]
 fn needs_escape(s: &[u8]) -> bool {
-    if s.len() < 8 {
-        return s.iter().any(|&b| byte_needs_escape(b));
-    }
     let word = |c: &[u8]| {
         let mut w = [0u8; 8];
         w.copy_from_slice(c);
         word_needs_escape(u64::from_le_bytes(w))
     };
-    let mut any = false;
-    for c in s.chunks_exact(8) {
-        any |= word(c);
+    let n = s.len();
+    match n {
+        0 => false,
+        1..=3 => {
+            // every byte is one of the first, middle and last
+            let w = u64::from_le_bytes([s[0], s[n / 2], s[n - 1], b' ', b' ', b' ', b' ', b' ']);
+            word_needs_escape(w)
+        }
+        4..=7 => {
+            let half = |c: &[u8]| {
+                let mut w = [0u8; 4];
+                w.copy_from_slice(c);
+                u64::from(u32::from_le_bytes(w))
+            };
+            word_needs_escape(half(&s[..4]) | half(&s[n - 4..]) << 32)
+        }
+        8..=16 => word(&s[..8]) | word(&s[n - 8..]),
+        _ => {
+            let mut any = false;
+            for c in s.chunks_exact(8) {
+                any |= word(c);
+            }
+            any || word(&s[n - 8..])
+        }
     }
-    any || word(&s[s.len() - 8..])
 }
 
 /// Appends `s`'s bytes, escaped as serde_json escapes them (the short
@@ -139,10 +159,68 @@ fn escape_into(out: &mut Vec<u8>, s: &str) {
 /// Appends `s` as a JSON string.
 #[inline]
 fn string_into(out: &mut Vec<u8>, s: &str) {
-    out.reserve(s.len() + 2);
+    quoted_into(out, s, false);
+}
+
+/// Appends `s` as a JSON string, then a `:` when `colon` (a field name).
+///
+/// A string of up to 16 bytes that needs no escape, as field names and
+/// most values are, is written without a loop or a `memcpy` call: its
+/// bytes are read as (overlapping) words, tested for escapes, stored into a
+/// 20-byte array with the quotes, and the array appended whole and cut to
+/// length. Anything else takes [`escape_into`].
+#[inline]
+fn quoted_into(out: &mut Vec<u8>, s: &str, colon: bool) {
+    let b = s.as_bytes();
+    let n = b.len();
+    if n <= 16 {
+        let mut w = [0u8; 20];
+        w[0] = b'"';
+        let clean = match n {
+            0 => true,
+            1..=3 => {
+                w[1] = b[0];
+                w[1 + n / 2] = b[n / 2];
+                w[n] = b[n - 1];
+                let x =
+                    u64::from_le_bytes([b[0], b[n / 2], b[n - 1], b' ', b' ', b' ', b' ', b' ']);
+                !word_needs_escape(x)
+            }
+            4..=7 => {
+                let (mut lo, mut hi) = ([0u8; 4], [0u8; 4]);
+                lo.copy_from_slice(&b[..4]);
+                hi.copy_from_slice(&b[n - 4..]);
+                w[1..5].copy_from_slice(&lo);
+                w[n - 3..n + 1].copy_from_slice(&hi);
+                let x = u64::from(u32::from_le_bytes(lo)) | u64::from(u32::from_le_bytes(hi)) << 32;
+                !word_needs_escape(x)
+            }
+            _ => {
+                let (mut lo, mut hi) = ([0u8; 8], [0u8; 8]);
+                lo.copy_from_slice(&b[..8]);
+                hi.copy_from_slice(&b[n - 8..]);
+                w[1..9].copy_from_slice(&lo);
+                w[n - 7..n + 1].copy_from_slice(&hi);
+                !word_needs_escape(u64::from_le_bytes(lo))
+                    && !word_needs_escape(u64::from_le_bytes(hi))
+            }
+        };
+        if clean {
+            w[n + 1] = b'"';
+            w[n + 2] = b':';
+            let len = out.len();
+            out.extend_from_slice(&w);
+            out.truncate(len + n + 2 + usize::from(colon));
+            return;
+        }
+    }
+    out.reserve(n + 3);
     out.push(b'"');
     escape_into(out, s);
     out.push(b'"');
+    if colon {
+        out.push(b':');
+    }
 }
 
 impl Ser<'_> {
@@ -193,9 +271,7 @@ impl Compound<'_, '_> {
     #[inline]
     fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), Error> {
         self.comma();
-        self.ser.out.reserve(key.len() + 3);
-        string_into(self.ser.out, key);
-        self.ser.out.push(b':');
+        quoted_into(self.ser.out, key, true);
         value.serialize(&mut *self.ser)
     }
 

@@ -126,14 +126,17 @@ fn floats_match_serde_json() {
 
 #[test]
 fn every_byte_escapes_as_serde_json_does() {
-    // each char alone, and inside words of each length around the
-    // eight-byte chunks
+    // each char alone, and at every place inside words of each length up
+    // to and around the eight-byte chunks (the short strings' overlapping
+    // loads, the two words of 8 to 16 bytes, the loop beyond)
     for c in (0u32..0x100).filter_map(char::from_u32) {
-        for len in [0, 1, 7, 8, 9, 15, 16, 17] {
-            for at in [0, len / 2, len] {
+        for len in (0..=18).chain([23, 24, 25, 31, 32, 33]) {
+            for at in 0..=len {
                 let mut s: String = "a".repeat(len);
                 s.insert(at, c);
                 same(&s);
+                // as a map key (written with its colon after it)
+                same(&BTreeMap::from([(s, 1)]))
             }
         }
     }
@@ -209,4 +212,55 @@ fn display_values_are_escaped_as_they_are_written() {
     }
     same(&ViaDisplay);
     same(&vec![ViaDisplay, ViaDisplay]);
+}
+
+/// Field names of each length the short path reads differently, and ones
+/// JSON escapes.
+#[derive(Serialize)]
+struct Names {
+    #[serde(rename = "a")]
+    n1: u8,
+    #[serde(rename = "ab")]
+    n2: u8,
+    #[serde(rename = "abc")]
+    n3: u8,
+    #[serde(rename = "abcd")]
+    n4: u8,
+    #[serde(rename = "abcdefg")]
+    n7: u8,
+    #[serde(rename = "abcdefgh")]
+    n8: u8,
+    #[serde(rename = "abcdefghi")]
+    n9: u8,
+    #[serde(rename = "abcdefghijklmnop")]
+    n16: u8,
+    #[serde(rename = "abcdefghijklmnopq")]
+    n17: u8,
+    #[serde(rename = "")]
+    n0: u8,
+    #[serde(rename = "q\"")]
+    quote: u8,
+    #[serde(rename = "tab\there, 16 b")]
+    tab: u8,
+    #[serde(rename = "back\\slash")]
+    backslash: u8,
+}
+
+#[test]
+fn field_names_of_every_length_match_serde_json() {
+    same(&Names {
+        n1: 1,
+        n2: 2,
+        n3: 3,
+        n4: 4,
+        n7: 7,
+        n8: 8,
+        n9: 9,
+        n16: 16,
+        n17: 17,
+        n0: 0,
+        quote: 0,
+        tab: 0,
+        backslash: 0,
+    });
 }
