@@ -90,6 +90,12 @@ pub struct Options {
     /// capture's; its connections, findings, TLS tally, population view
     /// and QUIC list are the shard's.
     pub shard: Option<Shard>,
+    /// With more than one thread: each TCP connection's output written
+    /// by this function on the flow thread that made its report, kept in
+    /// [`ConnReport::rendered`] for the renderer (JSON and JSON Lines: the
+    /// merging thread then copies bytes instead of rendering,
+    /// [`crate::model::Rendered`]). A one-thread run leaves it alone.
+    pub prerender: Option<crate::model::Prerender>,
 }
 
 /// [`run`], keeping what `options` asks for.

@@ -78,3 +78,45 @@ fn every_record_of_the_shared_captures_is_written_as_serde_json_writes_it() {
     assert!(conns > 50, "only {conns} connections");
     assert!(bytes > 100_000, "only {bytes} bytes of JSON");
 }
+
+/// Written ahead on the flow threads (`Options::prerender`, as `analyze
+/// --format json|jsonl` does with more than one thread) and copied with the
+/// serial index put in: serde_json's bytes of the renumbered report.
+#[test]
+fn records_written_ahead_on_the_flow_threads_are_serde_json_s_bytes_with_the_serial_index() {
+    let (mut ahead, mut renumbered) = (0usize, 0usize);
+    for path in captures() {
+        for threads in [2, 3] {
+            let mut reader = CaptureReader::open(&path).expect("open");
+            if let Some(k) = keylog(&path) {
+                reader.key_store().add(&std::fs::read(k).expect("key log"));
+            }
+            let options = Options {
+                threads,
+                prerender: Some(json::prerender),
+                ..Options::default()
+            };
+            let mut check = |c: Connection| {
+                let Connection::Tcp(t) = &c else { return };
+                let r = t.rendered.as_ref().expect("a TCP record written ahead");
+                ahead += 1;
+                renumbered += usize::from(r.index != t.index);
+                let mut ours = Vec::new();
+                json::write_connection(&mut ours, &c).expect("ours");
+                let theirs = serde_json::to_vec(&ConnJson::new(t)).expect("serde_json");
+                assert!(
+                    ours == theirs,
+                    "{} on {threads} threads: a record written ahead differs:\n ours: {}\n serde_json: {}",
+                    path.display(),
+                    String::from_utf8_lossy(&ours),
+                    String::from_utf8_lossy(&theirs)
+                );
+            };
+            pipeline::run_with(&mut reader, &options, &mut check, &mut |_| {}).expect("analyse");
+        }
+    }
+    assert!(ahead > 100, "only {ahead} records written ahead");
+    // the flow threads' own indexes differ from the serial ones: the
+    // copies put the serial one in
+    assert!(renumbered > 10, "only {renumbered} records renumbered");
+}

@@ -186,6 +186,10 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         open_connections: None,
         community_id_seed: args.community_id_seed,
         shard: args.shard,
+        // JSON and JSON Lines write each TCP connection on the flow thread
+        // that made its report (the merging thread copies the bytes)
+        prerender: matches!(args.format, AnalyzeFormat::Json | AnalyzeFormat::Jsonl)
+            .then_some(rttlens_report::json::prerender as rttlens_core::model::Prerender),
     };
     renderer.begin(&mut out, &Source { name: name.clone() })?;
     // live: the header (jsonl's first line) at once, before any connection

@@ -11,6 +11,7 @@ pub mod population;
 mod quic;
 mod quic_labels;
 mod record;
+mod rendered;
 pub mod trace;
 
 pub use finding::Finding;
@@ -20,6 +21,7 @@ pub use capture::{CaptureSummary, Quality, TlsTally};
 pub use quic::{QuicHandshakeReport, QuicReport, QuicRttReport, QuicSpinReport, QuicStreamRow};
 pub(crate) use quic_labels::quic_frame_labels;
 pub use record::{Connection, Transport};
+pub use rendered::{ConnIndex, Prerender, Rendered, CONN_INDEX};
 
 // The record's parts defined where an earlier layer fills them, read from
 // here outside the engine (tests/layers.rs "the record's one door").
@@ -108,6 +110,7 @@ pub struct TransferReport {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ConnReport {
     /// 0-based index in order of first packet.
+    #[serde(serialize_with = "rendered::conn_index")]
     pub index: u64,
     /// Client address:port.
     pub client: String,
@@ -169,6 +172,11 @@ pub struct ConnReport {
     /// the JSON.
     #[serde(skip)]
     pub sample: crate::population::Sample,
+    /// Its output written ahead on the thread that made it, when the
+    /// pipeline was asked to ([`crate::pipeline::Options::prerender`]);
+    /// not part of the JSON.
+    #[serde(skip)]
+    pub rendered: Option<Box<Rendered>>,
 }
 
 /// TLS facts of a connection.
@@ -275,6 +283,7 @@ impl ConnReport {
             notes: std::mem::take(&mut a.notes),
             trace: None,
             sample,
+            rendered: None,
         }
     }
 

@@ -445,6 +445,8 @@ struct Shard {
     table: FlowTable<Protocols>,
     /// The Community ID seed of its records.
     seed: u16,
+    /// Writes each TCP report's output ahead ([`Options::prerender`]).
+    prerender: Option<crate::model::Prerender>,
 }
 
 /// Runs one batch of `shard`'s frames through flow tracking, analysis and
@@ -452,12 +454,16 @@ struct Shard {
 fn process(shard: &mut Shard, batch: Batch, send: &mut dyn FnMut(Answer)) -> (Answer, Batch) {
     let table = &mut shard.table;
     let seed = shard.seed;
+    let prerender = shard.prerender;
     let mut a = Answer::new(batch.seq, shard.index, 0);
     let start = batch.start;
     let end = |c: Box<Conn<Protocols>>, frame: u64, phase: EventKind, a: &mut Answer| {
         a.oversized += c.half[0].send.oversized + c.half[1].send.oversized;
         let local = c.index;
-        let report = report_of(c, start, seed, &mut a.findings_by_id);
+        let mut report = report_of(c, start, seed, &mut a.findings_by_id);
+        if let Some(write) = prerender {
+            report.rendered = write(&report).map(Box::new);
+        }
         a.events.push(Event {
             frame,
             phase,
@@ -620,6 +626,7 @@ impl Pool {
                         index,
                         table: table(),
                         seed: options.community_id_seed,
+                        prerender: options.prerender,
                     })
                 })
                 .collect(),

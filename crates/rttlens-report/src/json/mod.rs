@@ -15,7 +15,7 @@ use std::io::{self, Write};
 use rttlens_core::model::finding::{Confidence, Evidence, Finding};
 use rttlens_core::model::population::PopFinding;
 use rttlens_core::model::Phase;
-use rttlens_core::model::{ConnReport, Connection, QuicReport, Transport};
+use rttlens_core::model::{ConnIndex, ConnReport, Connection, QuicReport, Rendered, Transport};
 use rttlens_core::pipeline::CaptureSummary;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
@@ -38,7 +38,7 @@ impl Serialize for FindingJson<'_> {
         let f = self.0;
         let mut m = s.serialize_struct("Finding", 9)?;
         m.serialize_field("id", f.id)?;
-        m.serialize_field("connection", &f.connection())?;
+        m.serialize_field("connection", &ConnIndex(f.connection()))?;
         m.serialize_field("title", &words::title(f))?;
         m.serialize_field("cost", &f.cost)?;
         m.serialize_field("evidence", &Seq(&f.evidence, EvidenceJson))?;
@@ -227,12 +227,43 @@ impl<'a> SummaryJson<'a> {
 /// `conn` as one JSON object, appended to `buf` (by [`ser`], which writes
 /// serde_json's bytes faster): the bytes `serde_json` writes for
 /// [`ConnJson`] or [`QuicJson`] (`tests/json_bytes.rs`).
+/// A TCP connection written ahead ([`prerender`]) is copied, with its
+/// index.
 pub fn write_connection(buf: &mut Vec<u8>, conn: &Connection) -> io::Result<()> {
     match conn {
-        Connection::Tcp(c) => spliced(buf, Transport::Tcp, c, &c.ladder, &c.findings),
+        Connection::Tcp(c) => match &c.rendered {
+            Some(r) => {
+                r.write_into(buf, c.index);
+                Ok(())
+            }
+            None => spliced(buf, Transport::Tcp, c, &c.ladder, &c.findings),
+        },
         Connection::Quic(q) => spliced(buf, Transport::Quic, q, &q.ladder, &q.findings),
     }
     .map_err(io::Error::other)
+}
+
+/// A TCP connection's JSON object written ahead, on the thread that made
+/// its report (`Options::prerender`): [`write_connection`] then copies it.
+/// `None` when it cannot be written: the merging thread writes it then,
+/// and says why.
+pub fn prerender(c: &ConnReport) -> Option<Rendered> {
+    let mut r = Rendered {
+        bytes: Vec::with_capacity(4096),
+        marks: Vec::new(),
+        index: c.index,
+    };
+    let marks = Some(&mut r.marks);
+    spliced_marked(
+        &mut r.bytes,
+        marks,
+        Transport::Tcp,
+        c,
+        &c.ladder,
+        &c.findings,
+    )
+    .ok()?;
+    Some(r)
 }
 
 /// `{"transport":…,<the report's fields>,"ladder":[…],"findings":[…]}`:
@@ -248,10 +279,33 @@ fn spliced<R: Serialize>(
     ladder: &[Phase],
     findings: &[Finding],
 ) -> Result<(), ser::Error> {
+    spliced_marked(buf, None, transport, report, ladder, findings)
+}
+
+/// [`spliced`], noting in `marks` (when given) where each connection
+/// index starts.
+fn spliced_marked<R: Serialize>(
+    buf: &mut Vec<u8>,
+    mut marks: Option<&mut Vec<usize>>,
+    transport: Transport,
+    report: &R,
+    ladder: &[Phase],
+    findings: &[Finding],
+) -> Result<(), ser::Error> {
+    fn put<T: Serialize>(
+        buf: &mut Vec<u8>,
+        marks: &mut Option<&mut Vec<usize>>,
+        v: &T,
+    ) -> Result<(), ser::Error> {
+        match marks.as_deref_mut() {
+            Some(m) => ser::to_vec_marked(buf, m, v),
+            None => ser::to_vec_into(buf, v),
+        }
+    }
     buf.extend_from_slice(b"{\"transport\":");
-    ser::to_vec_into(buf, &transport)?;
+    put(buf, &mut marks, &transport)?;
     let at = buf.len();
-    ser::to_vec_into(buf, report)?;
+    put(buf, &mut marks, report)?;
     // `{…}`: its `{` becomes the comma after `transport`, its `}` goes (an
     // empty `{}` leaves nothing)
     if buf.len() - at <= 2 {
@@ -261,9 +315,9 @@ fn spliced<R: Serialize>(
         buf.pop();
     }
     buf.extend_from_slice(b",\"ladder\":");
-    ser::to_vec_into(buf, &Seq(ladder, PhaseJson))?;
+    put(buf, &mut marks, &Seq(ladder, PhaseJson))?;
     buf.extend_from_slice(b",\"findings\":");
-    ser::to_vec_into(buf, &Seq(findings, FindingJson))?;
+    put(buf, &mut marks, &Seq(findings, FindingJson))?;
     buf.push(b'}');
     Ok(())
 }
