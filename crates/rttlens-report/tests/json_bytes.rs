@@ -37,14 +37,20 @@ fn keylog(p: &Path) -> Option<PathBuf> {
     k.exists().then_some(k)
 }
 
+/// `p` opened, with the key log beside it when there is one.
+fn open(p: &Path) -> CaptureReader {
+    let mut reader = CaptureReader::open(p).expect("open");
+    if let Some(k) = keylog(p) {
+        reader.key_store().add(&std::fs::read(k).expect("key log"));
+    }
+    reader
+}
+
 #[test]
 fn every_record_of_the_shared_captures_is_written_as_serde_json_writes_it() {
     let (mut conns, mut bytes) = (0usize, 0usize);
     for path in captures() {
-        let mut reader = CaptureReader::open(&path).expect("open");
-        if let Some(k) = keylog(&path) {
-            reader.key_store().add(&std::fs::read(k).expect("key log"));
-        }
+        let mut reader = open(&path);
         let options = Options::default();
         let mut check = |c: Connection| {
             let mut ours = Vec::new();
@@ -87,10 +93,7 @@ fn records_written_ahead_on_the_flow_threads_are_serde_json_s_bytes_with_the_ser
     let (mut ahead, mut renumbered) = (0usize, 0usize);
     for path in captures() {
         for threads in [2, 3] {
-            let mut reader = CaptureReader::open(&path).expect("open");
-            if let Some(k) = keylog(&path) {
-                reader.key_store().add(&std::fs::read(k).expect("key log"));
-            }
+            let mut reader = open(&path);
             let options = Options {
                 threads,
                 prerender: Some(json::prerender),
