@@ -39,7 +39,7 @@ fn keylog(p: &Path) -> Option<PathBuf> {
 
 /// `p` opened, with the key log beside it when there is one.
 fn open(p: &Path) -> CaptureReader {
-    let mut reader = CaptureReader::open(p).expect("open");
+    let reader = CaptureReader::open(p).expect("open");
     if let Some(k) = keylog(p) {
         reader.key_store().add(&std::fs::read(k).expect("key log"));
     }
