@@ -86,11 +86,31 @@ fn first_difference(ours: &Packets, theirs: &Packets, stack: &str) -> Option<Str
             ours[i], theirs[i]
         ));
     }
+    // after the common part, rttlens may read more: a stack in the
+    // closing state sends its CONNECTION_CLOSE packet again, byte for byte,
+    // in answer to packets that still arrive (RFC 9000 section 10.2.1),
+    // and quic-go's closed connection does so without logging it
+    let close_repeated = |extra: &[(String, Option<u64>, Vec<String>)]| {
+        theirs.last().is_some_and(|last| {
+            last.2.iter().any(|f| f == "connection_close") && extra.iter().all(|p| p == last)
+        })
+    };
+    if ours.len() > theirs.len() && close_repeated(&ours[theirs.len()..]) {
+        eprintln!(
+            "{stack}: its CONNECTION_CLOSE packet sent again {} time(s), unlogged",
+            ours.len() - theirs.len()
+        );
+        return None;
+    }
     (ours.len() != theirs.len()).then(|| {
+        let n = ours.len().min(theirs.len());
         format!(
-            "{} packets from rttlens, {} from {stack}",
+            "{} packets from rttlens, {} from {stack}; beyond the common {n}, rttlens's {:?}, \
+             {stack}'s {:?}",
             ours.len(),
-            theirs.len()
+            theirs.len(),
+            &ours[n..],
+            &theirs[n..]
         )
     })
 }
@@ -118,17 +138,19 @@ struct Side {
     events: Vec<Value>,
 }
 
-/// The packets of `ours` (the events rttlens wrote from the loopback
-/// capture) against each of `sides` (`stack`'s own qlogs of the same
+/// The packets of `ours` (the vantage point rttlens's qlog names and the
+/// events it wrote from the loopback capture) against each of `sides` (`stack`'s own qlogs of the same
 /// connection); frame types in `unlogged` are left out of ours. Returns
 /// the packets compared: (client sent, server sent).
 ///
 /// What a side sent must be the capture's exactly (tcpdump on the
 /// loopback sees every datagram sent); what it received, the capture's
 /// less the packets it did not process (its socket dropped them, or the
-/// stack did, e.g. for want of keys), in order, at most a tenth left out.
+/// stack did, e.g. for want of keys), in order, at most half left out;
+/// beyond its own log, a sender may only have sent its CONNECTION_CLOSE
+/// packet again.
 fn compare_packets(
-    ours: &[Value],
+    (vantage, ours): &(String, Vec<Value>),
     stack: &str,
     sides: &[Side],
     unlogged: &[&str],
@@ -137,11 +159,18 @@ fn compare_packets(
         packets(ours, "transport:packet_sent", unlogged),
         packets(ours, "transport:packet_received", unlogged),
     );
-    // loopback: too close to tell the vantage point, so `network` with
-    // flow `client`: the client's packets are `sent`
+    // `sent` are the vantage point's packets: the client's when it is
+    // `network` (flow `client`). On the loopback both halves of the RTT are
+    // usually too short to tell the capture point (`network`), but under
+    // load one host may answer late enough to put the capture beside the
+    // other (docs/design.md section 4 "Vantage and RTT")
+    let (client, server) = match vantage.as_str() {
+        "server" => (received, sent),
+        _ => (sent, received),
+    };
     assert!(
-        sent.len() > 5 && received.len() > 20,
-        "{sent:?} {received:?}"
+        client.len() > 5 && server.len() > 20,
+        "vantage {vantage}: client {client:?}, server {server:?}"
     );
     for side in sides {
         let who = side.who;
@@ -150,8 +179,8 @@ fn compare_packets(
             packets(&side.events, "transport:packet_received", &[]),
         );
         let (ours_sent, ours_received) = match who {
-            "client" => (&sent, &received),
-            _ => (&received, &sent),
+            "client" => (&client, &server),
+            _ => (&server, &client),
         };
         if let Some(d) = first_difference(ours_sent, &their_sent, stack) {
             panic!("the {stack} {who}'s packets sent, against its qlog: {d}");
@@ -159,13 +188,16 @@ fn compare_packets(
         if let Some(d) = not_a_subsequence(&their_received, ours_received, stack) {
             panic!("the {stack} {who}'s packets received, against its qlog: {d}");
         }
+        // what a receiver's socket drops is the stack's and the load's, not
+        // rttlens's (what the capture saw is compared whole with the
+        // sender's log): bounded only against a capture gone wrong
         let dropped = ours_received.len() - their_received.len();
         assert!(
-            dropped * 10 <= ours_received.len(),
+            dropped * 2 <= ours_received.len(),
             "the {stack} {who} received {dropped} packets fewer than the capture saw"
         );
     }
-    (sent.len(), received.len())
+    (client.len(), server.len())
 }
 
 /// Root, `ip` and tcpdump, or a panic naming what is missing.
@@ -184,7 +216,8 @@ fn require_capture() {
 /// rttlens's qlog (`--format qlog`) of the one connection in `pcap`,
 /// decrypted with `keys`, written under `dir`: its events, the header
 /// left out.
-fn qlog_of(pcap: &Path, keys: &Path, dir: &Path) -> Vec<Value> {
+/// rttlens's qlog of the capture: the vantage point's type and the events.
+fn qlog_of(pcap: &Path, keys: &Path, dir: &Path) -> (String, Vec<Value>) {
     analyze_ok([
         pcap.as_os_str(),
         "--keylog".as_ref(),
@@ -199,7 +232,11 @@ fn qlog_of(pcap: &Path, keys: &Path, dir: &Path) -> Vec<Value> {
         !dir.join("quic-1.sqlog").exists(),
         "one connection was made, rttlens wrote more files"
     );
-    ours[1..].to_vec()
+    let vantage = ours[0]["trace"]["vantage_point"]["type"]
+        .as_str()
+        .expect("a vantage point type")
+        .to_string();
+    (vantage, ours[1..].to_vec())
 }
 
 /// A `python3` that imports aioquic, or a panic saying how to get one.
@@ -260,7 +297,7 @@ fn the_qlog_from_a_capture_agrees_with_aioquics_own_on_every_packet() {
     // rttlens writes: nothing to map
     compare_packets(&ours, "aioquic", &sides, &[]);
     // the other events are there: the RTT, the parameters, HTTP/3
-    let names: Vec<&str> = ours.iter().filter_map(|e| e["name"].as_str()).collect();
+    let names: Vec<&str> = ours.1.iter().filter_map(|e| e["name"].as_str()).collect();
     for name in [
         "connectivity:connection_started",
         "transport:parameters_set",
