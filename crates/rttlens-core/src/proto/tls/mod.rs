@@ -173,8 +173,12 @@ pub struct TlsRecord {
     /// Position among this direction's records (0 = first; the detailed
     /// ones are the first [`RECORD_DETAIL_CAP`]), see [`TlsRecord::index`].
     pub(crate) position: u16,
-    /// Payload length in bytes (without the 5-byte header).
+    /// Payload length in bytes (without the header).
     pub length: u16,
+    /// Header length in bytes: 5, or 2 for an SSL 2.0 record holding a
+    /// ClientHello (RFC 5246 Appendix E.2).
+    #[serde(skip)]
+    pub header_len: u8,
     /// Payload bytes the capture never saw (gaps), 0 normally; at most
     /// [`length`](Self::length).
     pub missing: u16,
@@ -198,7 +202,7 @@ impl TlsRecord {
 
     /// Stream offset just past the record (header + payload).
     pub fn end_offset(&self) -> u64 {
-        self.offset + 5 + u64::from(self.length)
+        self.offset + u64::from(self.header_len) + u64::from(self.length)
     }
 }
 

@@ -70,6 +70,18 @@ struct Current {
     sealed: Option<([u8; 5], Vec<u8>)>,
 }
 
+impl Current {
+    /// Stream offset just past the record: an SSL 2.0 hello's header is 2
+    /// bytes, a TLS record's 5.
+    fn end_offset(&self) -> u64 {
+        let header = match self.payload {
+            Payload::Sslv2Hello { .. } => 2,
+            _ => 5,
+        };
+        self.offset + header + u64::from(self.length)
+    }
+}
+
 /// Parser state of one direction.
 #[derive(Debug, Default)]
 pub(super) struct DirParser {
@@ -243,6 +255,7 @@ impl DirParser {
             // a record past the detailed ones is not kept
             position: u16::try_from(index).unwrap_or(u16::MAX),
             length,
+            header_len: 5,
             missing: 0,
             content_type,
             opaque,
@@ -290,6 +303,7 @@ impl DirParser {
             complete: None,
             position: 0,
             length,
+            header_len: 2,
             missing: 0,
             content_type: ContentType::HANDSHAKE,
             opaque: false,
@@ -511,7 +525,7 @@ impl DirParser {
                 if let Some(r) = out.record_mut(index) {
                     r.missing = u16::try_from(missing).unwrap_or(u16::MAX);
                 }
-                cur.offset + 5 + u64::from(cur.length)
+                cur.end_offset()
             }
             (None, Some((offset, _))) if !self.framer.at_boundary() => offset,
             _ => at,
