@@ -725,6 +725,44 @@ fn gap_over_a_header_loses_sync() {
     assert_eq!(t.is_tls(), Some(true));
 }
 
+/// An SSL 2.0 record holding a ClientHello that offers TLS 1.0 (RFC 5246
+/// Appendix E.2): a 2-byte header, then type, version, the three lengths,
+/// one TLS cipher suite and one SSL 2.0 kind, a 16-byte challenge.
+fn sslv2_client_hello() -> Vec<u8> {
+    let mut body = vec![1, 3, 1, 0, 6, 0, 0, 0, 16, 0, 0, 0x2f, 0x07, 0, 0xc0];
+    body.extend([0xab; 16]);
+    let mut v = (0x8000 | body.len() as u16).to_be_bytes().to_vec();
+    v.extend(body);
+    v
+}
+
+#[test]
+fn an_sslv2_hello_record_ends_where_the_next_record_starts() {
+    // fuzz/regressions/tls_http: the record after an SSL 2.0 hello was
+    // said to start 3 bytes before the hello ended (a 5-byte header
+    // assumed)
+    let hello = sslv2_client_hello();
+    let ccs = opaque(20, 1, 1);
+    let mut t = TlsTracker::new();
+    t.push(Side::Client, 0, &cat(&[hello.clone(), ccs.clone()]), mark(1));
+    let d = &t.summary().client;
+    assert_eq!(t.is_tls(), Some(true));
+    assert!(t.summary().client_hello.is_some(), "the SSL 2.0 hello is read");
+    assert_eq!(d.records.len(), 2);
+    assert_eq!(d.records[0].length as usize, hello.len() - 2);
+    assert_eq!(d.records[0].end_offset(), hello.len() as u64);
+    assert_eq!(d.records[1].offset, hello.len() as u64);
+    assert_eq!(d.records[1].end_offset(), (hello.len() + ccs.len()) as u64);
+
+    // a gap from inside the hello over the next header: sync is lost
+    // where the hello ends
+    let mut t = TlsTracker::new();
+    t.push(Side::Client, 0, &hello[..20], mark(1));
+    t.gap(Side::Client, 20, hello.len() as u64 - 20 + 3);
+    let d = &t.summary().client;
+    assert_eq!(d.lost_sync_at, Some(hello.len() as u64));
+}
+
 #[test]
 fn implicit_hole_between_pushes_is_a_gap() {
     let mut t = TlsTracker::new();
