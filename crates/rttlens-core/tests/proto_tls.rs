@@ -744,10 +744,18 @@ fn an_sslv2_hello_record_ends_where_the_next_record_starts() {
     let hello = sslv2_client_hello();
     let ccs = opaque(20, 1, 1);
     let mut t = TlsTracker::new();
-    t.push(Side::Client, 0, &cat(&[hello.clone(), ccs.clone()]), mark(1));
+    t.push(
+        Side::Client,
+        0,
+        &cat(&[hello.clone(), ccs.clone()]),
+        mark(1),
+    );
     let d = &t.summary().client;
     assert_eq!(t.is_tls(), Some(true));
-    assert!(t.summary().client_hello.is_some(), "the SSL 2.0 hello is read");
+    assert!(
+        t.summary().client_hello.is_some(),
+        "the SSL 2.0 hello is read"
+    );
     assert_eq!(d.records.len(), 2);
     assert_eq!(d.records[0].length as usize, hello.len() - 2);
     assert_eq!(d.records[0].end_offset(), hello.len() as u64);
