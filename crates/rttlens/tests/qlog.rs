@@ -139,8 +139,9 @@ struct Side {
 }
 
 /// The packets of `ours` (the vantage point rttlens's qlog names and the
-/// events it wrote from the loopback capture) against each of `sides` (`stack`'s own qlogs of the same
-/// connection); frame types in `unlogged` are left out of ours. Returns
+/// events it wrote from the loopback capture) against each of `sides`
+/// (`stack`'s own qlogs of the same connection); frame types in
+/// `unlogged` are left out of ours. Returns
 /// the packets compared: (client sent, server sent).
 ///
 /// What a side sent must be the capture's exactly (tcpdump on the
@@ -214,9 +215,8 @@ fn require_capture() {
 }
 
 /// rttlens's qlog (`--format qlog`) of the one connection in `pcap`,
-/// decrypted with `keys`, written under `dir`: its events, the header
-/// left out.
-/// rttlens's qlog of the capture: the vantage point's type and the events.
+/// decrypted with `keys`, written under `dir`: the vantage point type its
+/// header names, and its events.
 fn qlog_of(pcap: &Path, keys: &Path, dir: &Path) -> (String, Vec<Value>) {
     analyze_ok([
         pcap.as_os_str(),
