@@ -2,7 +2,8 @@
 //! `Conn` within mimalloc's 2,560-byte size class (the next is 3,072), the
 //! TLS tracker within its 1,792-byte one (bench/README.md "issue 41, third
 //! session"). A field that pushes either into the next class costs every
-//! open connection 512 or 256 bytes of memory. 64-bit targets.
+//! open connection 512 or 256 bytes of memory; a TLS record, kept up to
+//! `RECORD_DETAIL_CAP` a direction, stays at 56 bytes. 64-bit targets.
 
 #[cfg(target_pointer_width = "64")]
 #[test]
@@ -13,7 +14,10 @@ fn a_connection_s_state_fits_its_size_class() {
     use std::mem::size_of;
     let conn = size_of::<Conn<Protocols>>();
     let tls = size_of::<TlsTracker>();
-    eprintln!("Conn<Protocols> {conn} B, TlsTracker {tls} B");
+    // up to RECORD_DETAIL_CAP of them a direction
+    let record = size_of::<rttlens_core::proto::tls::TlsRecord>();
+    eprintln!("Conn<Protocols> {conn} B, TlsTracker {tls} B, TlsRecord {record} B");
     assert!(conn <= 2560, "Conn<Protocols> is {conn} B");
     assert!(tls <= 1792, "TlsTracker is {tls} B");
+    assert!(record <= 56, "TlsRecord is {record} B");
 }

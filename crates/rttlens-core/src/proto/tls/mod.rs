@@ -171,8 +171,9 @@ pub struct TlsRecord {
     /// is incomplete, or when its last byte fell in a capture gap.
     pub complete: Option<FrameRef>,
     /// Position among this direction's records (0 = first; the detailed
-    /// ones are the first [`RECORD_DETAIL_CAP`]), see [`TlsRecord::index`].
-    pub(crate) position: u16,
+    /// ones are the first [`RECORD_DETAIL_CAP`], the only ones kept), see
+    /// [`TlsRecord::index`].
+    pub(crate) position: u8,
     /// Payload length in bytes (without the header).
     pub length: u16,
     /// Header length in bytes: 5, or 2 for an SSL 2.0 record holding a
@@ -192,7 +193,7 @@ pub struct TlsRecord {
     pub opaque: bool,
 }
 
-const _: () = assert!(RECORD_DETAIL_CAP <= u16::MAX as usize);
+const _: () = assert!(RECORD_DETAIL_CAP <= u8::MAX as usize);
 
 impl TlsRecord {
     /// Position among this direction's records (0 = first).

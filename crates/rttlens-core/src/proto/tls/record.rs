@@ -253,7 +253,7 @@ impl DirParser {
             first,
             complete: None,
             // a record past the detailed ones is not kept
-            position: u16::try_from(index).unwrap_or(u16::MAX),
+            position: u8::try_from(index).unwrap_or(u8::MAX),
             length,
             header_len: 5,
             missing: 0,
