@@ -37,6 +37,18 @@ fn keylog(p: &Path) -> Option<PathBuf> {
     k.exists().then_some(k)
 }
 
+/// `ours` is byte for byte serde_json's `theirs`; `what` names the record
+/// when it is not.
+fn same(ours: &[u8], theirs: &[u8], what: impl FnOnce() -> String) {
+    assert!(
+        ours == theirs,
+        "{} differs:\n ours: {}\n serde_json: {}",
+        what(),
+        String::from_utf8_lossy(ours),
+        String::from_utf8_lossy(theirs)
+    );
+}
+
 /// `p` opened, with the key log beside it when there is one.
 fn open(p: &Path) -> CaptureReader {
     let reader = CaptureReader::open(p).expect("open");
@@ -60,13 +72,9 @@ fn every_record_of_the_shared_captures_is_written_as_serde_json_writes_it() {
                 Connection::Quic(q) => serde_json::to_vec(&QuicJson::new(q)),
             }
             .expect("serde_json");
-            assert!(
-                ours == theirs,
-                "{}: a connection's JSON differs:\n ours: {}\n serde_json: {}",
-                path.display(),
-                String::from_utf8_lossy(&ours),
-                String::from_utf8_lossy(&theirs)
-            );
+            same(&ours, &theirs, || {
+                format!("{}: a connection's JSON", path.display())
+            });
             conns += 1;
             bytes += ours.len();
         };
@@ -107,13 +115,12 @@ fn records_written_ahead_on_the_flow_threads_are_serde_json_s_bytes_with_the_ser
                 let mut ours = Vec::new();
                 json::write_connection(&mut ours, &c).expect("ours");
                 let theirs = serde_json::to_vec(&ConnJson::new(t)).expect("serde_json");
-                assert!(
-                    ours == theirs,
-                    "{} on {threads} threads: a record written ahead differs:\n ours: {}\n serde_json: {}",
-                    path.display(),
-                    String::from_utf8_lossy(&ours),
-                    String::from_utf8_lossy(&theirs)
-                );
+                same(&ours, &theirs, || {
+                    format!(
+                        "{} on {threads} threads: a record written ahead",
+                        path.display()
+                    )
+                });
             };
             pipeline::run_with(&mut reader, &options, &mut check, &mut |_| {}).expect("analyse");
         }
