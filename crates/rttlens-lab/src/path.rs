@@ -11,6 +11,7 @@
 //! the same.
 
 use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -89,17 +90,34 @@ impl PathOutcome {
 
 /// Build the routed lab with the delay `rtt` on its middle link, start the
 /// built-in server (plain HTTP) behind R2, run the probe with `--path` in
-/// the client and check the trace.
+/// the client and check the trace. With `keep` (`rttlens lab --keep DIR`),
+/// the probe's own capture of its connection is kept as
+/// `DIR/SCENARIO/probe.pcapng`, the packets the connection's RTT was
+/// measured on.
 ///
 /// # Errors
-/// The lab could not be built, the server not started, or the probe
-/// failed.
-pub fn run_path(s: &PathScenario, rtt: Duration) -> Result<PathOutcome, LabError> {
+/// The lab could not be built, the server not started, the directory not
+/// made, or the probe failed.
+pub fn run_path(
+    s: &PathScenario,
+    rtt: Duration,
+    keep: Option<&Path>,
+) -> Result<PathOutcome, LabError> {
     let started = Instant::now();
+    let pcap = match keep {
+        Some(dir) => {
+            let dir = dir.join(s.name);
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| LabError::Server(format!("creating {}: {e}", dir.display())))?;
+            Some(dir.join("probe.pcapng"))
+        }
+        None => None,
+    };
     let lab = RoutedLab::new(LinkConfig::with_rtt(rtt))?;
     let server = BehindR2::start(&lab)?;
     let mut cfg = ProbeConfig::new(server.url());
     cfg.max_time = Some(Duration::from_secs(20));
+    cfg.pcap = pcap;
     cfg.path = Some(PathOptions {
         rounds: ROUNDS,
         udp: false,
@@ -116,7 +134,24 @@ pub fn run_path(s: &PathScenario, rtt: Duration) -> Result<PathOutcome, LabError
         command: "rttlens probe --path".into(),
         stderr: e.to_string(),
     })?;
-    let conn_rtt = report.attempts.first().and_then(|a| a.rtt_ms);
+    let conn_rtt = report.attempts.first().and_then(|a| {
+        let wire = a
+            .connection
+            .and_then(|i| report.connections.get(i))
+            .and_then(|c| c.rtt.as_ref());
+        a.rtt_ms.map(|ms| ConnRtt {
+            ms,
+            source: a.rtt_source.unwrap_or("none"),
+            how: wire.map(|r| {
+                format!(
+                    "{}; h_c {:.2}, h_s {:.2} ms",
+                    r.method.as_str(),
+                    r.h_c_ms,
+                    r.h_s_ms
+                )
+            }),
+        })
+    });
     let path = report.path.ok_or_else(|| LabError::Client {
         command: "rttlens probe --path".into(),
         stderr: "no path in the report".into(),
@@ -196,8 +231,29 @@ impl Drop for BehindR2 {
     }
 }
 
+/// The connection's own RTT as the probe gave it, and how it was measured
+/// (shown beside the last check, so a miss says which samples made it).
+struct ConnRtt {
+    /// The RTT (ms).
+    ms: f64,
+    /// Where it came from: `capture`, `tcp_info`, `connect`.
+    source: &'static str,
+    /// From the capture: the method and both halves.
+    how: Option<String>,
+}
+
+impl ConnRtt {
+    /// `40.21 ms (capture: data-ack; h_c 0.04, h_s 40.17 ms)`.
+    fn describe(&self) -> String {
+        match &self.how {
+            Some(how) => format!("{:.2} ms ({}: {how})", self.ms, self.source),
+            None => format!("{:.2} ms ({})", self.ms, self.source),
+        }
+    }
+}
+
 /// The expectations of [`PATH_SCENARIOS`] on `path`.
-fn checks(path: &PathReport, rtt_ms: f64, conn_rtt: Option<f64>) -> Vec<PathCheck> {
+fn checks(path: &PathReport, rtt_ms: f64, conn_rtt: Option<ConnRtt>) -> Vec<PathCheck> {
     let want = [
         (RoutedLab::R1, 0.0),
         (RoutedLab::R2, rtt_ms),
@@ -238,15 +294,23 @@ fn checks(path: &PathReport, rtt_ms: f64, conn_rtt: Option<f64>) -> Vec<PathChec
         });
     }
     let v = path.versus_connection.as_ref();
+    let ok = v.is_some_and(|v| v.last_hop_is_target && v.diff_ms.abs() <= TOLERANCE_MS);
     out.push(PathCheck {
         expect: format!("server p50 vs the connection's RTT ± {TOLERANCE_MS} ms"),
-        ok: v.is_some_and(|v| v.last_hop_is_target && v.diff_ms.abs() <= TOLERANCE_MS),
+        ok,
         seen: match (v, conn_rtt) {
+            // a miss also says how the connection's RTT was measured
+            (Some(v), Some(r)) if !ok => format!(
+                "{:.2} vs {} ({:+.2})",
+                v.last_hop_ms,
+                r.describe(),
+                v.diff_ms
+            ),
             (Some(v), _) => format!(
                 "{:.2} vs {:.2} ms ({:+.2})",
                 v.last_hop_ms, v.connection_rtt_ms, v.diff_ms
             ),
-            (None, Some(r)) => format!("no last hop; connection {r:.2} ms"),
+            (None, Some(r)) => format!("no last hop; connection {}", r.describe()),
             (None, None) => "no connection RTT".into(),
         },
     });

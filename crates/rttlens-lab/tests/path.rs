@@ -59,7 +59,8 @@ fn path_middle_hop() {
     prerequisites();
     let _one = ONE_LAB.lock().unwrap_or_else(|e| e.into_inner());
     let s = find_path("path-middle-hop").expect("scenario");
-    let o = run_path(s, Duration::from_millis(40)).expect("path scenario ran");
+    let keep = std::env::temp_dir().join(format!("rttlens-path-keep-{}", std::process::id()));
+    let o = run_path(s, Duration::from_millis(40), Some(&keep)).expect("path scenario ran");
     for h in &o.path.hops {
         eprintln!("{h:?}");
     }
@@ -72,6 +73,31 @@ fn path_middle_hop() {
         );
     }
     assert!(o.passed(), "path-middle-hop: {:#?}", o.checks);
+
+    // --keep: the probe's own capture is kept, and read again it gives the
+    // connection RTT the last hop was compared with
+    let kept = keep.join("path-middle-hop").join("probe.pcapng");
+    let mut reader = rttlens_core::capture::CaptureReader::open(&kept).expect("kept capture");
+    let mut conns = Vec::new();
+    rttlens_core::pipeline::run(
+        &mut reader,
+        &mut |c| conns.extend(c.into_tcp()),
+        &mut |_| {},
+    )
+    .expect("pipeline");
+    let _ = std::fs::remove_dir_all(&keep);
+    assert_eq!(conns.len(), 1, "one connection in {}", kept.display());
+    let v = o.path.versus_connection.as_ref().expect("compared");
+    let min = conns[0]
+        .rtt
+        .as_ref()
+        .expect("an RTT from the capture")
+        .min_ms;
+    assert!(
+        (min - v.connection_rtt_ms).abs() < 0.001,
+        "kept capture's RTT {min} ms against the compared {} ms",
+        v.connection_rtt_ms
+    );
 
     // the text report's hop table names the hops and the step
     let mut text = Vec::new();

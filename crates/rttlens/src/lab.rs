@@ -90,7 +90,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
         }
         results.push((s, r));
     }
-    let paths = path::run(&chosen_paths, rtt);
+    let paths = path::run(&chosen_paths, rtt, args.keep.as_deref());
     let ok = results
         .iter()
         .all(|(_, r)| r.as_ref().is_ok_and(ScenarioOutcome::passed))

@@ -3,6 +3,7 @@
 //! per expectation, what was seen beside it) and items of the same JSON.
 
 use std::io::Write;
+use std::path::Path;
 use std::time::Duration;
 
 use rttlens_lab::path::{PathOutcome, PathScenario, PATH_SCENARIOS};
@@ -20,13 +21,18 @@ pub(super) fn list(out: &mut impl Write, w: usize) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Run each of `chosen` with the link's RTT `rtt`.
-pub(super) fn run(chosen: &[&'static PathScenario], rtt: Duration) -> Vec<PathResult> {
+/// Run each of `chosen` with the link's RTT `rtt`, keeping the probe's
+/// captures under `keep` (`--keep DIR`).
+pub(super) fn run(
+    chosen: &[&'static PathScenario],
+    rtt: Duration,
+    keep: Option<&Path>,
+) -> Vec<PathResult> {
     chosen
         .iter()
         .map(|s| {
             eprintln!("rttlens lab: {} …", s.name);
-            let r = rttlens_lab::path::run_path(s, rtt).map_err(|e| e.to_string());
+            let r = rttlens_lab::path::run_path(s, rtt, keep).map_err(|e| e.to_string());
             if let Err(e) = &r {
                 eprintln!("rttlens lab: {}: {e}", s.name);
             }
