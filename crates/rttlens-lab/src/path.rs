@@ -107,8 +107,10 @@ pub fn run_path(
     let pcap = match keep {
         Some(dir) => {
             let dir = dir.join(s.name);
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| LabError::Server(format!("creating {}: {e}", dir.display())))?;
+            std::fs::create_dir_all(&dir).map_err(|e| LabError::Io {
+                context: format!("creating {}", dir.display()),
+                source: e,
+            })?;
             Some(dir.join("probe.pcapng"))
         }
         None => None,
