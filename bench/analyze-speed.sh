@@ -86,7 +86,8 @@ Options:
                   10 %, 25 %, 50 %, 75 % and 90 % of the run (disk: GB plus the
                   bulk capture)
   --scale COPIES  also make $DATA/storm-xCOPIES.pcap, COPIES time-shifted copies
-                  of the storm (12: 17 M packets, 1.06 M connections, 3.4 GB),
+                  of the storm 310 s apart (past the idle timeout: each copy's
+                  connections new; 12: 17 M packets, 1.06 M connections, 3.4 GB),
                   and time it beside the storm itself: packets/s of each and
                   the RSS through each run (it must stay flat)
 
@@ -405,16 +406,23 @@ fi
 
 # ---- copies of a capture: memory stays flat -----------------------------------
 
-# shifted_copies SRC OUT COPIES : OUT made of COPIES copies of SRC, each
-# shifted past the previous one's end, so the result is one capture in time
-# order, of the same connections again and again.
+# shifted_copies SRC OUT COPIES GAP : OUT made of COPIES copies of SRC, each
+# shifted GAP seconds past the previous one's end, so the result is one
+# capture in time order, of the same connections again and again. A copy
+# repeats its 4-tuples and ISNs: within the engine's idle timeout
+# (flow::IDLE_TIMEOUT, 300 s) of the previous copy's, a connection of SYNs
+# that were never answered is still open, and the copy's SYNs are taken,
+# rightly, for that connection's SYNs sent again (it then grows, and the
+# capture has fewer connections than COPIES times the source's). A GAP past
+# the idle timeout makes every copy's connections new, as a long capture's
+# connections are (fresh ISNs).
 shifted_copies() {
-    local src=$1 out=$2 copies=$3 span i parts=()
+    local src=$1 out=$2 copies=$3 gap=$4 span i parts=()
     if ! command -v editcap >/dev/null || ! command -v mergecap >/dev/null; then
         die "editcap/mergecap are missing: apt-get install -y wireshark-common"
     fi
     span=$("$BIN" analyze "$src" --format jsonl --no-progress | tail -n 1 \
-        | python3 -c 'import json, sys; print(int(json.load(sys.stdin)["capture"]["duration_s"]) + 10)')
+        | python3 -c 'import json, sys; print(int(json.load(sys.stdin)["capture"]["duration_s"]) + int(sys.argv[1]))' "$gap")
     note "making ${out#"$ROOT"/}: $copies time-shifted copies of ${src#"$ROOT"/} (every ${span} s)"
     for ((i = 0; i < copies; i++)); do
         editcap -t $((i * span)) "$src" "$WORK/part-$i.pcap"
@@ -471,7 +479,7 @@ if ((BIG_GB > 0)); then
     want=$((BIG_GB * 1000 * 1000 * 1000))
     if [[ ! -f $BIG ]] || (($(stat -c %s -- "$BIG") < want)); then
         size=$(stat -c %s -- "$BULK")
-        shifted_copies "$BULK" "$BIG" $(((want + size - 1) / size))
+        shifted_copies "$BULK" "$BIG" $(((want + size - 1) / size)) 10
     fi
     BIGSIZE=$(stat -c %s -- "$BIG")
     echo
@@ -486,12 +494,15 @@ fi
 if ((SCALE > 0)); then
     [[ -f $STORM ]] || die "$STORM is missing (run without --only, or with --only storm, first)"
     SCALED="$DATA/storm-x$SCALE.pcap"
-    [[ -f $SCALED ]] || shifted_copies "$STORM" "$SCALED" "$SCALE"
+    # 310 s apart: past the idle timeout, so the copies are 1 M connections
+    # (SCALE times the storm's), not the storm's SYNs sent again
+    [[ -f $SCALED ]] || shifted_copies "$STORM" "$SCALED" "$SCALE" 310
     # the storm itself, the same way, for its packets/s
     echo
     echo "### the storm and ${SCALED#"$ROOT"/} ($SCALE time-shifted copies), rttlens analyze --threads 2 (text)"
     echo
     rates=()
+    counts=()
     for f in "$STORM" "$SCALED"; do
         echo "${f#"$ROOT"/}:"
         echo
@@ -501,9 +512,12 @@ if ((SCALE > 0)); then
         conns=$(sed -E 's/.* ([0-9]+) connections.*/\1/' "$WORK/head")
         rate=$(awk -v p="$pkts" -v w="$F_WALL" 'BEGIN { printf "%.0f", p / w }')
         rates+=("$rate")
+        counts+=("$conns")
         echo
         echo "$pkts packets, $conns connections, $F_WALL s: $rate packets/s"
         echo
     done
     awk -v a="${rates[0]}" -v b="${rates[1]}" 'BEGIN { printf "packets/s of the copies against the storm: %+.1f %%\n", (b / a - 1) * 100 }'
+    # fewer would mean copies taken for the storm's own SYNs sent again
+    echo "connections of the copies: ${counts[1]} ($SCALE × the storm's: $((SCALE * counts[0])))"
 fi

@@ -2,7 +2,9 @@
 //! run's order on any number of threads, also when there are more of them
 //! than a flow thread sends in one answer (the merger interleaves the
 //! threads' parts by index): a storm's capture ends with thousands of
-//! half-open connections.
+//! half-open connections. So do the connections one sweep hands on after a
+//! silence longer than the idle timeout, also when there are so many that a
+//! flow thread sends their state and the merger makes their reports.
 
 use std::io::Cursor;
 
@@ -12,6 +14,12 @@ use rttlens_core::pipeline::{self, Options};
 /// A classic pcap (µs, Ethernet) of `n` connections to 10.0.0.2:443 from
 /// 10.1.x.y: each a SYN, and every third answered by a SYN-ACK, none closed.
 fn half_open(n: u32) -> Vec<u8> {
+    half_open_then(n, 0, 0)
+}
+
+/// [`half_open`] of `n`, then `gap_s` seconds of silence, then `after` more
+/// connections of the same kind.
+fn half_open_then(n: u32, gap_s: u64, after: u32) -> Vec<u8> {
     let mut out = Vec::new();
     for w in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
         // magic, version 2.4 (two u16), thiszone, sigfigs, snaplen, Ethernet
@@ -56,7 +64,10 @@ fn half_open(n: u32) -> Vec<u8> {
         r.extend_from_slice(&p);
         r
     };
-    for i in 0..n {
+    for i in 0..n + after {
+        if i == n {
+            t_us += gap_s * 1_000_000;
+        }
         t_us += 100;
         out.extend(frame(true, i, 0x02, t_us));
         if i % 3 == 0 {
@@ -89,6 +100,27 @@ fn connections_left_open_go_out_in_serial_order_on_any_threads() {
     let serial = reports(&capture, 1);
     assert_eq!(serial.len(), 3000);
     for threads in [2, 3, 4] {
+        let got = reports(&capture, threads);
+        assert_eq!(got.len(), serial.len(), "{threads} threads");
+        let first = got.iter().zip(&serial).position(|(a, b)| a != b);
+        assert_eq!(
+            first, None,
+            "{threads} threads: the first report that differs"
+        );
+    }
+}
+
+#[test]
+fn a_sweep_after_a_long_silence_goes_out_in_serial_order_on_any_threads() {
+    // 10,000 half-open connections, then a silence past the idle timeout
+    // (300 s), then 2,000 more: the first sweep after the silence hands on
+    // all 10,000 at once (on 2 threads about 5,000 a shard, more than a
+    // shard reports itself: the merger makes those reports), the 2,000 are
+    // left open at the end
+    let capture = half_open_then(10_000, 301, 2_000);
+    let serial = reports(&capture, 1);
+    assert_eq!(serial.len(), 12_000);
+    for threads in [2, 3] {
         let got = reports(&capture, threads);
         assert_eq!(got.len(), serial.len(), "{threads} threads");
         let first = got.iter().zip(&serial).position(|(a, b)| a != b);

@@ -43,6 +43,7 @@ use turns::Turns;
 pub use roles::Opening;
 pub use syn::{SynInfo, SynOptions, TS_OPTION_LEN};
 pub use table::conn_hash;
+pub(crate) use table::Leaving;
 pub use table::{
     FlowTable, CLOSED_LINGER, IDLE_TIMEOUT, SWEEP_EVERY, SWEEP_INTERVAL, SWEEP_MIN, TOMBSTONE,
 };

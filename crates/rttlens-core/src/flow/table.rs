@@ -200,6 +200,34 @@ impl<P: Trackers> State<P> {
     }
 }
 
+/// A connection a sweep hands on, as the table held it
+/// ([`FlowTable::sweep_leaving`]): never another shard's.
+pub(crate) struct Leaving<P>(Held<P>);
+
+/// See [`Leaving`].
+enum Held<P> {
+    Syns(Box<Syns<P>>),
+    Conn(Box<Conn<P>>),
+}
+
+impl<P: Trackers> Leaving<P> {
+    /// Its index in the table (order of first packet).
+    pub(crate) fn index(&self) -> u64 {
+        match &self.0 {
+            Held::Conn(c) => c.index,
+            Held::Syns(s) => s.index,
+        }
+    }
+
+    /// The whole connection (its SYNs replayed when that is all it had).
+    pub(crate) fn into_conn(self) -> Box<Conn<P>> {
+        match self.0 {
+            Held::Conn(c) => c,
+            Held::Syns(mut s) => s.replay(),
+        }
+    }
+}
+
 /// [`Slot::due`] of an open connection: not in [`FlowTable::closing`].
 const NOT_QUEUED: Timestamp = Timestamp::from_nanos(i64::MAX);
 /// [`Slot::due`] of a connection a sweep is handing on.
@@ -317,6 +345,20 @@ impl<P: Trackers> FlowTable<P> {
                 self.ghosts -= 1;
                 if let Some(v) = &mut self.ghosts_gone {
                     v.push(index);
+                }
+            }
+        }
+    }
+
+    /// [`FlowTable::leave`], the connection as it is held.
+    fn leave_as_held(&mut self, slot: Slot<P>, done: &mut dyn FnMut(Leaving<P>)) {
+        match slot.conn {
+            State::Conn(c) => done(Leaving(Held::Conn(c))),
+            State::Syns(_, s) => done(Leaving(Held::Syns(s))),
+            State::Ghost(_) => {
+                self.ghosts -= 1;
+                if let Some(v) = &mut self.ghosts_gone {
+                    v.push(slot.index);
                 }
             }
         }
@@ -503,6 +545,15 @@ impl<P: Trackers> FlowTable<P> {
     /// latest timestamp of the capture so far), and forget tombstones older
     /// than [`TOMBSTONE`].
     pub(crate) fn sweep(&mut self, now: Timestamp, done: &mut dyn FnMut(Box<Conn<P>>)) {
+        self.sweep_leaving(now, &mut |l| done(l.into_conn()));
+    }
+
+    /// [`FlowTable::sweep`], each connection handed on as it is held
+    /// ([`Leaving`]): a connection of SYNs only is made whole when its
+    /// taker asks, so a sweep that hands on tens of thousands at once (the
+    /// first packet after a silence longer than [`IDLE_TIMEOUT`]) need not
+    /// hold them all whole.
+    pub(crate) fn sweep_leaving(&mut self, now: Timestamp, done: &mut dyn FnMut(Leaving<P>)) {
         // reused from sweep to sweep: a fresh vector of thousands of keys
         // each time cost page faults
         let mut over = std::mem::take(&mut self.over);
@@ -559,7 +610,7 @@ impl<P: Trackers> FlowTable<P> {
                 if c.closed {
                     self.closed.insert(k, now);
                 }
-                self.leave(c, done);
+                self.leave_as_held(c, done);
             }
         }
         self.over = over;
