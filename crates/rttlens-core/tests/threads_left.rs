@@ -94,13 +94,13 @@ fn reports(capture: &[u8], threads: usize) -> Vec<String> {
     out
 }
 
-#[test]
-fn connections_left_open_go_out_in_serial_order_on_any_threads() {
-    let capture = half_open(3000);
-    let serial = reports(&capture, 1);
-    assert_eq!(serial.len(), 3000);
-    for threads in [2, 3, 4] {
-        let got = reports(&capture, threads);
+/// `capture`'s `n` reports on each of `threads` threads are the serial
+/// run's, in its order.
+fn same_as_serial(capture: &[u8], n: usize, threads: &[usize]) {
+    let serial = reports(capture, 1);
+    assert_eq!(serial.len(), n);
+    for &threads in threads {
+        let got = reports(capture, threads);
         assert_eq!(got.len(), serial.len(), "{threads} threads");
         let first = got.iter().zip(&serial).position(|(a, b)| a != b);
         assert_eq!(
@@ -111,22 +111,15 @@ fn connections_left_open_go_out_in_serial_order_on_any_threads() {
 }
 
 #[test]
+fn connections_left_open_go_out_in_serial_order_on_any_threads() {
+    same_as_serial(&half_open(3000), 3000, &[2, 3, 4]);
+}
+
+#[test]
 fn a_sweep_after_a_long_silence_goes_out_in_serial_order_on_any_threads() {
     // 10,000 half-open connections, then a silence past the idle timeout
     // (300 s), then 2,000 more: the first sweep after the silence hands on
-    // all 10,000 at once (on 2 threads about 5,000 a shard, more than a
-    // shard reports itself: the merger makes those reports), the 2,000 are
-    // left open at the end
-    let capture = half_open_then(10_000, 301, 2_000);
-    let serial = reports(&capture, 1);
-    assert_eq!(serial.len(), 12_000);
-    for threads in [2, 3] {
-        let got = reports(&capture, threads);
-        assert_eq!(got.len(), serial.len(), "{threads} threads");
-        let first = got.iter().zip(&serial).position(|(a, b)| a != b);
-        assert_eq!(
-            first, None,
-            "{threads} threads: the first report that differs"
-        );
-    }
+    // all 10,000 at once (more than a shard reports itself on 2 threads:
+    // the merger makes those reports), the 2,000 are left open at the end
+    same_as_serial(&half_open_then(10_000, 301, 2_000), 12_000, &[2, 3]);
 }
