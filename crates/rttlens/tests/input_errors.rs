@@ -128,6 +128,21 @@ fn fifo(name: &str) -> std::path::PathBuf {
     p
 }
 
+/// Does this process ignore SIGINT (`SigIgn` in /proc/self/status, bit 1)?
+fn sigint_ignored() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let hex = s
+                .lines()
+                .find_map(|l| l.strip_prefix("SigIgn:"))?
+                .trim()
+                .to_string();
+            u64::from_str_radix(&hex, 16).ok()
+        })
+        .is_some_and(|mask| mask & (1 << (nix::sys::signal::Signal::SIGINT as u32 - 1)) != 0)
+}
+
 #[test]
 fn a_fifo_nobody_writes_to_says_it_waits_and_ctrl_c_stops_it() {
     let p = fifo("silent.fifo");
@@ -150,7 +165,32 @@ fn a_fifo_nobody_writes_to_says_it_waits_and_ctrl_c_stops_it() {
     let line = rx.recv_timeout(Duration::from_secs(15));
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     let _ = nix::sys::signal::kill(pid, nix::sys::signal::SIGINT);
-    let status = child.wait().expect("wait");
+    // bounded: a child that outlives its SIGINT by 10 s is killed, and
+    // the failure says whether this process ignores SIGINT (a child
+    // inherits that: a shell without job control starts its background
+    // jobs so, and rttlens blocked opening the FIFO keeps SIGINT's
+    // disposition, as programs do)
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "rttlens was still waiting for the FIFO 10 s after SIGINT{}",
+                if sigint_ignored() {
+                    ": this test process ignores SIGINT (started in the background by a \
+                     shell without job control?), and the child inherited that; run the \
+                     tests with SIGINT at its default"
+                } else {
+                    ""
+                }
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     let line = line.unwrap_or_else(|_| panic!("15 s of silence on a FIFO nobody writes to"));
     assert!(
         line.contains(&format!("waiting for {}", p.display())) && line.contains("no data after"),
