@@ -188,16 +188,6 @@ impl<P: Trackers> State<P> {
             State::Ghost(g) => g.isn() == Some(isn),
         }
     }
-
-    /// The whole connection, the SYNs replayed when that is all it had;
-    /// `None` for another shard's.
-    fn into_conn(self) -> Option<Box<Conn<P>>> {
-        match self {
-            State::Conn(c) => Some(c),
-            State::Syns(_, mut s) => Some(s.replay()),
-            State::Ghost(_) => None,
-        }
-    }
 }
 
 /// A connection a sweep hands on, as the table held it
@@ -338,19 +328,11 @@ impl<P: Trackers> FlowTable<P> {
     /// A connection leaving the table: to `done`, or counted gone when it
     /// is another shard's.
     fn leave(&mut self, slot: Slot<P>, done: &mut dyn FnMut(Box<Conn<P>>)) {
-        let index = slot.index;
-        match slot.conn.into_conn() {
-            Some(c) => done(c),
-            None => {
-                self.ghosts -= 1;
-                if let Some(v) = &mut self.ghosts_gone {
-                    v.push(index);
-                }
-            }
-        }
+        self.leave_as_held(slot, &mut |l| done(l.into_conn()));
     }
 
-    /// [`FlowTable::leave`], the connection as it is held.
+    /// [`FlowTable::leave`], the connection as it is held: a connection of
+    /// SYNs only is replayed into a [`Conn`] when its taker asks.
     fn leave_as_held(&mut self, slot: Slot<P>, done: &mut dyn FnMut(Leaving<P>)) {
         match slot.conn {
             State::Conn(c) => done(Leaving(Held::Conn(c))),

@@ -167,8 +167,9 @@ enum Ended {
     /// merger makes the report when it hands it on.
     State {
         conn: Leaving<Protocols>,
-        /// The capture's first timestamp, and the shard's Community ID seed.
+        /// The capture's first timestamp.
         start: Timestamp,
+        /// The shard's Community ID seed.
         seed: u16,
     },
 }
@@ -869,6 +870,17 @@ struct Merged {
     oversized: u64,
 }
 
+impl Merged {
+    /// Adds counts of connections ended elsewhere (an answer, a thread
+    /// that made deferred reports).
+    fn count(&mut self, oversized: u64, findings_by_id: BTreeMap<&'static str, u64>) {
+        self.oversized += oversized;
+        for (k, v) in findings_by_id {
+            *self.findings_by_id.entry(k).or_default() += v;
+        }
+    }
+}
+
 /// The calling thread: answers put back in the serial order.
 fn merge(
     n: usize,
@@ -915,11 +927,8 @@ fn merge(
                 if let Some(more) = left.more.get_mut(a.shard) {
                     *more = a.more;
                 }
-                m.oversized += a.oversized;
                 m.late_segments += a.late_segments;
-                for (k, v) in a.findings_by_id {
-                    *m.findings_by_id.entry(k).or_default() += v;
-                }
+                m.count(a.oversized, a.findings_by_id);
                 events.extend(a.events.into_iter().map(|e| (a.shard, e)));
             }
             // the serial order of events: by frame, then phase; serial
@@ -999,6 +1008,7 @@ fn into_reports(ended: Vec<Ended>, n: usize, m: &mut Merged) -> Vec<Connection> 
         .iter()
         .filter(|e| matches!(e, Ended::State { .. }))
         .count();
+    // a handful: not worth a thread
     if n < 2 || states < 64 {
         return ended.into_iter().map(|e| e.into_report(m)).collect();
     }
@@ -1030,10 +1040,7 @@ fn into_reports(ended: Vec<Ended>, n: usize, m: &mut Merged) -> Vec<Connection> 
     let mut out = Vec::with_capacity(done.iter().map(|(r, _)| r.len()).sum());
     for (reports, counts) in done {
         out.extend(reports);
-        m.oversized += counts.oversized;
-        for (k, v) in counts.findings_by_id {
-            *m.findings_by_id.entry(k).or_default() += v;
-        }
+        m.count(counts.oversized, counts.findings_by_id);
     }
     out
 }
@@ -1056,10 +1063,7 @@ impl Left {
         index: &mut [FxHashMap<u64, u64>],
         open: &mut usize,
     ) {
-        m.oversized += a.oversized;
-        for (k, v) in a.findings_by_id {
-            *m.findings_by_id.entry(k).or_default() += v;
-        }
+        m.count(a.oversized, a.findings_by_id);
         if let Some(more) = self.more.get_mut(a.shard) {
             *more = a.more;
         }
