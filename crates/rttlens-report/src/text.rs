@@ -229,7 +229,7 @@ fn write_ladder(w: &mut dyn Write, ladder: &[Phase]) -> io::Result<()> {
                     .iter()
                     .map(|x| format!("{} {} ms ({:.2} RTT)", x.name, ms(x.ms), x.rtts))
                     .collect();
-                detail.push_str(&format!("; {}", parts.join(", ")));
+                detail.to_mut().push_str(&format!("; {}", parts.join(", ")));
             }
             writeln!(
                 w,

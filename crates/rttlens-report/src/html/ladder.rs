@@ -288,7 +288,7 @@ pub fn ladder<T: Traced>(v: &T, max_packets: usize) -> Figure {
                 f.evidence
                     .iter()
                     .filter(|e| e.frame == p.at.frame)
-                    .map(move |e| (f.id, crate::words::evidence(e)))
+                    .map(move |e| (f.id, crate::words::evidence(e).into_owned()))
             })
             .collect();
         if !cited.is_empty() {

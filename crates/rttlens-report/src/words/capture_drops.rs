@@ -3,9 +3,9 @@
 use super::prelude::*;
 
 /// The title, from the finding's facts.
-pub(super) fn title(f: &Finding) -> Option<String> {
+pub(super) fn title(f: &Finding) -> Option<Text> {
     let a = &f.facts;
-    Some(format!(
+    Some(text!(
         "capture missed {} B of {} data that the {} acknowledged",
         a.u64("dropped_bytes"),
         a.str("sender"),
@@ -14,14 +14,14 @@ pub(super) fn title(f: &Finding) -> Option<String> {
 }
 
 /// The fix, from the finding's facts.
-pub(super) fn fix(_f: &Finding) -> Option<String> {
+pub(super) fn fix(_f: &Finding) -> Option<Text> {
     Some("Capture again with fewer drops: a larger buffer (`tcpdump -B 65536`), headers only (`-s 128`), a capture filter for the hosts involved, and on the end host rather than a SPAN port.".into())
 }
 
 /// A fact of kind `capture-drops.*` as a sentence.
-pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, a: &Args) -> Option<Text> {
     Some(match kind {
-        "capture-drops.acked-unseen" => format!(
+        "capture-drops.acked-unseen" => text!(
             "ACK covers {} B of {} data the capture never saw",
             a.u64("bytes"),
             a.str("sender")

@@ -3,10 +3,10 @@
 use super::prelude::*;
 
 /// The title, from the finding's facts.
-pub(super) fn title(f: &Finding) -> Option<String> {
+pub(super) fn title(f: &Finding) -> Option<Text> {
     let a = &f.facts;
     let n = a.u64("stalls");
-    Some(format!(
+    Some(text!(
         "Delayed ACK: the {} waited {} for the {}'s delayed ACK ({:.0} ms the first time) before it could send more",
         a.str("sender"),
         if n == 1 { "once".to_string() } else { format!("{n} times") },
@@ -16,9 +16,9 @@ pub(super) fn title(f: &Finding) -> Option<String> {
 }
 
 /// The fix, from the finding's facts.
-pub(super) fn fix(f: &Finding) -> Option<String> {
+pub(super) fn fix(f: &Finding) -> Option<Text> {
     let a = &f.facts;
-    Some(format!(
+    Some(text!(
         "On the {}, acknowledge at once: Linux `ip route change ROUTE quickack 1` or `setsockopt(TCP_QUICKACK, 1)` after each read; Windows `TcpAckFrequency=1`. On the {}, find why only one segment (or an odd tail) could be in flight: a small or locked congestion window (`ip route … initcwnd`/`cwnd lock`), a small SO_SNDBUF or peer window.",
         a.str("receiver"),
         a.str("sender")
@@ -26,16 +26,16 @@ pub(super) fn fix(f: &Finding) -> Option<String> {
 }
 
 /// A fact of kind `delayed-ack.*` as a sentence.
-pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, a: &Args) -> Option<Text> {
     Some(match kind {
         "delayed-ack.last-segment" => {
             let flight = a.u64("flight_bytes");
             let flight_here = a.u64("flight_here_bytes");
             let mss = a.u64("mss_bytes");
             let in_flight = if flight_here == flight {
-                format!("{} B ({:.1} MSS) in flight", flight, flight as f64 / mss as f64)
+                text!("{} B ({:.1} MSS) in flight", flight, flight as f64 / mss as f64)
             } else {
-                format!(
+                text!(
                     "{} B in flight by the ACKs seen here ({} B, {:.1} MSS, as the {} had it: later ACKs were still on their way to it)",
                     flight_here,
                     flight,
@@ -43,18 +43,18 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
                     a.str("sender")
                 )
             };
-            format!(
+            text!(
                 "{} B from the {} with {in_flight}; nothing more follows",
                 a.u64("bytes"),
                 a.str("sender"),
             )
         }
-        "delayed-ack.held-ack" => format!(
+        "delayed-ack.held-ack" => text!(
             "the {}'s pure ACK of it, held {:.1} ms by its delayed-ACK timer",
             a.str("receiver"),
             a.f64("held_ms")
         ),
-        "delayed-ack.released" => format!(
+        "delayed-ack.released" => text!(
             "the {}'s next segment leaves as soon as that ACK arrives, {:.1} ms after the previous one",
             a.str("sender"),
             a.f64("after_ms")

@@ -3,26 +3,26 @@
 use super::prelude::*;
 
 /// The title, from the finding's facts.
-pub(super) fn title(f: &Finding) -> Option<String> {
+pub(super) fn title(f: &Finding) -> Option<Text> {
     let a = &f.facts;
     let n = a.u64("requests");
     let refused = match a.u64("refused") {
-        0 => String::new(),
-        r => format!(
+        0 => "".into(),
+        r => text!(
             "; {} stream{} sent before the client knew the limit were refused (REFUSED_STREAM) and sent again",
             r,
             if r == 1 { "" } else { "s" }
         ),
     };
-    Some(format!(
+    Some(text!(
         "HTTP/2: {n} requests went out one by one as earlier streams closed: the server allows {} at once{refused}",
         a.u64("limit")
     ))
 }
 
 /// The fix, from the finding's facts.
-pub(super) fn fix(f: &Finding) -> Option<String> {
-    Some(format!(
+pub(super) fn fix(f: &Finding) -> Option<Text> {
+    Some(text!(
         "Raise the server's concurrent stream limit to what its clients send at once (it is {}): nginx \
          `http2_max_concurrent_streams` (default 128), Go `http2.Server.MaxConcurrentStreams` / gRPC-Go \
          `grpc.MaxConcurrentStreams`, Envoy `max_concurrent_streams`, h2o `http2-max-concurrent-requests-per-connection`; \
@@ -33,16 +33,16 @@ pub(super) fn fix(f: &Finding) -> Option<String> {
 }
 
 /// A fact of kind `h2-concurrency-limit.*` as a sentence.
-pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, a: &Args) -> Option<Text> {
     Some(match kind {
-        "h2-concurrency-limit.settings" => format!(
+        "h2-concurrency-limit.settings" => text!(
             "the server's SETTINGS: SETTINGS_MAX_CONCURRENT_STREAMS = {}",
             a.u64("limit")
         ),
         "h2-concurrency-limit.stream-closes" => "a stream closes: a slot frees".into(),
         "h2-concurrency-limit.stream-opens" => {
             let limit = a.u64("limit");
-            format!(
+            text!(
                 "stream {} opens {:.1} ms later: until that close the {} stream{} the server allows were open",
                 a.u64("stream"),
                 a.f64("wait_ms"),

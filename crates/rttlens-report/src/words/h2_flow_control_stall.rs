@@ -3,26 +3,26 @@
 use super::prelude::*;
 
 /// The window a fact names: `the connection window` or `stream N's window`.
-fn window(a: &Args) -> String {
+fn window(a: &Args) -> Text {
     match a.str("window") {
-        "stream" => format!("stream {}'s window", a.u64("stream")),
-        _ => "the connection window".to_string(),
+        "stream" => text!("stream {}'s window", a.u64("stream")),
+        _ => "the connection window".into(),
     }
 }
 
 /// The title, from the finding's facts.
-pub(super) fn title(f: &Finding) -> Option<String> {
+pub(super) fn title(f: &Finding) -> Option<Text> {
     let a = &f.facts;
     let which = match a.str("window") {
-        "stream" => format!(
+        "stream" => text!(
             "stream {}'s window of {} B",
             a.u64("stream"),
             a.u64("window_bytes")
         ),
-        _ => "the connection window".to_string(),
+        _ => "the connection window".into(),
     };
     let count = a.u64("stalls");
-    Some(format!(
+    Some(text!(
         "HTTP/2 flow control: the {} waited {} time{} for the {}'s WINDOW_UPDATE ({which})",
         a.str("sender"),
         count,
@@ -32,7 +32,7 @@ pub(super) fn title(f: &Finding) -> Option<String> {
 }
 
 /// The fix, from the finding's facts.
-pub(super) fn fix(f: &Finding) -> Option<String> {
+pub(super) fn fix(f: &Finding) -> Option<Text> {
     let a = &f.facts;
     let receiver = a.str("receiver");
     let setting = match a.str("window") {
@@ -43,14 +43,14 @@ pub(super) fn fix(f: &Finding) -> Option<String> {
         .get("bytes_per_sec")
         .and_then(|v| v.as_f64())
         .map(|bps| {
-            format!(
+            text!(
                 " — at most {} B per RTT, {:.2} MB/s at this path's RTT",
                 a.u64("window_bytes"),
                 bps / 1e6
             )
         })
         .unwrap_or_default();
-    Some(format!(
+    Some(text!(
         "Let the {receiver} advertise a window of at least the path's bandwidth × RTT ({setting}{bound}). \
          Go `http2.Transport`/`http2.Server` and gRPC-Go: `InitialWindowSize`/`InitialConnWindowSize` \
          (or leave gRPC's BDP estimation on); nginx as the receiver of request bodies: `http2_body_preread_size`; \
@@ -60,25 +60,25 @@ pub(super) fn fix(f: &Finding) -> Option<String> {
 }
 
 /// A fact of kind `h2-flow-control-stall.*` as a sentence.
-pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, a: &Args) -> Option<Text> {
     Some(match kind {
         "h2-flow-control-stall.window-used-up" => {
             let size = match a.str("window") {
-                "stream" => format!(" ({} B)", a.u64("window_bytes")),
-                _ => String::new(),
+                "stream" => text!(" ({} B)", a.u64("window_bytes")),
+                _ => "".into(),
             };
-            format!(
+            text!(
                 "DATA uses up {}{size}: the {} must wait",
                 window(a),
                 a.str("sender")
             )
         }
-        "h2-flow-control-stall.window-update" => format!(
+        "h2-flow-control-stall.window-update" => text!(
             "WINDOW_UPDATE from the {} reopens {}",
             a.str("receiver"),
             window(a)
         ),
-        "h2-flow-control-stall.data-resumes" => format!(
+        "h2-flow-control-stall.data-resumes" => text!(
             "the {}'s next DATA, {:.1} ms after it stopped",
             a.str("sender"),
             a.f64("wait_ms")

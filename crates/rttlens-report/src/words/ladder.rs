@@ -4,39 +4,38 @@
 use super::prelude::*;
 
 /// No finding id of its own.
-pub(super) fn title(_f: &Finding) -> Option<String> {
+pub(super) fn title(_f: &Finding) -> Option<Text> {
     None
 }
 
 /// No finding id of its own.
-pub(super) fn fix(_f: &Finding) -> Option<String> {
+pub(super) fn fix(_f: &Finding) -> Option<Text> {
     None
 }
 
 /// A fact of kind `ladder.*` as a sentence.
-pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, a: &Args) -> Option<Text> {
     Some(match kind {
         "ladder.connect" => {
             let mut s = match a.u64("syn_transmissions") {
-                n if n > 1 => format!("SYN sent {n} times, then SYN-ACK"),
-                _ => "SYN → SYN-ACK".to_string(),
+                n if n > 1 => text!("SYN sent {n} times, then SYN-ACK"),
+                _ => "SYN → SYN-ACK".into(),
             };
             let data = a.u64("syn_data_bytes");
             if data > 0 {
-                s.push_str(&format!("; {data} B of data in the SYN (TCP Fast Open)"));
+                s.to_mut()
+                    .push_str(&format!("; {data} B of data in the SYN (TCP Fast Open)"));
             }
             s
         }
-        "ladder.tls" => format!(
+        "ladder.tls" => text!(
             "TLS {} handshake, {} (nominal {} RTT)",
             a.str("version"),
             a.str("kind"),
             a.u64("nominal_rtts")
         ),
-        "ladder.request" => {
-            "first request byte sent → first response byte received (TTFB)".to_string()
-        }
-        "ladder.first-decrypted-byte" => format!(
+        "ladder.request" => "first request byte sent → first response byte received (TTFB)".into(),
+        "ladder.first-decrypted-byte" => text!(
             "first application record ({} B) complete",
             a.u64("record_bytes")
         ),
@@ -57,12 +56,12 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
                     a.f64("bound_bytes_per_sec") / 1e6
                 ));
             }
-            s
+            s.into()
         }
         "ladder.close" => match (a.get("rst_from"), a.u64("fins")) {
-            (Some(_), _) => format!("FIN, then RST from the {}", a.str("rst_from")),
-            (None, 2) => "FIN from both sides".to_string(),
-            (None, _) => "FIN from one side only".to_string(),
+            (Some(_), _) => text!("FIN, then RST from the {}", a.str("rst_from")),
+            (None, 2) => "FIN from both sides".into(),
+            (None, _) => "FIN from one side only".into(),
         },
         "ladder.quic-handshake" => {
             let how = if a.flag("finished_seen") {
@@ -80,12 +79,12 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
             .map(|(_, w)| w)
             .collect();
             if extra.is_empty() {
-                format!("client Initial to {how}")
+                text!("client Initial to {how}")
             } else {
-                format!("client Initial to {how}, with {}", extra.join(", "))
+                text!("client Initial to {how}, with {}", extra.join(", "))
             }
         }
-        "ladder.h3-request" => format!(
+        "ladder.h3-request" => text!(
             "{} {} on stream {}: HEADERS to the response's HEADERS",
             a.get("method")
                 .and_then(|v| v.as_str())
@@ -93,7 +92,7 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
             a.str("path"),
             a.u64("stream")
         ),
-        "ladder.h3-transfer" => format!("{} response bytes", a.u64("bytes")),
+        "ladder.h3-transfer" => text!("{} response bytes", a.u64("bytes")),
         _ => return None,
     })
 }

@@ -17,8 +17,22 @@
 use rttlens_core::model::finding::{Args, Confidence, Evidence, Fact, Finding};
 use rttlens_core::model::Phase;
 
+/// A sentence: a template's own words as they are, or written with the
+/// record's values. Most fixes and many evidence sentences are fixed text:
+/// borrowed, they cost no allocation and no copy before the renderer
+/// writes them.
+pub type Text = std::borrow::Cow<'static, str>;
+
+/// `format!` as a [`Text`].
+macro_rules! text {
+    ($($t:tt)*) => {
+        $crate::words::Text::Owned(::std::format!($($t)*))
+    };
+}
+
 /// What each words file takes.
 mod prelude {
+    pub(super) use super::Text;
     pub(super) use rttlens_core::model::finding::{Args, Finding, Value};
 }
 
@@ -65,9 +79,9 @@ struct Words {
     prefix: &'static str,
     /// Its finding ids.
     ids: &'static [&'static str],
-    title: fn(&Finding) -> Option<String>,
-    fix: fn(&Finding) -> Option<String>,
-    fact: fn(&str, &Args) -> Option<String>,
+    title: fn(&Finding) -> Option<Text>,
+    fix: fn(&Finding) -> Option<Text>,
+    fact: fn(&str, &Args) -> Option<Text>,
 }
 
 /// Every detector's templates.
@@ -117,7 +131,7 @@ fn words_of_id(id: &str) -> Option<&'static Words> {
 
 /// The finding's title: one line a person reads (an id no template knows
 /// is written as its id and facts, never dropped).
-pub fn title(f: &Finding) -> String {
+pub fn title(f: &Finding) -> Text {
     words_of_id(f.id)
         .and_then(|w| (w.title)(f))
         .unwrap_or_else(|| {
@@ -125,54 +139,55 @@ pub fn title(f: &Finding) -> String {
                 kind: f.id,
                 args: f.facts.clone(),
             })
+            .into()
         })
 }
 
 /// The finding's fix: the directive, sysctl, socket option or code change.
-pub fn fix(f: &Finding) -> String {
+pub fn fix(f: &Finding) -> Text {
     words_of_id(f.id)
         .and_then(|w| (w.fix)(f))
         .unwrap_or_default()
 }
 
 /// A population finding's title: one line a person reads.
-pub fn pop_title(f: &rttlens_core::model::population::PopFinding) -> String {
+pub fn pop_title(f: &rttlens_core::model::population::PopFinding) -> Text {
     population::pop_title(f)
 }
 
 /// A population finding's fix.
-pub fn pop_fix(f: &rttlens_core::model::population::PopFinding) -> String {
+pub fn pop_fix(f: &rttlens_core::model::population::PopFinding) -> Text {
     population::pop_fix(f)
 }
 
 /// A fact as a sentence. A kind no template knows is written as its kind
 /// and values (`kind (name=value, …)`), never dropped.
-pub fn fact(fact: &Fact) -> String {
+pub fn fact(fact: &Fact) -> Text {
     let prefix = fact.kind.split('.').next().unwrap_or("");
     WORDS
         .iter()
         .find(|w| w.prefix == prefix)
         .and_then(|w| (w.fact)(fact.kind, &fact.args))
-        .unwrap_or_else(|| raw(fact))
+        .unwrap_or_else(|| raw(fact).into())
 }
 
 /// What happened in a ladder phase.
-pub fn phase_detail(p: &Phase) -> String {
+pub fn phase_detail(p: &Phase) -> Text {
     fact(&p.detail)
 }
 
 /// What one frame of evidence shows: its facts joined by `; `.
-pub fn evidence(e: &Evidence) -> String {
+pub fn evidence(e: &Evidence) -> Text {
     join(&e.facts)
 }
 
 /// Why the finding has its confidence: the reasons joined by `; `.
-pub fn why(c: &Confidence) -> String {
+pub fn why(c: &Confidence) -> Text {
     join(&c.why)
 }
 
 /// `facts` as sentences joined by `; `.
-fn join(facts: &[Fact]) -> String {
+fn join(facts: &[Fact]) -> Text {
     // most evidence frames and reasons have one fact: its sentence as it is
     if let [one] = facts {
         return fact(one);
@@ -184,7 +199,7 @@ fn join(facts: &[Fact]) -> String {
         }
         s.push_str(&fact(f));
     }
-    s
+    s.into()
 }
 
 /// `kind (name=value, …)`: a fact no template knows.

@@ -3,17 +3,17 @@
 use super::prelude::*;
 
 /// The title, from the finding's facts.
-pub(super) fn title(f: &Finding) -> Option<String> {
+pub(super) fn title(f: &Finding) -> Option<Text> {
     let a = &f.facts;
     Some(if f.id == "nagle-delayed-ack" {
-        format!(
+        text!(
             "Nagle × delayed ACK: the {} held a small segment until the {}'s delayed ACK ({:.0} ms) came back",
             a.str("sender"),
             a.str("receiver"),
             a.f64("wait_ms")
         )
     } else {
-        format!(
+        text!(
             "Nagle: the {} held a small segment for a round trip, until the ACK of the previous one came back",
             a.str("sender")
         )
@@ -21,8 +21,8 @@ pub(super) fn title(f: &Finding) -> Option<String> {
 }
 
 /// The fix, from the finding's facts.
-pub(super) fn fix(f: &Finding) -> Option<String> {
-    Some(format!(
+pub(super) fn fix(f: &Finding) -> Option<Text> {
+    Some(text!(
         "Set TCP_NODELAY on the {} (nginx `tcp_nodelay on;`, Go's default, `setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, 1)`), or write what belongs together in one write (`writev`, TCP_CORK then uncork){}.",
         f.facts.str("sender"),
         if f.id == "nagle-delayed-ack" {
@@ -34,25 +34,25 @@ pub(super) fn fix(f: &Finding) -> Option<String> {
 }
 
 /// A fact of kind `nagle.*` as a sentence.
-pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, a: &Args) -> Option<Text> {
     Some(match kind {
-        "nagle.small-segment" => format!(
+        "nagle.small-segment" => text!(
             "small segment ({} B) from the {}; nothing more follows",
             a.u64("bytes"),
             a.str("sender")
         ),
         "nagle.pure-ack" => {
             if a.flag("delayed") {
-                format!(
+                text!(
                     "the {}'s pure ACK of it, held {:.1} ms by delayed ACK",
                     a.str("receiver"),
                     a.f64("held_ms")
                 )
             } else {
-                format!("the {}'s pure ACK of it", a.str("receiver"))
+                text!("the {}'s pure ACK of it", a.str("receiver"))
             }
         }
-        "nagle.released" => format!(
+        "nagle.released" => text!(
             "the next small segment ({} B) leaves as soon as that ACK arrives, {:.1} ms after the first",
             a.u64("bytes"),
             a.f64("after_ms")

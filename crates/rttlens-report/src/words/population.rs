@@ -8,20 +8,20 @@ use rttlens_core::model::population::PopFinding;
 
 /// Population findings are not connection findings: nothing to write for
 /// a [`Finding`].
-pub(super) fn title(_f: &Finding) -> Option<String> {
+pub(super) fn title(_f: &Finding) -> Option<Text> {
     None
 }
 
 /// See [`title`].
-pub(super) fn fix(_f: &Finding) -> Option<String> {
+pub(super) fn fix(_f: &Finding) -> Option<Text> {
     None
 }
 
 /// A population finding's title, from its facts.
-pub(super) fn pop_title(f: &PopFinding) -> String {
+pub(super) fn pop_title(f: &PopFinding) -> Text {
     let a = &f.facts;
     match f.id {
-        "accept-queue-overflow" => format!(
+        "accept-queue-overflow" => text!(
             "The server's listen backlog overflowed: {} of {} SYNs sent again ({:.1} %, against \
              {:.2} % of the server's data segments retransmitted){}; in {} of {} such intervals other SYNs were \
              answered at once",
@@ -30,17 +30,17 @@ pub(super) fn pop_title(f: &PopFinding) -> String {
             100.0 * a.f64("syn_loss"),
             100.0 * a.f64("data_loss"),
             if a.u64("syn_acks_resent") > 0 {
-                format!(
+                text!(
                     ", {} SYN-ACKs resent after the client's ACK (the server did not take it)",
                     a.u64("syn_acks_resent")
                 )
             } else {
-                String::new()
+                "".into()
             },
             a.u64("prompt_intervals"),
             a.u64("burst_intervals")
         ),
-        "client-side-stall" => format!(
+        "client-side-stall" => text!(
             "The client's own delay makes the tail: the slowest {} connections waited {:.1} ms \
              for their first byte against {:.1} ms typical, {:.1} ms of it ({:.0} %) in the client \
              (client delay p50 {:.1} ms, p99 {:.1} ms)",
@@ -52,7 +52,7 @@ pub(super) fn pop_title(f: &PopFinding) -> String {
             a.f64("client_delay_p50_ms"),
             a.f64("client_delay_p99_ms")
         ),
-        "path-degradation" => format!(
+        "path-degradation" => text!(
             "The path degraded for every connection at once in {} of {} intervals: their median \
              RTT rose to as much as {:.1} ms from the usual {:.1} ms{}",
             a.u64("degraded_intervals"),
@@ -60,15 +60,15 @@ pub(super) fn pop_title(f: &PopFinding) -> String {
             a.f64("worst_rtt_ms"),
             a.f64("usual_rtt_ms"),
             if a.u64("lossy_intervals") > 0 {
-                format!(
+                text!(
                     ", and in {} of them the server retransmitted in most connections",
                     a.u64("lossy_intervals")
                 )
             } else {
-                String::new()
+                "".into()
             }
         ),
-        "server-handshake-contention" if a.str("shape") == "burst" => format!(
+        "server-handshake-contention" if a.str("shape") == "burst" => text!(
             "The server served a burst of {} TLS handshakes to {} {} at a time: the \
              ClientHellos came within {:.1} ms, the ServerHellos left over {:.1} ms, one every \
              {:.1} ms, and the wait at the server grew from {:.1} ms (the first served) to \
@@ -86,7 +86,7 @@ pub(super) fn pop_title(f: &PopFinding) -> String {
             a.f64("rtt_high_ms"),
             a.f64("rho")
         ),
-        "server-handshake-contention" => format!(
+        "server-handshake-contention" => text!(
             "Server handshake processing grows with the handshakes in progress: ClientHello → \
              ServerHello at the server p50 {:.1} ms, p99 {:.1} ms; {:.1} ms (p90) with \
              {:.1} handshakes in progress against {:.1} ms with {:.1}, while the RTT stayed at \
@@ -118,7 +118,7 @@ pub(super) fn pop_title(f: &PopFinding) -> String {
                     )
                 })
                 .collect();
-            format!(
+            text!(
                 "The server answered SYNs with SYN cookies (its SYN queue was full): {} \
                  SYN-ACKs to SYNs that offered window scaling or SACK without timestamps came back \
                  without them, while {} others from the same server granted them ({}); those \
@@ -128,12 +128,12 @@ pub(super) fn pop_title(f: &PopFinding) -> String {
                 names.join("; ")
             )
         }
-        _ => String::new(),
+        _ => "".into(),
     }
 }
 
 /// A population finding's fix, from its facts.
-pub(super) fn pop_fix(f: &PopFinding) -> String {
+pub(super) fn pop_fix(f: &PopFinding) -> Text {
     let a = &f.facts;
     match f.id {
         "accept-queue-overflow" => {
@@ -145,7 +145,7 @@ pub(super) fn pop_fix(f: &PopFinding) -> String {
               `nstat -az TcpExtListenOverflows TcpExtListenDrops`. If the server is short of \
               CPU (handshakes), more workers (nginx worker_processes auto) and resumption \
               drain it faster."
-                .to_string()
+                .into()
         }
         "client-side-stall" => {
             "Look at the client, not the server: give the load generator or client pool CPU \
@@ -153,7 +153,7 @@ pub(super) fn pop_fix(f: &PopFinding) -> String {
               event loop and garbage-collector pauses, and for a load generator its start lag \
               (`rttlens bench` reports it); a connection pool that opens connections on demand \
               under load pays the handshake in the request path."
-                .to_string()
+                .into()
         }
         "path-degradation" => {
             "The path, not the server: look at the network at those times (the link's \
@@ -161,21 +161,21 @@ pub(super) fn pop_fix(f: &PopFinding) -> String {
               a queue that grows under load wants AQM (fq_codel, cake) where it builds, and \
               senders on a lossy path do better with BBR than with loss-based congestion \
               control."
-                .to_string()
+                .into()
         }
         "server-handshake-contention" => {
             let resumed = if a.u64("tls_connections") > 0 {
-                format!(
+                text!(
                     " {} of {} TLS connections resumed a session: a resumed handshake skips the \
                      certificate and its signature.",
                     a.u64("resumed"),
                     a.u64("tls_connections")
                 )
             } else {
-                String::new()
+                "".into()
             };
             let queue = if a.str("shape") == "burst" {
-                format!(
+                text!(
                     " The burst queued behind {} handshake{} at a time taking {:.1} ms each: \
                      more handshake workers drain it that many times faster, and a limit on \
                      the handshakes queued (nginx limit_conn, Go a semaphore around \
@@ -185,9 +185,9 @@ pub(super) fn pop_fix(f: &PopFinding) -> String {
                     a.f64("handshake_ms")
                 )
             } else {
-                String::new()
+                "".into()
             };
-            format!(
+            text!(
                 "Give each handshake less CPU and the server more: Go — one shared tls.Config for \
                  every connection with session tickets on (resumption), an ECDSA P-256 \
                  certificate instead of RSA, GOMAXPROCS = the cores the server really has; nginx — \
@@ -202,22 +202,22 @@ pub(super) fn pop_fix(f: &PopFinding) -> String {
               in front; keep net.ipv4.tcp_syncookies = 1 (never 2, which sends cookies \
               always). The server's kernel log says \"Possible SYN flooding on port …\"; \
               clients that send TCP timestamps keep their options under cookies."
-            .to_string(),
-        _ => String::new(),
+            .into(),
+        _ => "".into(),
     }
 }
 
 /// Handshakes a queue served at a time, in words ("one", "2").
-fn at_a_time(a: &Args) -> String {
+fn at_a_time(a: &Args) -> Text {
     match a.u64("at_a_time") {
-        1 => "one".to_string(),
-        k => k.to_string(),
+        1 => "one".into(),
+        k => k.to_string().into(),
     }
 }
 
 /// `connection <i> (<client> → <server>)`: the connection a fact is about.
-fn who(a: &Args) -> String {
-    format!(
+fn who(a: &Args) -> Text {
+    text!(
         "connection {} ({} → {})",
         a.u64("connection"),
         a.str("client"),
@@ -226,15 +226,15 @@ fn who(a: &Args) -> String {
 }
 
 /// `<start>–<end> s: <what>`: an interval's evidence.
-fn interval(a: &Args, what: String) -> String {
-    format!("{:.3}–{:.3} s: {what}", a.f64("start_s"), a.f64("end_s"))
+fn interval(a: &Args, what: Text) -> Text {
+    text!("{:.3}–{:.3} s: {what}", a.f64("start_s"), a.f64("end_s"))
 }
 
 /// A fact of kind `population.*` as a sentence.
-pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, a: &Args) -> Option<Text> {
     Some(match kind {
         // a connection that shows a sign most
-        "population.server-handshake" => format!(
+        "population.server-handshake" => text!(
             "{}: ClientHello (frame {}) → ServerHello (frame {}): {:.1} ms at \
              the server, after the RTT",
             who(a),
@@ -242,7 +242,7 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
             a.u64("server_hello"),
             a.f64("server_ms")
         ),
-        "population.queued-handshake" => format!(
+        "population.queued-handshake" => text!(
             "connection {}: ClientHello (frame {}) → ServerHello (frame {}), served {} of {}: \
              {:.1} ms at the server, after the RTT",
             a.u64("connection"),
@@ -252,7 +252,7 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
             a.u64("handshakes"),
             a.f64("server_ms")
         ),
-        "population.client-delay" => format!(
+        "population.client-delay" => text!(
             "{}: the client took {:.1} ms of its own, longest between frame {} \
              and its answer in frame {}",
             who(a),
@@ -262,29 +262,29 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
         ),
         "population.syn-sent-again" => {
             let answer = if a.flag("answered") {
-                format!(
+                text!(
                     "SYN-ACK in frame {}, {:.0} ms after",
                     a.u64("syn_ack"),
                     a.f64("connect_ms")
                 )
             } else {
-                "no SYN-ACK".to_string()
+                "no SYN-ACK".into()
             };
-            format!(
+            text!(
                 "{}: SYN (frame {}) sent {} times; {answer}",
                 who(a),
                 a.u64("syn"),
                 a.u64("transmissions")
             )
         }
-        "population.ack-ignored" => format!(
+        "population.ack-ignored" => text!(
             "{}: the client's ACK (frame {}) completed the handshake, yet the \
              server sent its SYN-ACK again (frame {}): it had not taken the ACK",
             who(a),
             a.u64("ack"),
             a.u64("syn_ack_again")
         ),
-        "population.options-dropped" => format!(
+        "population.options-dropped" => text!(
             "{}: the SYN (frame {}) offered window scaling or SACK without \
              timestamps; the SYN-ACK (frame {}) carries neither",
             who(a),
@@ -294,7 +294,7 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
         // an interval
         "population.backlog-interval" => interval(
             a,
-            format!(
+            text!(
                 "{} of {} SYNs sent again, {} SYN-ACKs resent after the client's ACK; \
                  {} answered at once",
                 a.u64("syns_sent_again"),
@@ -305,7 +305,7 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
         ),
         "population.contention-interval" => interval(
             a,
-            format!(
+            text!(
                 "{:.1} handshakes in progress, {} new: server handshake p50 {:.1} ms, p99 {:.1} ms; \
                  RTT p50 {:.1} ms",
                 a.f64("in_progress"),
@@ -317,7 +317,7 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
         ),
         "population.cookies-interval" => interval(
             a,
-            format!(
+            text!(
                 "{} SYN-ACKs without window scale and SACK, {} SYNs sent again",
                 a.u64("syn_acks_without"),
                 a.u64("syns_sent_again")
@@ -325,7 +325,7 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
         ),
         "population.path-interval" => interval(
             a,
-            format!(
+            text!(
                 "{} connections: RTT p50 {:.1} ms (usual {:.1} ms), {:.1} % of the \
                  server's data segments retransmitted, in {} connections",
                 a.u64("connections"),
@@ -342,26 +342,26 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
         "population.backlog-syns-lost" => {
             let (syn_loss, data_loss) = (a.f64("syn_loss"), a.f64("data_loss"));
             let ratio = if data_loss > 0.0 {
-                format!("{:.0}× as often as", syn_loss / data_loss)
+                text!("{:.0}× as often as", syn_loss / data_loss)
             } else {
-                "while none of".to_string()
+                "while none of".into()
             };
-            format!(
+            text!(
                 "SYNs lost {ratio} the server's data segments, in bursts beside prompt \
                  SYN-ACKs"
             )
         }
-        "population.client-share" => format!(
+        "population.client-share" => text!(
             "{:.0} % of the tail's extra time was the client's, between packets it \
              received and its answers",
             100.0 * a.f64("share")
         ),
-        "population.path-rtt-medians" => format!(
+        "population.path-rtt-medians" => text!(
             "the median of every connection's own baseline RTT, per interval, over {} \
              intervals",
             a.u64("intervals")
         ),
-        "population.queue-steady" => format!(
+        "population.queue-steady" => text!(
             "{} ServerHellos left {} at a time, each handshake taking {:.1} ms at the server \
              (coefficient of variation {:.2}), each later one waiting longer (rank correlation \
              {:.2})",
@@ -371,7 +371,7 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
             a.f64("cv"),
             a.f64("rho")
         ),
-        "population.contention-correlation" => format!(
+        "population.contention-correlation" => text!(
             "rank correlation {:.2} of handshakes in progress and server handshake time \
              over {} intervals; the RTT's median moved {:.1} ms",
             a.f64("rho"),

@@ -11,9 +11,9 @@ fn asked(a: &Args) -> &str {
 }
 
 /// The title, from the finding's facts.
-pub(super) fn title(f: &Finding) -> Option<String> {
+pub(super) fn title(f: &Finding) -> Option<Text> {
     let a = &f.facts;
-    Some(format!(
+    Some(text!(
         "HelloRetryRequest in the QUIC handshake: the server wanted {}, {:.1} ms lost",
         asked(a),
         a.f64("lost_ms")
@@ -21,12 +21,12 @@ pub(super) fn title(f: &Finding) -> Option<String> {
 }
 
 /// The fix, from the finding's facts.
-pub(super) fn fix(f: &Finding) -> Option<String> {
-    Some(format!("Have the client send a key share for {} first (or the server accept the client's): quic-go `tls.Config.CurvePreferences`, rustls `CryptoProvider::kx_groups`, OpenSSL `Groups`; X25519 is what most clients send.", asked(&f.facts)))
+pub(super) fn fix(f: &Finding) -> Option<Text> {
+    Some(text!("Have the client send a key share for {} first (or the server accept the client's): quic-go `tls.Config.CurvePreferences`, rustls `CryptoProvider::kx_groups`, OpenSSL `Groups`; X25519 is what most clients send.", asked(&f.facts)))
 }
 
 /// A fact of kind `quic-hello-retry.*` as a sentence.
-pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, a: &Args) -> Option<Text> {
     Some(match kind {
         "quic-hello-retry.client-hello" => {
             let groups: Vec<&str> = a
@@ -34,16 +34,16 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
                 .iter()
                 .filter_map(|v| v.as_str())
                 .collect();
-            format!(
+            text!(
                 "ClientHello with key shares for {}",
                 match groups.join(", ") {
-                    g if g.is_empty() => "no group".to_string(),
+                    g if g.is_empty() => "no group".into(),
                     g => g,
                 }
             )
         }
         "quic-hello-retry.hello-retry-request" => {
-            format!("HelloRetryRequest: the server asks for {}", asked(a))
+            text!("HelloRetryRequest: the server asks for {}", asked(a))
         }
         "quic-hello-retry.second-client-hello" => "second ClientHello".into(),
         "quic-hello-retry.second-hello-follows" => "ServerHello.random equals the HelloRetryRequest value and the second ClientHello follows".into(),

@@ -4,8 +4,8 @@ use super::prelude::*;
 
 /// The packet a fact names: `Initial packet 3`, or without a number when
 /// none is known.
-fn what(a: &Args) -> String {
-    format!(
+fn what(a: &Args) -> Text {
+    text!(
         "{} packet{}",
         a.str("packet_type"),
         a.get("pn")
@@ -16,9 +16,9 @@ fn what(a: &Args) -> String {
 }
 
 /// The title, from the finding's facts.
-pub(super) fn title(f: &Finding) -> Option<String> {
+pub(super) fn title(f: &Finding) -> Option<Text> {
     let a = &f.facts;
-    Some(format!(
+    Some(text!(
         "Handshake packet lost: the {} sent its {} data again after {:.1} ms, the handshake waited",
         a.str("sender"),
         a.str("packet_type"),
@@ -27,19 +27,19 @@ pub(super) fn title(f: &Finding) -> Option<String> {
 }
 
 /// The fix, from the finding's facts.
-pub(super) fn fix(_f: &Finding) -> Option<String> {
+pub(super) fn fix(_f: &Finding) -> Option<Text> {
     Some("Find the loss on the path (a policer dropping UDP bursts, a small buffer, Wi-Fi); on the server, send the first flight paced and small (ECDSA certificate, certificate compression) so fewer packets can be lost; clients with a cached RTT for the server start the PTO lower (RFC 9002 §6.2.2, `initial_rtt`).".into())
 }
 
 /// A fact of kind `quic-initial-loss.*` as a sentence.
-pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, a: &Args) -> Option<Text> {
     Some(match kind {
-        "quic-initial-loss.first-sent" => format!(
+        "quic-initial-loss.first-sent" => text!(
             "{} from the {}: CRYPTO data first sent",
             what(a),
             a.str("sender")
         ),
-        "quic-initial-loss.sent-again" => format!(
+        "quic-initial-loss.sent-again" => text!(
             "{}: the same CRYPTO data sent again {:.1} ms later{}",
             what(a),
             a.f64("after_ms"),
@@ -51,14 +51,14 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
                 _ => " (probe timeout)",
             }
         ),
-        "quic-initial-loss.sent-again-more" => format!(
+        "quic-initial-loss.sent-again-more" => text!(
             "{}: sent again once more, {:.1} ms after the first",
             what(a),
             a.f64("after_ms")
         ),
         "quic-initial-loss.crypto-again" => match a.u64("missing_packets") {
             0 => "CRYPTO data sent again; the lost copy may have been lost before or after the capture point".into(),
-            gaps => format!("CRYPTO data sent again, and {gaps} handshake packet number(s) missing at the capture point"),
+            gaps => text!("CRYPTO data sent again, and {gaps} handshake packet number(s) missing at the capture point"),
         },
         _ => return None,
     })

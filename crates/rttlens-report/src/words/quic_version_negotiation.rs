@@ -3,18 +3,18 @@
 use super::prelude::*;
 
 /// The title, from the finding's facts.
-pub(super) fn title(f: &Finding) -> Option<String> {
-    Some(format!(
+pub(super) fn title(f: &Finding) -> Option<Text> {
+    Some(text!(
         "Version Negotiation: the client's first version was refused, {:.1} ms lost before the handshake began",
         f.facts.f64("lost_ms")
     ))
 }
 
 /// The fix, from the finding's facts.
-pub(super) fn fix(f: &Finding) -> Option<String> {
+pub(super) fn fix(f: &Finding) -> Option<Text> {
     // the versions the server named and the one the client tried, when
     // the finding carries them
-    let offered: Vec<String> = match f.facts.get("server_versions") {
+    let offered: Vec<Text> = match f.facts.get("server_versions") {
         // a reserved version (0x?a?a?a?a, RFC 9000 §15) is greasing,
         // never spoken
         Some(Value::List(vs)) => vs
@@ -29,30 +29,30 @@ pub(super) fn fix(f: &Finding) -> Option<String> {
         offered.is_empty(),
         f.facts.get("first_version").and_then(Value::as_u64),
     ) {
-        (false, Some(first)) => format!(
+        (false, Some(first)) => text!(
             " (this server speaks {}; the client tried {} first)",
             offered.join(", "),
             quic_version(first)
         ),
-        (false, None) => format!(" (this server speaks {})", offered.join(", ")),
-        _ => " (QUIC v1 is spoken everywhere, RFC 9000)".to_string(),
+        (false, None) => text!(" (this server speaks {})", offered.join(", ")),
+        _ => " (QUIC v1 is spoken everywhere, RFC 9000)".into(),
     };
-    Some(format!("Have the client start with a version the server speaks{which}, or let it learn it from the server's Alt-Svc/HTTPS record (RFC 9460 `alpn`); on the server, enable the version clients try first (quic-go `Config.Versions`, nginx serves v1 only)."))
+    Some(text!("Have the client start with a version the server speaks{which}, or let it learn it from the server's Alt-Svc/HTTPS record (RFC 9460 `alpn`); on the server, enable the version clients try first (quic-go `Config.Versions`, nginx serves v1 only)."))
 }
 
 /// A QUIC version by name: `QUIC v1` (RFC 9000), `QUIC v2` (RFC 9369),
 /// an IETF draft (`0xff0000NN`: `draft-NN`), else its number in hex.
-fn quic_version(v: u64) -> String {
+fn quic_version(v: u64) -> Text {
     match v {
         1 => "QUIC v1".into(),
         0x6b33_43cf => "QUIC v2".into(),
-        v if v & 0xffff_ff00 == 0xff00_0000 => format!("draft-{}", v & 0xff),
-        v => format!("version {v:#010x}"),
+        v if v & 0xffff_ff00 == 0xff00_0000 => text!("draft-{}", v & 0xff),
+        v => text!("version {v:#010x}"),
     }
 }
 
 /// A fact of kind `quic-version-negotiation.*` as a sentence.
-pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, a: &Args) -> Option<Text> {
     Some(match kind {
         "quic-version-negotiation.client-initial" => "the client's Initial".into(),
         "quic-version-negotiation.offers" => {
@@ -63,7 +63,7 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
                 .filter_map(|v| v.as_u64())
                 .map(|v| format!("{v:#010x}"))
                 .collect();
-            format!(
+            text!(
                 "Version Negotiation: the server offers {}",
                 versions.join(", ")
             )

@@ -12,9 +12,9 @@ fn at_least(a: &Args) -> &'static str {
 }
 
 /// The title, from the finding's facts.
-pub(super) fn title(f: &Finding) -> Option<String> {
+pub(super) fn title(f: &Finding) -> Option<Text> {
     let a = &f.facts;
-    Some(format!(
+    Some(text!(
         "{}'s bytes in flight flat at {} B for {} rounds while the receiver offered {}{} B: throughput bound {:.2} MB/s",
         a.str("sender"),
         a.u64("flight_bytes"),
@@ -26,7 +26,7 @@ pub(super) fn title(f: &Finding) -> Option<String> {
 }
 
 /// The fix, from the finding's facts.
-pub(super) fn fix(f: &Finding) -> Option<String> {
+pub(super) fn fix(f: &Finding) -> Option<Text> {
     let a = &f.facts;
     let (sender, flight) = (a.str("sender"), a.u64("flight_bytes"));
     let mut fix = format!(
@@ -37,26 +37,26 @@ pub(super) fn fix(f: &Finding) -> Option<String> {
     if a.flag("near_64k") {
         fix.push_str(" A cap at 65535 B is the signature of a 16-bit limit: a hop or socket without window scaling (RFC 7323) or a 64 KiB buffer.");
     }
-    Some(fix)
+    Some(fix.into())
 }
 
 /// A fact of kind `sender-window-cap.*` as a sentence.
-pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, a: &Args) -> Option<Text> {
     Some(match kind {
-        "sender-window-cap.round-flat" => format!(
+        "sender-window-cap.round-flat" => text!(
             "round {}: {} B in flight, receiver window {}{} B",
             a.u64("round"),
             a.u64("flight_bytes"),
             at_least(a),
             a.u64("rwnd_bytes")
         ),
-        "sender-window-cap.wscale-inferred" => format!(
+        "sender-window-cap.wscale-inferred" => text!(
             "{} B in flight under a window field of {}: the receiver's window scale is at least {} (no SYN in the capture)",
             a.u64("flight_bytes"),
             a.u64("window_field"),
             a.u64("shift")
         ),
-        "sender-window-cap.flat-below-window" => format!(
+        "sender-window-cap.flat-below-window" => text!(
             "{} loss-free rounds within ±1 MSS of {} B, below the advertised window",
             a.u64("rounds"),
             a.u64("flight_bytes")

@@ -3,9 +3,9 @@
 use super::prelude::*;
 
 /// The title, from the finding's facts.
-pub(super) fn title(f: &Finding) -> Option<String> {
+pub(super) fn title(f: &Finding) -> Option<Text> {
     let a = &f.facts;
-    Some(format!(
+    Some(text!(
         "{} sent {} times: {:.0} ms lost before the connection could start",
         a.str("packet"),
         a.u64("transmissions"),
@@ -14,15 +14,15 @@ pub(super) fn title(f: &Finding) -> Option<String> {
 }
 
 /// The fix, from the finding's facts.
-pub(super) fn fix(_f: &Finding) -> Option<String> {
+pub(super) fn fix(_f: &Finding) -> Option<Text> {
     Some("The handshake packet was lost or dropped: check the server's accept queue (`nstat -az TcpExtListenOverflows TcpExtListenDrops`; raise `net.core.somaxconn` and the listen backlog, nginx `listen … backlog=`), SYN floods/`net.ipv4.tcp_syncookies`, firewall or conntrack drops (`nf_conntrack` table full).".into())
 }
 
 /// A fact of kind `syn-retransmission.*` as a sentence.
-pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, a: &Args) -> Option<Text> {
     Some(match kind {
-        "syn-retransmission.first" => format!("first {}", a.str("packet")),
-        "syn-retransmission.again" => format!(
+        "syn-retransmission.first" => text!("first {}", a.str("packet")),
+        "syn-retransmission.again" => text!(
             "{} sent again ({} transmissions in all)",
             a.str("packet"),
             a.u64("transmissions")
@@ -33,7 +33,7 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
         }
         "syn-retransmission.syn-ack-answers" => "SYN-ACK finally answers".into(),
         "syn-retransmission.same-isn" => {
-            format!("same ISN sent {} times", a.u64("transmissions"))
+            text!("same ISN sent {} times", a.u64("transmissions"))
         }
         _ => return None,
     })

@@ -3,18 +3,18 @@
 use super::prelude::*;
 
 /// The title, from the finding's facts.
-pub(super) fn title(f: &Finding) -> Option<String> {
+pub(super) fn title(f: &Finding) -> Option<Text> {
     let a = &f.facts;
     let think = a.f64("think_ms");
     if f.id == "client-think-time" {
         return Some(match a.str("before") {
-            "before-client-hello" => format!(
+            "before-client-hello" => text!(
                 "client waited {think:.1} ms after connecting before sending its ClientHello"
             ),
-            "in-handshake" => format!(
+            "in-handshake" => text!(
                 "client took {think:.1} ms after the server's handshake flight to send its key exchange"
             ),
-            _ => format!("client waited {think:.1} ms before sending its request"),
+            _ => text!("client waited {think:.1} ms before sending its request"),
         });
     }
     let which = a
@@ -23,16 +23,16 @@ pub(super) fn title(f: &Finding) -> Option<String> {
         .map(|r| format!(" {r}"))
         .unwrap_or_default();
     Some(match a.str("timed_from") {
-        "tcp-turn" => format!(
+        "tcp-turn" => text!(
             "server took {think:.1} ms to answer after the client's data arrived (a request/response turn at the TCP level)"
         ),
-        "other-streams" => format!(
+        "other-streams" => text!(
             "server took {think:.1} ms to answer{which} once it had sent the other streams' data"
         ),
-        "previous-response" => format!(
+        "previous-response" => text!(
             "server took {think:.1} ms to answer{which} once the response ahead of it was sent"
         ),
-        _ => format!(
+        _ => text!(
             "server took {think:.1} ms to answer{which} after {} arrived",
             if which.is_empty() { "the request" } else { "it" }
         ),
@@ -40,7 +40,7 @@ pub(super) fn title(f: &Finding) -> Option<String> {
 }
 
 /// The fix, from the finding's facts.
-pub(super) fn fix(f: &Finding) -> Option<String> {
+pub(super) fn fix(f: &Finding) -> Option<Text> {
     Some(
         if f.id == "client-think-time" && f.facts.str("before") == "before-client-hello" {
             "Client-side latency before the TLS handshake: the client opened the connection, then waited to start TLS (a connection opened ahead of its first use, a pool's warm-up, a slow TLS library start). Not a network cost; start the handshake when the connection is up, or open the connection when a request needs it.".into()
@@ -50,14 +50,14 @@ pub(super) fn fix(f: &Finding) -> Option<String> {
             "Client-side latency: the application was busy or slow to write the request (DNS, pool checkout, request building, certificate verification); send the request as soon as the connection is ready.".into()
         } else if let Some(m) = f.facts.get("reported_metric").and_then(|m| m.as_str()) {
             // the server's own Server-Timing covers the wait: its largest part
-            format!(
+            text!(
             "Application latency at the server, and its own Server-Timing says where: {m} {:.1} ms of {:.1} ms reported. Profile that first (its queries, calls or locks), then the rest of the handler.",
             f.facts.f64("reported_metric_ms"),
             f.facts.f64("reported_ms")
         )
         } else if f.facts.get("reported_ms").is_some() {
             // the server's own account covers only part of it
-            format!(
+            text!(
             "Its own Server-Timing accounts for only {:.1} ms of the {:.1} ms: the rest went before or around the handler (see server-unaccounted-time: a proxy or worker queue, the accept queue). Profile the handler for its share.",
             f.facts.f64("reported_ms"),
             f.facts.f64("think_ms")
@@ -79,7 +79,7 @@ fn path(a: &Args) -> &'static str {
 }
 
 /// A fact of kind `think-time.*` as a sentence.
-pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, a: &Args) -> Option<Text> {
     Some(match kind {
         "think-time.from" => match a.str("timed_from") {
             "tcp-turn" => "the client's last data before the server answered",
@@ -95,31 +95,31 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
                 "previous-response" => "first byte of its response",
                 _ => "first byte of the response",
             };
-            format!(
+            text!(
                 "{what_r}, {:.1} ms later ({} = {:.1} ms)",
                 a.f64("after_ms"),
                 path(a),
                 a.f64("path_ms")
             )
         }
-        "think-time.ack-delayed" => format!(
+        "think-time.ack-delayed" => text!(
             "the server's TCP acknowledged it {:.2} ms later, {:.2} ms more than {}: its delayed-ACK timer, while the application had not answered",
             a.f64("after_ms"),
             a.f64("late_ms"),
             path(a)
         ),
-        "think-time.ack-proxy" => format!(
+        "think-time.ack-proxy" => text!(
             "an ACK {:.2} ms later, from nearer than the server (its SYN-ACK took {:.2} ms): a NAT or proxy acknowledges for it",
             a.f64("after_ms"),
             a.f64("path_ms")
         ),
-        "think-time.ack-quick" => format!(
+        "think-time.ack-quick" => text!(
             "the server's TCP acknowledged it {:.2} ms later ({} = {:.2} ms): network and kernel were quick",
             a.f64("after_ms"),
             path(a),
             a.f64("path_ms")
         ),
-        "think-time.ack-late" => format!(
+        "think-time.ack-late" => text!(
             "the server's TCP acknowledged it {:.2} ms later, {:.2} ms more than {}: the path or the server's kernel was slow as well",
             a.f64("after_ms"),
             a.f64("late_ms"),

@@ -3,7 +3,7 @@
 use super::prelude::*;
 
 /// The title, from the finding's facts.
-pub(super) fn title(f: &Finding) -> Option<String> {
+pub(super) fn title(f: &Finding) -> Option<Text> {
     let a = &f.facts;
     let kind = a.str("handshake");
     Some(if a.flag("resumed") {
@@ -12,14 +12,14 @@ pub(super) fn title(f: &Finding) -> Option<String> {
         } else {
             ""
         };
-        format!("TLS session resumed ({kind}){saved}")
+        text!("TLS session resumed ({kind}){saved}")
     } else {
-        format!("the client offered to resume its TLS session; the server declined ({kind})")
+        text!("the client offered to resume its TLS session; the server declined ({kind})")
     })
 }
 
 /// The fix, from the finding's facts.
-pub(super) fn fix(f: &Finding) -> Option<String> {
+pub(super) fn fix(f: &Finding) -> Option<Text> {
     Some(if f.facts.flag("resumed") {
         "Nothing to fix.".into()
     } else {
@@ -28,7 +28,7 @@ pub(super) fn fix(f: &Finding) -> Option<String> {
 }
 
 /// A fact of kind `tls-resumption.*` as a sentence.
-pub(super) fn fact(kind: &str, _a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, _a: &Args) -> Option<Text> {
     Some(match kind {
         "tls-resumption.offered" => "ClientHello offers a session to resume".into(),
         "tls-resumption.resumed" => "ServerHello resumes it (no certificate exchange)".into(),

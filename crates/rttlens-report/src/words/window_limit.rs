@@ -5,7 +5,7 @@
 use super::prelude::*;
 
 /// The title, from the finding's facts.
-pub(super) fn title(f: &Finding) -> Option<String> {
+pub(super) fn title(f: &Finding) -> Option<Text> {
     let a = &f.facts;
     let (sender, receiver) = (a.str("sender"), a.str("receiver"));
     let mut candidates = Vec::new();
@@ -19,7 +19,7 @@ pub(super) fn title(f: &Finding) -> Option<String> {
         candidates.push(format!("the {receiver}'s HTTP/2 flow-control window"));
     }
     candidates.push(format!("the {sender}'s send buffer"));
-    Some(format!(
+    Some(text!(
         "{sender}'s bytes in flight flat at {} B for {} rounds: a window capped it — {}; throughput bound {:.2} MB/s",
         a.u64("flight_bytes"),
         a.u64("rounds"),
@@ -29,7 +29,7 @@ pub(super) fn title(f: &Finding) -> Option<String> {
 }
 
 /// The fix, from the finding's facts.
-pub(super) fn fix(f: &Finding) -> Option<String> {
+pub(super) fn fix(f: &Finding) -> Option<Text> {
     let a = &f.facts;
     let (sender, receiver) = (a.str("sender"), a.str("receiver"));
     let (tcp_window, h2) = (a.flag("tcp_window"), a.flag("h2"));
@@ -52,19 +52,19 @@ pub(super) fn fix(f: &Finding) -> Option<String> {
         fix.push_str(&format!(" If HTTP/2's: let the {receiver} advertise a larger window (Go/gRPC `InitialWindowSize`/`InitialConnWindowSize`, Envoy `initial_stream_window_size`, nginx `http2_body_preread_size` for request bodies)."));
     }
     fix.push_str(&format!(" If the {sender}'s: raise its send buffer (`net.ipv4.tcp_wmem`, nginx `listen … sndbuf=`; do not pin SO_SNDBUF) and look for a window clamp (TCP_WINDOW_CLAMP, `ip route … window`)."));
-    Some(fix)
+    Some(fix.into())
 }
 
 /// A fact of kind `window-limit.*` as a sentence.
-pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, a: &Args) -> Option<Text> {
     Some(match kind {
-        "window-limit.still-flat" => format!(
+        "window-limit.still-flat" => text!(
             "round {}: still {} B in flight ({} rounds flat)",
             a.u64("round"),
             a.u64("flight_bytes"),
             a.u64("rounds")
         ),
-        "window-limit.round-flat" => format!(
+        "window-limit.round-flat" => text!(
             "round {}: {} B in flight, the {}'s TCP window {}{} B",
             a.u64("round"),
             a.u64("flight_bytes"),
@@ -76,7 +76,7 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
             },
             a.u64("rwnd_bytes")
         ),
-        "window-limit.wscale-inferred" => format!(
+        "window-limit.wscale-inferred" => text!(
             "{} B in flight under a window field of {}: the {}'s window scale is at least {} (no SYN in the capture), so its window is known only as a lower bound",
             a.u64("flight_bytes"),
             a.u64("window_field"),
@@ -94,7 +94,7 @@ pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
             } else {
                 " (no SYNs)"
             });
-            why
+            why.into()
         }
         _ => return None,
     })

@@ -3,29 +3,29 @@
 use super::prelude::*;
 
 /// The title, from the finding's facts.
-pub(super) fn title(f: &Finding) -> Option<String> {
+pub(super) fn title(f: &Finding) -> Option<Text> {
     let a = &f.facts;
     Some(match a.str("outcome") {
-        "accepted" => format!("0-RTT: {} B of early data accepted; the request rode with the ClientHello (1 RTT saved)", a.u64("early_data_bytes")),
-        "rejected" => format!("0-RTT rejected: the {} B of early data had to be sent again after the handshake", a.u64("early_data_bytes")),
-        _ => "0-RTT offered; whether the server accepted it could not be told".to_string(),
+        "accepted" => text!("0-RTT: {} B of early data accepted; the request rode with the ClientHello (1 RTT saved)", a.u64("early_data_bytes")),
+        "rejected" => text!("0-RTT rejected: the {} B of early data had to be sent again after the handshake", a.u64("early_data_bytes")),
+        _ => "0-RTT offered; whether the server accepted it could not be told".into(),
     })
 }
 
 /// The fix, from the finding's facts.
-pub(super) fn fix(f: &Finding) -> Option<String> {
+pub(super) fn fix(f: &Finding) -> Option<Text> {
     Some(match f.facts.str("outcome") {
         "accepted" => "Nothing to fix (make sure the request is idempotent: early data can be replayed, RFC 8446 §8).",
         "rejected" => "The server declined early data: enable it (nginx `ssl_early_data on;`, rustls `max_early_data_size`), keep ticket keys shared, and keep the client's ticket fresh (a HelloRetryRequest also rejects 0-RTT).",
         _ => "Capture the whole handshake (both directions) to tell.",
-    }.to_string())
+    }.into())
 }
 
 /// A fact of kind `zero-rtt.*` as a sentence.
-pub(super) fn fact(kind: &str, a: &Args) -> Option<String> {
+pub(super) fn fact(kind: &str, a: &Args) -> Option<Text> {
     Some(match kind {
         "zero-rtt.offered" => "ClientHello offers early data".into(),
-        "zero-rtt.early-data" => format!(
+        "zero-rtt.early-data" => text!(
             "{} B of early data in {} record(s)",
             a.u64("early_data_bytes"),
             a.u64("records")
