@@ -281,11 +281,11 @@ fn tls12_full_handshake() {
     );
     let ch = s.client_hello.as_ref().unwrap();
     assert_eq!((ch.cipher_suites, ch.session_ticket), (3, Some(0)));
-    assert!(s.server_hello.as_ref().unwrap().session_ticket);
-    let cert = s.server.message(HandshakeType::CERTIFICATE).unwrap();
+    assert!(s.server_hello().unwrap().session_ticket);
+    let cert = s.server().message(HandshakeType::CERTIFICATE).unwrap();
     assert_eq!(cert.length, 20_000);
     assert_eq!((cert.first.frame, cert.complete.unwrap().frame), (2, 4));
-    let types: Vec<u8> = s.server.messages.iter().map(|m| m.msg_type.0).collect();
+    let types: Vec<u8> = s.server().messages.iter().map(|m| m.msg_type.0).collect();
     assert_eq!(types, [2, 11, 12, 14, 4]);
     assert_eq!(
         s.client
@@ -296,7 +296,7 @@ fn tls12_full_handshake() {
     );
 
     // Records and aggregates.
-    let srv = &s.server;
+    let srv = s.server();
     assert_eq!(srv.records[0].content_type, ContentType::HANDSHAKE);
     assert_eq!(srv.records[0].length, 16384);
     // 16389 bytes: from the first server segment into the third.
@@ -459,7 +459,7 @@ fn tls13_full_handshake() {
     assert_eq!(ch.supported_versions.as_slice(), [0x0304, 0x0303]);
     assert_eq!(ch.key_share_groups.as_slice(), [0x1d]);
     assert_eq!(ch.psk_key_exchange_modes.as_slice(), [1]);
-    assert_eq!(s.server_hello.as_ref().unwrap().key_share_group, Some(0x1d));
+    assert_eq!(s.server_hello().unwrap().key_share_group, Some(0x1d));
     assert_eq!(s.version(), Some(0x0304));
 }
 
@@ -514,7 +514,7 @@ fn tls13_psk_with_early_data() {
     assert_eq!(frames(&h.client_first_app_data), Some((6, Some(6))));
     let ch = s.client_hello.as_ref().unwrap();
     assert!(ch.pre_shared_key && ch.early_data);
-    assert_eq!(s.server_hello.as_ref().unwrap().pre_shared_key, Some(0));
+    assert_eq!(s.server_hello().unwrap().pre_shared_key, Some(0));
 }
 
 #[test]
@@ -600,7 +600,7 @@ fn hello_retry_request() {
     assert_eq!(h.server_finished.as_ref().unwrap().length, 69);
     assert!(h.new_session_tickets.is_empty());
     assert_eq!(h.server_first_app_data.as_ref().unwrap().length, 3000);
-    let hrr = s.hello_retry_request.as_ref().unwrap();
+    let hrr = s.hello_retry_request().unwrap();
     assert!(hrr.hello_retry_request);
     assert_eq!(hrr.key_share_group, Some(0x1d));
     assert_eq!(
@@ -616,7 +616,7 @@ fn hello_retry_request() {
         [0x1d]
     );
     // The hellos after the compatibility CCS were read as plaintext.
-    assert!(!s.client.records[2].opaque && !s.server.records[2].opaque);
+    assert!(!s.client.records[2].opaque && !s.server().records[2].opaque);
     assert_eq!(s.client.encrypted_handshake, None);
 }
 
@@ -650,11 +650,10 @@ fn hello_after_compatibility_ccs_split_after_its_header() {
     c.send(Side::Server, &sh[5..]);
     let s = c.run().into_summary();
     let sh = s
-        .server_hello
-        .as_ref()
+        .server_hello()
         .expect("plaintext ServerHello after the CCS");
     assert_eq!((sh.first.frame, sh.complete.frame), (3, 3));
-    assert_eq!(s.server.records[2].first.frame, 2);
+    assert_eq!(s.server().records[2].first.frame, 2);
 }
 
 #[test]
@@ -883,7 +882,7 @@ fn absurd_offsets_do_not_panic() {
     t.push(Side::Server, 0, &ch, mark(4));
     let s = t.summary();
     assert_eq!(s.client.lost_sync_at, Some(ch.len() as u64));
-    assert!(s.server.bytes_missing > 0);
+    assert!(s.server().bytes_missing > 0);
 }
 
 #[test]
@@ -902,10 +901,10 @@ fn alerts() {
         mark(2),
     );
     let s = t.summary();
-    assert_eq!(s.server.alert_count, 2);
-    assert_eq!(s.server.alerts[0].level, Some(2));
-    assert_eq!(s.server.alerts[0].description, Some(40));
-    assert_eq!(s.server.alerts[1].description, None);
+    assert_eq!(s.server().alert_count, 2);
+    assert_eq!(s.server().alerts[0].level, Some(2));
+    assert_eq!(s.server().alerts[0].description, Some(40));
+    assert_eq!(s.server().alerts[1].description, None);
     assert!(s.handshake().is_none());
 }
 
@@ -981,7 +980,7 @@ fn real(name: &str) -> TlsSummary {
     let t = conv.run();
     assert_eq!(t.is_tls(), Some(true));
     let s = t.into_summary();
-    for d in [&s.client, &s.server] {
+    for d in [&s.client, s.server()] {
         assert!(d.notes.items().is_empty(), "{name}: {:?}", d.notes);
     }
     s
@@ -1008,8 +1007,8 @@ fn openssl_tls12_full() {
     assert_eq!(h.client_finished.as_ref().unwrap().length, 40);
     assert_eq!(h.server_finished.as_ref().unwrap().length, 40);
     assert_eq!(h.server_first_app_data.as_ref().unwrap().length, 16408);
-    assert_eq!(s.server.totals.application_data.count, 2);
-    assert_eq!(s.server.totals.alert.count, 1);
+    assert_eq!(s.server().totals.application_data.count, 2);
+    assert_eq!(s.server().totals.alert.count, 1);
 }
 
 #[test]
@@ -1058,10 +1057,7 @@ fn openssl_tls13_hello_retry() {
     let h = s.handshake().unwrap();
     assert!(h.hello_retry);
     assert_eq!((h.kind, h.round_trips), (HandshakeKind::Tls13Full, 2));
-    assert_eq!(
-        s.hello_retry_request.as_ref().unwrap().key_share_group,
-        Some(0x1d)
-    );
+    assert_eq!(s.hello_retry_request().unwrap().key_share_group, Some(0x1d));
     assert_eq!(h.client_finished.as_ref().unwrap().length, 53);
     assert_eq!(h.new_session_tickets.len(), 2);
 }
@@ -1167,7 +1163,7 @@ fn hello_lists_stay_inline() {
                 "{name}: {ch:?}"
             );
         }
-        let servers = [s.server_hello.as_ref(), s.hello_retry_request.as_deref()];
+        let servers = [s.server_hello(), s.hello_retry_request()];
         assert!(servers.iter().any(Option::is_some), "{name}");
     }
     // the five TLS 1.3 ClientHellos (two after a HelloRetryRequest) listed

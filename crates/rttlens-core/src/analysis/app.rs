@@ -229,7 +229,7 @@ fn decrypted(t: &mut AppTimeline, s: &TlsSummary, inner: &Inner) {
             .find(|r| r.content_type == ContentType::APPLICATION_DATA && r.complete == Some(at))
             .cloned()
     };
-    let (Some(q), Some(r)) = (record(&s.client, req_at), record(&s.server, resp_at)) else {
+    let (Some(q), Some(r)) = (record(&s.client, req_at), record(s.server(), resp_at)) else {
         return;
     };
     t.request_first = Some(q.first);

@@ -279,8 +279,8 @@ impl Sizes {
 
 pub(super) fn classify(s: &TlsSummary) -> Option<Handshake> {
     let ch = s.client_hello.as_ref()?;
-    let sh = s.server_hello.as_ref()?;
-    let hello_retry = s.hello_retry_request.is_some();
+    let sh = s.server_hello()?;
+    let hello_retry = s.hello_retry_request().is_some();
     let version = sh.version();
     let mut h = Handshake {
         version,
@@ -294,7 +294,7 @@ pub(super) fn classify(s: &TlsSummary) -> Option<Handshake> {
             ..EarlyData::default()
         },
         client_hello: Step::client_hello(ch),
-        hello_retry_request: s.hello_retry_request.as_deref().map(Step::server_hello),
+        hello_retry_request: s.hello_retry_request().map(Step::server_hello),
         second_client_hello: s.second_client_hello.as_deref().map(Step::client_hello),
         server_hello: Step::server_hello(sh),
         server_flight_end: None,
@@ -319,7 +319,7 @@ fn tls12(
     sh: &ServerHelloInfo,
     h: &mut Handshake,
 ) -> Option<()> {
-    let (client, server) = (&s.client, &s.server);
+    let (client, server) = (&s.client, s.server());
     let full = server.messages.iter().any(|m| {
         m.offset > sh.offset
             && matches!(
@@ -385,11 +385,11 @@ fn tls13(s: &TlsSummary, ch: &ClientHelloInfo, sh: &ServerHelloInfo, h: &mut Han
     let psk = sh.pre_shared_key.is_some();
     h.resumption_accepted = psk;
     // The ClientHello the ServerHello answers.
-    let answered = match (&s.hello_retry_request, &s.second_client_hello) {
+    let answered = match (s.hello_retry_request(), &s.second_client_hello) {
         (Some(_), Some(second)) => second.record,
         _ => ch.record,
     };
-    let server = app_records(&s.server, sh.record);
+    let server = app_records(s.server(), sh.record);
     let client = app_records(&s.client, answered);
 
     let mut early: Vec<&TlsRecord> = Vec::new();

@@ -358,36 +358,75 @@ impl TlsDirection {
 pub struct TlsSummary {
     /// The client's direction.
     pub client: TlsDirection,
-    /// The server's direction.
-    pub server: TlsDirection,
     /// The first ClientHello.
     pub client_hello: Option<ClientHelloInfo>,
     /// The ClientHello sent in answer to a HelloRetryRequest (boxed: rare,
     /// and every open TLS connection would carry its room).
     pub second_client_hello: Option<Box<ClientHelloInfo>>,
-    /// The HelloRetryRequest, if the server sent one (boxed, as above).
-    pub hello_retry_request: Option<Box<ServerHelloInfo>>,
-    /// The (first real) ServerHello.
-    pub server_hello: Option<ServerHelloInfo>,
+    /// The server's direction and hellos, made at the server's first byte
+    /// (or gap): boxed, as a server that never answers a ClientHello (an
+    /// accept queue that overflowed, a scan) is common among the open
+    /// connections of a busy capture and its room, 544 B, would be empty.
+    /// Read through [`TlsSummary::server`], [`TlsSummary::server_hello`] and
+    /// [`TlsSummary::hello_retry_request`].
+    server_side: Option<Box<ServerSide>>,
 }
+
+/// What was seen of the server's side of a TLS connection (see
+/// [`TlsSummary`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+struct ServerSide {
+    dir: TlsDirection,
+    /// The HelloRetryRequest, if the server sent one (boxed: rare).
+    hello_retry_request: Option<Box<ServerHelloInfo>>,
+    /// The (first real) ServerHello.
+    server_hello: Option<ServerHelloInfo>,
+}
+
+impl ServerSide {
+    fn new() -> Self {
+        ServerSide {
+            dir: TlsDirection::new(Side::Server),
+            hello_retry_request: None,
+            server_hello: None,
+        }
+    }
+}
+
+/// The server's direction of a connection whose server sent nothing.
+static SERVER_SILENT: std::sync::LazyLock<TlsDirection> =
+    std::sync::LazyLock::new(|| TlsDirection::new(Side::Server));
 
 impl TlsSummary {
     fn new() -> Self {
         TlsSummary {
             client: TlsDirection::new(Side::Client),
-            server: TlsDirection::new(Side::Server),
             client_hello: None,
             second_client_hello: None,
-            hello_retry_request: None,
-            server_hello: None,
+            server_side: None,
         }
+    }
+
+    /// The server's direction (empty when the server sent nothing).
+    pub fn server(&self) -> &TlsDirection {
+        self.server_side.as_ref().map_or(&SERVER_SILENT, |s| &s.dir)
+    }
+
+    /// The (first real) ServerHello.
+    pub fn server_hello(&self) -> Option<&ServerHelloInfo> {
+        self.server_side.as_ref()?.server_hello.as_ref()
+    }
+
+    /// The HelloRetryRequest, if the server sent one.
+    pub fn hello_retry_request(&self) -> Option<&ServerHelloInfo> {
+        self.server_side.as_ref()?.hello_retry_request.as_deref()
     }
 
     /// One direction.
     pub(crate) fn direction(&self, side: Side) -> &TlsDirection {
         match side {
             Side::Client => &self.client,
-            Side::Server => &self.server,
+            Side::Server => self.server(),
         }
     }
 
@@ -400,7 +439,7 @@ impl TlsSummary {
 
     /// The negotiated protocol version (`0x0303`, `0x0304`, …).
     pub fn version(&self) -> Option<u16> {
-        self.server_hello.as_ref().map(ServerHelloInfo::version)
+        self.server_hello().map(ServerHelloInfo::version)
     }
 
     /// The server name the client asked for (SNI).
@@ -417,12 +456,12 @@ impl TlsSummary {
 
     /// ALPN protocol the server selected.
     pub fn alpn_selected(&self) -> Option<&str> {
-        self.server_hello.as_ref()?.alpn.as_deref()
+        self.server_hello()?.alpn.as_deref()
     }
 
     /// The selected cipher suite and its IANA name, if known.
     pub fn cipher_suite(&self) -> Option<(u16, Option<&'static str>)> {
-        let sh = self.server_hello.as_ref()?;
+        let sh = self.server_hello()?;
         Some((sh.cipher_suite, sh.cipher_suite_name))
     }
 
@@ -455,7 +494,9 @@ impl TlsSummary {
 pub struct TlsTracker {
     summary: TlsSummary,
     client: record::DirParser,
-    server: record::DirParser,
+    /// The server's walker, made with the summary's server side (boxed for
+    /// the same reason).
+    server: Option<Box<record::DirParser>>,
     /// With a key log: the records' decryption.
     decrypt: Option<Box<Decryptor>>,
 }
@@ -472,7 +513,7 @@ impl TlsTracker {
         TlsTracker {
             summary: TlsSummary::new(),
             client: record::DirParser::default(),
-            server: record::DirParser::default(),
+            server: None,
             decrypt: None,
         }
     }
@@ -482,7 +523,6 @@ impl TlsTracker {
     pub fn with_keys(keys: KeyStore) -> Self {
         let mut t = Self::new();
         t.client.collect = true;
-        t.server.collect = true;
         t.decrypt = Some(Box::new(Decryptor::new(keys)));
         t
     }
@@ -504,13 +544,14 @@ impl TlsTracker {
         let Some(d) = self.decrypt.as_mut() else {
             return;
         };
-        let parser = match side {
-            Side::Client => &mut self.client,
-            Side::Server => &mut self.server,
+        let parser = match (side, self.server.as_deref_mut()) {
+            (Side::Client, _) => &mut self.client,
+            (Side::Server, Some(p)) => p,
+            (Side::Server, None) => return,
         };
         if d.waiting() {
             let ch = self.summary.client_hello.as_ref();
-            match self.summary.server_hello.as_ref() {
+            match self.summary.server_hello() {
                 Some(sh) => d.start(&Hellos {
                     client_random: ch.map(|c| &c.random),
                     server_random: Some(&sh.random),
@@ -535,14 +576,19 @@ impl TlsTracker {
             d.record(side, rec);
         }
         // TLS 1.3 names ALPN's choice in the encrypted EncryptedExtensions
-        if let (Some(sh), Some(alpn)) = (self.summary.server_hello.as_mut(), d.alpn()) {
+        let server_hello = self.summary.server_side.as_mut();
+        if let (Some(sh), Some(alpn)) =
+            (server_hello.and_then(|s| s.server_hello.as_mut()), d.alpn())
+        {
             if sh.alpn.is_none() {
                 sh.alpn = Some(alpn.to_string());
             }
         }
         if !d.wants_records() {
             self.client.collect = false;
-            self.server.collect = false;
+            if let Some(p) = self.server.as_deref_mut() {
+                p.collect = false;
+            }
         }
     }
 
@@ -578,10 +624,11 @@ impl TlsTracker {
     /// record decides (handshake or alert). The flow layer can stop feeding a
     /// connection once this is `Some(false)`.
     pub fn is_tls(&self) -> Option<bool> {
-        match (self.client.looks_tls(), self.server.looks_tls()) {
+        let server = self.server.as_deref();
+        match (self.client.looks_tls(), server.and_then(|p| p.looks_tls())) {
             (Some(c), _) => Some(c),
             (None, Some(false)) => Some(false),
-            (None, s) if self.client.stopped() => s.or(if self.server.stopped() {
+            (None, s) if self.client.stopped() => s.or(if server.is_some_and(|p| p.stopped()) {
                 Some(false)
             } else {
                 None
@@ -600,14 +647,14 @@ impl TlsTracker {
         self.summary
     }
 
+    /// `side`'s walker and where its messages go; the server's are made at
+    /// its first byte (or gap).
     fn split(&mut self, side: Side) -> (&mut record::DirParser, messages::Out<'_>) {
         let TlsSummary {
             client,
-            server,
             client_hello,
             second_client_hello,
-            hello_retry_request,
-            server_hello,
+            server_side,
         } = &mut self.summary;
         match side {
             Side::Client => (
@@ -618,14 +665,41 @@ impl TlsTracker {
                     second_client_hello,
                 },
             ),
-            Side::Server => (
-                &mut self.server,
-                messages::Out::Server {
-                    dir: server,
+            Side::Server => {
+                let ServerSide {
+                    dir,
                     hello_retry_request,
                     server_hello,
-                },
-            ),
+                } = &mut **server_side.get_or_insert_with(|| Box::new(ServerSide::new()));
+                let collect = self.decrypt.as_ref().is_some_and(|d| d.wants_records());
+                let parser = self.server.get_or_insert_with(|| {
+                    let mut p = Box::<record::DirParser>::default();
+                    p.collect = collect;
+                    p
+                });
+                (
+                    parser,
+                    messages::Out::Server {
+                        dir,
+                        hello_retry_request,
+                        server_hello,
+                    },
+                )
+            }
         }
+    }
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod size {
+    /// The server side a TLS connection makes at the server's first byte
+    /// fits mimalloc's 640-byte class and its walker the 256-byte one
+    /// (tests/state_size.rs holds the tracker's).
+    #[test]
+    fn the_server_side_fits_its_size_classes() {
+        let side = std::mem::size_of::<super::ServerSide>();
+        let walker = std::mem::size_of::<super::record::DirParser>();
+        assert!(side <= 640, "ServerSide is {side} B");
+        assert!(walker <= 256, "DirParser is {walker} B");
     }
 }
