@@ -64,7 +64,7 @@ fuzz_target!(|data: &[u8]| {
     }
 
     let s = tls.summary();
-    for d in [&s.client, &s.server] {
+    for d in [&s.client, s.server()] {
         assert!(d.records.len() <= RECORD_DETAIL_CAP);
         assert!(d.totals.all.count >= d.records.len() as u64);
         for w in d.records.windows(2) {
