@@ -277,7 +277,22 @@ impl Sizes {
     }
 }
 
-pub(super) fn classify(s: &TlsSummary) -> Option<Handshake> {
+impl TlsSummary {
+    /// Classification of the handshake and its key marks; `None` until both
+    /// hellos were seen (or when the server's answer cannot be classified).
+    /// See [`Handshake`] for the rules.
+    pub fn handshake(&self) -> Option<Handshake> {
+        classify(self)
+    }
+
+    /// Did the server accept resumption? `None` until classified; see
+    /// [`Handshake::resumption_accepted`].
+    pub fn resumption_accepted(&self) -> Option<bool> {
+        self.handshake().map(|h| h.resumption_accepted)
+    }
+}
+
+fn classify(s: &TlsSummary) -> Option<Handshake> {
     let ch = s.client_hello.as_ref()?;
     let sh = s.server_hello()?;
     let hello_retry = s.hello_retry_request().is_some();

@@ -1,7 +1,7 @@
 //! What the TLS tracker learnt of one connection ([`TlsSummary`]), the
-//! server's side of it made at the server's first byte.
+//! server's side of it made at the server's first byte. Its handshake's
+//! classification is in `handshake.rs` (`TlsSummary::handshake`).
 
-use super::handshake::{self, Handshake};
 use super::hello::{self, ClientHelloInfo, ServerHelloInfo};
 use super::TlsDirection;
 use crate::base::side::Side;
@@ -83,13 +83,6 @@ impl TlsSummary {
         }
     }
 
-    /// Classification of the handshake and its key marks; `None` until both
-    /// hellos were seen (or when the server's answer cannot be classified).
-    /// See [`Handshake`] for the rules.
-    pub fn handshake(&self) -> Option<Handshake> {
-        handshake::classify(self)
-    }
-
     /// The negotiated protocol version (`0x0303`, `0x0304`, …).
     pub fn version(&self) -> Option<u16> {
         self.server_hello().map(ServerHelloInfo::version)
@@ -132,12 +125,6 @@ impl TlsSummary {
         };
         ch.pre_shared_key
             || (!tls13 && (!ch.session_id.is_empty() || ch.session_ticket.unwrap_or(0) > 0))
-    }
-
-    /// Did the server accept resumption? `None` until classified; see
-    /// [`Handshake::resumption_accepted`].
-    pub fn resumption_accepted(&self) -> Option<bool> {
-        self.handshake().map(|h| h.resumption_accepted)
     }
 }
 
